@@ -1,0 +1,27 @@
+# Two commands: `make run` and `make test`. Both install what is missing first.
+SCRATCH ?= /var/tmp/howfast-scratch
+HOWFAST := .venv/bin/howfast
+PY := .venv/bin/python
+
+.PHONY: setup run test lint typecheck unit clean
+
+setup:
+	@bash scripts/setup.sh
+
+# Benchmark a scratch directory on this machine's disk with the `quick` plan.
+run: setup
+	@mkdir -p $(SCRATCH)
+	$(HOWFAST) run quick --target $(SCRATCH)
+
+lint: setup
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+
+typecheck: setup
+	$(PY) -m mypy
+
+test: lint typecheck
+	$(PY) -m pytest
+
+clean:
+	rm -rf .venv .tools .pytest_cache .mypy_cache .ruff_cache

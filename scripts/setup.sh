@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what howfast needs when it is missing: PostgreSQL server with pgbench and
+# pg_test_fsync, fio, Python >= 3.11 with venv, uv, then the locked Python environment.
+# As root it installs OS packages with apt-get; otherwise it prints the command to run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+UV_VERSION=0.13.9
+APT_PACKAGES=()
+
+have_pg_server() {
+    local dir
+    for dir in /usr/lib/postgresql/*/bin; do
+        [[ -x "$dir/initdb" && -x "$dir/pg_ctl" && -x "$dir/pgbench" ]] && return 0
+    done
+    command -v initdb >/dev/null && command -v pg_ctl >/dev/null && command -v pgbench >/dev/null
+}
+
+python_ok() {
+    command -v python3 >/dev/null &&
+        python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
+have_pg_server || APT_PACKAGES+=(postgresql postgresql-contrib)
+command -v fio >/dev/null || APT_PACKAGES+=(fio)
+python_ok || APT_PACKAGES+=(python3 python3-venv)
+
+if ((${#APT_PACKAGES[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "setup: installing ${APT_PACKAGES[*]} with apt-get" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+    else
+        echo "setup: missing OS packages. Install them with:" >&2
+        echo "    sudo apt-get update && sudo apt-get install -y ${APT_PACKAGES[*]}" >&2
+        exit 1
+    fi
+fi
+
+# uv: the one on PATH, else a private copy from PyPI in .tools/ (no system pip needed).
+if command -v uv >/dev/null; then
+    UV=$(command -v uv)
+else
+    if [[ ! -x .tools/bin/uv ]]; then
+        echo "setup: installing uv $UV_VERSION into .tools/" >&2
+        python3 -m venv .tools
+        .tools/bin/pip install -q "uv==$UV_VERSION"
+    fi
+    UV=.tools/bin/uv
+fi
+
+# The system Python is enough; never download an interpreter.
+export UV_PYTHON_DOWNLOADS=never
+"$UV" sync --frozen --quiet
+echo "setup: ready (.venv/bin/howfast)" >&2

@@ -1,0 +1,3 @@
+from howfast.cli import main
+
+main()

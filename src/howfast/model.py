@@ -1,0 +1,142 @@
+"""Records that flow from the runner to the store and back out as the run document.
+
+Values are plain JSON types so that every layer (store, JSON export, reports) can pass them on
+without conversion. See docs/json.md for the contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+JSONValue = Any  # str | int | float | bool | None | list | dict, kept loose for mypy
+Workload = Literal["pgbench", "pgbench-init", "fio", "seqread", "pg_test_fsync"]
+RunStatus = Literal["running", "completed", "failed", "aborted"]
+StepStatus = Literal["completed", "failed", "skipped"]
+TargetKind = Literal["local", "dsn", "k8s", "path", "import"]
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One step of an expanded plan, before it runs: which workload with which parameters."""
+
+    workload: str
+    params: dict[str, JSONValue]
+    repetition: int = 1
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One point of a per-second series: seconds since the step started, and the value."""
+
+    t: float
+    value: float
+
+
+@dataclass
+class StepRecord:
+    """A finished step as it is stored: params, metrics, per-second series, warnings."""
+
+    target: str
+    workload: str
+    params: dict[str, JSONValue]
+    status: StepStatus
+    started_at: str
+    finished_at: str
+    metrics: dict[str, JSONValue] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    # series name -> points, e.g. "tps", "latency_ms", "lag_ms"
+    series: dict[str, list[Sample]] = field(default_factory=dict)
+    # histogram name -> {value: count}; exact latency histograms in microseconds
+    histograms: dict[str, dict[int, int]] = field(default_factory=dict)
+    id: int | None = None
+
+
+@dataclass
+class TargetRecord:
+    """Where PostgreSQL ran: its kind, version, effective settings and storage devices."""
+
+    name: str
+    kind: str
+    pg_version: str | None = None
+    settings: dict[str, str] = field(default_factory=dict)
+    device: dict[str, JSONValue] = field(default_factory=dict)
+    # A redacted connection string or the directory; never a password.
+    location: str | None = None
+
+
+@dataclass
+class RunRecord:
+    """A run as read back from the store."""
+
+    id: int
+    plan: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    environment: dict[str, JSONValue]
+    targets: list[TargetRecord]
+    steps: list[StepRecord]
+    label: str | None = None
+
+    def document(self, *, with_series: bool = False) -> dict[str, JSONValue]:
+        """DESIGN's run document. Series and histograms only when asked for: they are large."""
+        steps = []
+        for s in self.steps:
+            doc: dict[str, JSONValue] = {
+                "id": str(s.id),
+                "target": s.target,
+                "workload": s.workload,
+                "params": s.params,
+                "status": s.status,
+                "error": s.error,
+                "started_at": s.started_at,
+                "finished_at": s.finished_at,
+                "metrics": s.metrics,
+                "warnings": s.warnings,
+            }
+            if with_series:
+                doc["series"] = {
+                    name: [[p.t, p.value] for p in points] for name, points in s.series.items()
+                }
+                doc["histograms"] = {
+                    name: {str(k): v for k, v in sorted(h.items())}
+                    for name, h in s.histograms.items()
+                }
+            steps.append(doc)
+        return {
+            "id": str(self.id),
+            "plan": self.plan,
+            "label": self.label,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "environment": self.environment,
+            "targets": [
+                {
+                    "name": t.name,
+                    "kind": t.kind,
+                    "location": t.location,
+                    "pg_version": t.pg_version,
+                    "settings": t.settings,
+                    "device": t.device,
+                }
+                for t in self.targets
+            ],
+            "steps": steps,
+        }
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of `results list`."""
+
+    id: int
+    plan: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    label: str | None
+    targets: list[str]
+    step_count: int

@@ -1,0 +1,54 @@
+"""The Store interface: every backend (SQLite, PostgreSQL) implements these few methods."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord, TargetRecord
+
+
+class Store(ABC):
+    """Keeps runs, their targets and steps. Every write commits at once (a crash loses only
+    the step in flight)."""
+
+    @abstractmethod
+    def create_run(
+        self,
+        plan: str,
+        environment: dict[str, JSONValue],
+        started_at: str,
+        label: str | None = None,
+    ) -> int:
+        """Create a run with status `running` and return its id."""
+
+    @abstractmethod
+    def add_target(self, run_id: int, target: TargetRecord) -> None:
+        """Record a target of the run; targets keep the order they are added in."""
+
+    @abstractmethod
+    def update_target(self, run_id: int, target: TargetRecord) -> None:
+        """Replace the stored record of the target with the same name (version, settings...)."""
+
+    @abstractmethod
+    def add_step(self, run_id: int, step: StepRecord) -> int:
+        """Store a finished step with its series and histograms; return its id."""
+
+    @abstractmethod
+    def finish_run(self, run_id: int, status: str, finished_at: str) -> None:
+        """Set the final status: completed, failed or aborted."""
+
+    @abstractmethod
+    def list_runs(self) -> list[RunSummary]:
+        """All runs, newest first."""
+
+    @abstractmethod
+    def get_run(self, run_id: int, *, with_series: bool = False) -> RunRecord | None:
+        """One run with targets and steps; series and histograms only when asked for."""
+
+    @abstractmethod
+    def delete_run(self, run_id: int) -> bool:
+        """Delete a run and everything under it; False when there was no such run."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections."""

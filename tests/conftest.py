@@ -1,0 +1,124 @@
+"""Shared fixtures. `pg_server` is a real PostgreSQL cluster made with initdb/pg_ctl, written
+here independently of howfast's own local target so that tests do not lean on the code they test.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PASSWORD = "s3cret-pw"  # test-only; tests assert it never reaches the store or output
+
+
+def pg_bindir() -> Path | None:
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
+    for d in reversed(candidates):
+        if (d / "initdb").exists():
+            return d
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def shared_tmpdir(prefix: str) -> Path:
+    """A temp dir an unprivileged PostgreSQL user can reach (pytest's tmp_path is 0700 root)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    d.chmod(0o755)
+    return d
+
+
+def pg_os_user() -> pwd.struct_passwd | None:
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "howfast"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "howfast"],
+        check=True,
+    )
+    return pwd.getpwnam("howfast")
+
+
+@dataclass
+class PgServer:
+    bindir: Path
+    port: int
+    socket_dir: Path
+    data: Path
+    user: str = "bench"
+    password: str = PASSWORD
+
+    @property
+    def dsn(self) -> str:
+        """URI with the password: what a user would pass to --target."""
+        return f"postgresql://{self.user}:{self.password}@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def dsn_nopass(self) -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+
+    def psql(self, sql: str) -> str:
+        out = subprocess.run(
+            [str(self.bindir / "psql"), "-X", "-A", "-t", "-h", str(self.socket_dir),
+             "-p", str(self.port), "-U", self.user, "-d", "postgres", "-c", sql],
+            check=True, capture_output=True, text=True,
+        )
+        return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    bindir = pg_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+    base = shared_tmpdir("howfast-test-pg-")
+    data, sock = base / "data", base / "sock"
+    user = pg_os_user()
+    run_as: dict[str, int] = {}
+    sock.mkdir()
+    pwfile = base / "pw"
+    pwfile.write_text(PASSWORD + "\n")
+    if user is not None:
+        for p in (base, sock, pwfile):
+            os.chown(p, user.pw_uid, user.pw_gid)
+        run_as = {"user": user.pw_uid, "group": user.pw_gid}
+    subprocess.run(
+        [str(bindir / "initdb"), "-D", str(data), "-U", "bench", "--auth-local=trust",
+         "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync"],
+        check=True, capture_output=True, **run_as,  # type: ignore[call-overload]
+    )
+    port = free_port()
+    opts = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={sock} -c fsync=off"
+    subprocess.run(
+        [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-o", opts, "-w", "start"],
+        check=True, capture_output=True, **run_as,  # type: ignore[call-overload]
+    )
+    server = PgServer(bindir=bindir, port=port, socket_dir=sock, data=data)
+    try:
+        yield server
+    finally:
+        subprocess.run(
+            [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+            capture_output=True, **run_as,  # type: ignore[call-overload]
+        )
+        shutil.rmtree(base, ignore_errors=True)
