@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from types import TracebackType
 
 from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord, TargetRecord
 
@@ -52,3 +53,14 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

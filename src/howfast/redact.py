@@ -1,0 +1,43 @@
+"""Hide passwords in connection strings before they are shown, logged or stored.
+
+Handles the three places libpq accepts a password: the userinfo of a URI
+(`postgresql://user:pw@host/db`), a URI query parameter (`?password=pw`) and the key=value
+form (`host=h password=pw`, value possibly single-quoted). When in doubt it hides too much
+rather than too little.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+# scheme://[user]:PASSWORD@ — the password runs to the last "@" before the query, a fragment or
+# whitespace, because people do write unencoded "@" in passwords.
+_URI_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/\s?#]*:)[^\s?#]+(?=@)")
+# ?password=… or &password=… in a URI query.
+_QUERY_PARAM = re.compile(r"(?P<head>[?&]password=)[^&#\s]*", re.IGNORECASE)
+# password=… in key=value form (also PGPASSWORD=…, db_password=…: better too much than too
+# little), but not the query parameter above; a quoted value may contain spaces and \' escapes.
+_KEYWORD = re.compile(
+    r"(?P<head>(?<![?&])password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s']+)", re.IGNORECASE
+)
+
+
+def redact_dsn(dsn: str) -> str:
+    """Return `dsn` with every password replaced by `***`; other text is left as it was.
+    Works on a bare DSN and on text that contains one."""
+    redacted = _URI_USERINFO.sub(lambda m: m["head"] + MASK, dsn)
+    redacted = _QUERY_PARAM.sub(lambda m: m["head"] + MASK, redacted)
+    return _KEYWORD.sub(lambda m: m["head"] + MASK, redacted)
+
+
+def redact_text(text: str, *secrets: str | None) -> str:
+    """Redact connection strings anywhere in free text (an error message, a log line), and any
+    literal occurrence of the given passwords: drivers may quote them in ways the patterns
+    above do not recognise."""
+    redacted = redact_dsn(text)
+    for secret in secrets:
+        if secret:
+            redacted = redacted.replace(secret, MASK)
+    return redacted

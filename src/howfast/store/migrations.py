@@ -1,0 +1,178 @@
+"""Versioned schema: an ordered list of migrations; the database records how many it has had.
+
+Migration N (1-based) takes a database from version N-1 to N. Opening a store applies the
+missing ones in one transaction (PostgreSQL and, with engine.py's BEGIN handling, SQLite both
+roll DDL back), so a failed migration leaves the database as it was.
+
+To change the schema: append a function to MIGRATIONS that alters the tables, and update
+schema.py to the result. Never edit a migration that has been released; databases out there
+have already run it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Double,
+    Engine,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import Connection
+
+from howfast.errors import HowfastError
+from howfast.store.engine import write_transaction
+from howfast.store.schema import HOWFAST_TABLES, schema_version
+
+Migration = Callable[[Connection], None]
+
+# Serialises concurrent first opens of the same PostgreSQL database (an arbitrary constant:
+# "howfas" in ASCII). SQLite serialises them with BEGIN IMMEDIATE.
+_PG_MIGRATION_LOCK = 0x686F77666173
+
+
+def _v1_create_tables(connection: Connection) -> None:
+    """The first schema. Frozen: these definitions must not follow later changes."""
+    md = MetaData()
+    Table(
+        "runs",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("plan", Text, nullable=False),
+        Column("label", Text),
+        Column("status", Text, nullable=False),
+        Column("started_at", Text, nullable=False),
+        Column("finished_at", Text),
+        Column("environment", JSON, nullable=False),
+    )
+    Table(
+        "targets",
+        md,
+        Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+        Column("position", Integer, primary_key=True),
+        Column("name", Text, nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("location", Text),
+        Column("pg_version", Text),
+        Column("settings", JSON, nullable=False),
+        Column("device", JSON, nullable=False),
+        UniqueConstraint("run_id", "name", name="uq_targets_run_name"),
+    )
+    Table(
+        "steps",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+        Column("position", Integer, nullable=False),
+        Column("target", Text, nullable=False),
+        Column("workload", Text, nullable=False),
+        Column("params", JSON, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("error", Text),
+        Column("started_at", Text, nullable=False),
+        Column("finished_at", Text, nullable=False),
+        Column("metrics", JSON, nullable=False),
+        Column("warnings", JSON, nullable=False),
+        Index("ix_steps_run_id", "run_id"),
+    )
+    Table(
+        "samples",
+        md,
+        Column("step_id", Integer, ForeignKey("steps.id", ondelete="CASCADE"), nullable=False),
+        Column("series", Text, nullable=False),
+        Column("t", Double, nullable=False),
+        Column("value", Double),
+        Index("ix_samples_step_id", "step_id"),
+    )
+    Table(
+        "histograms",
+        md,
+        Column("step_id", Integer, ForeignKey("steps.id", ondelete="CASCADE"), nullable=False),
+        Column("name", Text, nullable=False),
+        Column("value", BigInteger, nullable=False),
+        Column("count", BigInteger, nullable=False),
+        Index("ix_histograms_step_id", "step_id"),
+    )
+    md.create_all(connection)
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_create_tables,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def read_version(connection: Connection) -> int | None:
+    """The database's schema version; None when howfast has never initialised it."""
+    if not inspect(connection).has_table(schema_version.name):
+        return None
+    return int(connection.scalar(select(schema_version.c.version)) or 0)
+
+
+def migrate(
+    engine: Engine, migrations: Sequence[Migration] = MIGRATIONS, *, where: str = ""
+) -> int:
+    """Bring the database to the newest version `migrations` describe; return that version.
+
+    Refuses a database from a newer howfast, and one that has tables named like ours that
+    howfast did not create. `where` names the store in those errors."""
+    newest = len(migrations)
+    # A plain read first: the usual case is an up-to-date database, and a reader should not
+    # queue behind a writer for the write lock just to find that out.
+    with engine.connect() as connection:
+        current = read_version(connection)
+    if current is not None:
+        _refuse_newer(current, newest, where)
+        if current == newest:
+            return newest
+    with write_transaction(engine) as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+            )
+        current = read_version(connection)  # again: another process may have migrated meanwhile
+        if current is None:
+            _refuse_foreign_tables(connection, where)
+            schema_version.create(connection)
+            connection.execute(schema_version.insert().values(version=0))
+            current = 0
+        _refuse_newer(current, newest, where)
+        for migration in migrations[current:]:
+            migration(connection)
+        connection.execute(update(schema_version).values(version=newest))
+    return newest
+
+
+def _refuse_newer(current: int, newest: int, where: str) -> None:
+    if current > newest:
+        raise HowfastError(
+            f"{_named('the results store', where)} has schema version {current}, "
+            f"newer than this howfast understands ({newest})",
+            hint="upgrade howfast, or use another store with --store",
+        )
+
+
+def _refuse_foreign_tables(connection: Connection, where: str) -> None:
+    existing = set(inspect(connection).get_table_names())
+    clash = sorted(existing.intersection(HOWFAST_TABLES))
+    if clash:
+        raise HowfastError(
+            f"{_named('the database', where)} already has tables howfast did not create: "
+            f"{', '.join(clash)}",
+            hint="use a database of its own for howfast results",
+        )
+
+
+def _named(what: str, where: str) -> str:
+    return f"{what} {where}" if where else what
