@@ -1,0 +1,57 @@
+"""Plans: declarative TOML files that expand into the steps of a run.
+
+    plan = load_plan("quick")                       # or a path to a .toml file
+    steps = expand(plan, Overrides(clients=[1, 4]))
+    settings = effective_settings(plan, overrides)  # postgresql.conf for clusters howfast creates
+
+See docs/plans/format.md for the file format and the params of each step.
+"""
+
+from howfast.plans.expand import effective_settings, expand
+from howfast.plans.load import (
+    builtin_plan_names,
+    builtin_plan_text,
+    key_lines,
+    list_builtin_plans,
+    load_plan,
+    parse_plan,
+)
+from howfast.plans.model import (
+    PGBENCH_MODES,
+    FioStep,
+    Overrides,
+    PgbenchInitStep,
+    PgbenchStep,
+    PgTestFsyncStep,
+    Plan,
+    Step,
+    parse_duration,
+    parse_int_list,
+    parse_modes,
+    parse_set_option,
+    parse_size,
+)
+
+__all__ = [
+    "PGBENCH_MODES",
+    "FioStep",
+    "Overrides",
+    "PgTestFsyncStep",
+    "PgbenchInitStep",
+    "PgbenchStep",
+    "Plan",
+    "Step",
+    "builtin_plan_names",
+    "builtin_plan_text",
+    "effective_settings",
+    "expand",
+    "key_lines",
+    "list_builtin_plans",
+    "load_plan",
+    "parse_duration",
+    "parse_int_list",
+    "parse_modes",
+    "parse_plan",
+    "parse_set_option",
+    "parse_size",
+]

@@ -1,0 +1,107 @@
+"""Turning a validated plan (and the command line's overrides) into the list of steps to run.
+
+Pure: no I/O, no clock, no CPU count. What can only be known on the machine that runs the step
+(pgbench's thread count when the plan leaves it open) stays None for the runner to resolve.
+The params dicts are the stable JSON contract described in docs/plans/format.md.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from howfast.model import JSONValue, StepSpec
+from howfast.plans.model import (
+    FioStep,
+    Overrides,
+    PgbenchInitStep,
+    PgbenchStep,
+    PgTestFsyncStep,
+    Plan,
+)
+
+
+def expand(plan: Plan, overrides: Overrides | None = None) -> list[StepSpec]:
+    """The steps of `plan` in order. Within a pgbench step: for each mode, for each client
+    count, each repetition. Measuring steps run `repeat` times; pgbench-init runs once."""
+    overrides = overrides or Overrides()
+    repeat = overrides.repeat or plan.repeat
+    # The scale pgbench steps record: the override, else the latest pgbench-init above them.
+    scale = overrides.scale
+    specs: list[StepSpec] = []
+    for step in plan.steps:
+        if isinstance(step, PgbenchInitStep):
+            init_scale = overrides.scale or step.scale
+            scale = init_scale
+            specs.append(StepSpec("pgbench-init", _init_params(step, init_scale)))
+        elif isinstance(step, PgbenchStep):
+            specs += _pgbench_specs(step, overrides, scale, repeat)
+        elif isinstance(step, FioStep):
+            for profile in step.profiles:
+                specs += _repeated("fio", repeat, profile=profile, size_bytes=step.size,
+                                   runtime_s=int(step.runtime))  # fmt: skip
+        elif isinstance(step, PgTestFsyncStep):
+            specs += _repeated("pg_test_fsync", repeat, seconds=step.seconds)
+    return specs
+
+
+def effective_settings(plan: Plan, overrides: Overrides | None = None) -> dict[str, str]:
+    """postgresql.conf settings for a cluster howfast creates: the plan's, then `--set`."""
+    return {**plan.settings, **(overrides.settings if overrides else {})}
+
+
+def _repeated(workload: str, repeat: int, **params: JSONValue) -> list[StepSpec]:
+    # A fresh copy per spec: a consumer that edits one step's params must not edit another's.
+    return [StepSpec(workload, copy.deepcopy(params), repetition=r) for r in range(1, repeat + 1)]
+
+
+def _init_params(step: PgbenchInitStep, scale: int) -> dict[str, JSONValue]:
+    params: dict[str, JSONValue] = {
+        "scale": scale,
+        "generate": step.generate,
+        "fillfactor": step.fillfactor,
+        "partitions": step.partitions,
+    }
+    if step.partitions > 0:
+        params["partition_method"] = step.partition_method
+    if step.extra_args:
+        params["extra_args"] = list(step.extra_args)
+    return params
+
+
+def _pgbench_specs(
+    step: PgbenchStep, overrides: Overrides, scale: int | None, repeat: int
+) -> list[StepSpec]:
+    # --modes replaces built-in modes; a step of custom scripts stays what it is.
+    if step.scripts is not None:
+        variants: list[tuple[str, list[str] | None]] = [("custom", list(step.scripts))]
+    else:
+        variants = [(mode, None) for mode in (overrides.modes or step.modes or [])]
+    # --duration replaces the length of every pgbench step, including one given in transactions.
+    duration = overrides.duration_s or step.duration
+    transactions = None if overrides.duration_s else step.transactions
+
+    specs = []
+    for mode, scripts in variants:
+        for clients in overrides.clients or step.clients:
+            params: dict[str, JSONValue] = {"mode": mode}
+            if scripts is not None:
+                params["scripts"] = scripts
+            params["clients"] = clients
+            # pgbench never uses more threads than clients; record what it will really use.
+            params["jobs"] = min(step.jobs, clients) if step.jobs else None
+            if duration is not None:
+                params["duration_s"] = int(duration)
+            else:
+                params["transactions"] = transactions
+            if scale is not None:
+                params["scale"] = scale
+            if step.rate is not None:
+                params["rate"] = step.rate
+            if step.latency_limit is not None:
+                params["latency_limit_ms"] = round(step.latency_limit * 1000, 6)
+            if step.protocol is not None:
+                params["protocol"] = step.protocol
+            if step.extra_args:
+                params["extra_args"] = list(step.extra_args)
+            specs += _repeated("pgbench", repeat, **params)
+    return specs
