@@ -79,9 +79,25 @@ class PgServer:
 
     def psql(self, sql: str) -> str:
         out = subprocess.run(
-            [str(self.bindir / "psql"), "-X", "-A", "-t", "-h", str(self.socket_dir),
-             "-p", str(self.port), "-U", self.user, "-d", "postgres", "-c", sql],
-            check=True, capture_output=True, text=True,
+            [
+                str(self.bindir / "psql"),
+                "-X",
+                "-A",
+                "-t",
+                "-h",
+                str(self.socket_dir),
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                "-d",
+                "postgres",
+                "-c",
+                sql,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         )
         return out.stdout.strip()
 
@@ -103,15 +119,43 @@ def pg_server() -> Iterator[PgServer]:
             os.chown(p, user.pw_uid, user.pw_gid)
         run_as = {"user": user.pw_uid, "group": user.pw_gid}
     subprocess.run(
-        [str(bindir / "initdb"), "-D", str(data), "-U", "bench", "--auth-local=trust",
-         "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync"],
-        check=True, capture_output=True, **run_as,  # type: ignore[call-overload]
+        [
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "bench",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            f"--pwfile={pwfile}",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        **run_as,  # type: ignore[call-overload]
     )
     port = free_port()
-    opts = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={sock} -c fsync=off"
+    opts = (
+        f"-c listen_addresses=127.0.0.1 -c port={port} "
+        f"-c unix_socket_directories={sock} -c fsync=off"
+    )
     subprocess.run(
-        [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-o", opts, "-w", "start"],
-        check=True, capture_output=True, **run_as,  # type: ignore[call-overload]
+        [
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(base / "log"),
+            "-o",
+            opts,
+            "-w",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        **run_as,  # type: ignore[call-overload]
     )
     server = PgServer(bindir=bindir, port=port, socket_dir=sock, data=data)
     try:
@@ -119,6 +163,7 @@ def pg_server() -> Iterator[PgServer]:
     finally:
         subprocess.run(
             [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-            capture_output=True, **run_as,  # type: ignore[call-overload]
+            capture_output=True,
+            **run_as,  # type: ignore[call-overload]
         )
         shutil.rmtree(base, ignore_errors=True)

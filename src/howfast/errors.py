@@ -41,7 +41,8 @@ class MissingToolError(HowfastError):
 
 
 class Aborted(BaseException):
-    """Raised in the main thread on SIGINT/SIGTERM; BaseException so no `except Exception` eats it."""
+    """Raised in the main thread on SIGINT/SIGTERM. A BaseException, so that no
+    `except Exception` swallows it."""
 
     def __init__(self, signal_name: str) -> None:
         super().__init__(signal_name)

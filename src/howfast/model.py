@@ -6,6 +6,7 @@ without conversion. See docs/json.md for the contract.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -97,8 +98,10 @@ class RunRecord:
                 "warnings": s.warnings,
             }
             if with_series:
+                # JSON has no NaN: a missing value is null.
                 doc["series"] = {
-                    name: [[p.t, p.value] for p in points] for name, points in s.series.items()
+                    name: [[p.t, p.value if math.isfinite(p.value) else None] for p in points]
+                    for name, points in s.series.items()
                 }
                 doc["histograms"] = {
                     name: {str(k): v for k, v in sorted(h.items())}

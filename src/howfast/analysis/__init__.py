@@ -1,0 +1,1 @@
+"""Analysis: derive tables and verdicts from stored runs. Returns data; reports format it."""

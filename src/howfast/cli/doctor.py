@@ -1,0 +1,45 @@
+"""`howfast doctor`: what was found and what each missing piece disables."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option
+from howfast.doctor import all_checks
+from howfast.store import default_store_location
+
+
+@click.command("doctor")
+@click.option("--pg-bin", metavar="DIR", help="Look for PostgreSQL programs here first.")
+@json_option
+def doctor_command(pg_bin: str | None, as_json: bool) -> int:
+    """Check PostgreSQL, pgbench, fio, cgroups, loop devices and drop_caches.
+
+    Exits 1 when something every benchmark needs is missing.
+    """
+    env = CliEnv()
+    checks = all_checks(pg_bin)
+    missing_required = [c for c in checks if c.required and not c.ok]
+    if as_json:
+        env.print_json(
+            {
+                "ok": not missing_required,
+                "store": default_store_location(),
+                "checks": [c.as_dict() for c in checks],
+            }
+        )
+    else:
+        table = Table(title="howfast doctor")
+        for name in ("", "what", "found", "without it, no"):
+            table.add_column(name)
+        for c in checks:
+            mark = (
+                "[green]ok[/]" if c.ok else ("[red]MISSING[/]" if c.required else "[yellow]no[/]")
+            )
+            lost = "" if c.ok else (c.disables or "") + (f"\n→ {c.hint}" if c.hint else "")
+            table.add_row(mark, c.name, c.detail, lost)
+        env.out.print(table)
+        env.out.print(f"results store: {default_store_location()}", markup=False)
+    return 1 if missing_required else 0

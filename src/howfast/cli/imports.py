@@ -1,0 +1,62 @@
+"""`howfast import pgbench FILE|-`: store output produced elsewhere (kubectl logs, CI jobs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option, store_option
+from howfast.errors import UsageError
+from howfast.importer import import_pgbench_text
+from howfast.report import terminal
+from howfast.store import open_store
+
+
+@click.group("import")
+def import_group() -> None:
+    """Store results of tools run elsewhere."""
+
+
+def read_input(source: str) -> tuple[str, str]:
+    """(text, name) from a file path or '-' for standard input."""
+    if source == "-":
+        return sys.stdin.read(), "stdin"
+    path = Path(source)
+    if not path.is_file():
+        raise UsageError(f"{source}: no such file")
+    try:
+        return path.read_text(errors="replace"), path.name
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read: {exc.strerror}") from None
+
+
+@import_group.command("pgbench")
+@click.argument("source", default="-", metavar="[FILE|-]")
+@click.option("--label", help="What was measured, e.g. 'longhorn 3 replicas'.")
+@store_option
+@json_option
+def import_pgbench(source: str, label: str | None, store: str | None, as_json: bool) -> int:
+    """Parse pgbench output (a run, an init, or both) and store it as a run.
+
+    \b
+    Example:
+      kubectl logs job/pgbench-1 | howfast import pgbench - --label "longhorn 3 replicas"
+    """
+    env = CliEnv()
+    text, name = read_input(source)
+    db = open_store(store)
+    try:
+        run_id = import_pgbench_text(db, text, source_name=name, label=label)
+        run = db.get_run(run_id)
+    finally:
+        db.close()
+    assert run is not None
+    if as_json:
+        env.print_json(run.document())
+    else:
+        env.out.print(terminal.run_summary(run))
+        env.info(f"stored as run {run_id}")
+    return 0

@@ -1,0 +1,116 @@
+"""Progress of a run on stderr: a live bar with step, ETA and TPS on a terminal, one line per
+step otherwise (CI logs, pipes)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from howfast.cli.context import CliEnv
+from howfast.model import StepRecord
+from howfast.targets.base import Target
+
+UNKNOWN_STEP_S = 5.0
+
+
+def step_summary(record: StepRecord) -> str:
+    m = record.metrics
+    if record.status != "completed":
+        first = (record.error or "").splitlines()[0] if record.error else ""
+        return f"{record.status}: {first}"
+    parts = []
+    if "tps" in m:
+        parts.append(f"{float(m['tps']):,.1f} tps")
+    if "latency_avg_ms" in m:
+        parts.append(f"avg {float(m['latency_avg_ms']):.3f} ms")
+    if "latency_p99_ms" in m:
+        parts.append(f"p99 {float(m['latency_p99_ms']):.3f} ms")
+    if "init_total_s" in m:
+        parts.append(f"loaded in {float(m['init_total_s']):.2f} s")
+    for key in ("write_iops", "read_iops"):
+        if key in m:
+            parts.append(f"{key.split('_')[0]} {float(m[key]):,.0f} IOPS")
+    return "completed" + (": " + ", ".join(parts) if parts else "")
+
+
+class ProgressObserver:
+    def __init__(self, env: CliEnv, expected_total_s: float | None = None) -> None:
+        self.env = env
+        self.expected_total_s = expected_total_s
+        self.total_steps = 0
+        self.done_s = 0.0
+        self.current_expected = UNKNOWN_STEP_S
+        self.step_started_at = 0.0
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+        self.label = ""
+
+    def run_started(self, run_id: int, steps: int, targets: int) -> None:
+        self.total_steps = steps
+        self.env.info(f"run {run_id}: {steps} steps on {targets} target(s)")
+        if self.env.interactive:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[live]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=self.env.err,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task(
+                "starting", total=self.expected_total_s or steps * UNKNOWN_STEP_S, live=""
+            )
+
+    def step_started(
+        self, index: int, target: Target, label: str, expected_s: float | None
+    ) -> None:
+        self.current_expected = expected_s or UNKNOWN_STEP_S
+        self.step_started_at = time.monotonic()
+        self.label = f"[{index + 1}/{self.total_steps}] {label}"
+        if self.progress and self.task is not None:
+            self.progress.update(self.task, description=self.label, live="")
+        else:
+            self.env.info(f"{self.label} on {target.name}")
+
+    def step_progress(self, t: float, values: dict[str, float]) -> None:
+        if not (self.progress and self.task is not None):
+            return
+        live = f"{values['tps']:,.0f} tps" if "tps" in values else ""
+        if "latency_ms" in values:
+            live += f" {values['latency_ms']:.2f} ms"
+        self.progress.update(
+            self.task, completed=self.done_s + min(t, self.current_expected), live=live
+        )
+
+    def step_finished(self, index: int, record: StepRecord) -> None:
+        self.done_s += self.current_expected
+        summary = step_summary(record)
+        if self.progress and self.task is not None:
+            self.progress.update(self.task, completed=self.done_s)
+            self.progress.console.print(f"{self.label}: {summary}", markup=False)
+        else:
+            self.env.info(f"    {summary}")
+        for warning in record.warnings:
+            self.message(f"    warning: {warning}")
+
+    def message(self, text: str) -> None:
+        if self.progress:
+            self.progress.console.print(text, markup=False)
+        else:
+            self.env.info(text)
+
+    def close(self) -> None:
+        if self.progress:
+            self.progress.stop()
+            self.progress = None

@@ -1,0 +1,93 @@
+"""`howfast results list|show|delete`."""
+
+from __future__ import annotations
+
+import click
+
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.errors import UsageError
+from howfast.report import terminal
+from howfast.store import open_store
+
+
+@click.group("results")
+def results_group() -> None:
+    """List, show and delete stored runs."""
+
+
+@results_group.command("list")
+@store_option
+@json_option
+def list_command(store: str | None, as_json: bool) -> int:
+    """List stored runs, newest first."""
+    env = CliEnv()
+    db = open_store(store)
+    try:
+        runs = db.list_runs()
+    finally:
+        db.close()
+    if as_json:
+        env.print_json(
+            [
+                {
+                    "id": str(r.id),
+                    "plan": r.plan,
+                    "label": r.label,
+                    "status": r.status,
+                    "started_at": r.started_at,
+                    "finished_at": r.finished_at,
+                    "targets": r.targets,
+                    "steps": r.step_count,
+                }
+                for r in runs
+            ]
+        )
+    elif runs:
+        env.out.print(terminal.run_list(runs))
+    else:
+        env.info("no runs stored yet: try `howfast run quick --target DIR`")
+    return 0
+
+
+@results_group.command("show")
+@click.argument("run_id")
+@store_option
+@json_option
+@click.option(
+    "--series", is_flag=True, help="With --json: include per-second series and histograms."
+)
+def show_command(run_id: str, store: str | None, as_json: bool, series: bool) -> int:
+    """Show one run: its result tables, environment and steps."""
+    env = CliEnv()
+    rid = parse_run_id(run_id)
+    db = open_store(store)
+    try:
+        run = db.get_run(rid, with_series=series)
+    finally:
+        db.close()
+    if run is None:
+        raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
+    if as_json:
+        env.print_json(run.document(with_series=series))
+    else:
+        env.out.print(terminal.run_details(run))
+    return 0
+
+
+@results_group.command("delete")
+@click.argument("run_id")
+@store_option
+def delete_command(run_id: str, store: str | None) -> int:
+    """Delete a run and everything stored with it."""
+    env = CliEnv()
+    rid = parse_run_id(run_id)
+    db = open_store(store)
+    try:
+        deleted = db.delete_run(rid)
+    finally:
+        db.close()
+    if not deleted:
+        raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
+    env.info(f"deleted run {rid}")
+    return 0

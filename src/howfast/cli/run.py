@@ -1,0 +1,158 @@
+"""`howfast run`: execute a plan on one or more targets and store the results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option, store_option
+from howfast.cli.progress import ProgressObserver
+from howfast.errors import ExitStatus, UsageError
+from howfast.plans import (
+    Overrides,
+    effective_settings,
+    expand,
+    load_plan,
+    parse_duration,
+    parse_int_list,
+    parse_modes,
+    parse_set_option,
+)
+from howfast.report import terminal
+from howfast.runner import Runner
+from howfast.store import open_store
+from howfast.targets.factory import is_dsn, make_target
+from howfast.targets.pgbin import choose_install
+from howfast.workloads.pgbench.build import expected_seconds
+
+EXIT_FOR_STATUS = {
+    "completed": ExitStatus.OK,
+    "failed": ExitStatus.ERROR,
+    "aborted": ExitStatus.ABORTED,
+}
+
+
+@click.command("run")
+@click.argument("plan", default="quick")
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="T",
+    help="A directory (howfast creates a throwaway cluster inside it) or a postgresql:// URI "
+    "of an existing server. Repeat to compare targets in one run.",
+)
+@store_option
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A postgresql.conf setting for clusters howfast creates (repeatable).",
+)
+@click.option("--scale", type=int, help="pgbench scale factor (overrides the plan).")
+@click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
+@click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
+@click.option("--modes", metavar="select-only,tpcb-like", help="pgbench modes (overrides).")
+@click.option("--repeat", type=int, help="Run each measuring step N times.")
+@click.option(
+    "--wal-dir",
+    type=click.Path(path_type=Path),
+    help="Put WAL in a directory on another storage (directory targets only).",
+)
+@click.option("--keep", is_flag=True, help="Keep the cluster (stopped) instead of removing it.")
+@click.option("--yes", is_flag=True, help="Allow re-initialising pgbench tables on a server URI.")
+@click.option("--pg-bin", metavar="DIR", help="PostgreSQL bin directory [default: newest found].")
+@click.option(
+    "--checksums/--no-checksums",
+    default=False,
+    show_default=True,
+    help="initdb with data checksums.",
+)
+@click.option("--label", help="A note stored with the run, e.g. 'ceph rbd 3 replicas'.")
+@json_option
+def run_command(
+    plan: str,
+    targets: tuple[str, ...],
+    store: str | None,
+    sets: tuple[str, ...],
+    scale: int | None,
+    clients: str | None,
+    duration: str | None,
+    modes: str | None,
+    repeat: int | None,
+    wal_dir: Path | None,
+    keep: bool,
+    yes: bool,
+    pg_bin: str | None,
+    checksums: bool,
+    label: str | None,
+    as_json: bool,
+) -> int:
+    """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
+
+    \b
+    Examples:
+      howfast run quick --target /mnt/nvme/bench --target /mnt/ceph/bench
+      howfast run quick --target postgresql://bench@db:5432/bench --yes
+      howfast run sweep --target /mnt/a --clients 1,4,16 --duration 60s
+    """
+    env = CliEnv()
+    if not targets:
+        raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
+    loaded = load_plan(plan)
+    overrides = Overrides(
+        scale=scale,
+        clients=parse_int_list(clients, "--clients") if clients else None,
+        duration_s=parse_duration(duration, "--duration") if duration else None,
+        modes=parse_modes(modes, "--modes") if modes else None,
+        repeat=repeat,
+        settings=dict(parse_set_option(s) for s in sets),
+    )
+    steps = expand(loaded, overrides)
+    needs_server = any(not is_dsn(t) for t in targets)
+    install = choose_install(pg_bin, need_server=needs_server)
+    env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
+    settings = effective_settings(loaded, overrides)
+    target_objs = [
+        make_target(
+            t,
+            install,
+            wal_dir=wal_dir,
+            settings=settings,
+            keep=keep,
+            overwrite=yes,
+            checksums=checksums,
+        )
+        for t in targets
+    ]
+    db = open_store(store)
+    expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps)
+    observer = ProgressObserver(env, expected * len(target_objs))
+    try:
+        runner = Runner(
+            db,
+            target_objs,
+            steps,
+            plan_name=loaded.name,
+            install=install,
+            observer=observer,
+            label=label,
+        )
+        result = runner.execute()
+    finally:
+        observer.close()
+    try:
+        run = db.get_run(result.run_id)
+    finally:
+        db.close()
+    assert run is not None
+    if as_json:
+        env.print_json(run.document())
+    else:
+        env.out.print(terminal.run_summary(run))
+    env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
+    return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))
+

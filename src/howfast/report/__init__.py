@@ -1,0 +1,1 @@
+"""Reports format analysis results; they compute nothing themselves."""

@@ -1,0 +1,245 @@
+"""Executes the steps of a plan on each target, one target after the other.
+
+Owns what must hold whatever happens: every finished step is committed to the store at once;
+SIGINT/SIGTERM stop the tool in flight and the server, remove what was created, and mark the
+run aborted with its completed steps kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Protocol
+
+from howfast import environment
+from howfast.errors import Aborted, HowfastError
+from howfast.model import StepRecord, StepSpec, TargetRecord
+from howfast.store.base import Store
+from howfast.targets.base import Target
+from howfast.targets.pgbin import PgInstall
+from howfast.workloads import get_workload
+from howfast.workloads.base import StepContext, StepOutcome
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class RunObserver(Protocol):
+    """What the runner tells the user interface; the CLI draws progress from it."""
+
+    def run_started(self, run_id: int, steps: int, targets: int) -> None: ...
+    def step_started(
+        self, index: int, target: Target, label: str, expected_s: float | None
+    ) -> None: ...
+    def step_progress(self, t: float, values: dict[str, float]) -> None: ...
+    def step_finished(self, index: int, record: StepRecord) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run_id: int
+    status: str
+    failed_steps: int
+
+
+class _SignalGuard:
+    """Turns the first SIGINT/SIGTERM into Aborted in the main thread; later ones while
+    cleaning up only say that cleanup is under way."""
+
+    def __init__(self, observer: RunObserver) -> None:
+        self.observer = observer
+        self.cleaning = False
+        self.received: str | None = None
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.cleaning or self.received:
+            self.observer.message(f"{name} received: still cleaning up, please wait")
+            return
+        self.received = name
+        raise Aborted(name)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_SignalGuard]:
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in previous:
+            signal.signal(s, self.handler)
+        try:
+            yield self
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+
+class Runner:
+    def __init__(
+        self,
+        store: Store,
+        targets: list[Target],
+        steps: list[StepSpec],
+        *,
+        plan_name: str,
+        install: PgInstall,
+        observer: RunObserver,
+        label: str | None = None,
+    ) -> None:
+        self.store = store
+        self.targets = targets
+        self.steps = steps
+        self.plan_name = plan_name
+        self.install = install
+        self.observer = observer
+        self.label = label
+        self.cores = os.cpu_count() or 1
+
+    def check(self) -> None:
+        """Validate every target before the run is created: bad input loses nothing."""
+        will_init = any(s.workload == "pgbench-init" for s in self.steps)
+        for target in self.targets:
+            target.check(will_init=will_init)
+
+    def execute(self) -> RunResult:
+        guard = _SignalGuard(self.observer)
+        with guard.installed():
+            self.check()
+            run_id = self.store.create_run(
+                self.plan_name, environment.capture(), now(), label=self.label
+            )
+            self.observer.run_started(
+                run_id, len(self.steps) * len(self.targets), len(self.targets)
+            )
+            failed = 0
+            status = "completed"
+            try:
+                index = 0
+                for target in self.targets:
+                    self.store.add_target(run_id, TargetRecord(name=target.name, kind=target.kind))
+                    failed += self._run_target(run_id, target, index)
+                    index += len(self.steps)
+            except Aborted as exc:
+                status = "aborted"
+                self.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
+            finally:
+                guard.cleaning = True
+                if status != "aborted" and failed:
+                    status = "failed"
+                self.store.finish_run(run_id, status, now())
+        return RunResult(run_id, status, failed)
+
+    def _run_target(self, run_id: int, target: Target, first_index: int) -> int:
+        """Run all steps on one target; return how many failed. Always stops the target."""
+        failed = 0
+        work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=_private_tmp()))
+        try:
+            try:
+                connection = target.start()
+                record = target.record()
+                self.store.update_target(run_id, record)
+            except HowfastError as exc:
+                # The target never came up: its steps are recorded as failed with the reason.
+                for offset, spec in enumerate(self.steps):
+                    self._store_step(
+                        run_id,
+                        target,
+                        spec,
+                        first_index + offset,
+                        StepOutcome(status="failed", error=str(exc)),
+                        now(),
+                    )
+                return len(self.steps)
+            for warning in getattr(target, "warnings", []):
+                self.observer.message(f"warning: {warning}")
+            for offset, spec in enumerate(self.steps):
+                workload = get_workload(spec.workload)
+                started = now()
+                label = workload.label(spec.params)
+                self.observer.step_started(first_index + offset, target, label, _expected(spec))
+                step_dir = work_root / f"step-{offset + 1}"
+                step_dir.mkdir()
+                ctx = StepContext(
+                    target=target,
+                    connection=connection,
+                    install=self.install,
+                    work_dir=step_dir,
+                    cores=self.cores,
+                    on_progress=self.observer.step_progress,
+                )
+                try:
+                    outcome = workload.execute(ctx, dict(spec.params))
+                except HowfastError as exc:
+                    outcome = StepOutcome(status="failed", error=str(exc))
+                finally:
+                    shutil.rmtree(step_dir, ignore_errors=True)
+                if outcome.status == "failed":
+                    failed += 1
+                    outcome.error = self._with_server_log(target, outcome.error)
+                self._store_step(run_id, target, spec, first_index + offset, outcome, started)
+        finally:
+            with contextlib.suppress(Exception):
+                target.stop()
+            shutil.rmtree(work_root, ignore_errors=True)
+            kept = getattr(target, "kept_message", lambda: None)()
+            if kept:
+                self.observer.message(kept)
+        return failed
+
+    def _with_server_log(self, target: Target, error: str | None) -> str:
+        text = error or "failed"
+        if not target.alive():
+            text += "\nthe server is not running any more"
+        tail = target.server_log_tail(10)
+        if tail:
+            text += "\n--- server log (last lines) ---\n" + tail
+        return text
+
+    def _store_step(
+        self,
+        run_id: int,
+        target: Target,
+        spec: StepSpec,
+        index: int,
+        outcome: StepOutcome,
+        started: str,
+    ) -> None:
+        params = {**spec.params, **outcome.resolved_params}
+        if spec.repetition > 1 or "repetition" in params:
+            params["repetition"] = spec.repetition
+        record = StepRecord(
+            target=target.name,
+            workload=spec.workload,
+            params=params,
+            status=outcome.status,  # type: ignore[arg-type]
+            started_at=started,
+            finished_at=now(),
+            metrics=outcome.metrics,
+            warnings=outcome.warnings,
+            error=outcome.error,
+            series=outcome.series,
+            histograms=outcome.histograms,
+        )
+        record.id = self.store.add_step(run_id, record)
+        self.observer.step_finished(index, record)
+
+
+def _expected(spec: StepSpec) -> float | None:
+    from howfast.workloads.pgbench.build import expected_seconds
+
+    return expected_seconds(spec.workload, spec.params)
+
+
+def _private_tmp() -> str:
+    """/dev/shm when usable: step logs stay off every disk."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        return str(shm)
+    return tempfile.gettempdir()

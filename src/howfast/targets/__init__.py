@@ -1,0 +1,1 @@
+"""Targets: where PostgreSQL runs and keeps its data (local directory, existing server)."""

@@ -1,0 +1,82 @@
+"""The Target interface: provision or reach a PostgreSQL server, describe it, stop it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from howfast.model import TargetRecord
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How clients reach the server. The password stays in memory: it goes to pgbench and
+    psycopg through the environment/arguments of this process, never to disk or output."""
+
+    host: str
+    port: int
+    user: str
+    dbname: str
+    password: str | None = field(default=None, repr=False)
+    options: dict[str, str] = field(default_factory=dict)  # other libpq keywords (sslmode...)
+
+    def pgbench_args(self) -> list[str]:
+        """Connection arguments for pgbench/psql; the password is not among them."""
+        return ["-h", self.host, "-p", str(self.port), "-U", self.user, self.dbname]
+
+    def client_env(self) -> dict[str, str]:
+        """Environment variables for libpq clients: PGPASSWORD and PGSSLMODE-style options."""
+        env = {f"PG{k.upper()}": v for k, v in self.options.items() if k.isidentifier()}
+        if self.password is not None:
+            env["PGPASSWORD"] = self.password
+        return env
+
+    def psycopg_kwargs(self) -> dict[str, str | int]:
+        kwargs: dict[str, str | int] = {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "dbname": self.dbname,
+            **self.options,
+        }
+        if self.password is not None:
+            kwargs["password"] = self.password
+        return kwargs
+
+
+class Target(ABC):
+    """A place where PostgreSQL runs. The runner calls check() for every target before the run
+    starts, then start(), the steps, and stop() in a finally block (stop must be idempotent)."""
+
+    name: str
+    kind: str
+
+    @abstractmethod
+    def check(self, *, will_init: bool) -> None:
+        """Validate before anything is created; raise UsageError with the reason."""
+
+    @abstractmethod
+    def start(self) -> Connection | None:
+        """Provision or connect; return how to reach the server (None: a target with no
+        server, such as a directory probed with fio only)."""
+
+    @abstractmethod
+    def record(self) -> TargetRecord:
+        """What to store about the target: version, settings, devices (after start)."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop what start() started and remove what it created (unless kept). Idempotent."""
+
+    def alive(self) -> bool:
+        """Whether the server still runs (a local target checks its postmaster)."""
+        return True
+
+    def server_log_tail(self, lines: int = 20) -> str | None:
+        """The last lines of the server log, when howfast has it."""
+        return None
+
+    def scratch_dir(self) -> Path | None:
+        """A directory on the storage under test for file-based probes (fio), if any."""
+        return None

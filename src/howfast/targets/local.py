@@ -1,0 +1,336 @@
+"""A throwaway PostgreSQL cluster that howfast creates with initdb in a directory it owns.
+
+Layout: the data (and WAL, unless --wal-dir) live on the storage under test in
+`<target>/howfast-<token>/`; the socket, server log and pgbench logs live in a private run
+directory on another filesystem (tmpfs when available), so they add no I/O to the storage
+being measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from howfast.errors import HowfastError
+from howfast.model import TargetRecord
+from howfast.targets import pgquery
+from howfast.targets.base import Connection, Target
+from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.fsinfo import describe_path, same_filesystem
+from howfast.targets.osuser import OsUser, check_reachable, server_user
+from howfast.targets.pgbin import PgInstall
+
+SUPERUSER = "howfast"
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 60
+
+
+def processes_in(directory: Path) -> list[int]:
+    """PIDs whose working directory is `directory` (PostgreSQL processes chdir to PGDATA)."""
+    pids = []
+    target = str(directory)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == target or cwd.startswith(target + "/") or cwd == target + " (deleted)":
+            pids.append(int(entry.name))
+    return pids
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def runtime_base(avoid: list[Path]) -> Path:
+    """Where the private run directory goes: /dev/shm when it is a separate filesystem from
+    the storage under test, else the system temp dir when that is separate, else /dev/shm
+    or temp anyway (the caller warns)."""
+    for candidate in (Path("/dev/shm"), Path(tempfile.gettempdir())):
+        usable = candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+        if usable and not any(same_filesystem(candidate, p) for p in avoid):
+            return candidate
+    return Path(tempfile.gettempdir())
+
+
+def conf_line(name: str, value: str) -> str:
+    """One postgresql.conf line; the value quoted the way the server reads it."""
+    return f"{name} = '{value.replace(chr(92), chr(92) * 2).replace(chr(39), chr(39) * 2)}'\n"
+
+
+def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
+    return {
+        "port": str(port),
+        "listen_addresses": "",  # unix socket only: nothing reachable from the network
+        "unix_socket_directories": str(socket_dir),
+        "log_checkpoints": "on",
+        "log_line_prefix": "%m [%p] ",
+        "logging_collector": "off",
+    }
+
+
+class LocalTarget(Target):
+    kind = "local"
+
+    def __init__(
+        self,
+        directory: Path,
+        install: PgInstall,
+        *,
+        wal_dir: Path | None = None,
+        settings: dict[str, str] | None = None,
+        keep: bool = False,
+        checksums: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.directory = directory.absolute()
+        self.wal_root = wal_dir.absolute() if wal_dir else None
+        self.install = install
+        self.settings = dict(settings or {})
+        self.keep = keep
+        self.checksums = checksums
+        self.name = name or str(self.directory)
+        self.user: OsUser | None = None
+        self.token = secrets.token_hex(4)
+        self.cluster_dir = self.directory / f"howfast-{self.token}"
+        self.data_dir = self.cluster_dir / "data"
+        self.wal_cluster_dir = self.wal_root / f"howfast-{self.token}" if self.wal_root else None
+        self.run_dir: Path | None = None
+        self.server_log: Path | None = None
+        self.postmaster: subprocess.Popen[bytes] | None = None
+        self.connection: Connection | None = None
+        self._claims: list[Claim] = []
+        self._created: list[Path] = []
+        self.warnings: list[str] = []
+
+    # -- checks before anything is created --------------------------------------------
+    def check(self, *, will_init: bool) -> None:
+        check_directory(self.directory, "target directory")
+        if self.wal_root:
+            check_directory(self.wal_root, "WAL directory")
+        missing = [p for p in ("initdb", "postgres", "pgbench") if not self.install.program(p)]
+        if missing:
+            raise HowfastError(
+                f"{self.install.bindir}: missing {', '.join(missing)}",
+                "install the PostgreSQL server: sudo apt-get install -y postgresql",
+            )
+        self.user = server_user()
+        check_reachable(self.user, self.directory)
+        if self.wal_root:
+            check_reachable(self.user, self.wal_root)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def _as_server_user(self) -> dict[str, object]:
+        assert self.user is not None
+        return dict(self.user.subprocess_kwargs())
+
+    def _make_owned_dir(self, path: Path) -> None:
+        path.mkdir(mode=0o700)
+        self._created.append(path)
+        assert self.user is not None
+        if self.user.uid != os.geteuid():
+            os.chown(path, self.user.uid, self.user.gid)
+
+    def start(self) -> Connection:
+        if self.user is None:
+            self.check(will_init=True)
+        assert self.user is not None
+        self._claims.append(claim_directory(self.directory))
+        self._make_owned_dir(self.cluster_dir)
+        avoid = [self.directory] + ([self.wal_root] if self.wal_root else [])
+        base = runtime_base(avoid)
+        if any(same_filesystem(base, p) for p in avoid):
+            self.warnings.append(
+                f"the run directory {base} is on the storage under test: the server log "
+                "and pgbench's logs add I/O to what is measured"
+            )
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"howfast-run-{self.token}-", dir=base))
+        self._created.append(self.run_dir)
+        if self.user.uid != os.geteuid():
+            os.chown(self.run_dir, self.user.uid, self.user.gid)
+        argv = [
+            str(self.install.program("initdb")),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",  # socket-only in a 0700 directory: only this user and root get in
+            "--encoding=UTF8",
+            "--locale=C",
+        ]
+        if self.checksums:
+            argv.append("--data-checksums")
+        if self.wal_root and self.wal_cluster_dir:
+            self._claims.append(claim_directory(self.wal_root))
+            self._make_owned_dir(self.wal_cluster_dir)
+            argv.append(f"--waldir={self.wal_cluster_dir / 'pg_wal'}")
+        self._run_checked(argv, "initdb")
+        port = free_port()
+        settings = {**base_settings(port, self.run_dir), **self.settings}
+        with (self.data_dir / "postgresql.conf").open("a") as conf:
+            conf.write("\n# set by howfast\n")
+            for name, value in settings.items():
+                conf.write(conf_line(name, value))
+        self.server_log = self.run_dir / "server.log"
+        self._start_postmaster()
+        self.connection = Connection(
+            host=str(self.run_dir), port=port, user=SUPERUSER, dbname="postgres"
+        )
+        return self.connection
+
+    def _run_checked(self, argv: list[str], what: str) -> None:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, check=False, **self._as_server_user()
+        )  # type: ignore[call-overload]
+        if out.returncode != 0:
+            tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-5:])
+            raise HowfastError(f"{what} failed (exit {out.returncode}): {tail}")
+
+    def _start_postmaster(self) -> None:
+        assert self.server_log is not None and self.run_dir is not None
+        with self.server_log.open("ab") as log:
+            if self.user and self.user.uid != os.geteuid():
+                os.chown(self.server_log, self.user.uid, self.user.gid)
+            self.postmaster = subprocess.Popen(  # type: ignore[call-overload]
+                [str(self.install.program("postgres")), "-D", str(self.data_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches howfast, which stops the server
+                **self._as_server_user(),
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        pg_isready = self.install.program("pg_isready")
+        while time.monotonic() < deadline:
+            assert self.postmaster is not None
+            if self.postmaster.poll() is not None:
+                raise HowfastError(
+                    f"PostgreSQL exited during start-up (exit {self.postmaster.returncode}): "
+                    + (self.server_log_tail(5) or "no log")
+                )
+            if pg_isready and self._ready(pg_isready):
+                return
+            time.sleep(0.1)
+        raise HowfastError(f"PostgreSQL did not become ready within {START_TIMEOUT_S} s")
+
+    def _ready(self, pg_isready: Path) -> bool:
+        port = self._setting_port()
+        out = subprocess.run(
+            [str(pg_isready), "-q", "-h", str(self.run_dir), "-p", port, "-U", SUPERUSER],
+            capture_output=True,
+            check=False,
+        )
+        return out.returncode == 0
+
+    def _setting_port(self) -> str:
+        text = (self.data_dir / "postgresql.conf").read_text()
+        port = "5432"
+        for line in text.splitlines():
+            if line.startswith("port = "):
+                port = line.split("=", 1)[1].strip().strip("'")
+        return port
+
+    def record(self) -> TargetRecord:
+        device: dict[str, object] = {}
+        if self.data_dir.exists():
+            device["data"] = describe_path(self.data_dir)
+            wal = self.wal_cluster_dir or self.data_dir
+            device["wal"] = describe_path(wal)
+            device["wal_on_data_device"] = same_filesystem(wal, self.data_dir)
+        version: str | None = None
+        settings: dict[str, str] = {}
+        if self.connection and self.alive():
+            version, settings = pgquery.server_facts(self.connection)
+        return TargetRecord(
+            name=self.name,
+            kind=self.kind,
+            pg_version=version or self.install.version,
+            settings=settings,
+            device=device,
+            location=str(self.directory),
+        )
+
+    def alive(self) -> bool:
+        return self.postmaster is not None and self.postmaster.poll() is None
+
+    def server_log_tail(self, lines: int = 20) -> str | None:
+        if not self.server_log or not self.server_log.exists():
+            return None
+        return "\n".join(self.server_log.read_text(errors="replace").splitlines()[-lines:])
+
+    def scratch_dir(self) -> Path | None:
+        return self.cluster_dir if self.cluster_dir.exists() else None
+
+    def stop(self) -> None:
+        self._stop_postmaster()
+        if self.keep and self.cluster_dir.exists():
+            if self.server_log and self.server_log.exists():
+                shutil.copy2(self.server_log, self.cluster_dir / "server.log")
+            # The socket directory goes away with the run directory; point it at the cluster.
+            with (self.data_dir / "postgresql.conf").open("a") as conf:
+                conf.write(conf_line("unix_socket_directories", str(self.cluster_dir)))
+            if self.run_dir:
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+            return
+        # Only what this object created, newest first.
+        for path in reversed(self._created):
+            shutil.rmtree(path, ignore_errors=True)
+        self._created.clear()
+        for claim in self._claims:
+            claim.release()
+        self._claims.clear()
+
+    def _stop_postmaster(self) -> None:
+        proc = self.postmaster
+        if proc is None:
+            return
+        if proc.poll() is not None:
+            self._wait_children_gone()  # it died: its backends may still be exiting
+            return
+        # Fast shutdown (SIGINT) when the cluster is kept, so it restarts cleanly; immediate
+        # (SIGQUIT) when it is about to be deleted anyway. Then SIGKILL as a last resort.
+        first = signal.SIGINT if self.keep else signal.SIGQUIT
+        for sig, wait_s in ((first, STOP_TIMEOUT_S), (signal.SIGKILL, 10)):
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self._wait_children_gone()
+
+    def _wait_children_gone(self) -> None:
+        """Backends exit soon after the postmaster (they notice its death). Wait for every
+        process working in our data directory, and kill the ones that linger, so deleting
+        the directory races with nothing. These are all processes our postmaster started."""
+        deadline = time.monotonic() + 10
+        while processes_in(self.data_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in processes_in(self.data_dir):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def kept_message(self) -> str | None:
+        if not self.keep:
+            return None
+        pg_ctl = self.install.program("pg_ctl")
+        return (
+            f"kept the cluster in {self.cluster_dir} (stopped). Start it with: "
+            f"{pg_ctl} -D {self.data_dir} -l {self.cluster_dir / 'server.log'} start"
+        )

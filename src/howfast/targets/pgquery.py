@@ -1,0 +1,101 @@
+"""The few SQL queries howfast makes: version, effective settings, pgbench tables, size."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+
+from howfast.errors import HowfastError
+from howfast.redact import redact_text
+from howfast.targets.base import Connection
+
+# Settings recorded even at their default: they decide how a storage benchmark behaves.
+KEY_SETTINGS = (
+    "server_version",
+    "shared_buffers",
+    "effective_cache_size",
+    "work_mem",
+    "maintenance_work_mem",
+    "max_connections",
+    "max_wal_size",
+    "min_wal_size",
+    "checkpoint_timeout",
+    "checkpoint_completion_target",
+    "wal_level",
+    "wal_buffers",
+    "wal_sync_method",
+    "wal_compression",
+    "wal_segment_size",
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "data_checksums",
+    "block_size",
+    "effective_io_concurrency",
+    "maintenance_io_concurrency",
+    "random_page_cost",
+    "huge_pages",
+    "io_method",
+    "bgwriter_delay",
+    "bgwriter_lru_maxpages",
+)
+PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
+
+
+def connect(conn: Connection, timeout_s: int = 10) -> psycopg.Connection[tuple[object, ...]]:
+    try:
+        return psycopg.connect(**conn.psycopg_kwargs(), connect_timeout=timeout_s, autocommit=True)  # type: ignore[arg-type]
+    except psycopg.Error as exc:
+        message = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
+        raise HowfastError(
+            f"cannot connect to {conn.host}:{conn.port} as {conn.user}: {message}"
+        ) from None
+
+
+def server_facts(conn: Connection) -> tuple[str, dict[str, str]]:
+    """(server_version, settings): key settings plus every one not at its default."""
+    with connect(conn) as db:
+        version_row = db.execute("SHOW server_version").fetchone()
+        rows = db.execute(
+            "SELECT name, setting, unit, source FROM pg_settings "
+            "WHERE source NOT IN ('default', 'override') OR name = ANY(%s) ORDER BY name",
+            (list(KEY_SETTINGS),),
+        ).fetchall()
+    version = str(version_row[0]).split()[0] if version_row else "unknown"
+    settings = {str(name): _with_unit(str(value), unit) for name, value, unit, _ in rows}
+    return version, settings
+
+
+_MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def _with_unit(value: str, unit: object) -> str:
+    """pg_settings says shared_buffers is '16384' in units of '8kB'; store '128MB' as a DBA
+    would write it. Time units are appended as they are ('10' 'min' -> '10min')."""
+    if not unit or not value.lstrip("-").isdigit():
+        return value
+    match = re.fullmatch(r"(\d*)(B|kB|MB|GB|TB)", str(unit))
+    if not match:
+        return f"{value}{unit}"
+    size = int(value) * int(match.group(1) or 1) * _MEMORY_UNITS[match.group(2)]
+    for name in ("TB", "GB", "MB", "kB"):
+        if size and size % _MEMORY_UNITS[name] == 0:
+            return f"{size // _MEMORY_UNITS[name]}{name}"
+    return f"{size}B"
+
+
+def existing_pgbench_tables(conn: Connection) -> list[str]:
+    with connect(conn) as db:
+        rows = db.execute(
+            "SELECT c.relname FROM pg_class c WHERE c.relkind IN ('r', 'p') "
+            "AND c.relname = ANY(%s) AND pg_table_is_visible(c.oid) ORDER BY 1",
+            (list(PGBENCH_TABLES),),
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def database_size(conn: Connection) -> int:
+    with connect(conn) as db:
+        row = db.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(str(row[0])) if row else 0

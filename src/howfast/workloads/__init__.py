@@ -1,0 +1,18 @@
+"""Workloads by name. A new tool is a new module registered here."""
+
+from __future__ import annotations
+
+from howfast.workloads.base import Workload
+
+
+def get_workload(name: str) -> Workload:
+    from howfast.workloads.pgbench.workload import PgbenchInitWorkload, PgbenchWorkload
+
+    registry: dict[str, Workload] = {
+        "pgbench": PgbenchWorkload(),
+        "pgbench-init": PgbenchInitWorkload(),
+    }
+    try:
+        return registry[name]
+    except KeyError:
+        raise ValueError(f"unknown workload {name!r}; known: {', '.join(registry)}") from None

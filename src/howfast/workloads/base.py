@@ -1,0 +1,57 @@
+"""The Workload interface: one tool invocation with its parameters, run against a target."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from howfast.errors import HowfastError
+from howfast.model import JSONValue, Sample
+from howfast.targets.base import Connection, Target
+from howfast.targets.pgbin import PgInstall
+
+
+@dataclass
+class StepContext:
+    """What a workload may use while it runs."""
+
+    target: Target
+    connection: Connection | None  # None on targets without a server (storage probes)
+    install: PgInstall
+    work_dir: Path  # private, not on the storage under test: logs and temp files go here
+    cores: int
+    on_progress: Callable[[float, dict[str, float]], None] = lambda t, values: None
+
+    def server(self) -> Connection:
+        """The connection, for workloads that need a server."""
+        if self.connection is None:
+            raise HowfastError(f"target {self.target.name} has no PostgreSQL server")
+        return self.connection
+
+
+@dataclass
+class StepOutcome:
+    status: str = "completed"
+    error: str | None = None
+    metrics: dict[str, JSONValue] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    series: dict[str, list[Sample]] = field(default_factory=dict)
+    histograms: dict[str, dict[int, int]] = field(default_factory=dict)
+    # Params the workload resolved at run time (jobs = min(clients, cores), ...)
+    resolved_params: dict[str, JSONValue] = field(default_factory=dict)
+
+
+class Workload(ABC):
+    name: str
+    needs_server: bool = True  # False for pure storage probes (fio)
+
+    @abstractmethod
+    def label(self, params: dict[str, JSONValue]) -> str:
+        """A short human description, e.g. 'pgbench select-only, 4 clients, 10 s'."""
+
+    @abstractmethod
+    def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        """Run once; tool failures become a failed outcome, not an exception. Must stop any
+        process it started before returning or raising (including on Aborted)."""

@@ -1,0 +1,80 @@
+"""Pure builders of pgbench argument lists from a step's params (see docs/json.md)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from howfast.model import JSONValue
+
+BUILTIN_MODES = ("tpcb-like", "simple-update", "select-only")
+
+
+def resolve_jobs(clients: int, cores: int, requested: int | None = None) -> int:
+    """pgbench threads: as asked, else min(clients, cores) lowered to a divisor of clients
+    (older pgbench versions require clients to be a multiple of threads)."""
+    if requested:
+        return requested
+    jobs = max(1, min(clients, cores))
+    while clients % jobs:
+        jobs -= 1
+    return jobs
+
+
+def init_argv(pgbench: Path, params: dict[str, JSONValue], conn_args: list[str]) -> list[str]:
+    argv = [str(pgbench), "-i", "-s", str(params["scale"])]
+    if params.get("generate") == "server":
+        argv += ["-I", "dtGvp"]  # drop, tables, server-side generate, vacuum, primary keys
+    fillfactor = params.get("fillfactor")
+    if fillfactor is not None and int(fillfactor) != 100:
+        argv += ["-F", str(fillfactor)]
+    partitions = params.get("partitions")
+    if partitions:
+        argv += ["--partitions", str(partitions)]
+        argv += ["--partition-method", str(params.get("partition_method", "range"))]
+    argv += [str(a) for a in params.get("extra_args") or []]
+    return argv + conn_args
+
+
+def run_argv(
+    pgbench: Path,
+    params: dict[str, JSONValue],
+    *,
+    jobs: int,
+    log_prefix: Path,
+    conn_args: list[str],
+) -> list[str]:
+    """A measuring pgbench run: always per-second progress (-P 1), per-statement latencies
+    (-r) and the per-transaction log (-l) written under `log_prefix`."""
+    argv = [str(pgbench)]
+    mode = params.get("mode", "tpcb-like")
+    if mode == "custom":
+        for script in params.get("scripts") or []:
+            argv += ["-f", str(script)]
+    else:
+        argv += ["-b", str(mode)]
+    argv += ["-c", str(params["clients"]), "-j", str(jobs)]
+    if params.get("transactions") is not None:
+        argv += ["-t", str(params["transactions"])]
+    else:
+        argv += ["-T", str(max(1, math.ceil(float(params.get("duration_s") or 10))))]
+    argv += ["-P", "1", "-r", "-l", f"--log-prefix={log_prefix}"]
+    if params.get("rate") is not None:
+        argv += ["-R", str(params["rate"])]
+    if params.get("latency_limit_ms") is not None:
+        argv += ["-L", str(params["latency_limit_ms"])]
+    if params.get("protocol"):
+        argv += ["-M", str(params["protocol"])]
+    argv += [str(a) for a in params.get("extra_args") or []]
+    return argv + conn_args
+
+
+def expected_seconds(workload: str, params: dict[str, JSONValue]) -> float | None:
+    """How long a step should take, for ETAs; None when unknown (transaction counts)."""
+    if workload == "pgbench" and params.get("duration_s") is not None:
+        return float(params["duration_s"])
+    if workload == "pgbench-init":
+        return 2.0 + 0.3 * float(params.get("scale") or 1)
+    if workload == "fio" and params.get("runtime_s") is not None:
+        return float(params["runtime_s"]) + 1.0
+    return None

@@ -1,0 +1,162 @@
+"""Bad input and faults: each gives a clear error, loses nothing and leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import TINY_PLAN, Howfast, postgres_pids_under
+
+pytestmark = pytest.mark.integration
+
+LONG_PLAN = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only"]
+clients = [2]
+duration = "60s"
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "2s"
+"""
+
+
+def runs_in_store(howfast: Howfast) -> list[dict[str, object]]:
+    out = howfast("results", "list", "--json")
+    assert out.returncode == 0, out.stderr
+    runs: list[dict[str, object]] = json.loads(out.stdout)
+    return runs
+
+
+def test_missing_target_directory(howfast: Howfast, target_dir: Path):
+    out = howfast("run", "quick", "--target", str(target_dir / "nope"))
+    assert out.returncode == 2
+    errors = [line for line in out.stderr.splitlines() if line.startswith("howfast: error:")]
+    assert len(errors) == 1 and "does not exist" in errors[0]
+    assert runs_in_store(howfast) == []
+
+
+def test_foreign_non_empty_directory_is_refused_and_untouched(howfast: Howfast, target_dir):
+    (target_dir / "precious.dat").write_text("user data")
+    out = howfast("run", "quick", "--target", str(target_dir))
+    assert out.returncode == 2
+    assert "not empty" in out.stderr and "precious.dat" in out.stderr
+    assert sorted(p.name for p in target_dir.iterdir()) == ["precious.dat"]
+    assert runs_in_store(howfast) == []
+
+
+def test_target_is_a_file(howfast: Howfast, target_dir: Path):
+    f = target_dir / "file"
+    f.write_text("x")
+    out = howfast("run", "quick", "--target", str(f))
+    assert out.returncode == 2 and "not a directory" in out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: checks the unprivileged server user")
+def test_directory_the_server_user_cannot_reach(howfast: Howfast, target_dir: Path):
+    hidden = target_dir / "private"
+    hidden.mkdir(mode=0o700)
+    inner = hidden / "bench"
+    inner.mkdir()
+    out = howfast("run", "quick", "--target", str(inner))
+    assert out.returncode == 2
+    assert "cannot enter" in out.stderr and str(hidden) in out.stderr
+    assert list(inner.iterdir()) == []
+
+
+def test_plan_with_a_typo_names_key_and_line(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(TINY_PLAN.replace("clients = [2]", "clints = [2]"), "typo.toml")
+    out = howfast("run", str(plan), "--target", str(target_dir))
+    assert out.returncode == 2
+    line = TINY_PLAN.splitlines().index("clients = [2]") + 1
+    assert f"typo.toml:{line}" in out.stderr and "clints" in out.stderr
+    assert "clients" in out.stderr  # the suggestion
+
+
+def test_impossible_value_in_plan(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(TINY_PLAN.replace("clients = [2]", "clients = [0]"), "zero.toml")
+    out = howfast("run", str(plan), "--target", str(target_dir))
+    assert out.returncode == 2 and "zero.toml" in out.stderr and "clients" in out.stderr
+
+
+def test_no_postgresql_binaries_says_what_to_install(howfast: Howfast, target_dir: Path):
+    out = howfast("run", "quick", "--target", str(target_dir), "--pg-bin", str(target_dir))
+    assert out.returncode == 1
+    assert "apt-get install" in out.stderr and "postgresql" in out.stderr
+
+
+def _wait_for(proc, text: str, timeout: float = 120) -> str:
+    """Read stderr until `text` appears; return what was read."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} not seen in stderr:\n{seen}")
+
+
+def _cluster_pid(target_dir: Path) -> int:
+    pidfiles = list(target_dir.glob("howfast-*/data/postmaster.pid"))
+    assert len(pidfiles) == 1
+    return int(pidfiles[0].read_text().splitlines()[0])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_completed_steps_and_cleans_up(howfast: Howfast, target_dir, sig):
+    plan = howfast.plan(LONG_PLAN)
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(proc, "[2/3]")  # the init step is stored, the 60 s step is running
+    time.sleep(1.5)
+    assert postgres_pids_under(target_dir), "the server runs during the step"
+    proc.send_signal(sig)
+    proc.communicate(timeout=90)
+    assert proc.returncode == 130
+    runs = runs_in_store(howfast)
+    assert len(runs) == 1 and runs[0]["status"] == "aborted"
+    doc = json.loads(howfast("results", "show", str(runs[0]["id"]), "--json").stdout)
+    assert [s["workload"] for s in doc["steps"]] == ["pgbench-init"]
+    assert doc["steps"][0]["status"] == "completed"
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+def test_server_dying_mid_step_fails_that_step_and_the_run_goes_on(howfast, target_dir):
+    plan = howfast.plan(LONG_PLAN.replace('duration = "60s"', 'duration = "20s"'))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--json")
+    _wait_for(proc, "[2/3]")
+    time.sleep(2)
+    pid = _cluster_pid(target_dir)
+    if os.geteuid() == 0:
+        uid_line = next(
+            line
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if line.startswith("Uid:")
+        )
+        assert uid_line.split()[1] != "0", "PostgreSQL must never run as root"
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    doc = json.loads(out)
+    assert doc["status"] == "failed"
+    statuses = [s["status"] for s in doc["steps"]]
+    assert statuses == ["completed", "failed", "failed"]
+    failed = doc["steps"][1]
+    assert "pgbench exited" in failed["error"]
+    assert "server is not running" in failed["error"]
+    assert list(target_dir.iterdir()) == []
+    assert postgres_pids_under(target_dir) == []

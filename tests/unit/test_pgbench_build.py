@@ -1,0 +1,81 @@
+"""pgbench argument lists built from step params."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from howfast.workloads.pgbench.build import init_argv, resolve_jobs, run_argv
+
+PGBENCH = Path("/usr/bin/pgbench")
+CONN = ["-h", "/run/x", "-p", "5555", "-U", "howfast", "postgres"]
+
+
+@pytest.mark.parametrize(
+    ("clients", "cores", "jobs"),
+    [(1, 2, 1), (2, 2, 2), (8, 2, 2), (3, 2, 1), (6, 4, 3), (16, 32, 16)],
+)
+def test_jobs_default_to_a_divisor_of_clients_at_most_cores(clients, cores, jobs):
+    assert resolve_jobs(clients, cores) == jobs
+    assert resolve_jobs(clients, cores, requested=5) == 5
+
+
+def test_init_argv():
+    argv = init_argv(PGBENCH, {"scale": 10, "generate": "client", "fillfactor": 100}, CONN)
+    assert argv == [str(PGBENCH), "-i", "-s", "10", *CONN]
+    argv = init_argv(
+        PGBENCH,
+        {
+            "scale": 2,
+            "generate": "server",
+            "fillfactor": 90,
+            "partitions": 4,
+            "partition_method": "hash",
+            "extra_args": ["--unlogged-tables"],
+        },
+        CONN,
+    )
+    assert argv[:4] == [str(PGBENCH), "-i", "-s", "2"]
+    assert argv[argv.index("-I") + 1] == "dtGvp" and argv[argv.index("-F") + 1] == "90"
+    assert argv[argv.index("--partitions") + 1] == "4"
+    assert argv[argv.index("--partition-method") + 1] == "hash"
+    assert "--unlogged-tables" in argv and argv[-len(CONN) :] == CONN
+
+
+def test_run_argv_always_has_progress_statement_latencies_and_log():
+    argv = run_argv(
+        PGBENCH,
+        {"mode": "select-only", "clients": 4, "duration_s": 2.5},
+        jobs=2,
+        log_prefix=Path("/dev/shm/x/tx"),
+        conn_args=CONN,
+    )
+    assert argv[:3] == [str(PGBENCH), "-b", "select-only"]
+    assert argv[argv.index("-c") + 1] == "4" and argv[argv.index("-j") + 1] == "2"
+    assert argv[argv.index("-T") + 1] == "3"  # pgbench takes whole seconds: rounded up
+    assert {"-r", "-l", "--log-prefix=/dev/shm/x/tx"} <= set(argv)
+    assert argv[argv.index("-P") + 1] == "1"
+    assert argv[-len(CONN) :] == CONN
+
+
+def test_run_argv_rate_limit_protocol_scripts_and_transactions():
+    argv = run_argv(
+        PGBENCH,
+        {
+            "mode": "custom",
+            "scripts": ["a.sql@3", "b.sql"],
+            "clients": 1,
+            "transactions": 50,
+            "rate": 200,
+            "latency_limit_ms": 5.0,
+            "protocol": "prepared",
+        },
+        jobs=1,
+        log_prefix=Path("/tmp/tx"),
+        conn_args=CONN,
+    )
+    assert argv[1:5] == ["-f", "a.sql@3", "-f", "b.sql"]
+    assert "-T" not in argv and argv[argv.index("-t") + 1] == "50"
+    assert argv[argv.index("-R") + 1] == "200" and argv[argv.index("-L") + 1] == "5.0"
+    assert argv[argv.index("-M") + 1] == "prepared"
