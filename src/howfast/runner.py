@@ -60,14 +60,32 @@ class _SignalGuard:
         self.observer = observer
         self.cleaning = False
         self.received: str | None = None
+        self.critical_depth = 0
+        self.pending: str | None = None
 
     def handler(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.cleaning or self.received:
             self.observer.message(f"{name} received: still cleaning up, please wait")
             return
+        if self.critical_depth:
+            self.pending = name  # raised when the critical section ends
+            return
         self.received = name
         raise Aborted(name)
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        """Defer the abort while stopping a server or writing a step: half of either would
+        leave a process running or a step half-stored."""
+        self.critical_depth += 1
+        try:
+            yield
+        finally:
+            self.critical_depth -= 1
+        if not self.critical_depth and self.pending and not self.received:
+            self.received, self.pending = self.pending, None
+            raise Aborted(self.received)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_SignalGuard]:
@@ -101,6 +119,7 @@ class Runner:
         self.observer = observer
         self.label = label
         self.cores = os.cpu_count() or 1
+        self.guard = _SignalGuard(observer)
 
     def check(self) -> None:
         """Validate every target before the run is created: bad input loses nothing."""
@@ -109,7 +128,7 @@ class Runner:
             target.check(will_init=will_init)
 
     def execute(self) -> RunResult:
-        guard = _SignalGuard(self.observer)
+        guard = self.guard = _SignalGuard(self.observer)
         with guard.installed():
             self.check()
             run_id = self.store.create_run(
@@ -129,6 +148,9 @@ class Runner:
             except Aborted as exc:
                 status = "aborted"
                 self.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
+            except BaseException:
+                status = "failed"  # a bug or an unexpected error: never leave it "completed"
+                raise
             finally:
                 guard.cleaning = True
                 if status != "aborted" and failed:
@@ -145,7 +167,7 @@ class Runner:
                 connection = target.start()
                 record = target.record()
                 self.store.update_target(run_id, record)
-            except HowfastError as exc:
+            except (HowfastError, OSError) as exc:
                 # The target never came up: its steps are recorded as failed with the reason.
                 for offset, spec in enumerate(self.steps):
                     self._store_step(
@@ -185,12 +207,15 @@ class Runner:
                     outcome.error = self._with_server_log(target, outcome.error)
                 self._store_step(run_id, target, spec, first_index + offset, outcome, started)
         finally:
-            with contextlib.suppress(Exception):
-                target.stop()
-            shutil.rmtree(work_root, ignore_errors=True)
-            kept = getattr(target, "kept_message", lambda: None)()
-            if kept:
-                self.observer.message(kept)
+            with self.guard.critical():
+                try:
+                    target.stop()
+                except Exception as exc:  # report, and still remove the work directory
+                    self.observer.message(f"warning: stopping {target.name} failed: {exc}")
+                shutil.rmtree(work_root, ignore_errors=True)
+                kept = getattr(target, "kept_message", lambda: None)()
+                if kept:
+                    self.observer.message(kept)
         return failed
 
     def _with_server_log(self, target: Target, error: str | None) -> str:
@@ -227,7 +252,8 @@ class Runner:
             series=outcome.series,
             histograms=outcome.histograms,
         )
-        record.id = self.store.add_step(run_id, record)
+        with self.guard.critical():
+            record.id = self.store.add_step(run_id, record)
         self.observer.step_finished(index, record)
 
 

@@ -103,3 +103,20 @@ def test_keep_leaves_a_stopped_cluster(howfast: Howfast, target_dir: Path):
     # A directory howfast used before (it carries the marker) may be used again.
     again = howfast("run", str(plan), "--target", str(target_dir))
     assert again.returncode == 0, again.stderr
+
+
+def test_several_targets_run_the_same_steps_one_after_the_other(howfast: Howfast, target_dir):
+    second = target_dir.parent / "second"
+    second.mkdir()
+    second.chmod(0o755)
+    plan = howfast.plan(TINY_PLAN.replace('"tpcb-like", "simple-update"', ""))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--target", str(second),
+                  "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    names = [t["name"] for t in doc["targets"]]
+    assert names == [str(target_dir), str(second)]
+    assert [s["target"] for s in doc["steps"]] == [names[0]] * 2 + [names[1]] * 2
+    starts = [s["started_at"] for s in doc["steps"]]
+    assert starts == sorted(starts)  # one target after the other, not interleaved
+    assert list(second.iterdir()) == [] and list(target_dir.iterdir()) == []

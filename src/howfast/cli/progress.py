@@ -8,11 +8,13 @@ import time
 from rich.progress import (
     BarColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from howfast.cli.context import CliEnv
 from howfast.model import StepRecord
@@ -41,6 +43,20 @@ def step_summary(record: StepRecord) -> str:
     return "completed" + (": " + ", ".join(parts) if parts else "")
 
 
+class EtaColumn(ProgressColumn):
+    """Time left from the planned step durations, not from a speed estimate: a run's steps
+    have known lengths, so the ETA is right from the first second."""
+
+    def __init__(self, observer: ProgressObserver) -> None:
+        super().__init__()
+        self.observer = observer
+
+    def render(self, task: Task) -> Text:
+        remaining = self.observer.remaining_s()
+        minutes, seconds = divmod(int(remaining + 0.5), 60)
+        return Text(f"ETA {minutes // 60}:{minutes % 60:02d}:{seconds:02d}", style="cyan")
+
+
 class ProgressObserver:
     def __init__(self, env: CliEnv, expected_total_s: float | None = None) -> None:
         self.env = env
@@ -62,8 +78,7 @@ class ProgressObserver:
                 BarColumn(),
                 TextColumn("{task.fields[live]}"),
                 TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
+                EtaColumn(self),
                 console=self.env.err,
                 transient=True,
             )
@@ -71,6 +86,13 @@ class ProgressObserver:
             self.task = self.progress.add_task(
                 "starting", total=self.expected_total_s or steps * UNKNOWN_STEP_S, live=""
             )
+
+    def remaining_s(self) -> float:
+        total = self.expected_total_s or self.total_steps * UNKNOWN_STEP_S
+        in_step = min(time.monotonic() - self.step_started_at, self.current_expected)
+        if not self.step_started_at:
+            in_step = 0.0
+        return max(0.0, total - self.done_s - in_step)
 
     def step_started(
         self, index: int, target: Target, label: str, expected_s: float | None
