@@ -110,8 +110,7 @@ def test_several_targets_run_the_same_steps_one_after_the_other(howfast: Howfast
     second.mkdir()
     second.chmod(0o755)
     plan = howfast.plan(TINY_PLAN.replace('"tpcb-like", "simple-update"', ""))
-    out = howfast("run", str(plan), "--target", str(target_dir), "--target", str(second),
-                  "--json")
+    out = howfast("run", str(plan), "--target", str(target_dir), "--target", str(second), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     names = [t["name"] for t in doc["targets"]]

@@ -34,8 +34,12 @@ def _interpreter_for(uid: int, gid: int) -> tuple[str | None, str]:
     for python in (sys.executable, "/usr/bin/python3"):
         try:
             probe = subprocess.run(
-                [python, "-c", "import howfast, psycopg, numpy"], user=uid, group=gid,
-                env={**os.environ, "PYTHONPATH": pythonpath}, capture_output=True, check=False,
+                [python, "-c", "import howfast, psycopg, numpy"],
+                user=uid,
+                group=gid,
+                env={**os.environ, "PYTHONPATH": pythonpath},
+                capture_output=True,
+                check=False,
             )
         except OSError:
             continue
@@ -56,13 +60,18 @@ def test_run_as_an_unprivileged_user(target_dir: Path):
     plan = base / "tiny.toml"
     plan.write_text(TINY_PLAN.replace('"tpcb-like", "simple-update"', ""))
     store = base / "results.db"
-    env = {**os.environ, "HOWFAST_STORE": str(store), "HOME": str(base),
-           "PYTHONPATH": pythonpath}
+    env = {**os.environ, "HOWFAST_STORE": str(store), "HOME": str(base), "PYTHONPATH": pythonpath}
     out = subprocess.run(
-        [python, "-m", "howfast", "run", str(plan), "--target", str(target_dir),
-         "--json"],
-        user=user.pw_uid, group=user.pw_gid, extra_groups=[], env=env, cwd=base,
-        capture_output=True, text=True, timeout=240, check=False,
+        [python, "-m", "howfast", "run", str(plan), "--target", str(target_dir), "--json"],
+        user=user.pw_uid,
+        group=user.pw_gid,
+        extra_groups=[],
+        env=env,
+        cwd=base,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
