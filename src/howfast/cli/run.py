@@ -155,4 +155,3 @@ def run_command(
         env.out.print(terminal.run_summary(run))
     env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
     return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))
-
