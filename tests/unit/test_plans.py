@@ -64,6 +64,15 @@ def init(scale: int) -> StepSpec:
     )
 
 
+def fio(profile: str, size_bytes: int, runtime_s: int, rep: int = 1) -> StepSpec:
+    params = {"profile": profile, "size_bytes": size_bytes, "runtime_s": runtime_s}
+    return StepSpec("fio", params, repetition=rep)
+
+
+# The short storage probe the quick plan starts with.
+QUICK_PROBE = [fio("randrw-4k-qd1", 128 * 1024**2, 5), fio("wal-fsync", 128 * 1024**2, 5)]
+
+
 # --- built-in plans ------------------------------------------------------------------------
 
 
@@ -74,10 +83,11 @@ def test_builtin_plans_are_listed_with_descriptions() -> None:
     assert "30 minutes" in plans["sweep"]
 
 
-def test_quick_expands_to_init_then_two_modes_at_four_client_counts() -> None:
+def test_quick_expands_to_probe_then_init_then_two_modes_at_four_client_counts() -> None:
     plan = load_plan("quick")
     assert plan.name == "quick"
     assert expand(plan) == [
+        *QUICK_PROBE,
         init(10),
         *(pgbench("select-only", c, 10, 10) for c in (1, 2, 4, 8)),
         *(pgbench("tpcb-like", c, 10, 10) for c in (1, 2, 4, 8)),
@@ -194,9 +204,15 @@ def test_each_expanded_step_owns_its_params() -> None:
 
 def test_order_is_mode_then_clients_then_repetition() -> None:
     specs = expand(load_plan("quick"), Overrides(clients=[1, 2], repeat=2))
-    assert [
-        (s.workload, s.params.get("mode"), s.params.get("clients"), s.repetition) for s in specs
-    ] == [
+
+    def what(s: StepSpec) -> object:
+        return s.params.get("mode", s.params.get("profile"))
+
+    assert [(s.workload, what(s), s.params.get("clients"), s.repetition) for s in specs] == [
+        ("fio", "randrw-4k-qd1", None, 1),
+        ("fio", "randrw-4k-qd1", None, 2),
+        ("fio", "wal-fsync", None, 1),
+        ("fio", "wal-fsync", None, 2),
         ("pgbench-init", None, None, 1),
         ("pgbench", "select-only", 1, 1),
         ("pgbench", "select-only", 1, 2),
@@ -211,7 +227,9 @@ def test_order_is_mode_then_clients_then_repetition() -> None:
 
 def test_overrides_replace_scale_clients_duration_and_modes() -> None:
     overrides = Overrides(scale=100, clients=[32], duration_s=60.0, modes=["simple-update"])
+    # --duration is pgbench's: the probe keeps its own runtime.
     assert expand(load_plan("quick"), overrides) == [
+        *QUICK_PROBE,
         init(100),
         pgbench("simple-update", 32, 60, 100),
     ]

@@ -1,10 +1,12 @@
 """The per-target summary that ends a run: one table per pgbench mode, like the published
-studies (clients | TPS | avg latency | p99 latency | connection time), plus the load step."""
+studies (clients | TPS | avg latency | p99 latency | connection time), plus the load step
+and the storage probe (fio, pg_test_fsync and the commit-rate ceiling, see analysis/probe.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from howfast.analysis.probe import PROBE_WORKLOADS, ProbeSummary, probe_summary
 from howfast.model import JSONValue, RunRecord, StepRecord
 
 
@@ -29,6 +31,7 @@ class TargetSummary:
     init: list[StepRecord] = field(default_factory=list)
     modes: dict[str, list[ModeRow]] = field(default_factory=dict)
     other: list[StepRecord] = field(default_factory=list)
+    probe: ProbeSummary | None = None
 
 
 def _num(metrics: dict[str, JSONValue], key: str) -> float | None:
@@ -56,6 +59,7 @@ def storage_summary(device: dict[str, JSONValue]) -> str | None:
 
 def summarize(run: RunRecord) -> list[TargetSummary]:
     summaries: dict[str, TargetSummary] = {}
+    settings = {t.name: t.settings for t in run.targets}
     for target in run.targets:
         summaries[target.name] = TargetSummary(
             target.name, target.kind, target.pg_version, storage_summary(target.device)
@@ -80,6 +84,9 @@ def summarize(run: RunRecord) -> list[TargetSummary]:
                     warnings=len(step.warnings),
                 )
             )
-        else:
+        elif step.workload not in PROBE_WORKLOADS:
             summary.other.append(step)
+    for summary in summaries.values():
+        own = [s for s in run.steps if s.target == summary.name]
+        summary.probe = probe_summary(own, settings.get(summary.name))
     return list(summaries.values())

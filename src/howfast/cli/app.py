@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from howfast import __version__
-from howfast.cli import doctor, imports, plans, results, run
+from howfast.cli import doctor, imports, plans, probe, results, run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -24,3 +24,4 @@ cli.add_command(results.results_group)
 cli.add_command(imports.import_group)
 cli.add_command(plans.plans_command)
 cli.add_command(doctor.doctor_command)
+cli.add_command(probe.probe_command)

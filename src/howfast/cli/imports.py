@@ -1,4 +1,5 @@
-"""`howfast import pgbench FILE|-`: store output produced elsewhere (kubectl logs, CI jobs)."""
+"""`howfast import pgbench|fio FILE|-`: store output produced elsewhere (kubectl logs, CI
+jobs, fio run by hand)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import click
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
 from howfast.errors import UsageError
-from howfast.importer import import_pgbench_text
+from howfast.importer import import_fio_text, import_pgbench_text
 from howfast.report import terminal
 from howfast.store import open_store
 
@@ -50,6 +51,37 @@ def import_pgbench(source: str, label: str | None, store: str | None, as_json: b
     db = open_store(store)
     try:
         run_id = import_pgbench_text(db, text, source_name=name, label=label)
+        run = db.get_run(run_id)
+    finally:
+        db.close()
+    assert run is not None
+    if as_json:
+        env.print_json(run.document())
+    else:
+        env.out.print(terminal.run_summary(run))
+        env.info(f"stored as run {run_id}")
+    return 0
+
+
+@import_group.command("fio")
+@click.argument("source", default="-", metavar="[FILE|-]")
+@click.option("--label", help="What was measured, e.g. 'ceph rbd'.")
+@store_option
+@json_option
+def import_fio(source: str, label: str | None, store: str | None, as_json: bool) -> int:
+    """Parse fio's JSON output (--output-format=json or json+) and store it as a run: one
+    fio step per job, its params taken from the job's options.
+
+    \b
+    Example:
+      fio --output-format=json+ --output=result.json job.fio
+      howfast import fio result.json --label "ceph rbd"
+    """
+    env = CliEnv()
+    text, name = read_input(source)
+    db = open_store(store)
+    try:
+        run_id = import_fio_text(db, text, source_name=name, label=label)
         run = db.get_run(run_id)
     finally:
         db.close()

@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
 from howfast.analysis.summary import TargetSummary, summarize
 from howfast.model import RunRecord, RunSummary, StepRecord
 
@@ -53,6 +54,8 @@ def target_tables(summary: TargetSummary) -> RenderableType:
     if facts:
         title += " — " + ", ".join(facts)
     parts.append(Text(title, style="bold"))
+    if summary.probe:
+        parts += probe_parts(summary.probe)
     for step in summary.init:
         parts.append(Text(_init_line(step)))
     for mode, rows in summary.modes.items():
@@ -79,6 +82,123 @@ def target_tables(summary: TargetSummary) -> RenderableType:
             ]
             table.add_row(*cells)
         parts.append(table)
+    if summary.probe and summary.probe.ceiling:
+        parts.append(ceiling_table(summary.probe.ceiling))
+    return Group(*parts)
+
+
+def _pair(avg: float | None, p99: float | None) -> str:
+    """'0.138 / 1.79': average and p99 latency in ms in one cell."""
+    if avg is None and p99 is None:
+        return "–"
+    return f"{_fmt(avg, 3)} / {_fmt(p99, 3)}"
+
+
+class _Footnotes:
+    """Warnings numbered once each: a cell shows [1], the text is printed under the table."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def refs(self, warnings: tuple[str, ...]) -> str:
+        numbers = []
+        for warning in warnings:
+            if warning not in self.texts:
+                self.texts.append(warning)
+            numbers.append(self.texts.index(warning) + 1)
+        return "".join(f"[{n}]" for n in numbers)
+
+    def lines(self) -> list[RenderableType]:
+        return [Text(f"  [{n}] {text}") for n, text in enumerate(self.texts, start=1)]
+
+
+def _status_cell(status: str, error: str | None, refs: str) -> str:
+    if status == "completed":
+        return refs or "ok"
+    first = (error or "").splitlines()[0] if error else ""
+    return f"{status}: {first} {refs}".strip()
+
+
+def fio_table(rows: list[FioRow], notes: _Footnotes) -> Table:
+    table = Table(title="storage probe (fio); latency in ms, avg / p99", title_justify="left")
+    table.add_column("profile")
+    for name in ("read IOPS", "write IOPS", "MB/s", "read lat", "write lat", "sync lat"):
+        table.add_column(name, justify="right")
+    table.add_column("notes")
+    for r in rows:
+        name = r.profile + (f" #{r.repetition}" if r.repetition and r.repetition > 1 else "")
+        table.add_row(
+            name,
+            _fmt(r.read_iops, 0, thousands=True),
+            _fmt(r.write_iops, 0, thousands=True),
+            _fmt(r.mbps, 1, thousands=True),
+            _pair(r.read_lat_avg_ms, r.read_lat_p99_ms),
+            _pair(r.write_lat_avg_ms, r.write_lat_p99_ms),
+            _pair(r.sync_lat_avg_ms, r.sync_lat_p99_ms),
+            _status_cell(r.status, r.error, notes.refs(r.warnings)),
+        )
+    return table
+
+
+def fsync_parts(result: FsyncResult, notes: _Footnotes) -> list[RenderableType]:
+    refs = notes.refs(result.warnings)
+    if result.status != "completed" or not result.methods:
+        return [Text(f"pg_test_fsync: {_status_cell(result.status, result.error, refs)}")]
+    title = "pg_test_fsync: one 8 kB write, then sync" + (f" {refs}" if refs else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("wal_sync_method")
+    table.add_column("ops/s", justify="right")
+    table.add_column("µs per op", justify="right")
+    for m in result.methods:
+        best = " (best)" if m.method == result.best else ""
+        table.add_row(m.method + best, _fmt(m.ops_s, 0, thousands=True), _fmt(m.usecs, 0))
+    return [table]
+
+
+def probe_parts(probe: ProbeSummary) -> list[RenderableType]:
+    notes = _Footnotes()
+    parts: list[RenderableType] = []
+    if probe.fio:
+        parts.append(fio_table(probe.fio, notes))
+    for result in probe.fsync:
+        parts += fsync_parts(result, notes)
+    return parts + notes.lines()
+
+
+def ceiling_table(c: CommitCeiling) -> RenderableType:
+    """The storage's commit-rate ceiling beside what PostgreSQL reached with one connection."""
+    table = Table(title="commit rate of one connection", title_justify="left")
+    table.add_column("")
+    table.add_column("commits/s", justify="right")
+    table.add_column("ms per commit", justify="right")
+    table.add_row(
+        f"storage ceiling: wal-fsync write {c.write_ms:.3f} + fdatasync {c.sync_ms:.3f} ms",
+        _fmt(c.ceiling_tps, 0, thousands=True),
+        _fmt(c.flush_ms, 3),
+    )
+    if c.pg_test_fsync_ops_s is not None:
+        table.add_row(
+            "pg_test_fsync fdatasync",
+            _fmt(c.pg_test_fsync_ops_s, 0, thousands=True),
+            _fmt(1000 / c.pg_test_fsync_ops_s, 3) if c.pg_test_fsync_ops_s else "–",
+        )
+    if c.pgbench_tps is not None and c.share is not None:
+        table.add_row(
+            f"pgbench tpcb-like, 1 client: {c.share:.0%} of the ceiling",
+            _fmt(c.pgbench_tps, 1, thousands=True),
+            _fmt(c.pgbench_latency_ms, 3),
+        )
+    parts: list[RenderableType] = [table]
+    if c.flushes_off:
+        parts.append(Text(f"  {c.flushes_off}: PostgreSQL's commits did not wait for a flush"))
+    elif c.above_ceiling:
+        parts.append(
+            Text(
+                "  PostgreSQL committed faster than the storage flushes: its commits did not "
+                "all wait for a flush (synchronous_commit, fsync) or the probe ran under "
+                "other load"
+            )
+        )
     return Group(*parts)
 
 

@@ -6,11 +6,15 @@ from howfast.workloads.base import Workload
 
 
 def get_workload(name: str) -> Workload:
+    from howfast.workloads.fio.workload import FioWorkload
+    from howfast.workloads.fsync_probe import PgTestFsyncWorkload
     from howfast.workloads.pgbench.workload import PgbenchInitWorkload, PgbenchWorkload
 
     registry: dict[str, Workload] = {
         "pgbench": PgbenchWorkload(),
         "pgbench-init": PgbenchInitWorkload(),
+        "fio": FioWorkload(),
+        "pg_test_fsync": PgTestFsyncWorkload(),
     }
     try:
         return registry[name]

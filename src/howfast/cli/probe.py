@@ -1,0 +1,259 @@
+"""`howfast probe DIR`: what the storage itself does, before any PostgreSQL runs on it.
+
+Runs the fio profiles and pg_test_fsync in a subdirectory of DIR and stores the result as a run
+(plan `probe`), one step per profile, like any other run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option, store_option
+from howfast.cli.progress import ProgressObserver
+from howfast.cli.run import EXIT_FOR_STATUS
+from howfast.errors import ExitStatus, MissingToolError, UsageError
+from howfast.model import JSONValue, StepSpec
+from howfast.plans import parse_duration, parse_size
+from howfast.report import terminal
+from howfast.runner import Runner
+from howfast.store import open_store
+from howfast.targets.path import PathTarget
+from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
+from howfast.workloads import fsync_probe, pg_test_fsync
+from howfast.workloads.fio.build import build_jobfile, list_profiles
+from howfast.workloads.fio.workload import (
+    FIO_HINT,
+    fio_command,
+    fio_program,
+    free_bytes,
+    space_problem,
+)
+from howfast.workloads.pgbench.build import expected_seconds
+
+PG_TEST_FSYNC = "pg_test_fsync"
+DEFAULT_SIZE = "1GiB"
+# pg_test_fsync runs about 16 tests of this many seconds each.
+PG_TEST_FSYNC_TESTS = 16
+
+
+def probe_names() -> list[str]:
+    """What --profile accepts: the fio profiles, then pg_test_fsync."""
+    return [p.name for p in list_profiles()] + [PG_TEST_FSYNC]
+
+
+def chosen_profiles(given: tuple[str, ...]) -> list[str]:
+    known = probe_names()
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown profile {', '.join(unknown)}", hint=f"choose from {', '.join(known)}"
+        )
+    return list(dict.fromkeys(given)) or known  # in the order given, each once
+
+
+def probe_steps(
+    profiles: list[str], size_bytes: int, runtime_s: int, fsync_seconds: int
+) -> list[StepSpec]:
+    steps = []
+    for name in profiles:
+        if name == PG_TEST_FSYNC:
+            steps.append(StepSpec("pg_test_fsync", {"seconds": fsync_seconds}))
+        else:
+            params = {"profile": name, "size_bytes": size_bytes, "runtime_s": runtime_s}
+            steps.append(StepSpec("fio", dict(params)))
+    return steps
+
+
+def _size(text: str) -> int:
+    size = parse_size(text, "--size")
+    if size % 8192:
+        raise UsageError(f"--size must be a multiple of 8KiB (8192 bytes), got {size} bytes")
+    return size
+
+
+def _runtime(text: str) -> int:
+    seconds = parse_duration(text, "--runtime")
+    if seconds != int(seconds):
+        raise UsageError(f"--runtime must be whole seconds, got {seconds:g}s")
+    return int(seconds)
+
+
+def probe_install(pg_bin: str | None) -> PgInstall:
+    """The PostgreSQL install whose pg_test_fsync to use. Without one the probe still runs:
+    its pg_test_fsync step is skipped."""
+    installs = find_installs(pg_bin)
+    if pg_bin and not any(i.source == "--pg-bin" for i in installs):
+        raise MissingToolError(f"--pg-bin {pg_bin}: no PostgreSQL programs there", INSTALL_HINT)
+    with_program = [i for i in installs if i.program("pg_test_fsync")]
+    if pg_bin or not with_program:
+        with_program = installs
+    if with_program:
+        return with_program[0]
+    return PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
+
+
+def _work_dir_example() -> Path:
+    """Where the runner puts a step's private files (job file, fio's output and logs), as the
+    dry run shows it: /dev/shm when usable, like the runner."""
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() else Path(tempfile.gettempdir())
+    return base / "howfast-work-XXXXXXXX"
+
+
+def print_dry_run(
+    env: CliEnv, target: PathTarget, steps: list[StepSpec], install: PgInstall, as_json: bool
+) -> int:
+    """Print what would run: each job file built for DIR and pg_test_fsync's command line."""
+    work = _work_dir_example()
+    entries: list[dict[str, JSONValue]] = []
+    for index, step in enumerate(steps, start=1):
+        step_dir = work / f"step-{index}"
+        if step.workload == "fio":
+            profile = str(step.params["profile"])
+            jobfile = build_jobfile(
+                profile,
+                directory=target.probe_dir,
+                size_bytes=int(step.params["size_bytes"]),
+                runtime_s=int(step.params["runtime_s"]),
+                log_dir=step_dir / "fio" / "logs",
+            )
+            job_path = step_dir / "fio" / f"{profile}.fio"
+            argv = fio_command("fio", job_path, step_dir / "fio" / "output.json")
+            entries.append(
+                {"workload": "fio", "profile": profile, "argv": argv, "jobfile": jobfile}
+            )
+        else:
+            program = install.program("pg_test_fsync") or "pg_test_fsync"
+            argv = pg_test_fsync.build_argv(
+                program, target.probe_dir / fsync_probe.TEST_FILE_NAME, int(step.params["seconds"])
+            )
+            entries.append({"workload": "pg_test_fsync", "argv": argv, "env": {"LC_ALL": "C"}})
+    if as_json:
+        env.print_json({"dry_run": True, "directory": str(target.directory), "steps": entries})
+        return 0
+    env.stdout.write(
+        f"# howfast probe --dry-run: nothing runs. The probe files go in {target.probe_dir}\n"
+        "# (a fresh subdirectory, removed afterwards); job files, fio's output and its logs\n"
+        f"# in {work}/step-N, off the storage under test. Where the filesystem refuses\n"
+        "# direct I/O (or keeps files in memory, like tmpfs) howfast sets direct=0 and warns.\n"
+    )
+    for entry in entries:
+        argv = entry["argv"]
+        assert isinstance(argv, list)
+        command = " ".join(str(a) for a in argv)
+        if entry["workload"] == "fio":
+            env.stdout.write(f"\n# ---- profile {entry['profile']}: {command}\n")
+            env.stdout.write(str(entry["jobfile"]))
+        else:
+            env.stdout.write(f"\n# ---- pg_test_fsync\nLC_ALL=C {command}\n")
+    env.stdout.flush()
+    return 0
+
+
+@click.command("probe")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    metavar="NAME",
+    help="A fio profile, or pg_test_fsync (repeatable) [default: all of them]; "
+    "see them with --dry-run.",
+)
+@click.option(
+    "--size",
+    default=DEFAULT_SIZE,
+    show_default=True,
+    metavar="SIZE",
+    help="Size of fio's test file (a multiple of 8KiB).",
+)
+@click.option(
+    "--runtime",
+    default="10s",
+    show_default=True,
+    metavar="DURATION",
+    help="How long each fio profile measures.",
+)
+@click.option(
+    "--fsync-seconds",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=2,
+    show_default=True,
+    help=f"Seconds of each of pg_test_fsync's ~{PG_TEST_FSYNC_TESTS} tests.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the job files and commands; run nothing.")
+@click.option("--keep", is_flag=True, help="Keep the howfast-* subdirectory (the files go).")
+@click.option("--pg-bin", metavar="DIR", help="Where to find pg_test_fsync [default: newest].")
+@click.option("--label", help="A note stored with the run, e.g. 'longhorn 3 replicas'.")
+@store_option
+@json_option
+def probe_command(
+    directory: Path,
+    profiles: tuple[str, ...],
+    size: str,
+    runtime: str,
+    fsync_seconds: int,
+    dry_run: bool,
+    keep: bool,
+    pg_bin: str | None,
+    label: str | None,
+    store: str | None,
+    as_json: bool,
+) -> int:
+    """Probe the storage behind DIR with fio and pg_test_fsync; store the result as a run.
+
+    DIR must exist and be empty (or hold only howfast's files). The probe writes a test file
+    of --size in a subdirectory it creates, and removes both, also on Ctrl-C.
+
+    \b
+    Examples:
+      howfast probe /mnt/longhorn/bench
+      howfast probe /mnt/nvme --profile wal-fsync --runtime 30s --json
+      howfast probe /mnt/nvme --dry-run
+    """
+    env = CliEnv()
+    names = chosen_profiles(profiles)
+    steps = probe_steps(names, _size(size), _runtime(runtime), fsync_seconds)
+    target = PathTarget(directory.expanduser(), keep=keep)
+    if dry_run:
+        return print_dry_run(env, target, steps, probe_install(pg_bin), as_json)
+    target.check(will_init=False)
+    fio_steps = [s for s in steps if s.workload == "fio"]
+    if fio_steps and fio_program() is None:
+        raise MissingToolError("fio not found on PATH", FIO_HINT)
+    needed = max(
+        [int(s.params["size_bytes"]) for s in fio_steps]
+        + ([fsync_probe.FILE_BYTES] if len(fio_steps) < len(steps) else [])
+    )
+    problem = space_problem(target.directory, needed, free_bytes(target.directory))
+    if problem:
+        raise UsageError(problem)
+    install = probe_install(pg_bin)
+    db = open_store(store)
+    expected = sum(
+        expected_seconds(s.workload, s.params) or PG_TEST_FSYNC_TESTS * fsync_seconds for s in steps
+    )
+    observer = ProgressObserver(env, expected)
+    try:
+        runner = Runner(
+            db, [target], steps, plan_name="probe", install=install, observer=observer, label=label
+        )
+        result = runner.execute()
+    finally:
+        observer.close()
+    try:
+        run = db.get_run(result.run_id)
+    finally:
+        db.close()
+    assert run is not None
+    if as_json:
+        env.print_json(run.document())
+    else:
+        env.out.print(terminal.run_summary(run))
+    env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
+    return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))

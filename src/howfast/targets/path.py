@@ -1,0 +1,69 @@
+"""A directory probed without PostgreSQL: `howfast probe DIR` runs fio and pg_test_fsync in it.
+
+The same ownership rules as a local target (targets/claim.py): the directory must exist and be
+empty or carry howfast's marker. Probe files go in a `howfast-<token>` subdirectory that this
+target creates and removes, so nothing else in the directory is ever touched.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from pathlib import Path
+
+from howfast.model import TargetRecord
+from howfast.targets.base import Connection, Target
+from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.fsinfo import describe_path
+
+
+class PathTarget(Target):
+    kind = "path"
+
+    def __init__(self, directory: Path, *, keep: bool = False, name: str | None = None) -> None:
+        self.directory = directory.absolute()
+        self.keep = keep
+        self.name = name or str(self.directory)
+        self.probe_dir = self.directory / f"howfast-{secrets.token_hex(4)}"
+        self.warnings: list[str] = []
+        self._claim: Claim | None = None
+        self._created = False
+
+    def check(self, *, will_init: bool) -> None:
+        check_directory(self.directory, "probe directory")
+
+    def start(self) -> Connection | None:
+        self._claim = claim_directory(self.directory)
+        self.probe_dir.mkdir(mode=0o700)
+        self._created = True
+        return None  # no server: only storage probes run here
+
+    def record(self) -> TargetRecord:
+        where = self.probe_dir if self.probe_dir.exists() else self.directory
+        return TargetRecord(
+            name=self.name,
+            kind=self.kind,
+            device={"data": describe_path(where)},
+            location=str(self.directory),
+        )
+
+    def scratch_dir(self) -> Path | None:
+        return self.probe_dir if self.probe_dir.exists() else None
+
+    def stop(self) -> None:
+        if self.keep:
+            return
+        if self._created:
+            shutil.rmtree(self.probe_dir, ignore_errors=True)
+            self._created = False
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
+    def kept_message(self) -> str | None:
+        if not self.keep or not self.probe_dir.exists():
+            return None
+        return (
+            f"kept {self.probe_dir} and the directory's ownership marker; "
+            "the probe files themselves are always removed"
+        )

@@ -1,0 +1,454 @@
+"""Executor for fio: check the directory, build the job file, run fio, parse it, clean up.
+
+The job file comes from build.py and the numbers from parse.py. What lives here needs the
+machine: the test file goes in the target's scratch directory (on the storage under test);
+the job file, fio's JSON and its per-second logs go in the step's private work directory
+(never the disk under test); whether the filesystem takes direct I/O; whether the file fits;
+and removing the file whatever happens, Ctrl-C included.
+
+The small functions at the top are pure, so that the trust warnings can be unit-tested and
+reused for imported results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from howfast import environment
+from howfast.model import JSONValue, Sample
+from howfast.targets.fsinfo import describe_path
+from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.fio.build import PREFILL_JOB, build_argv, build_jobfile, fio_file_path
+from howfast.workloads.fio.parse import (
+    FioJob,
+    commit_latency_ms,
+    commit_rate_ceiling,
+    extract_json,
+    log_series,
+    parse_output,
+)
+from howfast.workloads.process import ToolResult, run_tool
+
+MIB = 1 << 20
+FIO_HINT = "install it with: sudo apt-get install -y fio"
+# Filesystems that keep files in RAM: even where the kernel accepts O_DIRECT on them (tmpfs
+# since Linux 6.6), every read and write is a memory copy.
+MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
+TAIL_LINES = 8
+
+_LIBAIO_UNAVAILABLE = re.compile(r"engine libaio not loadable|io_queue_init|aio-max-nr")
+_DIRECT_PROBE_FILE = ".howfast-direct-io-probe"
+_DIRECT_BLOCK = 4096  # one aligned block: what every O_DIRECT-capable device accepts
+
+
+# --- pure helpers ---------------------------------------------------------------------------
+
+
+def format_bytes(n: int | float) -> str:
+    """1073741824 -> '1.0 GiB', 16777216 -> '16 MiB'."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def space_needed(size_bytes: int) -> int:
+    """Room for the test file and the filesystem's own bookkeeping: the size plus 1% + 1 MiB."""
+    return size_bytes + size_bytes // 100 + MIB
+
+
+def space_problem(directory: Path, size_bytes: int, free: int | None) -> str | None:
+    """The refusal to print when a file of size_bytes does not fit; None when it does or when
+    the filesystem does not say (free is None: ramfs and some virtual filesystems)."""
+    needed = space_needed(size_bytes)
+    if free is None or free >= needed:
+        return None
+    return (
+        f"not enough free space in {directory}: the test file needs {format_bytes(needed)} "
+        f"({format_bytes(size_bytes)} plus 1% and 1 MiB for the filesystem), "
+        f"{format_bytes(free)} free; give a smaller size or free some space"
+    )
+
+
+@dataclass(frozen=True)
+class IoChoice:
+    """Whether fio may use direct I/O here, and if not, why."""
+
+    direct: bool
+    reason: str | None = None
+
+
+def choose_direct(fstype: str | None, refused: bool) -> IoChoice:
+    """Direct I/O unless the filesystem refuses it or keeps files in memory anyway."""
+    if refused:
+        return IoChoice(False, f"{fstype or 'the filesystem'} refuses direct I/O (O_DIRECT)")
+    if fstype in MEMORY_FILESYSTEMS:
+        return IoChoice(False, f"{fstype} keeps files in memory")
+    return IoChoice(True)
+
+
+def flushes_every_write(options: Mapping[str, str]) -> bool:
+    """Whether each write was made durable before the next (fdatasync=1, fsync=1, sync=1):
+    then the page cache cannot flatter the result."""
+    return (
+        options.get("fdatasync") == "1"
+        or options.get("fsync") == "1"
+        or options.get("sync") in ("1", "sync", "dsync")
+    )
+
+
+def buffered(options: Mapping[str, str]) -> bool:
+    """Whether the job went through the page cache (fio's default is direct=0)."""
+    return options.get("direct", "0") != "1" and options.get("buffered") != "0"
+
+
+def memory_fs_warning(directory: Path | str, fstype: str | None) -> str | None:
+    if fstype not in MEMORY_FILESYSTEMS:
+        return None
+    return (
+        f"{directory} is on {fstype}, which lives in memory: nothing reaches a disk and "
+        "flushes cost nothing, so these numbers are the RAM's, not a storage's"
+    )
+
+
+def run_warnings(
+    *,
+    directory: Path | str,
+    fstype: str | None,
+    choice: IoChoice,
+    options: Mapping[str, str],
+    size_bytes: int,
+    memory_bytes: int | None,
+) -> list[str]:
+    """What makes a howfast fio result not what it looks like, from what fio really ran."""
+    warnings = []
+    in_memory = memory_fs_warning(directory, fstype)
+    if in_memory:
+        warnings.append(in_memory)
+    cached = buffered(options) and not flushes_every_write(options)
+    if cached and choice.reason:
+        warnings.append(
+            f"buffered I/O: {choice.reason}, so fio measured the page cache, not the device"
+        )
+    if cached and memory_bytes and size_bytes < memory_bytes:
+        warnings.append(
+            f"buffered I/O on a test file ({format_bytes(size_bytes)}) smaller than memory "
+            f"({format_bytes(memory_bytes)}): it can be read and written entirely in the "
+            "page cache"
+        )
+    return warnings
+
+
+def imported_warnings(options: Mapping[str, str]) -> list[str]:
+    """The same trust checks for fio output produced elsewhere, from its echoed options."""
+    warnings = []
+    if options.get("gtod_reduce") == "1":
+        warnings.append("gtod_reduce=1: fio did not time each I/O, so latencies are not measured")
+    if buffered(options) and not flushes_every_write(options):
+        warnings.append(
+            "buffered I/O (direct=0): reads and writes may have been served by the page "
+            "cache, not the device"
+        )
+    return warnings
+
+
+def prefill_warning(output: str, size_bytes: int) -> str | None:
+    """Warn when the prefill job did not write the whole file: reads of unwritten blocks
+    return zeros without touching the device."""
+    for job in extract_json(output)["jobs"]:
+        if job.get("jobname") != PREFILL_JOB:
+            continue
+        write = job.get("write")
+        written = int(write.get("io_bytes", 0)) if isinstance(write, dict) else 0
+        if written >= size_bytes:
+            return None
+        return (
+            f"the prefill wrote {format_bytes(written)} of the {format_bytes(size_bytes)} test "
+            "file: reads may have hit blocks never written, which cost no device I/O"
+        )
+    return "fio's output has no prefill job: the test file may not have been written in full"
+
+
+def commit_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    """commit_latency_ms (write + flush) and commit_ceiling_tps (1000 / it) of a job that
+    flushed every write; empty when the job did not sync."""
+    flush = commit_latency_ms(metrics)
+    if flush is None or flush <= 0:
+        return {}
+    return {"commit_latency_ms": flush, "commit_ceiling_tps": commit_rate_ceiling(flush)}
+
+
+def histograms_us(histograms_ns: Mapping[str, Mapping[int, int]]) -> dict[str, dict[int, int]]:
+    """fio's ns-keyed bins as the store keeps latency histograms: whole microseconds
+    (rounded), named like 'write_lat_us'. Bins that round to the same µs are added up."""
+    result: dict[str, dict[int, int]] = {}
+    for name, bins in histograms_ns.items():
+        counts: dict[int, int] = defaultdict(int)
+        for ns, count in bins.items():
+            counts[(ns + 500) // 1000] += count
+        result[f"{name}_us"] = dict(counts)
+    return result
+
+
+def fio_command(fio: str | Path, job_path: Path, output_path: Path) -> list[str]:
+    """fio's argv as howfast runs it: build.py's, with the jobs as threads of one process
+    rather than forked processes in their own sessions, so that stopping fio's PID on Ctrl-C
+    stops every job and none is left writing the file."""
+    argv = build_argv(fio, job_path, output_path)
+    argv.insert(1, "--thread")
+    return argv
+
+
+def error_tail(result: ToolResult, what: str) -> str:
+    """What fio (or pg_test_fsync) said when it failed: exit status and its last lines."""
+    if result.returncode < 0:
+        head = f"{what} was killed by {signal.Signals(-result.returncode).name}"
+    else:
+        head = f"{what} exited with status {result.returncode}"
+    lines = [line for line in (result.stderr + "\n" + result.stdout).splitlines() if line.strip()]
+    return head + (":\n" + "\n".join(lines[-TAIL_LINES:]) if lines else "")
+
+
+# --- machine-facing helpers -----------------------------------------------------------------
+
+
+def fio_program() -> str | None:
+    return shutil.which("fio")
+
+
+def free_bytes(directory: Path) -> int | None:
+    """Bytes an unprivileged user may still write; None when the filesystem reports no size."""
+    st = os.statvfs(directory)
+    if st.f_blocks == 0:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def direct_io_refused(directory: Path) -> bool:
+    """Whether the filesystem refuses O_DIRECT: open a file with it and write one aligned
+    block (some filesystems accept the open and refuse the write)."""
+    path = directory / _DIRECT_PROBE_FILE
+    fd = -1
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT, 0o600)
+        with mmap.mmap(-1, _DIRECT_BLOCK) as block:  # page-aligned memory, as O_DIRECT needs
+            os.write(fd, block)
+    except OSError as exc:
+        return exc.errno == errno.EINVAL  # other errors are fio's to report
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # the open may create the file even when it then refuses O_DIRECT
+    return False
+
+
+def fstype_of(path: Path) -> str | None:
+    fstype = describe_path(path).get("fstype")
+    return str(fstype) if fstype else None
+
+
+def memory_bytes() -> int | None:
+    value = environment.capture().get("memory_bytes")
+    return int(value) if isinstance(value, int) else None
+
+
+@contextlib.contextmanager
+def ticking(
+    on_progress: Callable[[float, dict[str, float]], None], interval_s: float = 1.0
+) -> Iterator[None]:
+    """Report elapsed time every second while a tool that prints no progress runs."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(interval_s):
+            on_progress(time.monotonic() - started, {})
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+
+
+# --- the workload ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Attempt:
+    result: ToolResult
+    output: str  # fio's JSON output ("" when it wrote none)
+    logs: dict[str, str]  # per-second log files by name
+
+
+class FioWorkload(Workload):
+    name = "fio"
+    needs_server = False
+
+    def label(self, params: dict[str, JSONValue]) -> str:
+        size = params.get("size_bytes")
+        size_text = format_bytes(size) if isinstance(size, int) else "?"
+        return f"fio {params.get('profile')}, {size_text} file, {params.get('runtime_s')} s"
+
+    def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        try:
+            return self._execute(ctx, params)
+        except OSError as exc:  # the directory vanished, a full disk...: this step fails
+            return StepOutcome(status="failed", error=f"fio step: {exc}")
+
+    def _execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        profile = str(params["profile"])
+        size = int(params["size_bytes"])
+        runtime = int(params["runtime_s"])
+        scratch = ctx.target.scratch_dir()
+        if scratch is None:
+            return StepOutcome(
+                status="skipped",
+                error=f"{ctx.target.name} has no directory on the storage under test "
+                "(an existing server): fio needs one",
+            )
+        fio = fio_program()
+        if fio is None:
+            return StepOutcome(status="skipped", error=f"fio is not installed ({FIO_HINT})")
+        problem = space_problem(scratch, size, free_bytes(scratch))
+        if problem:
+            return StepOutcome(status="failed", error=problem)
+        fstype = fstype_of(scratch)
+        choice = choose_direct(fstype, direct_io_refused(scratch))
+        warnings: list[str] = []
+        test_file = Path(fio_file_path(scratch))
+        try:
+            with ticking(ctx.on_progress):
+                attempt = self._run(fio, ctx.work_dir, profile, scratch, size, runtime, choice)
+                failed = attempt.result.returncode != 0
+                said = attempt.result.stderr + attempt.result.stdout
+                unavailable = _LIBAIO_UNAVAILABLE.search(said) if failed else None
+                if unavailable:
+                    warnings.append(
+                        f"libaio is not available here (fio: {unavailable[0]}): fio used psync, "
+                        "one I/O at a time, so queue depths above 1 were not tested"
+                    )
+                    attempt = self._run(
+                        fio, ctx.work_dir, profile, scratch, size, runtime, choice, "psync"
+                    )
+        except ValueError as exc:  # an unknown profile in a plan, or an impossible size
+            return StepOutcome(status="failed", error=str(exc))
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                test_file.unlink()
+        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings)
+
+    def _run(
+        self,
+        fio: str,
+        work_dir: Path,
+        profile: str,
+        scratch: Path,
+        size: int,
+        runtime: int,
+        choice: IoChoice,
+        ioengine: str | None = None,
+    ) -> _Attempt:
+        attempt_dir = work_dir / (ioengine or "fio")
+        log_dir = attempt_dir / "logs"
+        log_dir.mkdir(parents=True)
+        jobfile = build_jobfile(
+            profile,
+            directory=scratch,
+            size_bytes=size,
+            runtime_s=runtime,
+            direct=choice.direct,
+            log_dir=log_dir,
+            ioengine=ioengine,
+        )
+        job_path = attempt_dir / f"{profile}.fio"
+        job_path.write_text(jobfile)
+        output_path = attempt_dir / "output.json"
+        result = run_tool(fio_command(fio, job_path, output_path), cwd=attempt_dir)
+        output = output_path.read_text(errors="replace") if output_path.exists() else ""
+        logs = {p.name: p.read_text(errors="replace") for p in log_dir.iterdir() if p.is_file()}
+        return _Attempt(result, output, logs)
+
+
+def _outcome(
+    attempt: _Attempt,
+    profile: str,
+    size: int,
+    scratch: Path,
+    fstype: str | None,
+    choice: IoChoice,
+    warnings: list[str],
+) -> StepOutcome:
+    result = attempt.result
+    if result.returncode < 0:
+        return StepOutcome(status="failed", error=error_tail(result, "fio"), warnings=warnings)
+    try:
+        parsed = parse_output(attempt.output)
+    except ValueError:
+        error = error_tail(result, "fio") + "\n(no JSON results were written)"
+        return StepOutcome(status="failed", error=error, warnings=warnings)
+    job = next((j for j in parsed.jobs if j.name == profile), None)
+    if job is None or job.error or result.returncode != 0:
+        return StepOutcome(
+            status="failed", error=_job_error(job, result, profile), warnings=warnings
+        )
+    warnings += run_warnings(
+        directory=scratch.parent,
+        fstype=fstype,
+        choice=choice,
+        options=job.options,
+        size_bytes=size,
+        memory_bytes=memory_bytes(),
+    )
+    prefill = prefill_warning(attempt.output, size)
+    if prefill:
+        warnings.append(prefill)
+    return StepOutcome(
+        metrics=job_metrics(job),
+        warnings=warnings,
+        series={
+            name: [Sample(t, v) for t, v in points]
+            for name, points in log_series(attempt.logs, unit=parsed.latency_unit).items()
+        },
+        histograms=histograms_us(job.histograms_ns),
+        resolved_params={
+            "direct": job.options.get("direct") == "1",
+            "ioengine": job.options.get("ioengine", ""),
+            "fio_version": parsed.fio_version,
+        },
+    )
+
+
+def job_metrics(job: FioJob) -> dict[str, JSONValue]:
+    """DESIGN's fio metrics, plus the commit-rate ceiling for a job that flushed every write."""
+    metrics: dict[str, JSONValue] = dict(job.metrics)
+    if flushes_every_write(job.options):
+        metrics.update(commit_metrics(job.metrics))
+    return metrics
+
+
+def _job_error(job: FioJob | None, result: ToolResult, profile: str) -> str:
+    if job is None:
+        return error_tail(result, "fio") + f"\n(no results for job {profile})"
+    if job.error:
+        reason = os.strerror(job.error)
+        return f"fio: job {profile} failed with error {job.error} ({reason})\n" + error_tail(
+            result, "fio"
+        )
+    return error_tail(result, "fio")

@@ -1,0 +1,86 @@
+"""Executor for pg_test_fsync, PostgreSQL's own probe of its WAL sync methods.
+
+The argv and the parser live in workloads/pg_test_fsync.py. The program runs on a file in the
+target's scratch directory (on the storage under test), with LC_ALL=C so that its output is
+the English the parser reads. Where it is not installed the step is skipped, not failed: the
+fio probes say most of the same thing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from howfast.model import JSONValue
+from howfast.targets.pgbin import INSTALL_HINT
+from howfast.workloads import pg_test_fsync
+from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.fio.workload import (
+    MIB,
+    error_tail,
+    free_bytes,
+    fstype_of,
+    memory_fs_warning,
+    space_problem,
+    ticking,
+)
+from howfast.workloads.process import run_tool
+
+TEST_FILE_NAME = "howfast-pg_test_fsync.dat"
+FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth
+
+
+class PgTestFsyncWorkload(Workload):
+    name = "pg_test_fsync"
+    needs_server = False
+
+    def label(self, params: dict[str, JSONValue]) -> str:
+        return f"pg_test_fsync, {params.get('seconds')} s per test"
+
+    def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        try:
+            return self._execute(ctx, params)
+        except OSError as exc:  # the directory vanished, a full disk...: this step fails
+            return StepOutcome(status="failed", error=f"pg_test_fsync step: {exc}")
+
+    def _execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        seconds = int(params.get("seconds") or 5)
+        scratch = ctx.target.scratch_dir()
+        if scratch is None:
+            return StepOutcome(
+                status="skipped",
+                error=f"{ctx.target.name} has no directory on the storage under test "
+                "(an existing server): pg_test_fsync needs one",
+            )
+        program = ctx.install.program("pg_test_fsync")
+        if program is None:
+            return StepOutcome(
+                status="skipped",
+                error=f"pg_test_fsync not found in {ctx.install.bindir} ({INSTALL_HINT})",
+            )
+        problem = space_problem(scratch, FILE_BYTES, free_bytes(scratch))
+        if problem:
+            return StepOutcome(status="failed", error=problem)
+        test_file = scratch / TEST_FILE_NAME
+        argv = pg_test_fsync.build_argv(program, test_file, seconds)
+        try:
+            with ticking(ctx.on_progress):
+                result = run_tool(argv, env={"LC_ALL": "C"}, cwd=ctx.work_dir)
+        finally:
+            # pg_test_fsync removes its file when it ends, but not when it is killed.
+            with contextlib.suppress(FileNotFoundError):
+                test_file.unlink()
+        resolved: dict[str, JSONValue] = {"pg_version": ctx.install.version}
+        if result.returncode != 0:
+            error = error_tail(result, "pg_test_fsync")
+            return StepOutcome(status="failed", error=error, resolved_params=resolved)
+        try:
+            tests = pg_test_fsync.parse(result.stdout)
+        except ValueError:
+            error = error_tail(result, "pg_test_fsync") + "\n(it printed no results)"
+            return StepOutcome(status="failed", error=error, resolved_params=resolved)
+        warning = memory_fs_warning(scratch.parent, fstype_of(scratch))
+        return StepOutcome(
+            metrics=dict(pg_test_fsync.metrics(tests)),
+            warnings=[warning] if warning else [],
+            resolved_params=resolved,
+        )
