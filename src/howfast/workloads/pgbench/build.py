@@ -77,4 +77,7 @@ def expected_seconds(workload: str, params: dict[str, JSONValue]) -> float | Non
         return 2.0 + 0.3 * float(params.get("scale") or 1)
     if workload == "fio" and params.get("runtime_s") is not None:
         return float(params["runtime_s"]) + 1.0
+    if workload == "pg_test_fsync" and params.get("seconds") is not None:
+        # pg_test_fsync runs about 16 tests of `seconds` each.
+        return 16.0 * float(params["seconds"])
     return None

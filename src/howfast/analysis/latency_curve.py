@@ -1,0 +1,168 @@
+"""Latency under load: was an offered rate met, where does latency turn up (the knee), and
+which rates meet a latency objective. Pure functions over per-rate step results.
+
+Rules, kept simple enough to explain in one sentence each (docs/latency-under-load.md):
+- a rate is *met* when pgbench achieved at least 95% of it, skipped nothing, and the schedule
+  lag did not pile up (average lag under the larger of 10 ms and twice the average latency,
+  and not growing through the step);
+- the *knee* is the highest offered rate before latency rises for good above 1.5x its
+  baseline (the median latency of the lowest third of the rates), so one noisy point in the
+  flat part does not count as the turn;
+- an objective is met only at a rate that was met: transactions that did run fast say nothing
+  when the others were queued or skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from howfast.errors import UsageError
+from howfast.model import JSONValue
+
+ACHIEVED_FRACTION = 0.95
+LAG_FLOOR_MS = 10.0
+LAG_LATENCY_FACTOR = 2.0
+KNEE_RISE_FACTOR = 1.5
+
+SLO_METRICS = {
+    "avg": "latency_avg_ms",
+    "p50": "latency_p50_ms",
+    "p90": "latency_p90_ms",
+    "p95": "latency_p95_ms",
+    "p99": "latency_p99_ms",
+    "p99.9": "latency_p999_ms",
+    "p999": "latency_p999_ms",
+    "max": "latency_max_ms",
+}
+_UNITS_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    offered: float  # transactions per second asked of pgbench (--rate)
+    achieved: float  # transactions per second it made
+    latency_avg_ms: float
+    lag_avg_ms: float | None = None
+    skipped: int = 0
+    lag_series_ms: tuple[float, ...] = ()  # per-second schedule lag, to see it grow
+
+
+@dataclass(frozen=True)
+class RateVerdict:
+    met: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Knee:
+    rate: float | None  # None: latency never turned up in the tested range
+    first_rising_rate: float | None
+    baseline_ms: float
+    how: str
+
+
+@dataclass(frozen=True)
+class Slo:
+    text: str  # as the user wrote it, e.g. "p99=10ms"
+    metric: str  # the metric it reads, e.g. "latency_p99_ms"
+    limit_ms: float
+
+
+def lag_growing(lag_ms: Sequence[float]) -> bool:
+    """Lag that piles up: the last third of the step's seconds averages more than twice the
+    first third, and more than a millisecond (tiny lags wobble without meaning)."""
+    if len(lag_ms) < 3:
+        return False
+    third = max(1, len(lag_ms) // 3)
+    first, last = statistics.fmean(lag_ms[:third]), statistics.fmean(lag_ms[-third:])
+    return last > 1.0 and last > 2.0 * first
+
+
+def rate_verdict(point: RatePoint) -> RateVerdict:
+    if point.offered <= 0:
+        return RateVerdict(False, "no rate was offered")
+    ratio = point.achieved / point.offered
+    if ratio < ACHIEVED_FRACTION:
+        return RateVerdict(False, f"achieved {ratio:.0%} of the offered rate")
+    if point.skipped:
+        return RateVerdict(False, f"{point.skipped} transactions skipped (latency limit)")
+    lag_limit = max(LAG_FLOOR_MS, LAG_LATENCY_FACTOR * point.latency_avg_ms)
+    if point.lag_avg_ms is not None and point.lag_avg_ms > lag_limit:
+        return RateVerdict(
+            False, f"schedule lag {point.lag_avg_ms:.2f} ms above {lag_limit:.2f} ms"
+        )
+    if lag_growing(point.lag_series_ms):
+        return RateVerdict(False, "schedule lag kept growing during the step")
+    return RateVerdict(True, f"achieved {ratio:.0%} of the offered rate, lag small")
+
+
+def saturation_rate(points: Sequence[RatePoint]) -> float | None:
+    """The highest offered rate that was still met."""
+    met = [p.offered for p in points if rate_verdict(p).met]
+    return max(met) if met else None
+
+
+def find_knee(curve: Sequence[tuple[float, float]]) -> Knee:
+    """`curve`: (offered rate, latency ms) pairs. See the module docstring for the rule."""
+    points = sorted(curve)
+    if len(points) < 3:
+        return Knee(None, None, points[0][1] if points else 0.0, "fewer than 3 rates: no knee")
+    low = points[: max(1, len(points) // 3)]
+    baseline = statistics.median(lat for _, lat in low)
+    threshold = KNEE_RISE_FACTOR * baseline
+    rising_from = None
+    for i in range(len(points)):
+        if all(lat > threshold for _, lat in points[i:]):
+            rising_from = i
+            break
+    if rising_from is None:
+        return Knee(None, None, baseline,
+                    f"latency stayed within {KNEE_RISE_FACTOR}x its baseline "
+                    f"{baseline:.3f} ms at every rate")  # fmt: skip
+    # rising_from > 0: the baseline includes the lowest rate, which is never above it.
+    knee_rate = points[rising_from - 1][0]
+    return Knee(
+        knee_rate,
+        points[rising_from][0],
+        baseline,
+        f"latency rises above {KNEE_RISE_FACTOR}x its baseline {baseline:.3f} ms from "
+        f"{points[rising_from][0]:g}/s on and stays there; the last rate before is the knee",
+    )
+
+
+def parse_slo(text: str) -> Slo:
+    """'p99=10ms', 'p95=2.5ms', 'avg=500us'."""
+    match = re.fullmatch(r"\s*([a-z0-9.]+)\s*=\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s)?\s*", text)
+    if not match or match.group(1) not in SLO_METRICS:
+        raise UsageError(
+            f"--slo {text!r}: expected e.g. p99=10ms; percentiles: "
+            + ", ".join(k for k in SLO_METRICS if k != "p999")
+        )
+    limit = float(match.group(2)) * _UNITS_MS[match.group(3) or "ms"]
+    if limit <= 0:
+        raise UsageError(f"--slo {text!r}: the limit must be above zero")
+    return Slo(text.strip(), SLO_METRICS[match.group(1)], limit)
+
+
+def slo_verdict(slo: Slo, metrics: dict[str, JSONValue], rate_met: bool) -> dict[str, JSONValue]:
+    """Metrics to store next to the step's own: the objective, the measured value, and
+    `slo_met`. A rate that was not met meets no objective."""
+    value = metrics.get(slo.metric)
+    measured = float(value) if isinstance(value, int | float) else None
+    met = rate_met and measured is not None and measured <= slo.limit_ms
+    return {
+        "slo": slo.text,
+        "slo_metric": slo.metric,
+        "slo_limit_ms": slo.limit_ms,
+        "slo_value_ms": measured,
+        "slo_met": met,
+    }
+
+
+def highest_rate_meeting(verdicts: Sequence[tuple[float, bool]]) -> float | None:
+    """The highest tested rate whose step met the objective."""
+    met = [rate for rate, ok in verdicts if ok]
+    return max(met) if met else None
