@@ -1,0 +1,173 @@
+"""A memory-limited cgroup for the local server, so that its page cache is capped and a
+database larger than the cap is really larger than memory (emulating a smaller machine).
+
+Works with the cgroup v1 memory controller or cgroup v2 `memory.max`, whichever this machine
+offers; `detect()` says which, or why neither can be used, so callers refuse `--memory` with
+that reason instead of silently running without a cap. Parsers are pure; the class is thin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from howfast.errors import HowfastError
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+_spawn_lock = threading.Lock()
+T = TypeVar("T")
+
+
+def parse_proc_cgroup(text: str) -> dict[str, str]:
+    """/proc/self/cgroup lines 'id:controllers:path' -> {controller: path}; v2 is ''."""
+    paths: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        for controller in parts[1].split(",") if parts[1] else [""]:
+            paths[controller] = parts[2]
+    return paths
+
+
+@dataclass(frozen=True)
+class CgroupSupport:
+    version: str | None  # "v1", "v2", or None when unusable
+    parent: Path | None  # where our cgroups are created: beside howfast's own cgroup
+    reason: str  # what was found, or why it cannot be used
+
+
+def detect(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
+    if proc_cgroup is None:
+        try:
+            proc_cgroup = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            proc_cgroup = ""
+    own = parse_proc_cgroup(proc_cgroup)
+    v2_controllers = root / "cgroup.controllers"
+    if v2_controllers.exists() and "memory" in v2_controllers.read_text().split():
+        parent = root / own.get("", "/").lstrip("/")
+        if not os.access(parent, os.W_OK):
+            return CgroupSupport(None, None, f"cgroup v2 at {parent} is not writable (not root?)")
+        return CgroupSupport("v2", parent, f"cgroup v2 memory controller under {parent}")
+    v1_root = root / "memory"
+    if v1_root.is_dir():
+        parent = v1_root / own.get("memory", "/").lstrip("/")
+        if not parent.is_dir():
+            parent = v1_root
+        if not os.access(parent, os.W_OK):
+            why = f"cgroup v1 memory at {parent} is not writable (not root?)"
+            return CgroupSupport(None, None, why)
+        return CgroupSupport("v1", parent, f"cgroup v1 memory controller under {parent}")
+    return CgroupSupport(None, None, "no cgroup memory controller is mounted")
+
+
+class MemoryCgroup:
+    """One cgroup that howfast creates, puts the server in, and removes."""
+
+    def __init__(self, support: CgroupSupport, name: str, limit_bytes: int) -> None:
+        if support.version is None or support.parent is None:
+            raise HowfastError(
+                f"--memory needs a cgroup memory controller: {support.reason}",
+                "run as root on a machine with cgroups, or drop --memory",
+            )
+        self.version = support.version
+        self.parent = support.parent
+        self.path = support.parent / name
+        self.limit_bytes = limit_bytes
+        self._created = False
+
+    def create(self) -> None:
+        if self.version == "v2":
+            self._enable_memory_in_parent()
+        try:
+            self.path.mkdir()
+        except OSError as exc:
+            raise HowfastError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
+        self._created = True
+        limit_file = "memory.max" if self.version == "v2" else "memory.limit_in_bytes"
+        try:
+            (self.path / limit_file).write_text(str(self.limit_bytes))
+            if self.version == "v2" and (self.path / "memory.swap.max").exists():
+                # Swapping the cache out would hide the cap's effect.
+                (self.path / "memory.swap.max").write_text("0")
+        except OSError as exc:
+            self.remove()
+            raise HowfastError(f"cannot set the memory limit of {self.path}: {exc}") from None
+
+    def _enable_memory_in_parent(self) -> None:
+        control = self.parent / "cgroup.subtree_control"
+        if "memory" in control.read_text().split():
+            return
+        try:
+            control.write_text("+memory")
+        except OSError as exc:
+            raise HowfastError(
+                f"cannot enable the memory controller below {self.parent}: {exc.strerror}",
+                "cgroup v2 needs a delegated subtree (e.g. run howfast in its own systemd scope)",
+            ) from None
+
+    def spawn(self, start: Callable[[], T]) -> T:
+        """Call `start()` (which forks the server) with this process temporarily inside the
+        cgroup, so the server and all it forks are born inside; then move back. Children
+        inherit the cgroup at fork, which closes the window a later move would leave."""
+        procs = self.path / "cgroup.procs"
+        home = self.parent / "cgroup.procs"
+        with _spawn_lock:
+            procs.write_text(str(os.getpid()))
+            try:
+                return start()
+            finally:
+                home.write_text(str(os.getpid()))
+
+    def pids(self) -> list[int]:
+        try:
+            text = (self.path / "cgroup.procs").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
+
+    def usage_bytes(self) -> int | None:
+        name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
+        try:
+            return int((self.path / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def peak_bytes(self) -> int | None:
+        name = "memory.peak" if self.version == "v2" else "memory.max_usage_in_bytes"
+        try:
+            return int((self.path / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def remove(self, timeout_s: float = 10.0) -> None:
+        """Remove the cgroup once its processes are gone (the caller stops them first)."""
+        if not self._created:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.path.rmdir()
+                self._created = False
+                return
+            except FileNotFoundError:
+                self._created = False
+                return
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise HowfastError(
+                        f"cannot remove cgroup {self.path}: {exc.strerror}"
+                    ) from None
+                with contextlib.suppress(OSError):
+                    # v1 keeps charged page cache; emptying it lets rmdir succeed sooner.
+                    if self.version == "v1":
+                        (self.path / "memory.force_empty").write_text("0")
+                time.sleep(0.1)

@@ -1,0 +1,78 @@
+"""cgroup detection on recorded /proc/self/cgroup texts and fake cgroup trees (directories
+shaped like /sys/fs/cgroup), and a real memory-capped cgroup when root can make one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from howfast.errors import HowfastError
+from howfast.targets.cgroup import MemoryCgroup, detect, parse_proc_cgroup
+
+HYBRID = """9:name=systemd:/
+4:memory:/process_api/c0327
+1:cpu:/
+0::/
+"""
+V2 = "0::/user.slice/user-1000.slice/session-3.scope\n"
+
+
+def test_parse_proc_cgroup():
+    paths = parse_proc_cgroup(HYBRID)
+    assert paths["memory"] == "/process_api/c0327" and paths[""] == "/"
+    assert parse_proc_cgroup("7:cpu,cpuacct:/a\n") == {"cpu": "/a", "cpuacct": "/a"}
+
+
+def test_detect_v1_under_own_cgroup(tmp_path: Path):
+    own = tmp_path / "memory" / "process_api" / "c0327"
+    own.mkdir(parents=True)
+    (tmp_path / "unified").mkdir()  # an empty v2 hierarchy beside (hybrid) is not used
+    support = detect(tmp_path, HYBRID)
+    assert support.version == "v1" and support.parent == own
+
+
+def test_detect_v2_with_memory_controller(tmp_path: Path):
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    scope = tmp_path / "user.slice" / "user-1000.slice" / "session-3.scope"
+    scope.mkdir(parents=True)
+    support = detect(tmp_path, V2)
+    assert support.version == "v2" and support.parent == scope
+
+
+def test_detect_nothing(tmp_path: Path):
+    (tmp_path / "cgroup.controllers").write_text("cpu pids\n")  # v2 without memory
+    support = detect(tmp_path, V2)
+    assert support.version is None and "no cgroup memory controller" in support.reason
+    with pytest.raises(HowfastError, match="--memory needs a cgroup memory controller"):
+        MemoryCgroup(support, "x", 1 << 26)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating cgroups needs root")
+def test_real_cgroup_caps_page_cache_and_is_removed(tmp_path: Path):
+    support = detect()
+    if support.version is None:
+        pytest.skip(f"no usable memory cgroup here: {support.reason}")
+    limit = 32 * 1024 * 1024
+    group = MemoryCgroup(support, f"howfast-test-{os.getpid()}", limit)
+    group.create()
+    try:
+        data = Path("/var/tmp") / f"howfast-cgroup-test-{os.getpid()}"
+        # 1 MiB at a time: the process stays small, only the page cache grows past the cap.
+        script = (
+            f"f = open({str(data)!r}, 'wb')\n"
+            f"for _ in range({4 * limit // (1 << 20)}): f.write(b'x' * (1 << 20))\n"
+        )
+        writer = [sys.executable, "-c", script]
+        proc = group.spawn(lambda: subprocess.Popen(writer))
+        assert proc.wait(timeout=60) == 0
+        peak = group.peak_bytes()
+        assert peak is not None and peak <= limit * 1.05, "page cache was capped"
+        assert str(os.getpid()) not in (group.path / "cgroup.procs").read_text().split()
+        data.unlink()
+    finally:
+        group.remove()
+    assert not group.path.exists()
