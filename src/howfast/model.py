@@ -15,6 +15,7 @@ Workload = Literal["pgbench", "pgbench-init", "fio", "seqread", "pg_test_fsync"]
 RunStatus = Literal["running", "completed", "failed", "aborted"]
 StepStatus = Literal["completed", "failed", "skipped"]
 TargetKind = Literal["local", "dsn", "k8s", "path", "import"]
+STEP_SECTIONS = ("io", "cpu", "postgres")  # what the samplers add to a step's document
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class StepRecord:
     # histogram name -> {value: count}; exact latency histograms in microseconds
     histograms: dict[str, dict[int, int]] = field(default_factory=dict)
     id: int | None = None
+    # What the samplers saw, by section ("io", "cpu", "postgres"); empty when not sampled
+    sections: dict[str, dict[str, JSONValue]] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,6 +100,8 @@ class RunRecord:
                 "metrics": s.metrics,
                 "warnings": s.warnings,
             }
+            for section in STEP_SECTIONS:  # null for steps that were not sampled
+                doc[section] = s.sections.get(section)
             if with_series:
                 # JSON has no NaN: a missing value is null.
                 doc["series"] = {

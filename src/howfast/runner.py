@@ -1,7 +1,7 @@
 """Executes the steps of a plan on each target, one target after the other.
 
 Owns what must hold whatever happens: every finished step is committed to the store at once;
-SIGINT/SIGTERM stop the tool in flight and the server, remove what was created, and mark the
+SIGINT/SIGTERM/SIGHUP stop the tool in flight and the server, remove what was created, and mark the
 run aborted with its completed steps kept.
 """
 
@@ -22,11 +22,13 @@ from typing import Protocol
 from howfast import environment
 from howfast.errors import Aborted, HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
+from howfast.samplers.base import DEFAULT_INTERVAL_S
+from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
-from howfast.targets.base import Target
+from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
-from howfast.workloads.base import StepContext, StepOutcome
+from howfast.workloads.base import StepContext, StepOutcome, Workload
 
 
 def now() -> str:
@@ -53,7 +55,7 @@ class RunResult:
 
 
 class _SignalGuard:
-    """Turns the first SIGINT/SIGTERM into Aborted in the main thread; later ones while
+    """Turns the first SIGINT/SIGTERM/SIGHUP (a closed terminal) into Aborted in the main thread; later ones while
     cleaning up only say that cleanup is under way."""
 
     def __init__(self, observer: RunObserver) -> None:
@@ -89,7 +91,8 @@ class _SignalGuard:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_SignalGuard]:
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        previous = {s: signal.getsignal(s) for s in signals}
         for s in previous:
             signal.signal(s, self.handler)
         try:
@@ -110,6 +113,7 @@ class Runner:
         install: PgInstall,
         observer: RunObserver,
         label: str | None = None,
+        sample_interval_s: float | None = DEFAULT_INTERVAL_S,
     ) -> None:
         self.store = store
         self.targets = targets
@@ -120,6 +124,7 @@ class Runner:
         self.label = label
         self.cores = os.cpu_count() or 1
         self.guard = _SignalGuard(observer)
+        self.sample_interval_s = sample_interval_s  # None or 0: no sampling
 
     def check(self) -> None:
         """Validate every target before the run is created: bad input loses nothing."""
@@ -181,6 +186,8 @@ class Runner:
                 return len(self.steps)
             for warning in getattr(target, "warnings", []):
                 self.observer.message(f"warning: {warning}")
+            sampling = TargetSampling(target, connection, self.sample_interval_s)
+            in_force: dict[str, str] = {}  # the per-step settings applied to the server now
             for offset, spec in enumerate(self.steps):
                 workload = get_workload(spec.workload)
                 started = now()
@@ -188,24 +195,27 @@ class Runner:
                 self.observer.step_started(first_index + offset, target, label, _expected(spec))
                 step_dir = work_root / f"step-{offset + 1}"
                 step_dir.mkdir()
-                ctx = StepContext(
-                    target=target,
-                    connection=connection,
-                    install=self.install,
-                    work_dir=step_dir,
-                    cores=self.cores,
-                    on_progress=self.observer.step_progress,
-                )
+                wanted = {str(k): str(v) for k, v in (spec.params.get("settings") or {}).items()}
                 try:
-                    outcome = workload.execute(ctx, dict(spec.params))
+                    refused = self._apply_step_settings(target, wanted, in_force)
+                    in_force = {} if refused else wanted
                 except HowfastError as exc:
+                    in_force = {}  # a target that refused goes back to the plan's settings
                     outcome = StepOutcome(status="failed", error=str(exc))
-                finally:
-                    shutil.rmtree(step_dir, ignore_errors=True)
+                else:
+                    outcome = self._execute(workload, spec, target, connection, step_dir, sampling)
+                    if refused:
+                        outcome.warnings.append(f"the step's settings were not applied: {refused}")
+                        outcome.resolved_params["settings_applied"] = False
                 if outcome.status == "failed":
                     failed += 1
                     outcome.error = self._with_server_log(target, outcome.error)
                 self._store_step(run_id, target, spec, first_index + offset, outcome, started)
+            if in_force:  # a kept cluster keeps the plan's settings, not the last step's
+                try:
+                    target.apply_step_settings({})
+                except HowfastError as exc:
+                    self.observer.message(f"warning: {exc}")
         finally:
             with self.guard.critical():
                 try:
@@ -217,6 +227,47 @@ class Runner:
                 if kept:
                     self.observer.message(kept)
         return failed
+
+    def _execute(
+        self,
+        workload: Workload,
+        spec: StepSpec,
+        target: Target,
+        connection: Connection | None,
+        step_dir: Path,
+        sampling: TargetSampling,
+    ) -> StepOutcome:
+        """One step with its samplers around it; they stop whatever happens."""
+        session = sampling.start(spec.workload)
+        ctx = StepContext(
+            target=target,
+            connection=connection,
+            install=self.install,
+            work_dir=step_dir,
+            cores=self.cores,
+            on_progress=self.observer.step_progress,
+            on_tool_started=session.track_process,
+        )
+        try:
+            try:
+                outcome = workload.execute(ctx, dict(spec.params))
+            except HowfastError as exc:
+                outcome = StepOutcome(status="failed", error=str(exc))
+        finally:
+            with self.guard.critical():  # a second Ctrl-C must not leave samplers running
+                session.stop()
+            shutil.rmtree(step_dir, ignore_errors=True)
+        session.merge_into(outcome, _expected(spec))
+        return outcome
+
+    def _apply_step_settings(
+        self, target: Target, wanted: dict[str, str], in_force: dict[str, str]
+    ) -> str | None:
+        """The step's own settings (a plan's per-step `settings`), or the plan's again after
+        a step that had some. Returns why not when the target keeps its own settings."""
+        if wanted == in_force:
+            return None
+        return target.apply_step_settings(wanted)
 
     def _with_server_log(self, target: Target, error: str | None) -> str:
         text = error or "failed"
@@ -251,6 +302,7 @@ class Runner:
             error=outcome.error,
             series=outcome.series,
             histograms=outcome.histograms,
+            sections=outcome.sections,
         )
         with self.guard.critical():
             record.id = self.store.add_step(run_id, record)

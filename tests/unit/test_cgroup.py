@@ -59,8 +59,8 @@ def test_real_cgroup_caps_page_cache_and_is_removed(tmp_path: Path):
     limit = 32 * 1024 * 1024
     group = MemoryCgroup(support, f"howfast-test-{os.getpid()}", limit)
     group.create()
+    data = Path("/var/tmp") / f"howfast-cgroup-test-{os.getpid()}"
     try:
-        data = Path("/var/tmp") / f"howfast-cgroup-test-{os.getpid()}"
         # 1 MiB at a time: the process stays small, only the page cache grows past the cap.
         script = (
             f"f = open({str(data)!r}, 'wb')\n"
@@ -72,7 +72,7 @@ def test_real_cgroup_caps_page_cache_and_is_removed(tmp_path: Path):
         peak = group.peak_bytes()
         assert peak is not None and peak <= limit * 1.05, "page cache was capped"
         assert str(os.getpid()) not in (group.path / "cgroup.procs").read_text().split()
-        data.unlink()
     finally:
+        data.unlink(missing_ok=True)
         group.remove()
     assert not group.path.exists()

@@ -72,6 +72,14 @@ EXIT_FOR_STATUS = {
     help="initdb with data checksums.",
 )
 @click.option("--label", help="A note stored with the run, e.g. 'ceph rbd 3 replicas'.")
+@click.option(
+    "--sample-interval",
+    metavar="1s",
+    default="1s",
+    show_default=True,
+    help="How often the samplers read disks, CPU and PostgreSQL statistics during pgbench "
+    "and fio steps; 0 turns sampling off.",
+)
 @json_option
 def run_command(
     plan: str,
@@ -89,6 +97,7 @@ def run_command(
     pg_bin: str | None,
     checksums: bool,
     label: str | None,
+    sample_interval: str,
     as_json: bool,
 ) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
@@ -102,6 +111,7 @@ def run_command(
     env = CliEnv()
     if not targets:
         raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
+    interval_s = _sample_interval(sample_interval)
     loaded = load_plan(plan)
     overrides = Overrides(
         scale=scale,
@@ -140,6 +150,7 @@ def run_command(
             install=install,
             observer=observer,
             label=label,
+            sample_interval_s=interval_s,
         )
         result = runner.execute()
     finally:
@@ -155,3 +166,14 @@ def run_command(
         env.out.print(terminal.run_summary(run))
     env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
     return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))
+
+
+def _sample_interval(text: str) -> float | None:
+    """Seconds between samples; None for "0" (sampling off). Below 0.1 s the samplers would
+    cost more than they tell."""
+    if text.strip() in ("0", "0s", "off"):
+        return None
+    seconds = parse_duration(text, "--sample-interval")
+    if seconds < 0.1:
+        raise UsageError(f"--sample-interval must be at least 100ms (or 0 for off), got {text}")
+    return seconds

@@ -82,6 +82,7 @@ def _pgbench_specs(
 
     specs = []
     for mode, scripts in variants:
+        measured: list[StepSpec] = []
         for clients in overrides.clients or step.clients:
             params: dict[str, JSONValue] = {"mode": mode}
             if scripts is not None:
@@ -103,5 +104,21 @@ def _pgbench_specs(
                 params["protocol"] = step.protocol
             if step.extra_args:
                 params["extra_args"] = list(step.extra_args)
-            specs += _repeated("pgbench", repeat, **params)
+            if step.settings:
+                params["settings"] = dict(step.settings)
+            measured += _repeated("pgbench", repeat, **params)
+        specs += _warmup(step, measured) + measured
     return specs
+
+
+def _warmup(step: PgbenchStep, measured: list[StepSpec]) -> list[StepSpec]:
+    """One run of `warmup` seconds before a mode's measurements, at its largest client count
+    (it fills the caches fastest). `warmup: true` in its params keeps it out of statistics."""
+    if step.warmup is None or not measured:
+        return []
+    widest = max(measured, key=lambda spec: int(spec.params.get("clients") or 0))
+    params = copy.deepcopy(widest.params)
+    params.pop("transactions", None)
+    params["duration_s"] = int(step.warmup)
+    params["warmup"] = True
+    return [StepSpec("pgbench", params)]

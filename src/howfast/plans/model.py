@@ -329,13 +329,17 @@ class PgbenchStep(_Step):
     latency_limit: Duration | None = None
     protocol: Literal["simple", "extended", "prepared"] | None = None
     extra_args: list[PgbenchArg] = []
+    # postgresql.conf settings for these runs only, over the plan's [settings] and --set
+    settings: Settings = {}
+    # A run of this long before each mode's measurements, stored and left out of statistics
+    warmup: Duration | None = None
 
     @field_validator("modes", "clients")
     @classmethod
     def _distinct(cls, values: list[Any] | None) -> list[Any] | None:
         return None if values is None else _no_duplicates(values)
 
-    @field_validator("duration")
+    @field_validator("duration", "warmup")
     @classmethod
     def _duration_in_seconds(cls, seconds: float | None) -> float | None:
         # pgbench -T takes whole seconds.

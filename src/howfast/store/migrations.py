@@ -109,7 +109,14 @@ def _v1_create_tables(connection: Connection) -> None:
     md.create_all(connection)
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_create_tables,)
+def _v2_step_sections(connection: Connection) -> None:
+    """What the samplers saw during a step: a JSON object of sections (io, cpu, postgres).
+    Nullable: steps stored before sampling existed have none."""
+    column_type = JSON().compile(dialect=connection.dialect)
+    connection.execute(text(f"ALTER TABLE steps ADD COLUMN sections {column_type}"))
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_create_tables, _v2_step_sections)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

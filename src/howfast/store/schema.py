@@ -64,6 +64,8 @@ steps = Table(
     Column("metrics", JSON, nullable=False),
     Column("warnings", JSON, nullable=False),
     Index("ix_steps_run_id", "run_id"),
+    # v2: the samplers' sections (io, cpu, postgres); NULL for older steps
+    Column("sections", JSON),
 )
 
 samples = Table(

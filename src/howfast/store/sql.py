@@ -97,21 +97,22 @@ class SqlStore(Store):
     def add_step(self, run_id: int, step: StepRecord) -> int:
         with self._errors("write to"), write_transaction(self._engine) as conn:
             self._require_run(conn, run_id)
-            result = conn.execute(
-                insert(steps).values(
-                    run_id=run_id,
-                    position=_next_position(steps.c.position, steps.c.run_id, run_id),
-                    target=step.target,
-                    workload=step.workload,
-                    params=step.params,
-                    status=step.status,
-                    error=step.error,
-                    started_at=step.started_at,
-                    finished_at=step.finished_at,
-                    metrics=step.metrics,
-                    warnings=step.warnings,
-                )
-            )
+            values: dict[str, Any] = {
+                "run_id": run_id,
+                "position": _next_position(steps.c.position, steps.c.run_id, run_id),
+                "target": step.target,
+                "workload": step.workload,
+                "params": step.params,
+                "status": step.status,
+                "error": step.error,
+                "started_at": step.started_at,
+                "finished_at": step.finished_at,
+                "metrics": step.metrics,
+                "warnings": step.warnings,
+            }
+            if step.sections:  # left NULL otherwise, as for steps stored before v2
+                values["sections"] = step.sections
+            result = conn.execute(insert(steps).values(**values))
             step_id = _new_id(result)
             sample_rows = [
                 {"step_id": step_id, "series": name, "t": p.t, "value": _nan_to_none(p.value)}
@@ -347,6 +348,7 @@ def _step_record(
         error=row.error,
         series=series,
         histograms=counts,
+        sections=row.sections or {},
     )
 
 

@@ -80,3 +80,19 @@ class Target(ABC):
     def scratch_dir(self) -> Path | None:
         """A directory on the storage under test for file-based probes (fio), if any."""
         return None
+
+    def storage_paths(self) -> dict[str, Path]:
+        """The paths whose block devices the samplers watch, by role ("data", "wal").
+        By default the scratch directory, as the data role."""
+        scratch = self.scratch_dir()
+        return {"data": scratch} if scratch is not None else {}
+
+    def server_log_file(self) -> Path | None:
+        """The server's log file while it runs, when howfast writes it (local clusters)."""
+        return None
+
+    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+        """Make `settings` (postgresql.conf names and values) the ones in force for the next
+        step, over the plan's; an empty dict goes back to the plan's. Returns None when
+        applied, else why not (an existing server keeps its own settings)."""
+        return f"{self.kind} targets keep their own settings"

@@ -78,6 +78,7 @@ def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
         "unix_socket_directories": str(socket_dir),
         "log_checkpoints": "on",
         "log_line_prefix": "%m [%p] ",
+        "log_timezone": "UTC",  # exact times for the checkpoint events read from the log
         "logging_collector": "off",
     }
 
@@ -115,6 +116,7 @@ class LocalTarget(Target):
         self._claims: list[Claim] = []
         self._created: list[Path] = []
         self.warnings: list[str] = []
+        self.step_settings: dict[str, str] = {}  # ALTER SYSTEM overrides now in force
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -274,6 +276,38 @@ class LocalTarget(Target):
     def scratch_dir(self) -> Path | None:
         return self.cluster_dir if self.cluster_dir.exists() else None
 
+    def storage_paths(self) -> dict[str, Path]:
+        if not self.data_dir.exists():
+            return {}
+        wal = (self.wal_cluster_dir or self.data_dir) / "pg_wal"
+        return {"data": self.data_dir, "wal": wal if wal.exists() else self.data_dir}
+
+    def server_log_file(self) -> Path | None:
+        return self.server_log
+
+    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+        """ALTER SYSTEM over the plan's postgresql.conf, then a reload, or a restart when a
+        setting only takes effect at server start (shared_buffers...)."""
+        if settings == self.step_settings:
+            return None
+        assert self.connection is not None
+        try:
+            restart = pgquery.alter_system(self.connection, settings, reset=set(self.step_settings))
+        except HowfastError:
+            # Some may have been set before the refusal: back to the plan's settings.
+            self.step_settings = {}
+            with contextlib.suppress(HowfastError):
+                pgquery.alter_system_reset_all(self.connection)
+                pgquery.reload_and_wait(self.connection)
+            raise
+        self.step_settings = dict(settings)
+        if restart:
+            self._stop_postmaster(signal.SIGINT)
+            self._start_postmaster()
+        else:
+            pgquery.reload_and_wait(self.connection)
+        return None
+
     def stop(self) -> None:
         self._stop_postmaster()
         if self.keep and self.cluster_dir.exists():
@@ -293,16 +327,17 @@ class LocalTarget(Target):
             claim.release()
         self._claims.clear()
 
-    def _stop_postmaster(self) -> None:
+    def _stop_postmaster(self, first: signal.Signals | None = None) -> None:
         proc = self.postmaster
         if proc is None:
             return
         if proc.poll() is not None:
             self._wait_children_gone()  # it died: its backends may still be exiting
             return
-        # Fast shutdown (SIGINT) when the cluster is kept, so it restarts cleanly; immediate
-        # (SIGQUIT) when it is about to be deleted anyway. Then SIGKILL as a last resort.
-        first = signal.SIGINT if self.keep else signal.SIGQUIT
+        # Fast shutdown (SIGINT) when the cluster is kept or restarted, so it starts again
+        # cleanly; immediate (SIGQUIT) when it is about to be deleted anyway. Then SIGKILL.
+        if first is None:
+            first = signal.SIGINT if self.keep else signal.SIGQUIT
         for sig, wait_s in ((first, STOP_TIMEOUT_S), (signal.SIGKILL, 10)):
             try:
                 proc.send_signal(sig)

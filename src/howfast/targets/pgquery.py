@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import time
 
 import psycopg
+from psycopg import sql
 
 from howfast.errors import HowfastError
 from howfast.redact import redact_text
@@ -99,3 +101,78 @@ def database_size(conn: Connection) -> int:
     with connect(conn) as db:
         row = db.execute("SELECT pg_database_size(current_database())").fetchone()
     return int(str(row[0])) if row else 0
+
+
+def _setting_identifier(name: str) -> sql.Composable:
+    """A setting name as SQL: `auto_explain.log_min_duration` is two identifiers."""
+    return sql.SQL(".").join(sql.Identifier(part) for part in name.split("."))
+
+
+def alter_system(conn: Connection, settings: dict[str, str], *, reset: set[str]) -> bool:
+    """ALTER SYSTEM SET each setting (and RESET those in `reset` that are not set again), so
+    that they override postgresql.conf. Returns whether one of them needs a restart.
+    The server checks names and values; a refusal is a HowfastError naming the setting."""
+    try:
+        return _alter_system(conn, settings, reset)
+    except psycopg.Error as exc:  # the server went away meanwhile
+        raise HowfastError(f"changing settings failed: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return redact_text(text.splitlines()[0]) if text else repr(exc)
+
+
+def _alter_system(conn: Connection, settings: dict[str, str], reset: set[str]) -> bool:
+    with connect(conn) as db:
+        names = sorted(set(settings) | reset)
+        rows = db.execute(
+            "SELECT name, context FROM pg_settings WHERE name = ANY(%s)", (names,)
+        ).fetchall()
+        contexts = {str(name): str(context) for name, context in rows}
+        unknown = [n for n in settings if n not in contexts]
+        if unknown:
+            raise HowfastError(f"unknown PostgreSQL setting(s): {', '.join(unknown)}")
+        for name in sorted(reset - set(settings)):
+            db.execute(sql.SQL("ALTER SYSTEM RESET {}").format(_setting_identifier(name)))
+        for name, value in settings.items():
+            try:
+                db.execute(
+                    sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                        _setting_identifier(name), sql.Literal(value)
+                    )
+                )
+            except psycopg.Error as exc:
+                raise HowfastError(
+                    f"setting {name} = {value!r} refused: {_first_line(exc)}"
+                ) from None
+    return any(contexts.get(n) == "postmaster" for n in names)
+
+
+def alter_system_reset_all(conn: Connection) -> None:
+    """Remove every ALTER SYSTEM setting (postgresql.auto.conf of a cluster howfast made)."""
+    try:
+        with connect(conn) as db:
+            db.execute("ALTER SYSTEM RESET ALL")
+    except psycopg.Error as exc:
+        raise HowfastError(f"resetting the settings failed: {_first_line(exc)}") from None
+
+
+def reload_and_wait(conn: Connection, timeout_s: float = 10.0) -> None:
+    """pg_reload_conf() and wait until new sessions run with the reloaded files: the
+    postmaster re-reads them asynchronously, and pg_conf_load_time() of a new session says
+    when it has."""
+    try:
+        with connect(conn) as db:
+            before = db.execute("SELECT pg_conf_load_time()").fetchone()
+            db.execute("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with connect(conn) as db:
+                now = db.execute("SELECT pg_conf_load_time()").fetchone()
+            if now != before:
+                return
+            time.sleep(0.05)
+    except psycopg.Error as exc:
+        raise HowfastError(f"reloading the settings failed: {_first_line(exc)}") from None
+    raise HowfastError(f"the server did not reload its settings within {timeout_s:.0f} s")

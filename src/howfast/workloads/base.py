@@ -23,6 +23,9 @@ class StepContext:
     work_dir: Path  # private, not on the storage under test: logs and temp files go here
     cores: int
     on_progress: Callable[[float, dict[str, float]], None] = lambda t, values: None
+    # Called with the PID of the load generator (pgbench) once started: the samplers watch
+    # its CPU, to tell when it rather than the storage set the result.
+    on_tool_started: Callable[[int], None] = lambda pid: None
 
     def server(self) -> Connection:
         """The connection, for workloads that need a server."""
@@ -41,6 +44,8 @@ class StepOutcome:
     histograms: dict[str, dict[int, int]] = field(default_factory=dict)
     # Params the workload resolved at run time (jobs = min(clients, cores), ...)
     resolved_params: dict[str, JSONValue] = field(default_factory=dict)
+    # What the samplers saw, by section: "io", "cpu", "postgres" (docs/samplers.md)
+    sections: dict[str, dict[str, JSONValue]] = field(default_factory=dict)
 
 
 class Workload(ABC):

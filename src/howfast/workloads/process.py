@@ -25,9 +25,11 @@ def run_tool(
     cwd: Path | None = None,
     on_stderr_line: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> ToolResult:
-    """Run argv to completion, feeding stderr lines to `on_stderr_line` as they come.
-    On any exception (Aborted included) the child is interrupted, then killed, by its PID."""
+    """Run argv to completion, feeding stderr lines to `on_stderr_line` as they come;
+    `on_start` learns the child's PID. On any exception (Aborted included) the child is
+    interrupted, then killed, by its PID."""
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -57,6 +59,8 @@ def run_tool(
     for t in threads:
         t.start()
     try:
+        if on_start:
+            on_start(proc.pid)
         proc.wait(timeout=timeout_s)
     except BaseException:
         stop_process(proc)

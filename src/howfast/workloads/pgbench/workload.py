@@ -64,6 +64,9 @@ class PgbenchWorkload(Workload):
         text = f"pgbench {mode}, {params.get('clients')} clients, {how}"
         if params.get("rate") is not None:
             text += f", rate {params['rate']}/s"
+        settings = params.get("settings")
+        if isinstance(settings, dict) and settings:
+            text += ", " + ", ".join(f"{k}={v}" for k, v in settings.items())
         return text
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
@@ -101,6 +104,7 @@ class PgbenchWorkload(Workload):
             cwd=ctx.work_dir,
             on_stderr_line=on_line,
             timeout_s=timeout,
+            on_start=ctx.on_tool_started,
         )
         run = parse.parse_run(result.stdout + "\n" + result.stderr)
         outcome = StepOutcome(resolved_params={"jobs": jobs}, warnings=warnings)

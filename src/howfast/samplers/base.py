@@ -1,0 +1,168 @@
+"""The Sampler interface: something that watches the machine or the server during one step.
+
+A sampler is started just before the workload runs and stopped just after it, whatever
+happened. It returns a SamplerResult: per-interval series, a few metrics, warnings, events
+(checkpoints) and its part of the step's JSON sections (`io`, `cpu`, `postgres`).
+
+A sampler must never stop a step: what goes wrong in it becomes a warning (see `guarded`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from howfast.model import JSONValue, Sample
+from howfast.targets.base import Connection, Target
+
+DEFAULT_INTERVAL_S = 1.0
+STOP_TIMEOUT_S = 5.0  # a sampler stuck longer than this is left behind (daemon thread)
+
+
+class ProcessTracker:
+    """PIDs of the load generator (pgbench), told by the workload when it starts them, each
+    with whatever the session read about it at that moment (its first CPU reading)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pids: dict[int, object] = {}
+
+    def add(self, pid: int, first_reading: object = None) -> None:
+        with self._lock:
+            self._pids[pid] = first_reading
+
+    def current(self) -> dict[int, object]:
+        with self._lock:
+            return dict(self._pids)
+
+
+@dataclass
+class SamplerContext:
+    """What samplers may use. Times are seconds since the step started (monotonic clock)."""
+
+    target: Target
+    connection: Connection | None
+    interval_s: float = DEFAULT_INTERVAL_S
+    started: float = field(default_factory=time.monotonic)
+    started_wall: float = field(default_factory=time.time)  # the same instant, epoch seconds
+    processes: ProcessTracker = field(default_factory=ProcessTracker)
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+
+@dataclass
+class SamplerResult:
+    series: dict[str, list[Sample]] = field(default_factory=dict)
+    metrics: dict[str, JSONValue] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    events: list[dict[str, JSONValue]] = field(default_factory=list)
+    # section name ("io", "cpu", "postgres") -> this sampler's keys in it
+    sections: dict[str, dict[str, JSONValue]] = field(default_factory=dict)
+
+    def merge(self, other: SamplerResult) -> None:
+        self.series.update(other.series)
+        self.metrics.update(other.metrics)
+        self.warnings += other.warnings
+        self.events += other.events
+        for name, content in other.sections.items():
+            self.sections.setdefault(name, {}).update(content)
+
+
+class Sampler(ABC):
+    name: str
+
+    @abstractmethod
+    def start(self, ctx: SamplerContext) -> None:
+        """Take the first reading and begin sampling; return at once."""
+
+    @abstractmethod
+    def stop(self) -> SamplerResult:
+        """Take the last reading, stop, and say what was seen. Never raises."""
+
+
+class PeriodicSampler(Sampler):
+    """A sampler with its own background thread that calls `tick` every interval.
+
+    Subclasses implement begin (first reading; may raise: the sampler is then off, with a
+    warning), tick (one reading at t seconds) and result (after the last tick). A tick that
+    fails turns the sampler off with a warning; what it had read is kept.
+    """
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ctx: SamplerContext | None = None
+        self._failure: str | None = None
+
+    @abstractmethod
+    def begin(self, ctx: SamplerContext) -> None: ...
+
+    @abstractmethod
+    def tick(self, t: float) -> None: ...
+
+    @abstractmethod
+    def result(self) -> SamplerResult: ...
+
+    def settle(self) -> None:
+        """Called once the workload has ended, before the last reading."""
+
+    def start(self, ctx: SamplerContext) -> None:
+        self._ctx = ctx
+        with self._guarded("could not start"):
+            self.begin(ctx)
+        if self._failure is None:
+            self._thread = threading.Thread(
+                target=self._run, name=f"howfast-sampler-{self.name}", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        assert self._ctx is not None
+        interval = self._ctx.interval_s
+        # Ticks on a fixed grid (interval, 2 x interval, ...) so that a slow reading does
+        # not shift every later one.
+        n = 1
+        while not self._stop.wait(max(0.0, n * interval - self._ctx.now())):
+            with self._guarded("stopped"):
+                self.tick(self._ctx.now())
+            if self._failure is not None:
+                return
+            n = max(n + 1, int(self._ctx.now() / interval) + 1)
+
+    def stop(self) -> SamplerResult:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(STOP_TIMEOUT_S)
+            if self._thread.is_alive():
+                return SamplerResult(
+                    warnings=[f"sampler {self.name} did not stop in time; its samples are lost"]
+                )
+            if self._failure is None and self._ctx is not None:
+                with self._guarded("missed its last reading"):
+                    self.settle()
+                    self.tick(self._ctx.now())
+        try:
+            out = self.result()
+        except Exception as exc:  # a bug in a summary must not lose the step
+            out = SamplerResult(warnings=[f"sampler {self.name} failed: {_describe(exc)}"])
+        if self._failure:
+            out.warnings.insert(0, self._failure)
+        return out
+
+    @contextmanager
+    def _guarded(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:  # permission, a vanished file, a lost connection...
+            if self._failure is None:
+                self._failure = f"sampler {self.name} {what}: {_describe(exc)}"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

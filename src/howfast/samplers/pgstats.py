@@ -1,0 +1,301 @@
+"""PostgreSQL's cumulative statistics views, read once per tick on a connection of their own.
+
+Which views exist depends on the version (pg_stat_wal 14+, pg_stat_io 16+,
+pg_stat_checkpointer 17+, where the checkpoint columns of pg_stat_bgwriter went), and their
+columns change too; a view the server lacks is skipped and said so, never an error. All views
+are read in one query returning JSON, so a tick is one round trip whatever the version.
+
+The choice of views, the query and the deltas are pure functions, tested with recorded rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+
+from howfast.model import JSONValue, Sample
+from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.targets import pgquery
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    since: int  # server_version_num of the first release that has it
+    where: str = ""  # row filter
+    many: bool = False  # one row per (backend_type, object, context) instead of one row
+
+
+VIEWS = (
+    View("pg_stat_wal", 140000),
+    View("pg_stat_bgwriter", 0),
+    View("pg_stat_checkpointer", 170000),
+    View("pg_stat_io", 160000, many=True),
+    View("pg_stat_database", 0, where="datname = current_database()"),
+)
+SETTLE_S = 1.0  # longest wait at the end of a step for its sessions' last statistics
+# Settings recorded with each step: the ones that shape checkpoints and WAL, which a plan's
+# per-step settings may change between steps.
+STEP_SETTINGS = (
+    "checkpoint_completion_target",
+    "checkpoint_timeout",
+    "max_wal_size",
+    "shared_buffers",
+    "synchronous_commit",
+    "full_page_writes",
+    "wal_compression",
+)
+# Columns that are levels or labels, not counters: reported as read at the end, not as deltas.
+NOT_COUNTERS = frozenset({"datid", "numbackends", "op_bytes"})
+IO_KEY = ("backend_type", "object", "context")
+
+
+def _release(version_num: int) -> str:
+    return str(version_num // 10000)
+
+
+def choose_views(version_num: int) -> tuple[list[View], dict[str, str]]:
+    """(views to read, {skipped view: why}) for a server version."""
+    chosen, skipped = [], {}
+    for view in VIEWS:
+        if version_num >= view.since:
+            chosen.append(view)
+        else:
+            skipped[view.name] = f"needs PostgreSQL {_release(view.since)} or later"
+    return chosen, skipped
+
+
+def build_query(views: list[View]) -> str:
+    """One SELECT returning a JSON object: view name -> row (or list of rows), plus the WAL
+    insert position in bytes (None on a standby, where there is no insert position)."""
+    parts = []
+    for view in views:
+        where = f" WHERE {view.where}" if view.where else ""
+        row = "json_agg(v)" if view.many else "row_to_json(v)"
+        parts.append(f"'{view.name}', (SELECT {row} FROM pg_catalog.{view.name} v{where})")
+    parts.append(
+        "'wal_lsn_bytes', CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE "
+        "pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_insert_lsn(), '0/0') END"
+    )
+    return "SELECT json_build_object(" + ", ".join(parts) + ")"
+
+
+def _number(value: object) -> float | int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return None
+
+
+def counters(row: dict[str, Any] | None) -> dict[str, float | int]:
+    """The numeric columns of a row (timestamps, names and nulls left out)."""
+    out: dict[str, float | int] = {}
+    for name, value in (row or {}).items():
+        number = _number(value)
+        if number is not None:
+            out[name] = number
+    return out
+
+
+def io_rows(rows: list[dict[str, Any]] | None) -> dict[str, dict[str, float | int]]:
+    """pg_stat_io rows keyed 'backend_type/object/context'."""
+    return {"/".join(str(r.get(k)) for k in IO_KEY): counters(r) for r in rows or []}
+
+
+@dataclass
+class Snapshot:
+    t: float
+    views: dict[str, dict[str, float | int]]  # single-row views: column -> value
+    io: dict[str, dict[str, float | int]]  # pg_stat_io: row key -> column -> value
+    wal_lsn_bytes: int | None
+
+
+def parse_snapshot(t: float, document: dict[str, Any]) -> Snapshot:
+    views = {
+        name: counters(row)
+        for name, row in document.items()
+        if name not in ("pg_stat_io", "wal_lsn_bytes") and isinstance(row, dict)
+    }
+    lsn = _number(document.get("wal_lsn_bytes"))
+    return Snapshot(t, views, io_rows(document.get("pg_stat_io")), int(lsn) if lsn else None)
+
+
+def row_delta(
+    before: dict[str, float | int], after: dict[str, float | int]
+) -> tuple[dict[str, float | int], bool]:
+    """(counter differences, whether any went backwards: statistics reset meanwhile).
+    Levels such as numbackends are given as read at the end."""
+    out: dict[str, float | int] = {}
+    went_back = False
+    for name, value in after.items():
+        if name in NOT_COUNTERS or name not in before:
+            out[name] = value
+            continue
+        diff = value - before[name]
+        if diff < 0:
+            went_back = True
+            diff = 0
+        out[name] = round(diff, 3) if isinstance(diff, float) else diff
+    return out, went_back
+
+
+def snapshot_delta(first: Snapshot, last: Snapshot) -> tuple[dict[str, JSONValue], list[str]]:
+    """Per view, what changed between two snapshots; pg_stat_io rows that did nothing are
+    left out. Returns (views, names of views whose statistics were reset)."""
+    views: dict[str, JSONValue] = {}
+    reset = []
+    for name, after in last.views.items():
+        diff, went_back = row_delta(first.views.get(name, {}), after)
+        views[name] = diff
+        if went_back:
+            reset.append(name)
+    if last.io:
+        rows = []
+        for key, after in last.io.items():
+            diff, went_back = row_delta(first.io.get(key, {}), after)
+            if went_back:
+                reset.append("pg_stat_io")
+            if any(v for k, v in diff.items() if k not in NOT_COUNTERS):
+                rows.append({**dict(zip(IO_KEY, key.split("/"), strict=False)), **diff})
+        views["pg_stat_io"] = rows
+    return views, sorted(set(reset))
+
+
+# (series name, view, column candidates: the first present is used, across versions)
+SERIES = (
+    ("pg.wal_records_per_s", "pg_stat_wal", ("wal_records",)),
+    ("pg.wal_fpi_per_s", "pg_stat_wal", ("wal_fpi",)),
+    ("pg.wal_syncs_per_s", "pg_stat_wal", ("wal_sync",)),
+    ("pg.checkpoint_buffers_per_s", "pg_stat_checkpointer", ("buffers_written",)),
+    ("pg.checkpoint_buffers_per_s", "pg_stat_bgwriter", ("buffers_checkpoint",)),
+    ("pg.bgwriter_buffers_per_s", "pg_stat_bgwriter", ("buffers_clean",)),
+    ("pg.commits_per_s", "pg_stat_database", ("xact_commit",)),
+    ("pg.blks_read_per_s", "pg_stat_database", ("blks_read",)),
+    ("pg.blks_hit_per_s", "pg_stat_database", ("blks_hit",)),
+)
+
+
+def snapshot_series(snapshots: list[Snapshot]) -> dict[str, list[Sample]]:
+    """Per-interval rates of the counters worth plotting, and of WAL generated (exact,
+    from the insert position rather than from the statistics, which lag by up to a second)."""
+    series: dict[str, list[Sample]] = {}
+    for a, b in itertools.pairwise(snapshots):
+        seconds = b.t - a.t
+        if seconds <= 0:
+            continue
+        t = round(b.t, 3)
+        if a.wal_lsn_bytes is not None and b.wal_lsn_bytes is not None:
+            rate = max(0, b.wal_lsn_bytes - a.wal_lsn_bytes) / seconds
+            series.setdefault("pg.wal_bytes_per_s", []).append(Sample(t, rate))
+        for name, view, columns in SERIES:
+            before, after = a.views.get(view, {}), b.views.get(view, {})
+            column = next((c for c in columns if c in before and c in after), None)
+            if column is not None:
+                value = max(0.0, float(after[column] - before[column])) / seconds
+                series.setdefault(name, []).append(Sample(t, value))
+    return series
+
+
+class PgStatsSampler(PeriodicSampler):
+    name = "pgstats"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.db: psycopg.Connection[tuple[object, ...]] | None = None
+        self.query = ""
+        self.version_num = 0
+        self.settings: dict[str, str] = {}
+        self.sessions_before = 0
+        self.skipped: dict[str, str] = {}
+        self.snapshots: list[Snapshot] = []
+
+    def begin(self, ctx: SamplerContext) -> None:
+        if ctx.connection is None:
+            raise RuntimeError("no server")
+        self.db = pgquery.connect(ctx.connection, timeout_s=5)
+        # Its own connection, named so it can be told apart, and never stuck on a query.
+        self.db.execute("SET application_name = 'howfast-sampler'")
+        self.db.execute("SET statement_timeout = '5s'")
+        row = self.db.execute("SELECT current_setting('server_version_num')::int").fetchone()
+        self.version_num = int(str(row[0])) if row else 0
+        rows = self.db.execute(
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
+            (list(STEP_SETTINGS),),
+        ).fetchall()
+        self.settings = {str(name): str(value) for name, value in rows}
+        views, self.skipped = choose_views(self.version_num)
+        present = self._present([v.name for v in views])
+        for view in views:
+            if view.name not in present:
+                self.skipped[view.name] = "not found on this server"
+        self.query = build_query([v for v in views if v.name in present])
+        self.sessions_before = self._other_sessions()
+        self.tick(ctx.now())
+
+    def _present(self, names: list[str]) -> set[str]:
+        assert self.db is not None
+        rows = self.db.execute(
+            "SELECT n FROM unnest(%s::text[]) n WHERE to_regclass('pg_catalog.' || n) IS NOT NULL",
+            (names,),
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def _other_sessions(self) -> int:
+        assert self.db is not None
+        row = self.db.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()
+        return int(str(row[0])) if row else 0
+
+    def settle(self) -> None:
+        """A session reports its last statistics as it exits, a moment after its client
+        (pgbench) has gone: wait, up to a second, for the step's sessions to end."""
+        deadline = time.monotonic() + SETTLE_S
+        while self._other_sessions() > self.sessions_before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.02)  # it leaves pg_stat_activity just before it flushes
+
+    def tick(self, t: float) -> None:
+        assert self.db is not None
+        row = self.db.execute(self.query).fetchone()
+        if row and isinstance(row[0], dict):
+            self.snapshots.append(parse_snapshot(t, row[0]))
+
+    def stop(self) -> SamplerResult:
+        out = super().stop()
+        if self.db is not None:
+            with contextlib.suppress(psycopg.Error):
+                self.db.close()
+        return out
+
+    def result(self) -> SamplerResult:
+        out = SamplerResult()
+        section: dict[str, JSONValue] = {
+            "server_version_num": self.version_num or None,
+            "settings": dict(self.settings),
+            "skipped_views": dict(self.skipped),
+        }
+        if len(self.snapshots) >= 2:
+            first, last = self.snapshots[0], self.snapshots[-1]
+            views, reset = snapshot_delta(first, last)
+            section["seconds"] = round(last.t - first.t, 3)
+            section["views"] = views
+            if first.wal_lsn_bytes is not None and last.wal_lsn_bytes is not None:
+                section["wal_bytes"] = max(0, last.wal_lsn_bytes - first.wal_lsn_bytes)
+            out.series.update(snapshot_series(self.snapshots))
+            out.warnings += [
+                f"statistics of {name} were reset during the step: its deltas are incomplete"
+                for name in reset
+            ]
+        out.sections["postgres"] = section
+        return out

@@ -1,0 +1,138 @@
+"""Sampling around the steps of one target: which samplers run, and how what they saw joins
+the step's outcome.
+
+    sampling = TargetSampling(target, connection, interval_s=1.0)   # once per target
+    session = sampling.start("pgbench")      # just before the workload runs
+    ... workload.execute(ctx) ...            # ctx.on_tool_started = session.track_process
+    session.stop()                           # in a finally
+    session.merge_into(outcome, step_s)      # series, metrics, warnings, sections
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from howfast.analysis.io import analyze_step
+from howfast.model import STEP_SECTIONS, JSONValue
+from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
+from howfast.samplers.checkpoints import CheckpointSampler
+from howfast.samplers.cpu import CpuSampler, first_reading
+from howfast.samplers.devices import RoleDevice, resolve_roles
+from howfast.samplers.diskstats import DiskSampler
+from howfast.samplers.pgstats import PgStatsSampler
+from howfast.targets.base import Connection, Target
+from howfast.workloads.base import StepOutcome
+
+SAMPLED_WORKLOADS = frozenset({"pgbench", "fio"})
+
+
+class TargetSampling:
+    """Resolves the target's devices once; starts a session for each sampled step."""
+
+    def __init__(
+        self, target: Target, connection: Connection | None, interval_s: float | None
+    ) -> None:
+        self.target = target
+        self.connection = connection
+        self.interval_s = interval_s
+        self.roles: list[RoleDevice] = []
+        self.problem: str | None = None
+        if interval_s:
+            try:
+                self.roles = resolve_roles(target.storage_paths())
+            except Exception as exc:  # the step still runs; it says why the disks are missing
+                self.problem = f"cannot tell which devices hold {target.name}: {exc}"
+
+    def start(self, workload: str) -> StepSampling:
+        if not self.interval_s or workload not in SAMPLED_WORKLOADS:
+            return StepSampling([], None, [])
+        samplers: list[Sampler] = [CpuSampler()]
+        sampled = {r.role: r.device for r in self.roles if r.device and not r.shares_with}
+        if sampled:
+            samplers.append(DiskSampler(sampled))
+        if self.connection is not None:
+            samplers.append(PgStatsSampler())
+        log = self.target.server_log_file()
+        if log is not None and log.exists():
+            samplers.append(CheckpointSampler(log))
+        ctx = SamplerContext(self.target, self.connection, self.interval_s)
+        session = StepSampling(samplers, ctx, self.roles)
+        if self.problem:
+            session.notes.append(self.problem)
+        session.start()
+        return session
+
+
+class StepSampling:
+    """The samplers of one step. With no samplers, every method does nothing."""
+
+    def __init__(
+        self, samplers: list[Sampler], ctx: SamplerContext | None, roles: list[RoleDevice]
+    ) -> None:
+        self.samplers = samplers
+        self.ctx = ctx
+        self.roles = roles
+        self.notes: list[str] = []
+        self.result: SamplerResult | None = None
+
+    def start(self) -> None:
+        assert self.ctx is not None
+        for sampler in self.samplers:
+            sampler.start(self.ctx)
+
+    def track_process(self, pid: int) -> None:
+        """The workload started its load generator (pgbench): watch its CPU."""
+        if self.ctx is not None:
+            self.ctx.processes.add(pid, first_reading(pid, self.ctx.now()))
+
+    def stop(self) -> None:
+        if self.ctx is None or self.result is not None:
+            return
+        merged = SamplerResult(warnings=list(self.notes))
+        for sampler in self.samplers:
+            merged.merge(sampler.stop())
+        self.result = merged
+
+    def merge_into(self, outcome: StepOutcome, step_s: float | None) -> None:
+        """Add what was sampled, and what it means, to the step's outcome."""
+        if self.result is None or self.ctx is None:
+            return
+        r = self.result
+        sections: dict[str, dict[str, JSONValue]] = {name: {} for name in STEP_SECTIONS}
+        for name, content in r.sections.items():
+            sections.setdefault(name, {}).update(content)
+        sections["io"]["roles"] = _roles_section(self.roles, sections["io"].get("roles"))
+        sections["io"]["interval_s"] = self.ctx.interval_s
+        sampled_s = self.ctx.now()
+        analysis = analyze_step(sections, {**outcome.series, **r.series}, step_s or sampled_s)
+        for name, content in analysis.sections.items():
+            deep_merge(sections.setdefault(name, {}), content)
+        for name, points in r.series.items():
+            outcome.series.setdefault(name, points)
+        for name, value in {**r.metrics, **analysis.metrics}.items():
+            if value is not None:
+                outcome.metrics.setdefault(name, value)  # the tool's own figures win
+        outcome.warnings += r.warnings + analysis.warnings
+        outcome.sections.update(sections)
+
+
+def _roles_section(roles: list[RoleDevice], sampled: JSONValue) -> dict[str, JSONValue]:
+    """Each role's device (and which role's samples it shares), with the disk sampler's
+    counters for the roles it sampled."""
+    counters = sampled if isinstance(sampled, dict) else {}
+    out: dict[str, JSONValue] = {}
+    for role in roles:
+        info = role.describe()
+        if isinstance(counters.get(role.role), dict):
+            info.update(counters[role.role])
+        out[role.role] = info
+    return out
+
+
+def deep_merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            deep_merge(into[key], value)
+        else:
+            into[key] = value
