@@ -116,7 +116,7 @@ def _cluster_pid(target_dir: Path) -> int:
     return int(pidfiles[0].read_text().splitlines()[0])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupt_keeps_completed_steps_and_cleans_up(howfast: Howfast, target_dir, sig):
     plan = howfast.plan(LONG_PLAN)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
