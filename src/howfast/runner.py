@@ -124,6 +124,8 @@ class Runner:
         self.label = label
         self.cores = os.cpu_count() or 1
         self.guard = _SignalGuard(observer)
+        # Steps stored so far, per target: later steps may build on them (rate curves).
+        self.finished: dict[str, list[StepRecord]] = {}
         self.sample_interval_s = sample_interval_s  # None or 0: no sampling
 
     def check(self) -> None:
@@ -209,7 +211,8 @@ class Runner:
                         outcome.resolved_params["settings_applied"] = False
                 if outcome.status == "failed":
                     failed += 1
-                    outcome.error = self._with_server_log(target, outcome.error)
+                    if workload.needs_server:  # a failed fio probe owes nothing to the server
+                        outcome.error = self._with_server_log(target, outcome.error)
                 self._store_step(run_id, target, spec, first_index + offset, outcome, started)
             if in_force:  # a kept cluster keeps the plan's settings, not the last step's
                 try:
@@ -247,6 +250,7 @@ class Runner:
             cores=self.cores,
             on_progress=self.observer.step_progress,
             on_tool_started=session.track_process,
+            previous=list(self.finished.get(target.name, [])),
         )
         try:
             try:
@@ -306,6 +310,7 @@ class Runner:
         )
         with self.guard.critical():
             record.id = self.store.add_step(run_id, record)
+        self.finished.setdefault(target.name, []).append(record)
         self.observer.step_finished(index, record)
 
 

@@ -111,3 +111,11 @@ def test_slo_needs_the_rate_to_be_met():
     assert slo_verdict(slo, {}, rate_met=True)["slo_met"] is False
     assert highest_rate_meeting([(500, True), (1000, True), (2000, False)]) == 1000
     assert highest_rate_meeting([(500, False)]) is None
+
+
+def test_short_steps_allow_for_the_scatter_of_a_random_schedule():
+    # 2 s at 100/s: ~200 transactions, a count that scatters by about 7% by chance alone.
+    assert rate_verdict(RatePoint(100, 90, 2.0, lag_avg_ms=0.1, duration_s=2)).met
+    # 30 s at 10000/s: 300000 transactions, so the 95% floor applies.
+    long = rate_verdict(RatePoint(10000, 9000, 2.0, lag_avg_ms=0.1, duration_s=30))
+    assert not long.met and "< 95%" in long.reason

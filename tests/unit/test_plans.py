@@ -78,7 +78,7 @@ QUICK_PROBE = [fio("randrw-4k-qd1", 128 * 1024**2, 5), fio("wal-fsync", 128 * 10
 
 def test_builtin_plans_are_listed_with_descriptions() -> None:
     plans = dict(list_builtin_plans())
-    assert list(plans) == ["checkpoints", "quick", "sweep"] == builtin_plan_names()
+    assert list(plans) == ["checkpoints", "quick", "rate-curve", "sweep"] == builtin_plan_names()
     assert "two minutes" in plans["quick"]
     assert "30 minutes" in plans["sweep"]
 
@@ -123,8 +123,8 @@ def test_unknown_plan_name_lists_the_builtins_and_suggests_one() -> None:
     message = str(caught.value)
     assert 'unknown plan "quik"' in message
     assert 'did you mean "quick"?' in message
-    assert "quick, sweep" in message
-    with pytest.raises(PlanError, match="quick, sweep"):
+    assert "quick, rate-curve, sweep" in message
+    with pytest.raises(PlanError, match="quick, rate-curve, sweep"):
         builtin_plan_text("nope")
 
 
@@ -133,7 +133,7 @@ def test_missing_plan_file_names_it_and_lists_the_builtins(tmp_path: Path) -> No
     with pytest.raises(PlanError) as caught:
         load_plan(str(missing))
     assert f"no such plan file: {missing}" in str(caught.value)
-    assert "built-in plans: checkpoints, quick, sweep" in str(caught.value)
+    assert "built-in plans: checkpoints, quick, rate-curve, sweep" in str(caught.value)
 
 
 def test_a_name_without_suffix_is_a_file_when_it_exists(

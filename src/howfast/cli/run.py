@@ -73,6 +73,23 @@ EXIT_FOR_STATUS = {
 )
 @click.option("--label", help="A note stored with the run, e.g. 'ceph rbd 3 replicas'.")
 @click.option(
+    "--rate",
+    type=float,
+    metavar="TPS",
+    help="Offer this fixed rate (pgbench --rate) in every pgbench step.",
+)
+@click.option(
+    "--rates",
+    metavar="500,1000,2000",
+    help="Offered rates for every pgbench step, one step each, instead of the plan's.",
+)
+@click.option(
+    "--slo",
+    metavar="p99=10ms",
+    help="A latency objective (avg, p50, p90, p95, p99, p99.9): each step says "
+    "whether it was met, a rate curve the highest rate that met it.",
+)
+@click.option(
     "--sample-interval",
     metavar="1s",
     default="1s",
@@ -97,6 +114,9 @@ def run_command(
     pg_bin: str | None,
     checksums: bool,
     label: str | None,
+    rate: float | None,
+    rates: str | None,
+    slo: str | None,
     sample_interval: str,
     as_json: bool,
 ) -> int:
@@ -120,6 +140,9 @@ def run_command(
         modes=parse_modes(modes, "--modes") if modes else None,
         repeat=repeat,
         settings=dict(parse_set_option(s) for s in sets),
+        rate=rate,
+        rates=_parse_rates(rates) if rates else None,
+        slo=slo,
     )
     steps = expand(loaded, overrides)
     needs_server = any(not is_dsn(t) for t in targets)
@@ -177,3 +200,13 @@ def _sample_interval(text: str) -> float | None:
     if seconds < 0.1:
         raise UsageError(f"--sample-interval must be at least 100ms (or 0 for off), got {text}")
     return seconds
+
+
+def _parse_rates(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--rates {text!r}: expected numbers such as 500,1000,2000") from None
+    if not values:
+        raise UsageError("--rates needs at least one rate")
+    return values

@@ -96,8 +96,9 @@ def _pgbench_specs(
                 params["transactions"] = transactions
             if scale is not None:
                 params["scale"] = scale
-            if step.rate is not None:
-                params["rate"] = step.rate
+            slo = overrides.slo or step.slo
+            if slo is not None:
+                params["slo"] = slo
             if step.latency_limit is not None:
                 params["latency_limit_ms"] = round(step.latency_limit * 1000, 6)
             if step.protocol is not None:
@@ -106,7 +107,11 @@ def _pgbench_specs(
                 params["extra_args"] = list(step.extra_args)
             if step.settings:
                 params["settings"] = dict(step.settings)
-            measured += _repeated("pgbench", repeat, **params)
+            for rate_params in _rate_variants(step, overrides):
+                runs = _repeated("pgbench", repeat, **params, **rate_params)
+                for earlier in runs[:-1]:  # the curve is complete after its very last run
+                    earlier.params.pop("curve_last", None)
+                measured += runs
         specs += _warmup(step, measured) + measured
     return specs
 
@@ -122,3 +127,24 @@ def _warmup(step: PgbenchStep, measured: list[StepSpec]) -> list[StepSpec]:
     params["duration_s"] = int(step.warmup)
     params["warmup"] = True
     return [StepSpec("pgbench", params)]
+
+
+def _rate_variants(step: PgbenchStep, overrides: Overrides) -> list[dict[str, JSONValue]]:
+    """What is offered to pgbench for one client count: nothing (full speed), one fixed rate,
+    or a curve. A curve of fractions starts with a full-speed run (`curve_role: max`) whose
+    TPS the fractions are taken of at run time; the last point of a curve is marked, so the
+    curve's saturation point and knee can be stored with it."""
+    if overrides.rate is not None:
+        return [{"rate": overrides.rate}]
+    rates = overrides.rates or step.rates
+    if rates:
+        variants: list[dict[str, JSONValue]] = [{"rate": r} for r in rates]
+    elif step.rate_fractions and not overrides.rates:
+        variants = [{"curve_role": "max"}] + [{"rate_fraction": f} for f in step.rate_fractions]
+    elif step.rate is not None:
+        return [{"rate": step.rate}]
+    else:
+        return [{}]
+    if len(variants) > 1:
+        variants[-1]["curve_last"] = True
+    return variants

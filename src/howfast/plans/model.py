@@ -333,6 +333,25 @@ class PgbenchStep(_Step):
     settings: Settings = {}
     # A run of this long before each mode's measurements, stored and left out of statistics
     warmup: Duration | None = None
+    # Latency under load: fixed offered rates (transactions/s), or fractions of the maximum
+    # TPS that a full-speed run measures first; and a latency objective such as "p99=10ms".
+    rates: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)] | None = None
+    rate_fractions: (
+        Annotated[list[Annotated[float, Field(gt=0, le=10)]], Field(min_length=1)] | None
+    ) = None
+    slo: str | None = None
+
+    @field_validator("slo")
+    @classmethod
+    def _valid_slo(cls, text: str | None) -> str | None:
+        if text is None:
+            return None
+        from howfast.analysis.latency_curve import parse_slo
+
+        try:
+            return parse_slo(text).text
+        except UsageError as e:
+            raise ValueError(e.message.replace("--slo ", "")) from None
 
     @field_validator("modes", "clients")
     @classmethod
@@ -356,6 +375,9 @@ class PgbenchStep(_Step):
             problems.append(("transactions", "give duration or transactions, not both"))
         if self.duration is None and self.transactions is None:
             problems.append((None, "missing duration (or transactions): how long each run lasts"))
+        rate_keys = [k for k in ("rate", "rates", "rate_fractions") if getattr(self, k)]
+        if len(rate_keys) > 1:
+            problems.append((rate_keys[1], f"give one of {', '.join(rate_keys)}, not several"))
         if len(problems) == 1:
             raise _conflict(*problems[0])
         if problems:  # a validator raises one error: name them all, at the step's header
@@ -437,8 +459,20 @@ class Overrides:
     modes: list[str] | None = None
     repeat: int | None = None
     settings: dict[str, str] = field(default_factory=dict)
+    rate: float | None = None  # --rate: one fixed offered rate for every pgbench step
+    rates: list[float] | None = None  # --rates: these offered rates instead of the plan's
+    slo: str | None = None  # --slo p99=10ms
 
     def __post_init__(self) -> None:
+        if self.rate is not None and self.rates is not None:
+            raise UsageError("give --rate or --rates, not both")
+        for value in [self.rate] if self.rate is not None else self.rates or []:
+            if value <= 0:
+                raise UsageError(f"a rate must be above 0 transactions/s, got {value:g}")
+        if self.slo is not None:
+            from howfast.analysis.latency_curve import parse_slo
+
+            object.__setattr__(self, "slo", parse_slo(self.slo).text)
         if self.scale is not None and self.scale < 1:
             raise UsageError(f"--scale must be 1 or more, got {self.scale}")
         if self.repeat is not None and self.repeat < 1:

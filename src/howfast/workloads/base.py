@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from howfast.errors import HowfastError
-from howfast.model import JSONValue, Sample
+from howfast.model import JSONValue, Sample, StepRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
 
@@ -26,6 +26,9 @@ class StepContext:
     # Called with the PID of the load generator (pgbench) once started: the samplers watch
     # its CPU, to tell when it rather than the storage set the result.
     on_tool_started: Callable[[int], None] = lambda pid: None
+    # Steps already stored for this target in this run, oldest first (a rate curve takes its
+    # rates from the full-speed step before it).
+    previous: list[StepRecord] = field(default_factory=list)
 
     def server(self) -> Connection:
         """The connection, for workloads that need a server."""

@@ -10,7 +10,7 @@ from howfast.targets import pgquery
 from howfast.targets.fsinfo import same_filesystem
 from howfast.targets.pgbin import INSTALL_HINT
 from howfast.workloads.base import StepContext, StepOutcome, Workload
-from howfast.workloads.pgbench import build, parse, txlog
+from howfast.workloads.pgbench import build, parse, rates, txlog
 from howfast.workloads.process import ToolResult, run_tool
 
 TAIL_LINES = 8
@@ -64,12 +64,24 @@ class PgbenchWorkload(Workload):
         text = f"pgbench {mode}, {params.get('clients')} clients, {how}"
         if params.get("rate") is not None:
             text += f", rate {params['rate']}/s"
+        elif isinstance(params.get("rate_fraction"), int | float):
+            text += f", rate {float(params['rate_fraction']):.0%} of the maximum"
+        elif params.get("curve_role") == "max":
+            text += ", full speed (the curve's maximum)"
         settings = params.get("settings")
         if isinstance(settings, dict) and settings:
             text += ", " + ", ".join(f"{k}={v}" for k, v in settings.items())
         return text
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        try:
+            offered = rates.resolve_rate(params, ctx.previous)
+        except ValueError as exc:
+            return StepOutcome(status="failed", error=str(exc))
+        resolved: dict[str, JSONValue] = {}
+        if offered is not None and params.get("rate") != offered:
+            params = {**params, "rate": offered}
+            resolved["rate"] = offered
         clients = int(params["clients"])
         requested = params.get("jobs")
         jobs = build.resolve_jobs(clients, ctx.cores, int(requested) if requested else None)
@@ -107,7 +119,7 @@ class PgbenchWorkload(Workload):
             on_start=ctx.on_tool_started,
         )
         run = parse.parse_run(result.stdout + "\n" + result.stderr)
-        outcome = StepOutcome(resolved_params={"jobs": jobs}, warnings=warnings)
+        outcome = StepOutcome(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
         outcome.metrics.update(run.metrics())
         outcome.series.update(_progress_series(run))
         log_files = sorted(log_dir.iterdir())
@@ -129,7 +141,21 @@ class PgbenchWorkload(Workload):
         elif "tps" not in outcome.metrics:
             outcome.status = "failed"
             outcome.error = "pgbench finished but printed no tps line:\n" + _error_tail(result)
+        else:
+            _judge_rates(params, outcome, ctx)
         return outcome
+
+
+def _judge_rates(params: dict[str, JSONValue], outcome: StepOutcome, ctx: StepContext) -> None:
+    """Rate and objective verdicts of a completed step; a curve's summary on its last step."""
+    verdicts = rates.step_rate_metrics(params, outcome.metrics, outcome.series.get("lag_ms", []))
+    outcome.metrics.update(verdicts)
+    if verdicts.get("rate_met") is False:
+        outcome.warnings.append(
+            f"the offered rate {params['rate']}/s was not met: {verdicts['rate_verdict']}"
+        )
+    if params.get("curve_last"):
+        outcome.metrics.update(rates.curve_metrics(params, outcome.metrics, ctx.previous))
 
 
 def _progress_series(run: parse.PgbenchRun) -> dict[str, list[Sample]]:
