@@ -20,6 +20,7 @@ from types import FrameType
 from typing import Protocol
 
 from howfast import environment
+from howfast.analysis.working_set import regime_warnings
 from howfast.errors import Aborted, HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.samplers.base import DEFAULT_INTERVAL_S
@@ -28,7 +29,7 @@ from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
-from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 
 
 def now() -> str:
@@ -55,8 +56,8 @@ class RunResult:
 
 
 class _SignalGuard:
-    """Turns the first SIGINT/SIGTERM/SIGHUP (a closed terminal) into Aborted in the main thread; later ones while
-    cleaning up only say that cleanup is under way."""
+    """Turns the first SIGINT/SIGTERM/SIGHUP (a closed terminal) into Aborted in the main
+    thread; later ones while cleaning up only say that cleanup is under way."""
 
     def __init__(self, observer: RunObserver) -> None:
         self.observer = observer
@@ -241,7 +242,6 @@ class Runner:
         sampling: TargetSampling,
     ) -> StepOutcome:
         """One step with its samplers around it; they stop whatever happens."""
-        session = sampling.start(spec.workload)
         ctx = StepContext(
             target=target,
             connection=connection,
@@ -249,9 +249,14 @@ class Runner:
             work_dir=step_dir,
             cores=self.cores,
             on_progress=self.observer.step_progress,
-            on_tool_started=session.track_process,
             previous=list(self.finished.get(target.name, [])),
         )
+        try:  # before the samplers start, so that it is not measured (a cold restart...)
+            prepared = workload.prepare(ctx, dict(spec.params))
+        except HowfastError as exc:
+            return StepOutcome(status="failed", error=str(exc))
+        session = sampling.start(spec.workload)
+        ctx.on_tool_started = session.track_process
         try:
             try:
                 outcome = workload.execute(ctx, dict(spec.params))
@@ -262,6 +267,9 @@ class Runner:
                 session.stop()
             shutil.rmtree(step_dir, ignore_errors=True)
         session.merge_into(outcome, _expected(spec))
+        outcome.warnings[:0] = prepared.warnings
+        outcome.resolved_params = {**prepared.resolved_params, **outcome.resolved_params}
+        _note_loaded_data(spec, outcome, ctx.previous)
         return outcome
 
     def _apply_step_settings(
@@ -312,6 +320,19 @@ class Runner:
             record.id = self.store.add_step(run_id, record)
         self.finished.setdefault(target.name, []).append(record)
         self.observer.step_finished(index, record)
+
+
+def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:
+    """A step on pgbench's tables records the scale (and dataset) the target's latest load
+    really loaded, and a pgbench step whose reads do not fit its regime says so."""
+    loaded = LoadedData.last_on(previous)
+    if loaded is None or spec.workload not in ("pgbench", "seqread"):
+        return
+    outcome.resolved_params.update(loaded.params())
+    if spec.workload == "pgbench" and not spec.params.get("warmup"):
+        outcome.warnings += regime_warnings(
+            loaded.dataset, loaded.db_size_bytes, outcome.metrics, outcome.sections
+        )
 
 
 def _expected(spec: StepSpec) -> float | None:

@@ -78,7 +78,8 @@ QUICK_PROBE = [fio("randrw-4k-qd1", 128 * 1024**2, 5), fio("wal-fsync", 128 * 10
 
 def test_builtin_plans_are_listed_with_descriptions() -> None:
     plans = dict(list_builtin_plans())
-    assert list(plans) == ["checkpoints", "quick", "rate-curve", "sweep"] == builtin_plan_names()
+    names = ["checkpoints", "quick", "rate-curve", "regimes", "sweep"]
+    assert list(plans) == names == builtin_plan_names()
     assert "two minutes" in plans["quick"]
     assert "30 minutes" in plans["sweep"]
 
@@ -123,8 +124,8 @@ def test_unknown_plan_name_lists_the_builtins_and_suggests_one() -> None:
     message = str(caught.value)
     assert 'unknown plan "quik"' in message
     assert 'did you mean "quick"?' in message
-    assert "quick, rate-curve, sweep" in message
-    with pytest.raises(PlanError, match="quick, rate-curve, sweep"):
+    assert "quick, rate-curve, regimes, sweep" in message
+    with pytest.raises(PlanError, match="quick, rate-curve, regimes, sweep"):
         builtin_plan_text("nope")
 
 
@@ -133,7 +134,7 @@ def test_missing_plan_file_names_it_and_lists_the_builtins(tmp_path: Path) -> No
     with pytest.raises(PlanError) as caught:
         load_plan(str(missing))
     assert f"no such plan file: {missing}" in str(caught.value)
-    assert "built-in plans: checkpoints, quick, rate-curve, sweep" in str(caught.value)
+    assert "built-in plans: checkpoints, quick, rate-curve, regimes, sweep" in str(caught.value)
 
 
 def test_a_name_without_suffix_is_a_file_when_it_exists(
@@ -430,7 +431,7 @@ def test_unknown_missing_and_misplaced_workload_keys() -> None:
     assert plan_error("bad_workloads.toml") == [
         f'{f}:2: steps[0].workload: unknown workload "pgbech"; did you mean "pgbench"?',
         f'{f}:5: steps[1]: missing key workload (one of "pgbench-init", "pgbench", "fio",'
-        ' "pg_test_fsync")',
+        ' "pg_test_fsync", "seqread")',
         f"{f}:12: steps[2].profiles: unknown key for a pgbench step (profiles belongs to fio"
         " steps)",
     ]
@@ -439,7 +440,7 @@ def test_unknown_missing_and_misplaced_workload_keys() -> None:
 def test_missing_keys_point_at_the_step_header() -> None:
     f = DATA / "missing_keys.toml"
     assert plan_error("missing_keys.toml") == [
-        f"{f}:1: steps[0].scale: missing required key",
+        f"{f}:1: steps[0]: missing scale (or dataset): how much data to load",
         f"{f}:4: steps[1]: missing modes (or scripts): which transactions to run;"
         " missing duration (or transactions): how long each run lasts",
     ]

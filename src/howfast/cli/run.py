@@ -19,6 +19,7 @@ from howfast.plans import (
     parse_int_list,
     parse_modes,
     parse_set_option,
+    parse_size,
 )
 from howfast.report import terminal
 from howfast.runner import Runner
@@ -53,6 +54,18 @@ EXIT_FOR_STATUS = {
     help="A postgresql.conf setting for clusters howfast creates (repeatable).",
 )
 @click.option("--scale", type=int, help="pgbench scale factor (overrides the plan).")
+@click.option(
+    "--dataset",
+    metavar="REGIME|SIZE",
+    help="Size the pgbench data for a working-set regime instead of a scale: in-buffers, "
+    "in-memory, on-disk (4x memory), or a size such as 20GiB.",
+)
+@click.option(
+    "--memory",
+    metavar="SIZE",
+    help="Run each directory target's server in a cgroup capped at SIZE (e.g. 1GiB): "
+    "emulates a machine with that much memory. Needs root and cgroups.",
+)
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
 @click.option("--modes", metavar="select-only,tpcb-like", help="pgbench modes (overrides).")
@@ -104,6 +117,8 @@ def run_command(
     store: str | None,
     sets: tuple[str, ...],
     scale: int | None,
+    dataset: str | None,
+    memory: str | None,
     clients: str | None,
     duration: str | None,
     modes: str | None,
@@ -143,8 +158,12 @@ def run_command(
         rate=rate,
         rates=_parse_rates(rates) if rates else None,
         slo=slo,
+        dataset=dataset,
     )
     steps = expand(loaded, overrides)
+    if dataset and not any(s.workload == "pgbench-init" for s in steps):
+        raise UsageError(f"--dataset: plan {loaded.name!r} loads no data (no pgbench-init step)")
+    memory_limit = parse_size(memory, "--memory") if memory else None
     needs_server = any(not is_dsn(t) for t in targets)
     install = choose_install(pg_bin, need_server=needs_server)
     env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
@@ -158,6 +177,7 @@ def run_command(
             keep=keep,
             overwrite=yes,
             checksums=checksums,
+            memory_limit=memory_limit,
         )
         for t in targets
     ]

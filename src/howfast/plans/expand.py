@@ -17,6 +17,7 @@ from howfast.plans.model import (
     PgbenchStep,
     PgTestFsyncStep,
     Plan,
+    SeqreadStep,
 )
 
 
@@ -30,9 +31,11 @@ def expand(plan: Plan, overrides: Overrides | None = None) -> list[StepSpec]:
     specs: list[StepSpec] = []
     for step in plan.steps:
         if isinstance(step, PgbenchInitStep):
-            init_scale = overrides.scale or step.scale
-            scale = init_scale
-            specs.append(StepSpec("pgbench-init", _init_params(step, init_scale)))
+            # --scale and --dataset each replace both keys. The scale of a dataset is computed
+            # on the target; the runner then records it in the steps that follow.
+            dataset = None if overrides.scale else overrides.dataset or step.dataset
+            scale = None if dataset else overrides.scale or step.scale
+            specs.append(StepSpec("pgbench-init", _init_params(step, scale, dataset)))
         elif isinstance(step, PgbenchStep):
             specs += _pgbench_specs(step, overrides, scale, repeat)
         elif isinstance(step, FioStep):
@@ -41,6 +44,9 @@ def expand(plan: Plan, overrides: Overrides | None = None) -> list[StepSpec]:
                                    runtime_s=int(step.runtime))  # fmt: skip
         elif isinstance(step, PgTestFsyncStep):
             specs += _repeated("pg_test_fsync", repeat, seconds=step.seconds)
+        elif isinstance(step, SeqreadStep):
+            known: dict[str, JSONValue] = {"scale": scale} if scale is not None else {}
+            specs += _repeated("seqread", repeat, cold=step.cold, parallel=step.parallel, **known)
     return specs
 
 
@@ -54,9 +60,11 @@ def _repeated(workload: str, repeat: int, **params: JSONValue) -> list[StepSpec]
     return [StepSpec(workload, copy.deepcopy(params), repetition=r) for r in range(1, repeat + 1)]
 
 
-def _init_params(step: PgbenchInitStep, scale: int) -> dict[str, JSONValue]:
-    params: dict[str, JSONValue] = {
-        "scale": scale,
+def _init_params(
+    step: PgbenchInitStep, scale: int | None, dataset: str | None
+) -> dict[str, JSONValue]:
+    params: dict[str, JSONValue] = {"dataset": dataset} if dataset else {"scale": scale}
+    params |= {
         "generate": step.generate,
         "fillfactor": step.fillfactor,
         "partitions": step.partitions,

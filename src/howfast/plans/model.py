@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from howfast.errors import UsageError
+from howfast.sizing import REGIMES
 
 _T = TypeVar("_T")
 
@@ -289,6 +290,19 @@ def _whole_seconds(seconds: float) -> float:
     return seconds
 
 
+def dataset_value(value: str) -> str:
+    """A working-set regime (in-buffers, in-memory, on-disk) or a size such as "20GiB"."""
+    if value in REGIMES:
+        return value
+    try:
+        size_bytes(value)
+    except ValueError:
+        raise ValueError(
+            f"{_q(value)}: expected {', '.join(REGIMES)} or a size such as 20GiB"
+        ) from None
+    return value
+
+
 # ---------------------------------------------------------------------------------------------
 # Steps: one model per workload, told apart by the `workload` key.
 
@@ -301,7 +315,9 @@ class PgbenchInitStep(_Step):
     """`pgbench --initialize`: create and load the pgbench tables."""
 
     workload: Literal["pgbench-init"]
-    scale: PositiveInt
+    scale: PositiveInt | None = None
+    # A working-set regime or a size: the scale is then computed on the target (sizing.py)
+    dataset: Annotated[str, AfterValidator(dataset_value)] | None = None
     generate: Literal["client", "server"] = "client"
     fillfactor: int = Field(default=100, ge=10, le=100)
     partitions: int = Field(default=0, ge=0)
@@ -312,6 +328,14 @@ class PgbenchInitStep(_Step):
     def _partition_method_needs_partitions(self) -> Self:
         if "partition_method" in self.model_fields_set and self.partitions == 0:
             raise _conflict("partition_method", "partition_method needs partitions of 1 or more")
+        return self
+
+    @model_validator(mode="after")
+    def _scale_or_dataset(self) -> Self:
+        if self.scale is not None and self.dataset is not None:
+            raise _conflict("dataset", "give scale or dataset, not both")
+        if self.scale is None and self.dataset is None:
+            raise _conflict(None, "missing scale (or dataset): how much data to load")
         return self
 
 
@@ -419,14 +443,24 @@ class PgTestFsyncStep(_Step):
     seconds: PositiveInt = 5
 
 
+class SeqreadStep(_Step):
+    """seqread: the time to read the largest pgbench table in full, from a cold cache."""
+
+    workload: Literal["seqread"]
+    cold: bool = True  # restart the server and drop the OS page cache first
+    parallel: bool = False  # let PostgreSQL read with parallel workers
+
+
 Step = Annotated[
-    PgbenchInitStep | PgbenchStep | FioStep | PgTestFsyncStep, Field(discriminator="workload")
+    PgbenchInitStep | PgbenchStep | FioStep | PgTestFsyncStep | SeqreadStep,
+    Field(discriminator="workload"),
 ]
 STEP_MODELS: dict[str, type[_Step]] = {
     "pgbench-init": PgbenchInitStep,
     "pgbench": PgbenchStep,
     "fio": FioStep,
     "pg_test_fsync": PgTestFsyncStep,
+    "seqread": SeqreadStep,
 }
 
 
@@ -462,8 +496,16 @@ class Overrides:
     rate: float | None = None  # --rate: one fixed offered rate for every pgbench step
     rates: list[float] | None = None  # --rates: these offered rates instead of the plan's
     slo: str | None = None  # --slo p99=10ms
+    dataset: str | None = None  # --dataset: a regime or size for every pgbench-init step
 
     def __post_init__(self) -> None:
+        if self.dataset is not None:
+            if self.scale is not None:
+                raise UsageError("give --scale or --dataset, not both")
+            try:
+                dataset_value(self.dataset)
+            except ValueError as e:
+                raise UsageError(f"--dataset {e}") from None
         if self.rate is not None and self.rates is not None:
             raise UsageError("give --rate or --rates, not both")
         for value in [self.rate] if self.rate is not None else self.rates or []:

@@ -16,6 +16,7 @@ from typing import Any
 from howfast.analysis.io import analyze_step
 from howfast.model import STEP_SECTIONS, JSONValue
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
+from howfast.samplers.cgroupmem import CgroupMemorySampler
 from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler, first_reading
 from howfast.samplers.devices import RoleDevice, resolve_roles
@@ -24,7 +25,7 @@ from howfast.samplers.pgstats import PgStatsSampler
 from howfast.targets.base import Connection, Target
 from howfast.workloads.base import StepOutcome
 
-SAMPLED_WORKLOADS = frozenset({"pgbench", "fio"})
+SAMPLED_WORKLOADS = frozenset({"pgbench", "fio", "seqread"})
 
 
 class TargetSampling:
@@ -56,6 +57,9 @@ class TargetSampling:
         log = self.target.server_log_file()
         if log is not None and log.exists():
             samplers.append(CheckpointSampler(log))
+        group = self.target.memory_cgroup()
+        if group is not None:
+            samplers.append(CgroupMemorySampler(group))
         ctx = SamplerContext(self.target, self.connection, self.interval_s)
         session = StepSampling(samplers, ctx, self.roles)
         if self.problem:

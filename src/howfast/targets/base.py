@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from howfast.model import TargetRecord
+from howfast.targets.cgroup import MemoryCgroup
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,15 @@ class Target(ABC):
 
     def server_log_file(self) -> Path | None:
         """The server's log file while it runs, when howfast writes it (local clusters)."""
+        return None
+
+    def restart(self) -> str | None:
+        """Stop and start the server again (its shared_buffers start empty). Returns None
+        when done, else why not: an existing server is not howfast's to restart."""
+        return f"{self.kind} targets cannot be restarted by howfast"
+
+    def memory_cgroup(self) -> MemoryCgroup | None:
+        """The memory-limited cgroup the server runs in (`--memory`), if any."""
         return None
 
     def apply_step_settings(self, settings: dict[str, str]) -> str | None:

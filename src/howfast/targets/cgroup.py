@@ -148,6 +148,17 @@ class MemoryCgroup:
         except (OSError, ValueError):
             return None
 
+    def reset_peak(self) -> bool:
+        """Start the peak over, so that it covers one step. cgroup v1 only: v2's memory.peak
+        resets only for the open file that was written (kernel 6.12+)."""
+        if self.version != "v1":
+            return False
+        try:
+            (self.path / "memory.max_usage_in_bytes").write_text("0")
+        except OSError:
+            return False
+        return True
+
     def remove(self, timeout_s: float = 10.0) -> None:
         """Remove the cgroup once its processes are gone (the caller stops them first)."""
         if not self._created:

@@ -24,10 +24,17 @@ def make_target(
     keep: bool,
     overwrite: bool,
     checksums: bool,
+    memory_limit: int | None = None,
 ) -> Target:
     if is_dsn(text):
         if wal_dir is not None:
             raise UsageError("--wal-dir applies to directory targets only, not to a server URI")
+        if memory_limit is not None:
+            raise UsageError(
+                "--memory applies to directory targets only: howfast cannot cap the memory "
+                "of an existing server (postgresql://...)",
+                "drop --memory, or give --dataset SIZE to size the data for that server",
+            )
         return DsnTarget(text, overwrite=overwrite)
     if text.startswith("k8s://"):
         raise UsageError("Kubernetes targets (k8s://CLASS) are not supported yet")
@@ -40,4 +47,5 @@ def make_target(
         settings=settings,
         keep=keep,
         checksums=checksums,
+        memory_limit=memory_limit,
     )

@@ -19,12 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from howfast.errors import HowfastError
+from howfast.errors import HowfastError, UsageError
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, Target
+from howfast.targets.cgroup import CgroupSupport, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.fsinfo import describe_path, same_filesystem
+from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
 
@@ -96,6 +98,7 @@ class LocalTarget(Target):
         keep: bool = False,
         checksums: bool = False,
         name: str | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         self.directory = directory.absolute()
         self.wal_root = wal_dir.absolute() if wal_dir else None
@@ -117,6 +120,9 @@ class LocalTarget(Target):
         self._created: list[Path] = []
         self.warnings: list[str] = []
         self.step_settings: dict[str, str] = {}  # ALTER SYSTEM overrides now in force
+        self.memory_limit = memory_limit  # --memory: the server runs in a capped cgroup
+        self.cgroup_support: CgroupSupport | None = None
+        self.cgroup: MemoryCgroup | None = None
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -133,6 +139,25 @@ class LocalTarget(Target):
         check_reachable(self.user, self.directory)
         if self.wal_root:
             check_reachable(self.user, self.wal_root)
+        if self.memory_limit is not None:
+            self._check_memory_limit(self.memory_limit)
+
+    def _check_memory_limit(self, limit: int) -> None:
+        """Refuse --memory before anything runs when it cannot be honoured."""
+        support = detect()
+        if support.version is None:
+            raise UsageError(
+                f"--memory needs a cgroup memory controller: {support.reason}",
+                "run howfast as root on a machine with cgroups, or drop --memory",
+            )
+        problem = cap_problem(limit, self.settings)
+        if problem:
+            raise UsageError(
+                problem,
+                "raise --memory, or lower the settings, e.g. --set shared_buffers=16MB "
+                "--set maintenance_work_mem=8MB",
+            )
+        self.cgroup_support = support
 
     # -- lifecycle ------------------------------------------------------------------------
     def _as_server_user(self) -> dict[str, object]:
@@ -187,6 +212,14 @@ class LocalTarget(Target):
             for name, value in settings.items():
                 conf.write(conf_line(name, value))
         self.server_log = self.run_dir / "server.log"
+        if self.memory_limit is not None:
+            if self.cgroup_support is None:
+                self._check_memory_limit(self.memory_limit)
+            assert self.cgroup_support is not None
+            self.cgroup = MemoryCgroup(
+                self.cgroup_support, f"howfast-{self.token}", self.memory_limit
+            )
+            self.cgroup.create()  # removed by stop(), which the runner calls whatever happens
         self._start_postmaster()
         self.connection = Connection(
             host=str(self.run_dir), port=port, user=SUPERUSER, dbname="postgres"
@@ -206,14 +239,19 @@ class LocalTarget(Target):
         with self.server_log.open("ab") as log:
             if self.user and self.user.uid != os.geteuid():
                 os.chown(self.server_log, self.user.uid, self.user.gid)
-            self.postmaster = subprocess.Popen(  # type: ignore[call-overload]
-                [str(self.install.program("postgres")), "-D", str(self.data_dir)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches howfast, which stops the server
-                **self._as_server_user(),
-            )
+
+            def launch() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
+                    [str(self.install.program("postgres")), "-D", str(self.data_dir)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # Ctrl-C reaches howfast, which stops the server
+                    **self._as_server_user(),
+                )
+
+            # In the --memory cgroup, every server process is born inside it.
+            self.postmaster = self.cgroup.spawn(launch) if self.cgroup else launch()
         deadline = time.monotonic() + START_TIMEOUT_S
         pg_isready = self.install.program("pg_isready")
         while time.monotonic() < deadline:
@@ -252,6 +290,12 @@ class LocalTarget(Target):
             wal = self.wal_cluster_dir or self.data_dir
             device["wal"] = describe_path(wal)
             device["wal_on_data_device"] = same_filesystem(wal, self.data_dir)
+        if self.cgroup is not None:
+            device["memory_limit_bytes"] = self.cgroup.limit_bytes
+            device["memory_cgroup"] = {
+                "version": self.cgroup.version,
+                "path": str(self.cgroup.path),
+            }
         version: str | None = None
         settings: dict[str, str] = {}
         if self.connection and self.alive():
@@ -308,8 +352,20 @@ class LocalTarget(Target):
             pgquery.reload_and_wait(self.connection)
         return None
 
+    def restart(self) -> str | None:
+        """Fast shutdown (a clean checkpoint) and start again, in the same cgroup."""
+        self._stop_postmaster(signal.SIGINT)
+        self._start_postmaster()
+        return None
+
+    def memory_cgroup(self) -> MemoryCgroup | None:
+        return self.cgroup
+
     def stop(self) -> None:
-        self._stop_postmaster()
+        try:
+            self._stop_postmaster()
+        finally:
+            self._remove_cgroup()
         if self.keep and self.cluster_dir.exists():
             if self.server_log and self.server_log.exists():
                 shutil.copy2(self.server_log, self.cluster_dir / "server.log")
@@ -326,6 +382,15 @@ class LocalTarget(Target):
         for claim in self._claims:
             claim.release()
         self._claims.clear()
+
+    def _remove_cgroup(self) -> None:
+        if self.cgroup is None:
+            return
+        for pid in self.cgroup.pids():  # only our server's processes; none should be left
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        self.cgroup.remove()
+        self.cgroup = None
 
     def _stop_postmaster(self, first: signal.Signals | None = None) -> None:
         proc = self.postmaster

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,38 @@ class StepContext:
         return self.connection
 
 
+@dataclass(frozen=True)
+class LoadedData:
+    """What the latest pgbench-init step loaded on a target; later steps record it."""
+
+    scale: int
+    db_size_bytes: int | None
+    dataset: str | None = None  # the regime or size asked for (--dataset), None: a plain scale
+
+    @classmethod
+    def last_on(cls, previous: Sequence[StepRecord]) -> LoadedData | None:
+        """From a target's finished steps; None when no load ran or the latest failed."""
+        for step in reversed(previous):
+            if step.workload != "pgbench-init":
+                continue
+            scale, size = step.params.get("scale"), step.metrics.get("db_size_bytes")
+            if step.status != "completed" or not isinstance(scale, int):
+                return None
+            dataset = step.params.get("dataset")
+            return cls(
+                scale,
+                size if isinstance(size, int) else None,
+                str(dataset) if dataset is not None else None,
+            )
+        return None
+
+    def params(self) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {"scale": self.scale}
+        if self.dataset is not None:
+            out["dataset"] = self.dataset
+        return out
+
+
 @dataclass
 class StepOutcome:
     status: str = "completed"
@@ -58,6 +90,12 @@ class Workload(ABC):
     @abstractmethod
     def label(self, params: dict[str, JSONValue]) -> str:
         """A short human description, e.g. 'pgbench select-only, 4 clients, 10 s'."""
+
+    def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        """Called before the samplers start, so that what it does is not measured (seqread
+        restarts the server for a cold cache). Its warnings and resolved params join the
+        step's outcome; a HowfastError fails the step."""
+        return StepOutcome()
 
     @abstractmethod
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:

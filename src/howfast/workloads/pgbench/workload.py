@@ -10,7 +10,7 @@ from howfast.targets import pgquery
 from howfast.targets.fsinfo import same_filesystem
 from howfast.targets.pgbin import INSTALL_HINT
 from howfast.workloads.base import StepContext, StepOutcome, Workload
-from howfast.workloads.pgbench import build, parse, rates, txlog
+from howfast.workloads.pgbench import build, dataset, parse, rates, txlog
 from howfast.workloads.process import ToolResult, run_tool
 
 TAIL_LINES = 8
@@ -37,18 +37,25 @@ class PgbenchInitWorkload(Workload):
     name = "pgbench-init"
 
     def label(self, params: dict[str, JSONValue]) -> str:
+        if dataset.wanted(params):
+            return f"pgbench -i, dataset {params['dataset']}"
         return f"pgbench -i scale {params.get('scale')}"
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        sizing = None
+        if dataset.wanted(params):  # measure one scale unit here, then load the chosen scale
+            sizing = dataset.size_for(ctx, params, _pgbench(ctx))
+            params = {**params, "scale": sizing.plan.scale}
         argv = build.init_argv(_pgbench(ctx), params, ctx.server().pgbench_args())
         result = run_tool(argv, env=ctx.server().client_env(), cwd=ctx.work_dir)
         init = parse.parse_init(result.stdout + "\n" + result.stderr)
         metrics: dict[str, JSONValue] = dict(init.metrics())
         metrics["scale"] = params.get("scale")
         if result.returncode != 0:
-            return StepOutcome(status="failed", error=_error_tail(result), metrics=metrics)
+            failed = StepOutcome(status="failed", error=_error_tail(result), metrics=metrics)
+            return dataset.finish(failed, sizing)
         metrics["db_size_bytes"] = pgquery.database_size(ctx.server())
-        return StepOutcome(metrics=metrics)
+        return dataset.finish(StepOutcome(metrics=metrics), sizing)
 
 
 class PgbenchWorkload(Workload):

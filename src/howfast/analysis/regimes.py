@@ -1,0 +1,188 @@
+"""The four numbers per target of the `regimes` plan, as "How fast was my database?" set them
+side by side: TPS with a database that fits in memory, TPS with one 4x larger than memory, the
+time to load the database, and the time to read a large table from a cold cache.
+
+Pure: it reads a run's steps. Which steps count:
+
+- TPS: completed pgbench steps at full speed (no `rate`), not warm-ups, on data loaded for
+  the regime (`dataset` in-memory / on-disk in their params); tpcb-like when there is some,
+  at its largest client count; repetitions are averaged.
+- load time: `init_total_s` of the latest completed pgbench-init at the on-disk size (else of
+  the largest load), with its phases.
+- large read time: `seqread_s` of the completed cold seqread steps, averaged.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from howfast.model import JSONValue, RunRecord, StepRecord
+
+TPS_REGIMES = ("in-memory", "on-disk")
+PREFERRED_MODE = "tpcb-like"
+
+
+@dataclass(frozen=True)
+class RegimeTps:
+    tps: float
+    mode: str
+    clients: int | None
+    runs: int
+    scale: int | None
+
+
+@dataclass(frozen=True)
+class Load:
+    seconds: float
+    scale: int | None
+    db_size_bytes: int | None
+    dataset: str | None
+    phases: dict[str, float]
+    memory_bytes: int | None
+    memory_basis: str | None
+
+
+@dataclass(frozen=True)
+class LargeRead:
+    seconds: float
+    mbps: float | None
+    table_bytes: int | None
+    runs: int
+    cold: bool | None  # None: not known (an existing server's device is not visible)
+
+
+@dataclass
+class RegimeRow:
+    target: str
+    tps: dict[str, RegimeTps] = field(default_factory=dict)  # by regime
+    load: Load | None = None
+    read: LargeRead | None = None
+
+    @property
+    def in_memory_tps(self) -> float | None:
+        got = self.tps.get("in-memory")
+        return got.tps if got else None
+
+    @property
+    def on_disk_tps(self) -> float | None:
+        got = self.tps.get("on-disk")
+        return got.tps if got else None
+
+    def complete_enough(self) -> bool:
+        """Worth a table: a large read, or TPS in both regimes."""
+        return self.read is not None or len(self.tps) == len(TPS_REGIMES)
+
+
+def _num(value: JSONValue) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: JSONValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _full_speed(step: StepRecord) -> bool:
+    p = step.params
+    return (
+        step.status == "completed"
+        and p.get("warmup") is not True
+        and p.get("rate") is None
+        and p.get("rate_fraction") is None
+        and _num(step.metrics.get("tps")) is not None
+    )
+
+
+def regime_tps(steps: list[StepRecord], regime: str) -> RegimeTps | None:
+    mine = [s for s in steps if s.workload == "pgbench" and s.params.get("dataset") == regime]
+    mine = [s for s in mine if _full_speed(s)]
+    if not mine:
+        return None
+    modes = Counter(str(s.params.get("mode")) for s in mine)
+    mode = PREFERRED_MODE if PREFERRED_MODE in modes else modes.most_common(1)[0][0]
+    mine = [s for s in mine if str(s.params.get("mode")) == mode]
+    clients = max((_int(s.params.get("clients")) or 0 for s in mine), default=0) or None
+    mine = [s for s in mine if _int(s.params.get("clients")) == clients]
+    values = [v for s in mine if (v := _num(s.metrics.get("tps"))) is not None]
+    return RegimeTps(
+        tps=statistics.fmean(values),
+        mode=mode,
+        clients=clients,
+        runs=len(values),
+        scale=_int(mine[-1].params.get("scale")),
+    )
+
+
+def load(steps: list[StepRecord]) -> Load | None:
+    inits = [
+        s
+        for s in steps
+        if s.workload == "pgbench-init"
+        and s.status == "completed"
+        and _num(s.metrics.get("init_total_s")) is not None
+    ]
+    on_disk = [s for s in inits if s.params.get("dataset") == "on-disk"]
+    if on_disk:
+        step = on_disk[-1]
+    elif inits:
+        step = max(inits, key=lambda s: _int(s.params.get("scale")) or 0)
+    else:
+        return None
+    m = step.metrics
+    phases = {
+        key.removesuffix("_s"): float(v)
+        for key, v in m.items()
+        if key.endswith("_s") and key != "init_total_s" and isinstance(v, int | float)
+    }
+    dataset = step.params.get("dataset")
+    basis = step.params.get("memory_basis")
+    return Load(
+        seconds=float(m["init_total_s"]),
+        scale=_int(step.params.get("scale")),
+        db_size_bytes=_int(m.get("db_size_bytes")),
+        dataset=str(dataset) if dataset is not None else None,
+        phases=phases,
+        memory_bytes=_int(step.params.get("memory_bytes")),
+        memory_basis=str(basis) if basis is not None else None,
+    )
+
+
+def large_read(steps: list[StepRecord]) -> LargeRead | None:
+    reads = [
+        s
+        for s in steps
+        if s.workload == "seqread"
+        and s.status == "completed"
+        and s.params.get("cold", True) is True
+        and _num(s.metrics.get("seqread_s")) is not None
+    ]
+    if not reads:
+        return None
+    seconds = statistics.fmean(float(s.metrics["seqread_s"]) for s in reads)
+    rates = [v for s in reads if (v := _num(s.metrics.get("seqread_mbps"))) is not None]
+    verdicts = [s.metrics.get("cache_cold") for s in reads]
+    cold = None if any(v is None for v in verdicts) else all(v is True for v in verdicts)
+    return LargeRead(
+        seconds=seconds,
+        mbps=statistics.fmean(rates) if rates else None,
+        table_bytes=_int(reads[-1].metrics.get("table_bytes")),
+        runs=len(reads),
+        cold=cold,
+    )
+
+
+def regimes_rows(run: RunRecord) -> list[RegimeRow]:
+    """One row per target, in the run's order. Check `complete_enough` before showing."""
+    names = [t.name for t in run.targets]
+    names += [s.target for s in run.steps if s.target not in names]
+    rows = []
+    for name in dict.fromkeys(names):
+        steps = [s for s in run.steps if s.target == name]
+        row = RegimeRow(name, load=load(steps), read=large_read(steps))
+        for regime in TPS_REGIMES:
+            got = regime_tps(steps, regime)
+            if got is not None:
+                row.tps[regime] = got
+        rows.append(row)
+    return rows

@@ -1,0 +1,163 @@
+"""Sizing pgbench's data for a working-set regime, on the target itself.
+
+A scale-1 load first measures what one scale unit takes on this server: the database's size
+minus what it holds besides the pgbench tables. A unit's size depends on the PostgreSQL
+version, fillfactor and partitioning, so it is measured rather than guessed. `sizing.py`
+then picks the scale from the memory PostgreSQL can use and its shared_buffers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from howfast.errors import HowfastError
+from howfast.model import JSONValue
+from howfast.sizing import DatasetPlan, parse_dataset, plan_dataset
+from howfast.targets import pgquery
+from howfast.targets.base import Connection, Target
+from howfast.targets.memory import MemoryBasis, human_bytes, memory_basis
+from howfast.workloads.base import StepContext, StepOutcome
+from howfast.workloads.pgbench import build
+from howfast.workloads.process import run_tool
+
+SIZE_TOLERANCE = 0.10  # a loaded database this far from the expected size is worth a warning
+SPACE_MARGIN = 1.2  # room for WAL and the index builds' temporary files besides the data
+OVERSHOOT = 1.25  # scale 1 is the least pgbench loads: say so when it is well over the target
+
+_SIZES_SQL = """
+SELECT pg_database_size(current_database()),
+       (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+         WHERE c.relkind = 'r' AND c.relname ~ '^pgbench_' AND pg_table_is_visible(c.oid)),
+       pg_size_bytes(current_setting('shared_buffers'))
+"""
+
+
+@dataclass
+class Sizing:
+    dataset: str
+    plan: DatasetPlan
+    basis: MemoryBasis
+    probe_s: float
+    warnings: list[str] = field(default_factory=list)
+
+    def params(self) -> dict[str, JSONValue]:
+        return {
+            "scale": self.plan.scale,
+            "regime": self.plan.regime,
+            "memory_bytes": self.basis.bytes,
+            "memory_basis": self.basis.source,
+        }
+
+    def metrics(self) -> dict[str, JSONValue]:
+        return {
+            "dataset_target_bytes": self.plan.target_bytes,
+            "dataset_expected_bytes": self.plan.expected_bytes,
+            "bytes_per_scale": self.plan.bytes_per_scale,
+            "dataset_base_bytes": self.plan.expected_bytes
+            - self.plan.scale * self.plan.bytes_per_scale,
+            "shared_buffers_bytes": self.plan.shared_buffers_bytes,
+            "sizing_ms": round(self.probe_s * 1000, 1),
+        }
+
+
+def wanted(params: dict[str, JSONValue]) -> bool:
+    """Whether the step asks for a dataset whose scale is still to be computed."""
+    return params.get("dataset") is not None and params.get("scale") is None
+
+
+def measure(conn: Connection) -> tuple[int, int, int]:
+    """(database bytes, bytes of the pgbench tables with their indexes, shared_buffers)."""
+    with pgquery.connect(conn) as db:
+        row = db.execute(_SIZES_SQL).fetchone()
+    if row is None:
+        raise HowfastError("the server returned no sizes")
+    total, tables, shared = (int(str(v)) for v in row)
+    return total, tables, shared
+
+
+def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: Path) -> Sizing:
+    """Load scale 1, measure, and choose the scale for the step's dataset."""
+    dataset = str(params["dataset"])
+    regime, explicit = parse_dataset(dataset)
+    group = ctx.target.memory_cgroup()
+    basis = memory_basis(group.limit_bytes if group else None)
+    if basis is None:
+        raise HowfastError("cannot tell how much memory this machine has (/proc/meminfo)")
+    warnings = []
+    if ctx.target.kind != "local" and regime != "size":
+        warnings.append(
+            f"the memory of an existing server is not visible from here: the data was sized "
+            f"for this machine's {basis.describe()}; give --dataset SIZE for a server that "
+            "runs elsewhere"
+        )
+    started = time.monotonic()
+    server = ctx.server()
+    argv = build.init_argv(pgbench, {**params, "scale": 1}, server.pgbench_args())
+    result = run_tool(argv, env=server.client_env(), cwd=ctx.work_dir)
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
+        raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
+    total, unit, shared = measure(server)
+    try:
+        plan = plan_dataset(
+            regime,
+            explicit_bytes=explicit,
+            memory_bytes=basis.bytes,
+            shared_buffers_bytes=shared,
+            bytes_per_scale=unit,
+            base_bytes=total - unit,
+        )
+        check_room(ctx.target, plan, already_loaded=unit)
+    except HowfastError:
+        # Later steps must not quietly measure the scale-1 tables instead.
+        drop_tables(server)
+        raise
+    if plan.expected_bytes > OVERSHOOT * plan.target_bytes:
+        warnings.append(
+            f"scale 1, the smallest pgbench database ({human_bytes(plan.expected_bytes)}), "
+            f"is larger than the {human_bytes(plan.target_bytes)} {regime} asks for: "
+            + ("raise shared_buffers" if regime == "in-buffers" else "raise the memory")
+        )
+    return Sizing(dataset, plan, basis, time.monotonic() - started, warnings)
+
+
+def drop_tables(conn: Connection) -> None:
+    with pgquery.connect(conn) as db:
+        db.execute(f"DROP TABLE IF EXISTS {', '.join(pgquery.PGBENCH_TABLES)}")
+
+
+def check_room(target: Target, plan: DatasetPlan, *, already_loaded: int) -> None:
+    """Refuse a load that cannot fit on the storage, before spending hours on it."""
+    data = target.storage_paths().get("data")
+    if data is None:
+        return  # an existing server: its disks are not visible
+    free = shutil.disk_usage(data).free + already_loaded  # the load drops what is there
+    need = int(plan.expected_bytes * SPACE_MARGIN)
+    if need > free:
+        raise HowfastError(
+            f"the {plan.regime} dataset (scale {plan.scale}, about "
+            f"{human_bytes(plan.expected_bytes)}) needs about {human_bytes(need)} but "
+            f"{data} has {human_bytes(free)} free",
+            "emulate a machine with less memory with --memory, or give --dataset SIZE",
+        )
+
+
+def finish(outcome: StepOutcome, sizing: Sizing | None) -> StepOutcome:
+    """Record how the data was sized: the chosen scale (a param, which the steps that follow
+    record too), the sizes expected and loaded, the memory it was sized for."""
+    if sizing is None:
+        return outcome
+    outcome.resolved_params.update(sizing.params())
+    outcome.metrics.update(sizing.metrics())
+    outcome.warnings += sizing.warnings
+    actual = outcome.metrics.get("db_size_bytes")
+    expected = sizing.plan.expected_bytes
+    if isinstance(actual, int) and abs(actual - expected) > SIZE_TOLERANCE * expected:
+        outcome.warnings.append(
+            f"the database is {human_bytes(actual)}, {actual / expected - 1:+.0%} off the "
+            f"{human_bytes(expected)} expected from the measured size of one scale unit"
+        )
+    return outcome
