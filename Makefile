@@ -3,10 +3,14 @@ SCRATCH ?= /var/tmp/howfast-scratch
 HOWFAST := .venv/bin/howfast
 PY := .venv/bin/python
 
-.PHONY: setup run test lint typecheck unit clean
+.PHONY: setup setup-test run test lint typecheck unit clean
 
 setup:
 	@bash scripts/setup.sh
+
+# The tests also need Chromium (to open HTML reports); `make run` does not.
+setup-test:
+	@bash scripts/setup.sh test
 
 # Benchmark a scratch directory on this machine's disk with the `quick` plan.
 run: setup
@@ -20,7 +24,7 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
-test: lint typecheck
+test: setup-test lint typecheck
 	$(PY) -m pytest
 
 clean:

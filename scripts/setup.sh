@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what howfast needs when it is missing: PostgreSQL server with pgbench and
 # pg_test_fsync, fio, Python >= 3.11 with venv, uv, then the locked Python environment.
-# As root it installs OS packages with apt-get; otherwise it prints the command to run.
+# `setup.sh test` also installs Chromium, which the tests use to open HTML reports as a
+# person would. As root it installs OS packages with apt-get; otherwise it prints the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PURPOSE=${1:-run}
 
 UV_VERSION=0.13.9
 APT_PACKAGES=()
@@ -24,6 +26,10 @@ python_ok() {
 have_pg_server || APT_PACKAGES+=(postgresql postgresql-contrib)
 command -v fio >/dev/null || APT_PACKAGES+=(fio)
 python_ok || APT_PACKAGES+=(python3 python3-venv)
+if [[ $PURPOSE == test ]]; then
+    command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
+        APT_PACKAGES+=(chromium)
+fi
 
 if ((${#APT_PACKAGES[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -190,6 +190,7 @@ def commit_ceiling(
         and s.status == "completed"
         and s.params.get("mode") == "tpcb-like"
         and s.params.get("clients") == 1
+        and s.params.get("warmup") is not True
         and _num(s.metrics, "tps") is not None
     ]
     tps = fmean(_num(s.metrics, "tps") or 0.0 for s in one_client) if one_client else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from howfast import __version__
-from howfast.cli import doctor, imports, plans, probe, results, run
+from howfast.cli import compare, doctor, imports, plans, probe, report, results, run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -25,3 +25,5 @@ cli.add_command(imports.import_group)
 cli.add_command(plans.plans_command)
 cli.add_command(doctor.doctor_command)
 cli.add_command(probe.probe_command)
+cli.add_command(compare.compare_command)
+cli.add_command(report.report_command)

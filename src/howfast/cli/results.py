@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
+from howfast.analysis import steady
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
 from howfast.errors import UsageError
 from howfast.report import terminal
 from howfast.store import open_store
+from howfast.store.series import attach_series
 
 
 @click.group("results")
@@ -64,6 +66,8 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
     db = open_store(store)
     try:
         run = db.get_run(rid, with_series=series)
+        if run is not None and not (as_json or series):
+            attach_series(db, run, steady.SERIES)  # for the steady-state figures
     finally:
         db.close()
     if run is None:

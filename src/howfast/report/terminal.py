@@ -6,9 +6,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from howfast.analysis.groups import StepGroup, rate_label
+from howfast.analysis.metrics import with_unit
 from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
-from howfast.analysis.summary import TargetSummary, summarize
+from howfast.analysis.summary import ModeRow, TargetSummary, summarize
 from howfast.model import RunRecord, RunSummary, StepRecord
+from howfast.report import figures, io_tables, rate_table, regimes_table
 
 
 def _fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
@@ -55,36 +58,159 @@ def target_tables(summary: TargetSummary) -> RenderableType:
         title += " — " + ", ".join(facts)
     parts.append(Text(title, style="bold"))
     if summary.probe:
-        parts += probe_parts(summary.probe)
+        parts += probe_parts(summary.probe, summary.fio_groups if summary.fio_repeated else None)
     for step in summary.init:
         parts.append(Text(_init_line(step)))
+    for step in summary.warmups:
+        parts.append(Text(_warmup_line(step)))
     for mode, rows in summary.modes.items():
-        show_rep = any(r.repetition for r in rows)
-        table = Table(title=f"pgbench {mode}", title_justify="left")
-        table.add_column("clients", justify="right")
-        if show_rep:
-            table.add_column("rep", justify="right")
-        for name in ("TPS", "avg latency ms", "p99 latency ms", "conn time ms"):
-            # Headers stay on one line: they are what people copy into their notes.
-            table.add_column(name, justify="right")
-        table.add_column("status")
-        for r in rows:
-            cells = [str(r.clients) if r.clients is not None else "–"]
-            if show_rep:
-                cells.append(str(r.repetition or 1))
-            status = r.status + (f" ({r.warnings} warnings)" if r.warnings else "")
-            cells += [
-                _fmt(r.tps, 1, thousands=True),
-                _fmt(r.latency_avg_ms, 3),
-                _fmt(r.latency_p99_ms, 3),
-                _fmt(r.conn_time_ms, 2),
-                status,
-            ]
-            table.add_row(*cells)
-        parts.append(table)
+        if summary.repeated:
+            parts += repeated_parts(mode, summary.groups.get(mode, []))
+        else:
+            parts.append(mode_table(mode, rows))
     if summary.probe and summary.probe.ceiling:
         parts.append(ceiling_table(summary.probe.ceiling))
     return Group(*parts)
+
+
+def _warmup_line(step: StepRecord) -> str:
+    p = step.params
+    return (
+        f"warm-up (left out of every figure): pgbench {p.get('mode')}, "
+        f"{p.get('clients')} clients, {p.get('duration_s')} s: {step.status}"
+    )
+
+
+def mode_table(mode: str, rows: list[ModeRow]) -> Table:
+    """One row per step, as pgbench printed it; steady TPS when the series were read."""
+    show_rep = any(r.repetition for r in rows)
+    show_steady = any(r.steady_tps is not None for r in rows)
+    table = Table(title=f"pgbench {mode}", title_justify="left")
+    table.add_column("clients", justify="right")
+    if show_rep:
+        table.add_column("rep", justify="right")
+    for name in ("TPS", "avg latency ms", "p99 latency ms", "conn time ms"):
+        # Headers stay on one line: they are what people copy into their notes.
+        table.add_column(name, justify="right")
+    if show_steady:
+        table.add_column("steady TPS", justify="right")
+        table.add_column("skipped", justify="right")
+    table.add_column("status")
+    for r in rows:
+        cells = [str(r.clients) if r.clients is not None else "–"]
+        if show_rep:
+            cells.append(str(r.repetition or 1))
+        status = r.status + (f" ({r.warnings} warnings)" if r.warnings else "")
+        cells += [
+            _fmt(r.tps, 1, thousands=True),
+            _fmt(r.latency_avg_ms, 3),
+            _fmt(r.latency_p99_ms, 3),
+            _fmt(r.conn_time_ms, 2),
+        ]
+        if show_steady:
+            skipped = f"{r.steady_skipped_s:g} s" if r.steady_skipped_s is not None else "–"
+            cells += [_fmt(r.steady_tps, 1, thousands=True), skipped]
+        table.add_row(*cells, status)
+    return table
+
+
+# (metric, column header); the units are in the table's title.
+# (metric, column header); the units are in the table's title. Connection time stays in
+# the per-step tables and the reports: a terminal has no room for it here.
+REPEATED_COLUMNS = (
+    ("tps", "TPS"),
+    ("latency_avg_ms", "avg latency"),
+    ("latency_p99_ms", "p99 latency"),
+)
+# Stability warnings are shown for the figures people quote, not for connection time.
+WARNED_METRICS = ("tps", "steady_tps", "latency_avg_ms", "latency_p99_ms")
+
+
+def repeated_parts(mode: str, groups: list[StepGroup]) -> list[RenderableType]:
+    """One row per client count: mean ± 95% CI over the repetitions, the CV of TPS, steady
+    TPS with the seconds it leaves out, and the stability warnings as footnotes."""
+    notes = _Footnotes()
+    show_steady = any(g.value("steady_tps") for g in groups)
+    table = Table(
+        title=f"pgbench {mode}: mean ± 95% CI over the repetitions; TPS in tx/s, times in ms",
+        title_justify="left",
+    )
+    show_rate = any(rate_label(g.params) for g in groups)
+    table.add_column("clients", justify="right", no_wrap=True)
+    if show_rate:
+        table.add_column("rate")
+    table.add_column("n", justify="right", no_wrap=True)
+    for _, header in REPEATED_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+        if header == "TPS":
+            table.add_column("CV", justify="right", no_wrap=True)
+    if show_steady:
+        table.add_column("steady TPS (skipped)", justify="right", no_wrap=True)
+    table.add_column("notes")
+    for g in groups:
+        cells = [str(g.params.get("clients", "–"))]
+        if show_rate:
+            cells.append(rate_label(g.params) or "unlimited")
+        cells.append(str(g.n))
+        for name, header in REPEATED_COLUMNS:
+            cells.append(figures.mean_ci(g.value(name), name))
+            if header == "TPS":
+                cells.append(figures.cv(g.value("tps")))
+        if show_steady:
+            skipped = figures.seconds_range([s.skipped_s for s in g.steady])
+            cells.append(f"{figures.mean_ci(g.value('steady_tps'), 'steady_tps')} ({skipped})")
+        cells.append(_group_notes(g, notes))
+        table.add_row(*cells)
+    return [table, *notes.lines()]
+
+
+def _group_notes(group: StepGroup, notes: _Footnotes) -> str:
+    warnings = [
+        f"{with_unit(name)}: {text}"
+        for name, texts in group.warnings.items()
+        if name in WARNED_METRICS
+        for text in texts
+    ]
+    if any(not s.settled for s in group.steady):
+        warnings.append("TPS did not settle within 10% in the first half of a repetition")
+    warnings += group.step_warnings
+    text = notes.ranged_refs(tuple(warnings))
+    if group.failed:
+        text = f"{group.failed} failed " + text
+    return text.strip() or "ok"
+
+
+def fio_stats_table(groups: list[StepGroup], notes: _Footnotes) -> Table:
+    """fio profiles over their repetitions: mean ± 95% CI."""
+    columns = {
+        "read_iops": "read IOPS",
+        "write_iops": "write IOPS",
+        "read_lat_avg_ms": "read lat",
+        "write_lat_avg_ms": "write lat",
+        "sync_lat_avg_ms": "sync lat",
+    }
+    names = tuple(columns)
+    table = Table(
+        title="storage probe (fio): mean ± 95% CI over the repetitions; average latency in ms",
+        title_justify="left",
+    )
+    table.add_column("profile", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    for header in columns.values():
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("notes")
+    for g in groups:
+        warnings = [
+            f"{with_unit(n)}: {t}" for n, texts in g.warnings.items() if n in names for t in texts
+        ]
+        refs = notes.ranged_refs(tuple(warnings + g.step_warnings))
+        table.add_row(
+            str(g.params.get("profile", "?")),
+            str(g.n),
+            *[figures.mean_ci(g.value(name), name) for name in names],
+            (f"{g.failed} failed " if g.failed else "") + (refs or "ok"),
+        )
+    return table
 
 
 def _pair(avg: float | None, p99: float | None) -> str:
@@ -108,8 +234,24 @@ class _Footnotes:
             numbers.append(self.texts.index(warning) + 1)
         return "".join(f"[{n}]" for n in numbers)
 
+    def ranged_refs(self, warnings: tuple[str, ...]) -> str:
+        """Like refs, with runs of numbers shortened ('[1-4] [7]') for a narrow column."""
+        self.refs(warnings)
+        return _ranges([self.texts.index(w) + 1 for w in warnings])
+
     def lines(self) -> list[RenderableType]:
         return [Text(f"  [{n}] {text}") for n, text in enumerate(self.texts, start=1)]
+
+
+def _ranges(numbers: list[int]) -> str:
+    """'[1]', '[1-4] [7]': note numbers, runs of them shortened to fit a narrow column."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return " ".join(f"[{r[0]}]" if len(r) == 1 else f"[{r[0]}-{r[-1]}]" for r in runs)
 
 
 def _status_cell(status: str, error: str | None, refs: str) -> str:
@@ -155,10 +297,16 @@ def fsync_parts(result: FsyncResult, notes: _Footnotes) -> list[RenderableType]:
     return [table]
 
 
-def probe_parts(probe: ProbeSummary) -> list[RenderableType]:
+def probe_parts(
+    probe: ProbeSummary, fio_groups: list[StepGroup] | None = None
+) -> list[RenderableType]:
+    """The probe's tables; with fio_groups (profiles that ran more than once), fio as
+    statistics over the repetitions instead of one row per run."""
     notes = _Footnotes()
     parts: list[RenderableType] = []
-    if probe.fio:
+    if fio_groups:
+        parts.append(fio_stats_table(fio_groups, notes))
+    elif probe.fio:
         parts.append(fio_table(probe.fio, notes))
     for result in probe.fsync:
         parts += fsync_parts(result, notes)
@@ -207,7 +355,12 @@ def run_summary(run: RunRecord) -> RenderableType:
         f"run {run.id} ({run.plan}{', ' + run.label if run.label else ''}): {run.status}",
         style="bold",
     )
-    return Group(header, *[target_tables(s) for s in summarize(run)])
+    return Group(
+        header,
+        *[target_tables(s) for s in summarize(run)],
+        *rate_table.rate_parts(run),
+        *regimes_table.regimes_parts(run),
+    )
 
 
 def run_list(runs: list[RunSummary]) -> Table:
@@ -243,7 +396,7 @@ def run_details(run: RunRecord) -> RenderableType:
         )
         status = s.status if not s.error else f"{s.status}: {s.error.splitlines()[0]}"
         steps.add_row(str(s.id), s.target, s.workload, params, status, "\n".join(s.warnings))
-    return Group(run_summary(run), *[Text(line) for line in lines], steps)
+    return Group(run_summary(run), *[Text(line) for line in lines], steps, *io_tables.io_parts(run))
 
 
 def _gib(value: object) -> str:

@@ -1,0 +1,112 @@
+"""Everything a report of one or more runs shows, as data: the targets with their environment,
+the tests with their statistics, the probe results, and the comparison when there are several
+runs. The HTML and Markdown reports format this and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from howfast.analysis.compare import Comparison, compare_runs
+from howfast.analysis.groups import StepGroup, group_steps, is_warmup, target_positions
+from howfast.analysis.probe import CommitCeiling, FsyncResult, commit_ceiling, fsync_result
+from howfast.analysis.summary import storage_summary
+from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
+
+# Beyond this many runs a comparison table is too wide to read; `howfast compare` remains.
+MAX_COMPARED_RUNS = 6
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """A target of a run as the report names it."""
+
+    run_id: int
+    position: int
+    name: str
+    title: str  # '/mnt/a', or 'run 12 /mnt/a' when the report covers several runs
+    kind: str
+    pg_version: str | None
+    storage: str | None
+    settings: dict[str, str]
+    device: dict[str, JSONValue]
+    environment: dict[str, JSONValue]
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}/{self.position}"
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A test group with the target it ran on."""
+
+    target: TargetView
+    group: StepGroup
+
+
+@dataclass
+class Overview:
+    runs: list[RunRecord]
+    targets: list[TargetView] = field(default_factory=list)
+    tests: list[Placed] = field(default_factory=list)
+    warmups: list[tuple[TargetView, StepRecord]] = field(default_factory=list)
+    fsync: list[tuple[TargetView, FsyncResult]] = field(default_factory=list)
+    ceilings: list[tuple[TargetView, CommitCeiling]] = field(default_factory=list)
+    comparison: Comparison | None = None
+
+    def of(self, workload: str, mode: str | None = None) -> list[Placed]:
+        return [
+            p
+            for p in self.tests
+            if p.group.workload == workload and (mode is None or p.group.params.get("mode") == mode)
+        ]
+
+    @property
+    def pgbench_modes(self) -> list[str]:
+        return list(dict.fromkeys(str(p.group.params.get("mode")) for p in self.of("pgbench")))
+
+
+def _target_view(
+    run: RunRecord, position: int, name: str, record: TargetRecord | None, several: bool
+) -> TargetView:
+    title = f"run {run.id} {name}" if several else name
+    if several and run.label:
+        title = f"run {run.id} ({run.label}) {name}"
+    return TargetView(
+        run_id=run.id,
+        position=position,
+        name=name,
+        title=title,
+        kind=record.kind if record else "?",
+        pg_version=record.pg_version if record else None,
+        storage=storage_summary(record.device) if record else None,
+        settings=dict(record.settings) if record else {},
+        device=dict(record.device) if record else {},
+        environment=run.environment,
+    )
+
+
+def overview(runs: Sequence[RunRecord]) -> Overview:
+    """The report's data for these runs, in the order given."""
+    result = Overview(runs=list(runs))
+    several = len(runs) > 1
+    for run in runs:
+        records = {t.name: t for t in run.targets}
+        views = {
+            name: _target_view(run, position, name, records.get(name), several)
+            for name, position in target_positions(run).items()
+        }
+        result.targets += views.values()
+        result.tests += [Placed(views[g.target], g) for g in group_steps(run)]
+        result.warmups += [(views[s.target], s) for s in run.steps if is_warmup(s)]
+        for name, view in views.items():
+            own = [s for s in run.steps if s.target == name]
+            result.fsync += [(view, fsync_result(s)) for s in own if s.workload == "pg_test_fsync"]
+            ceiling = commit_ceiling(own, view.settings)
+            if ceiling is not None:
+                result.ceilings.append((view, ceiling))
+    if 2 <= len(runs) <= MAX_COMPARED_RUNS:
+        result.comparison = compare_runs(runs)
+    return result

@@ -1,0 +1,62 @@
+"""`howfast compare RUN_A RUN_B [RUN_C...]`: the same tests of several runs side by side."""
+
+from __future__ import annotations
+
+import click
+
+from howfast.analysis import steady
+from howfast.analysis.compare import compare_runs
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.errors import UsageError
+from howfast.model import RunRecord
+from howfast.report.compare_view import comparison_view
+from howfast.store import SqlStore, open_store
+from howfast.store.series import attach_series
+
+
+def load_runs(db: SqlStore, ids: list[int]) -> list[RunRecord]:
+    """The runs, without their series; UsageError for an id the store does not have."""
+    runs = []
+    for rid in ids:
+        run = db.get_run(rid)
+        if run is None:
+            raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
+        runs.append(run)
+    return runs
+
+
+@click.command("compare")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN_C...]")
+@store_option
+@json_option
+def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) -> int:
+    """Compare runs side by side: ratios to the first run, and significance.
+
+    Tests are matched by target position, workload and parameters (not repetition).
+
+    For each figure: every run's mean ± 95% confidence interval, the ratio to the baseline,
+    and Welch's t-test p-value when both runs have repetitions (significant below 0.05).
+    Then what differs in the environments, with a warning when it matters.
+
+    \b
+    Example:
+      howfast run sweep --target /mnt/a --repeat 3      # run 12
+      howfast run sweep --target /mnt/b --repeat 3      # run 14
+      howfast compare 12 14
+    """
+    env = CliEnv()
+    ids = [parse_run_id(r) for r in run_ids]
+    if len(ids) < 2:
+        raise UsageError("give two runs or more to compare", "e.g. howfast compare 12 14")
+    db = open_store(store)
+    try:
+        runs = [attach_series(db, run, steady.SERIES) for run in load_runs(db, ids)]
+    finally:
+        db.close()
+    comparison = compare_runs(runs)
+    if as_json:
+        env.print_json(comparison.document())
+    else:
+        env.out.print(comparison_view(comparison))
+    return 0

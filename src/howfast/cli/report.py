@@ -1,0 +1,57 @@
+"""`howfast report RUN_ID... -o FILE.html|FILE.md`: tables and charts people would rather
+look at than read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from howfast.cli.compare import load_runs
+from howfast.cli.context import CliEnv
+from howfast.cli.options import parse_run_id, store_option
+from howfast.report.output import report_format, series_to_read, write_report
+from howfast.store import open_store
+from howfast.store.series import attach_series
+
+
+@click.command("report")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_ID...")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The report file: .html (one self-contained page, works offline) or .md "
+    "(Markdown, with the charts as PNG files in FILE-charts/ beside it).",
+)
+@store_option
+def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) -> int:
+    """Write an HTML or Markdown report of runs: tables and charts.
+
+    Each target's environment, pgbench TPS and latency by clients (mean ± 95% CI over
+    repetitions), per-second TPS, latency and disk I/O with checkpoints, the storage probe,
+    the load phases, and with several runs a comparison with the first.
+
+    \b
+    Examples:
+      howfast report 12 14 -o storage.html
+      howfast report 12 -o storage.md
+    """
+    env = CliEnv()
+    ids = list(dict.fromkeys(parse_run_id(r) for r in run_ids))
+    report_format(output)  # a wrong suffix is an error before anything is read
+    db = open_store(store)
+    try:
+        runs = load_runs(db, ids)
+        names = series_to_read(runs)
+        runs = [attach_series(db, run, names) for run in runs]
+    finally:
+        db.close()
+    written = write_report(runs, output)
+    where = f" and {written.images_dir}/" if written.images_dir else ""
+    env.info(
+        f"wrote {written.path}{where}: {written.size_bytes / 1024:,.0f} KiB, "
+        f"{written.charts} charts"
+    )
+    return 0

@@ -1,0 +1,378 @@
+"""Charts of a report as plain data: titles with units, traces, shaded spans. The HTML report
+draws them with plotly (charts_plotly.py), the Markdown report with matplotlib (charts_png.py);
+both get the same charts from here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from howfast.analysis.groups import StepGroup
+from howfast.analysis.metrics import INIT_PHASES, metric
+from howfast.analysis.overview import Overview, Placed, TargetView
+from howfast.model import Sample, StepRecord
+
+IO_FIELDS = ("read_iops", "write_iops", "read_mbps", "write_mbps")
+PERCENTILES = (("latency_p50_ms", "p50"), ("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
+QD1_METRICS = (
+    "read_lat_avg_ms",
+    "read_lat_p99_ms",
+    "write_lat_avg_ms",
+    "write_lat_p99_ms",
+    "sync_lat_avg_ms",
+    "sync_lat_p99_ms",
+)
+SIGNIFICANT_DIGITS = 4  # per-second values: enough to read, and the page stays small
+# Per-second charts of more tests than this would be hundreds of charts nobody scrolls
+# through, and reading their samples would make a report of many runs slow.
+MAX_PER_SECOND_TESTS = 60
+DEFAULT_ROLES = ("data", "wal")
+
+
+@dataclass
+class Trace:
+    name: str
+    x: list[float | str]
+    y: list[float | None]
+    kind: Literal["line", "bar"] = "line"
+    axis: Literal["y", "y2"] = "y"
+    error: list[float | None] | None = None  # ± half the 95% confidence interval
+    group: str | None = None  # traces of one group (a target) share a colour
+    dash: Literal["solid", "dot", "dash"] = "solid"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A shaded stretch of the x axis: a checkpoint, or seconds left out as warm-up."""
+
+    start: float
+    end: float
+    label: str
+    kind: Literal["checkpoint", "warmup"]
+
+
+@dataclass
+class Chart:
+    id: str
+    title: str
+    x_title: str
+    y_title: str
+    y2_title: str | None = None
+    traces: list[Trace] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    bars: Literal["group", "stack"] = "group"
+    horizontal: bool = False
+    x_log: bool = False
+    x_categories: bool = False
+
+
+def _round(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    if value == 0:
+        return 0.0
+    return round(value, max(0, SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(value)))))
+
+
+def _significant(values: Iterable[float]) -> list[float | None]:
+    """Each value to SIGNIFICANT_DIGITS significant digits, NaN as None: vectorised, since a
+    report has tens of thousands of per-second points."""
+    v = np.fromiter(values, dtype=float)
+    finite = np.isfinite(v) & (v != 0)
+    magnitude = np.floor(np.log10(np.abs(v, where=finite, out=np.ones_like(v))))
+    # Whole powers of ten from 10**0 up: the division is then exact to the nearest double.
+    decimals = np.clip(SIGNIFICANT_DIGITS - 1 - magnitude, 0, 15)
+    scale = np.power(10.0, decimals)
+    rounded = np.where(np.isfinite(v), np.round(v * scale) / scale, np.nan)
+    return [None if math.isnan(x) else x for x in rounded.tolist()]
+
+
+def _xy(points: Sequence[Sample]) -> tuple[list[float | str], list[float | None]]:
+    times: list[float | str] = [round(p.t, 2) for p in points]
+    return times, _significant(p.value for p in points)
+
+
+def io_series_names(roles: Iterable[str]) -> list[str]:
+    return [f"io.{role}.{name}" for role in roles for name in IO_FIELDS]
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> str:
+        self.count += 1
+        return f"chart-{self.count}"
+
+
+def _clients(p: Placed) -> int:
+    value = p.group.params.get("clients")
+    return value if isinstance(value, int) else 0
+
+
+def _by_target(placed: list[Placed]) -> list[tuple[TargetView, list[Placed]]]:
+    """The tests of each target, by client count."""
+    found: dict[str, list[Placed]] = {}
+    for p in placed:
+        found.setdefault(p.target.key, []).append(p)
+    return [(ps[0].target, sorted(ps, key=_clients)) for ps in found.values()]
+
+
+def _wide(placed: list[Placed]) -> bool:
+    counts = [c for p in placed if (c := _clients(p)) > 0]
+    return bool(counts) and max(counts) / min(counts) >= 8
+
+
+def _error(g: StepGroup, name: str) -> float | None:
+    s = g.value(name)
+    return _round(s.ci_half) if s else None
+
+
+def _mean(g: StepGroup, name: str) -> float | None:
+    s = g.value(name)
+    return _round(s.mean) if s else None
+
+
+def tps_vs_clients(mode: str, placed: list[Placed], ids: _Ids) -> Chart:
+    chart = Chart(
+        ids(),
+        f"pgbench {mode}: TPS by clients (mean ± 95% CI)",
+        "clients",
+        "TPS (tx/s)",
+        x_log=_wide(placed),
+    )
+    for target, ps in _by_target(placed):
+        chart.traces.append(
+            Trace(
+                target.title,
+                [_clients(p) for p in ps],
+                [_mean(p.group, "tps") for p in ps],
+                error=[_error(p.group, "tps") for p in ps],
+                group=target.key,
+            )
+        )
+    return chart
+
+
+def latency_vs_clients(mode: str, placed: list[Placed], ids: _Ids) -> Chart:
+    chart = Chart(
+        ids(),
+        f"pgbench {mode}: latency percentiles by clients",
+        "clients",
+        "latency (ms)",
+        x_log=_wide(placed),
+    )
+    dashes: tuple[Literal["solid", "dot", "dash"], ...] = ("dot", "dash", "solid")
+    for target, ps in _by_target(placed):
+        for (name, short), dash in zip(PERCENTILES, dashes, strict=True):
+            chart.traces.append(
+                Trace(
+                    f"{target.title} {short}",
+                    [_clients(p) for p in ps],
+                    [_mean(p.group, name) for p in ps],
+                    error=[_error(p.group, name) for p in ps],
+                    group=target.key,
+                    dash=dash,
+                )
+            )
+    return chart
+
+
+def checkpoint_spans(step: StepRecord) -> list[Span]:
+    """Checkpoints the samplers saw during the step, clipped to the step; none when the
+    step was not sampled."""
+    postgres = step.sections.get("postgres") or {}
+    events = postgres.get("checkpoints") if isinstance(postgres, dict) else None
+    if not isinstance(events, list):
+        return []
+    duration = step.params.get("duration_s")
+    spans = []
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        start, end = event.get("start_t"), event.get("end_t")
+        begin = max(0.0, float(start)) if isinstance(start, int | float) else 0.0
+        if isinstance(end, int | float):
+            finish = float(end)
+        elif isinstance(duration, int | float):
+            finish = float(duration)
+        else:
+            finish = begin
+        reason = event.get("reason")
+        label = f"checkpoint ({reason})" if reason else "checkpoint"
+        spans.append(Span(round(begin, 3), round(max(begin, finish), 3), label, "checkpoint"))
+    return spans
+
+
+def per_second(p: Placed, ids: _Ids) -> Chart | None:
+    """TPS and latency per second of every repetition, with checkpoints and the seconds the
+    steady state leaves out (of the first repetition) shaded."""
+    steps = [s for s in p.group.completed if s.series.get("tps")]
+    if not steps:
+        return None
+    chart = Chart(
+        ids(),
+        f"{p.target.title}: {p.group.label}: TPS and latency per second",
+        "time (s)",
+        "TPS (tx/s)",
+        "latency (ms)",
+    )
+    several = len(steps) > 1
+    for number, step in enumerate(steps, start=1):
+        suffix = f" #{number}" if several else ""
+        x, y = _xy(step.series["tps"])
+        chart.traces.append(Trace(f"TPS{suffix}", x, y, group=f"rep{number}"))
+        if step.series.get("latency_ms"):
+            x, y = _xy(step.series["latency_ms"])
+            chart.traces.append(
+                Trace(f"latency{suffix}", x, y, axis="y2", group=f"rep{number}", dash="dot")
+            )
+    chart.spans += checkpoint_spans(steps[0])
+    if p.group.steady and p.group.steady[0].skipped_s > 0:
+        skipped = p.group.steady[0].skipped_s
+        chart.spans.append(Span(0.0, skipped, f"first {skipped:g} s left out", "warmup"))
+    return chart
+
+
+def io_per_second(p: Placed, ids: _Ids) -> Chart | None:
+    """Disk IOPS (left axis) and MB/s (right axis) per second and role, first repetition."""
+    step = next((s for s in p.group.completed if _io_series(s)), None)
+    if step is None:
+        return None
+    several = p.group.n > 1
+    chart = Chart(
+        ids(),
+        f"{p.target.title}: {p.group.label}: disk I/O per second by role"
+        + (" (repetition 1)" if several else ""),
+        "time (s)",
+        "IOPS",
+        "MB/s",
+    )
+    for name, points in _io_series(step).items():
+        _, role, what = name.split(".", 2)
+        x, y = _xy(points)
+        axis: Literal["y", "y2"] = "y" if what.endswith("iops") else "y2"
+        label = f"{role} {what.replace('_iops', ' IOPS').replace('_mbps', ' MB/s')}"
+        dash: Literal["solid", "dot", "dash"] = "solid" if axis == "y" else "dot"
+        # A colour per role and direction; IOPS solid, MB/s dotted.
+        group = f"{role} {what.split('_')[0]}"
+        chart.traces.append(Trace(label, x, y, axis=axis, group=group, dash=dash))
+    chart.spans += checkpoint_spans(step)
+    return chart
+
+
+def _io_series(step: StepRecord) -> dict[str, list[Sample]]:
+    return {
+        name: points
+        for name, points in sorted(step.series.items())
+        if name.startswith("io.") and name.count(".") == 2 and name.rsplit(".", 1)[1] in IO_FIELDS
+    }
+
+
+def fio_iops(placed: list[Placed], ids: _Ids) -> Chart:
+    chart = Chart(ids(), "fio: IOPS by profile (mean ± 95% CI)", "profile", "IOPS")
+    chart.x_categories = True
+    for target, ps in _by_target(placed):
+        for name, direction in (("read_iops", "read"), ("write_iops", "write")):
+            with_value = [p for p in ps if p.group.value(name)]
+            if with_value:
+                chart.traces.append(
+                    Trace(
+                        f"{target.title} {direction}",
+                        [str(p.group.params.get("profile")) for p in with_value],
+                        [_mean(p.group, name) for p in with_value],
+                        kind="bar",
+                        error=[_error(p.group, name) for p in with_value],
+                        group=target.key,
+                    )
+                )
+    return chart
+
+
+def fio_qd1_latency(placed: list[Placed], ids: _Ids) -> Chart | None:
+    """Latency at queue depth 1 (profiles named *qd1, and wal-fsync: one write at a time)."""
+    qd1 = [
+        p
+        for p in placed
+        if str(p.group.params.get("profile", "")).endswith("qd1")
+        or p.group.params.get("profile") == "wal-fsync"
+    ]
+    if not qd1:
+        return None
+    chart = Chart(ids(), "fio: latency at queue depth 1 (mean ± 95% CI)", "", "latency (ms)")
+    chart.x_categories = True
+    for target, ps in _by_target(qd1):
+        x: list[float | str] = []
+        y: list[float | None] = []
+        error: list[float | None] = []
+        for p in ps:
+            for name in QD1_METRICS:
+                if p.group.value(name):
+                    x.append(f"{p.group.params.get('profile')} {metric(name).label}")
+                    y.append(_mean(p.group, name))
+                    error.append(_error(p.group, name))
+        if x:
+            chart.traces.append(Trace(target.title, x, y, "bar", error=error, group=target.key))
+    return chart if chart.traces else None
+
+
+def init_phases(placed: list[Placed], ids: _Ids) -> Chart:
+    chart = Chart(
+        ids(), "pgbench -i: load time by phase", "time (s)", "", bars="stack", horizontal=True
+    )
+    chart.x_categories = True
+    labelled = [(f"{p.target.title} (scale {p.group.params.get('scale')})", p) for p in placed]
+    for phase in INIT_PHASES:
+        chart.traces.append(
+            Trace(
+                metric(phase).label,
+                [label for label, _ in labelled],
+                [_mean(p.group, phase) for _, p in labelled],
+                kind="bar",
+            )
+        )
+    return chart
+
+
+@dataclass
+class ReportCharts:
+    """The report's charts by the section they belong to."""
+
+    by_mode: dict[str, list[Chart]] = field(default_factory=dict)
+    per_second: list[tuple[Placed, list[Chart]]] = field(default_factory=list)
+    fio: list[Chart] = field(default_factory=list)
+    init: list[Chart] = field(default_factory=list)
+    per_second_drawn: bool = True  # False: too many tests, see MAX_PER_SECOND_TESTS
+
+    def all(self) -> list[Chart]:
+        found = [c for charts in self.by_mode.values() for c in charts]
+        found += [c for _, charts in self.per_second for c in charts]
+        return found + self.fio + self.init
+
+
+def report_charts(view: Overview) -> ReportCharts:
+    ids = _Ids()
+    charts = ReportCharts(per_second_drawn=len(view.of("pgbench")) <= MAX_PER_SECOND_TESTS)
+    for mode in view.pgbench_modes:
+        placed = view.of("pgbench", mode)
+        charts.by_mode[mode] = [tps_vs_clients(mode, placed, ids)]
+        charts.by_mode[mode].append(latency_vs_clients(mode, placed, ids))
+    for p in view.of("pgbench") if charts.per_second_drawn else []:
+        drawn = [c for c in (per_second(p, ids), io_per_second(p, ids)) if c is not None]
+        if drawn:
+            charts.per_second.append((p, drawn))
+    fio = view.of("fio")
+    if fio:
+        charts.fio.append(fio_iops(fio, ids))
+        qd1 = fio_qd1_latency(fio, ids)
+        if qd1 is not None:
+            charts.fio.append(qd1)
+    init = [p for p in view.of("pgbench-init") if p.group.n]
+    if init:
+        charts.init.append(init_phases(init, ids))
+    return charts

@@ -1,0 +1,121 @@
+"""`howfast compare` in the terminal: the headline figures of each matched test side by side,
+warnings as numbered notes beside the figure they concern, then what differs in the
+environments. `--json` has every metric."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from howfast.analysis.compare import CANNOT_JUDGE, Comparison, Difference, MatchedTest
+from howfast.analysis.groups import StepGroup
+from howfast.analysis.metrics import HEADLINE_METRICS, with_unit
+from howfast.analysis.stats import Stats
+from howfast.report import figures
+
+VERDICT_STYLES = {"better": "green", "worse": "red"}
+
+
+class _Notes:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def refs(self, texts: list[str]) -> str:
+        numbers = []
+        for text in texts:
+            if text not in self.texts:
+                self.texts.append(text)
+            numbers.append(self.texts.index(text) + 1)
+        return "".join(f"[{n}]" for n in dict.fromkeys(numbers))
+
+    def lines(self) -> list[RenderableType]:
+        return [Text(f"  [{n}] {t}", style="yellow") for n, t in enumerate(self.texts, 1)]
+
+
+def _verdict(d: Difference) -> str:
+    if d.verdict.startswith(CANNOT_JUDGE):
+        return "no spread" if "spread" in d.verdict else "too few runs"
+    if d.significant is False:
+        return "not significant"
+    style = VERDICT_STYLES.get(d.verdict)
+    return f"[{style}]{d.verdict}[/]" if style else d.verdict
+
+
+def _title(test: MatchedTest, several_targets: bool) -> str:
+    """The test, and which target position when the runs have several."""
+    where = f" [dim](target {test.target_index + 1})[/]" if several_targets else ""
+    return f"[bold]{test.label}[/]{where}"
+
+
+def _value(value: Stats | None, group: StepGroup | None, name: str, notes: _Notes) -> str:
+    text = figures.mean_ci(value, name)
+    if value is not None:
+        text += f" ({value.n})"
+    return text + notes.refs(group.warnings.get(name, []) if group else [])
+
+
+def comparison_table(c: Comparison, other: int, notes: _Notes) -> Table:
+    """Run number `other` (an index into c.runs) against the baseline, test by test."""
+    base, run = c.runs[0], c.runs[other]
+    table = Table(
+        title=f"{run.title} compared with {base.title}: mean ± 95% CI (repetitions); ratio; "
+        f"Welch's p (significant below {c.alpha}); 'too few runs': significance cannot be "
+        "judged from one repetition",
+        title_justify="left",
+    )
+    table.add_column("test and metric", min_width=20)
+    table.add_column(f"run {base.id}", justify="right", no_wrap=True)
+    table.add_column(f"run {run.id}", justify="right", no_wrap=True)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    several_targets = any(t.target_index for t in c.tests)
+    tests = [t for t in c.tests if t.groups[other] is not None]
+    for index, test in enumerate(tests):
+        if index:
+            table.add_section()
+        table.add_row(_title(test, several_targets))
+        shown = [m for m in test.metrics if m.metric in HEADLINE_METRICS.get(test.workload, ())]
+        for m in shown:
+            d = m.differences[other]
+            table.add_row(
+                f"  {with_unit(m.metric)}",
+                _value(m.values[0], test.groups[0], m.metric, notes),
+                _value(m.values[other], test.groups[other], m.metric, notes),
+                *(
+                    [figures.DASH] * 3
+                    if d is None
+                    else [figures.ratio(d.ratio), figures.p_value(d.p_value), _verdict(d)]
+                ),
+            )
+    return table
+
+
+def environment_table(c: Comparison) -> Table:
+    table = Table(title="what differs in the environments", title_justify="left")
+    table.add_column("where")
+    table.add_column("what")
+    for r in c.runs:
+        table.add_column(f"run {r.id}")
+    table.add_column("matters")
+    for d in c.environment:
+        matters = f"[yellow]yes[/]: {d.why}" if d.matters else "no"
+        table.add_row(d.scope, d.field, *[v or figures.DASH for v in d.values], matters)
+    return table
+
+
+def comparison_view(c: Comparison) -> RenderableType:
+    notes = _Notes()
+    parts: list[RenderableType] = []
+    if c.tests:
+        parts += [comparison_table(c, other, notes) for other in range(1, len(c.runs))]
+        parts += notes.lines()
+    if c.environment:
+        parts.append(environment_table(c))
+    for rid, label in c.unmatched:
+        parts.append(Text(f"only in run {rid}: {label}", style="dim"))
+    others = dict.fromkeys(w for t in c.tests for w in t.warnings if not w.startswith("fewer than"))
+    for warning in [*c.warnings, *others]:
+        parts.append(Text(f"warning: {warning}", style="yellow"))
+    return Group(*parts)

@@ -1,0 +1,76 @@
+"""Writing a report file: HTML or Markdown by the file's suffix."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from howfast.analysis import steady
+from howfast.analysis.groups import count_tests
+from howfast.analysis.overview import overview
+from howfast.errors import UsageError
+from howfast.model import RunRecord
+from howfast.report import document, html
+from howfast.report.charts import DEFAULT_ROLES, MAX_PER_SECOND_TESTS, io_series_names
+
+HTML_SUFFIXES = (".html", ".htm")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+def series_to_read(runs: Sequence[RunRecord]) -> list[str]:
+    """The series the report of these runs (read without series) uses; the rest of what
+    the samplers stored is not read. Disk I/O only when the per-second charts are drawn."""
+    names = list(steady.SERIES)  # the steady-state figures come from them
+    tests = sum(count_tests(r, "pgbench") for r in runs)
+    if tests <= MAX_PER_SECOND_TESTS:
+        roles = {
+            role
+            for r in runs
+            for s in r.steps
+            if isinstance(io := s.sections.get("io"), dict) and isinstance(io.get("roles"), dict)
+            for role in io["roles"]
+        }
+        names += io_series_names(sorted(roles) or DEFAULT_ROLES)
+    return names
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    size_bytes: int
+    charts: int
+    images_dir: Path | None = None
+
+
+def report_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        return "html"
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    raise UsageError(
+        f"{path}: cannot tell the report format from {suffix or 'no suffix'}",
+        hint="name the file .html (one self-contained page) or .md (Markdown with PNG charts)",
+    )
+
+
+def write_report(runs: Sequence[RunRecord], path: Path, generated_at: str | None = None) -> Written:
+    kind = report_format(path)
+    generated = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    outline = document.build(overview(runs))
+    try:
+        if kind == "html":
+            text = html.render(outline, generated)
+            images = None
+        else:
+            # Imported here: matplotlib takes seconds to load, and only Markdown needs it.
+            from howfast.report import markdown
+
+            text = markdown.render(outline, path, generated)
+            images = markdown.charts_dir(path) if outline.charts() else None
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write the report: {exc.strerror}") from None
+    return Written(path, path.stat().st_size, len(outline.charts()), images)
