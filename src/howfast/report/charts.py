@@ -359,9 +359,13 @@ def report_charts(view: Overview) -> ReportCharts:
     ids = _Ids()
     charts = ReportCharts(per_second_drawn=len(view.of("pgbench")) <= MAX_PER_SECOND_TESTS)
     for mode in view.pgbench_modes:
-        placed = view.of("pgbench", mode)
-        charts.by_mode[mode] = [tps_vs_clients(mode, placed, ids)]
-        charts.by_mode[mode].append(latency_vs_clients(mode, placed, ids))
+        # Fixed-rate steps have their own chart (latency vs offered load): against clients
+        # they would stack up on one client count.
+        placed = [p for p in view.of("pgbench", mode) if p.group.params.get("rate") is None]
+        charts.by_mode[mode] = []
+        if placed:
+            charts.by_mode[mode].append(tps_vs_clients(mode, placed, ids))
+            charts.by_mode[mode].append(latency_vs_clients(mode, placed, ids))
     for p in view.of("pgbench") if charts.per_second_drawn else []:
         drawn = [c for c in (per_second(p, ids), io_per_second(p, ids)) if c is not None]
         if drawn:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from howfast.analysis.overview import Overview
 from howfast.analysis.stats import MIN_REPETITIONS
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
-from howfast.report import tables
+from howfast.report import rate_section, tables
 from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
 
 Block = tables.Table | Chart | str
@@ -72,6 +72,9 @@ def build(view: Overview) -> ReportDocument:
                 [tables.pgbench_table(mode, view.of("pgbench", mode)), *charts.by_mode[mode]],
             )
         )
+    rate_blocks = rate_section.rate_blocks(view)
+    if rate_blocks:
+        sections.append(Section("latency-under-load", "Latency under load", rate_blocks))
     if view.warmups:
         lines = [
             f"{t.title}: pgbench {s.params.get('mode')}, {s.params.get('clients')} clients, "
