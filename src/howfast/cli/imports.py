@@ -10,9 +10,9 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
+from howfast.cli.output import print_stored_run
 from howfast.errors import UsageError
 from howfast.importer import import_fio_text, import_pgbench_text
-from howfast.report import terminal
 from howfast.store import open_store
 
 
@@ -51,14 +51,11 @@ def import_pgbench(source: str, label: str | None, store: str | None, as_json: b
     db = open_store(store)
     try:
         run_id = import_pgbench_text(db, text, source_name=name, label=label)
-        run = db.get_run(run_id)
-    finally:
+    except BaseException:
         db.close()
-    assert run is not None
-    if as_json:
-        env.print_json(run.document())
-    else:
-        env.out.print(terminal.run_summary(run))
+        raise
+    print_stored_run(env, db, run_id, as_json)
+    if not as_json:
         env.info(f"stored as run {run_id}")
     return 0
 
@@ -82,13 +79,10 @@ def import_fio(source: str, label: str | None, store: str | None, as_json: bool)
     db = open_store(store)
     try:
         run_id = import_fio_text(db, text, source_name=name, label=label)
-        run = db.get_run(run_id)
-    finally:
+    except BaseException:
         db.close()
-    assert run is not None
-    if as_json:
-        env.print_json(run.document())
-    else:
-        env.out.print(terminal.run_summary(run))
+        raise
+    print_stored_run(env, db, run_id, as_json)
+    if not as_json:
         env.info(f"stored as run {run_id}")
     return 0

@@ -13,12 +13,11 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
+from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
-from howfast.cli.run import EXIT_FOR_STATUS
-from howfast.errors import ExitStatus, MissingToolError, UsageError
+from howfast.errors import MissingToolError, UsageError
 from howfast.model import JSONValue, StepSpec
 from howfast.plans import parse_duration, parse_size
-from howfast.report import terminal
 from howfast.runner import Runner
 from howfast.store import open_store
 from howfast.targets.path import PathTarget
@@ -246,14 +245,4 @@ def probe_command(
         result = runner.execute()
     finally:
         observer.close()
-    try:
-        run = db.get_run(result.run_id)
-    finally:
-        db.close()
-    assert run is not None
-    if as_json:
-        env.print_json(run.document())
-    else:
-        env.out.print(terminal.run_summary(run))
-    env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
-    return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))
+    return finish(env, db, result, as_json)

@@ -8,8 +8,9 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
+from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
-from howfast.errors import ExitStatus, UsageError
+from howfast.errors import UsageError
 from howfast.plans import (
     Overrides,
     effective_settings,
@@ -21,18 +22,11 @@ from howfast.plans import (
     parse_set_option,
     parse_size,
 )
-from howfast.report import terminal
 from howfast.runner import Runner
 from howfast.store import open_store
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.pgbin import choose_install
 from howfast.workloads.pgbench.build import expected_seconds
-
-EXIT_FOR_STATUS = {
-    "completed": ExitStatus.OK,
-    "failed": ExitStatus.ERROR,
-    "aborted": ExitStatus.ABORTED,
-}
 
 
 @click.command("run")
@@ -198,17 +192,7 @@ def run_command(
         result = runner.execute()
     finally:
         observer.close()
-    try:
-        run = db.get_run(result.run_id)
-    finally:
-        db.close()
-    assert run is not None
-    if as_json:
-        env.print_json(run.document())
-    else:
-        env.out.print(terminal.run_summary(run))
-    env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
-    return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))
+    return finish(env, db, result, as_json)
 
 
 def _sample_interval(text: str) -> float | None:

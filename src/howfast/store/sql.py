@@ -10,7 +10,6 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any, cast
 
 from sqlalchemy import delete, func, insert, select, update
@@ -229,17 +228,6 @@ class SqlStore(Store):
 
     def close(self) -> None:
         self._engine.dispose()
-
-    def __enter__(self) -> SqlStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- helpers -----------------------------------------------------------------------------
 
