@@ -61,6 +61,20 @@ _ALL = [
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
 
+# What every fio profile reports: throughput, and average and p99 latency per direction.
+FIO_FIGURES = (
+    "read_iops",
+    "write_iops",
+    "read_mbps",
+    "write_mbps",
+    "read_lat_avg_ms",
+    "read_lat_p99_ms",
+    "write_lat_avg_ms",
+    "write_lat_p99_ms",
+    "sync_lat_avg_ms",
+    "sync_lat_p99_ms",
+)
+
 # The metrics summarised over repetitions and compared, per workload, in this order. The
 # steady_* ones come from the per-second series (analysis/steady.py), not from the tool.
 KEY_METRICS: dict[str, tuple[str, ...]] = {
@@ -83,19 +97,7 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
         "primary_keys_s",
         "db_size_bytes",
     ),
-    "fio": (
-        "read_iops",
-        "write_iops",
-        "read_mbps",
-        "write_mbps",
-        "read_lat_avg_ms",
-        "read_lat_p99_ms",
-        "write_lat_avg_ms",
-        "write_lat_p99_ms",
-        "sync_lat_avg_ms",
-        "sync_lat_p99_ms",
-        "commit_ceiling_tps",
-    ),
+    "fio": (*FIO_FIGURES, "commit_ceiling_tps"),
     "pg_test_fsync": ("fdatasync_ops_s",),
 }
 # The few figures people quote, for views with little room (the terminal's compare).

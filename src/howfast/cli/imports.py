@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import click
 
@@ -14,6 +15,7 @@ from howfast.cli.output import print_stored_run
 from howfast.errors import UsageError
 from howfast.importer import import_fio_text, import_pgbench_text
 from howfast.store import open_store
+from howfast.store.base import Store
 
 
 @click.group("import")
@@ -34,6 +36,34 @@ def read_input(source: str) -> tuple[str, str]:
         raise UsageError(f"{source}: cannot read: {exc.strerror}") from None
 
 
+class Importer(Protocol):
+    """import_pgbench_text, import_fio_text: parse text, store it as a run, return its id."""
+
+    def __call__(self, store: Store, text: str, *, source_name: str, label: str | None) -> int: ...
+
+
+def store_imported(
+    source: str,
+    label: str | None,
+    store: str | None,
+    as_json: bool,
+    importer: Importer,
+) -> int:
+    """Read `source`, store what `importer` makes of it, and print the new run."""
+    env = CliEnv()
+    text, name = read_input(source)
+    db = open_store(store)
+    try:
+        run_id = importer(db, text, source_name=name, label=label)
+    except BaseException:
+        db.close()
+        raise
+    print_stored_run(env, db, run_id, as_json)
+    if not as_json:
+        env.info(f"stored as run {run_id}")
+    return 0
+
+
 @import_group.command("pgbench")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @click.option("--label", help="What was measured, e.g. 'longhorn 3 replicas'.")
@@ -46,18 +76,7 @@ def import_pgbench(source: str, label: str | None, store: str | None, as_json: b
     Example:
       kubectl logs job/pgbench-1 | howfast import pgbench - --label "longhorn 3 replicas"
     """
-    env = CliEnv()
-    text, name = read_input(source)
-    db = open_store(store)
-    try:
-        run_id = import_pgbench_text(db, text, source_name=name, label=label)
-    except BaseException:
-        db.close()
-        raise
-    print_stored_run(env, db, run_id, as_json)
-    if not as_json:
-        env.info(f"stored as run {run_id}")
-    return 0
+    return store_imported(source, label, store, as_json, import_pgbench_text)
 
 
 @import_group.command("fio")
@@ -74,15 +93,4 @@ def import_fio(source: str, label: str | None, store: str | None, as_json: bool)
       fio --output-format=json+ --output=result.json job.fio
       howfast import fio result.json --label "ceph rbd"
     """
-    env = CliEnv()
-    text, name = read_input(source)
-    db = open_store(store)
-    try:
-        run_id = import_fio_text(db, text, source_name=name, label=label)
-    except BaseException:
-        db.close()
-        raise
-    print_stored_run(env, db, run_id, as_json)
-    if not as_json:
-        env.info(f"stored as run {run_id}")
-    return 0
+    return store_imported(source, label, store, as_json, import_fio_text)

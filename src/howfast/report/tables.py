@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from howfast.analysis.compare import Comparison
 from howfast.analysis.groups import StepGroup, rate_label
-from howfast.analysis.metrics import INIT_PHASES, with_unit
+from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, with_unit
 from howfast.analysis.overview import Overview, Placed, TargetView
 from howfast.model import JSONValue, RunRecord
 from howfast.report import figures
@@ -212,22 +212,8 @@ def init_table(placed: Sequence[Placed]) -> Table:
     return table
 
 
-FIO_COLUMNS = (
-    "read_iops",
-    "write_iops",
-    "read_mbps",
-    "write_mbps",
-    "read_lat_avg_ms",
-    "read_lat_p99_ms",
-    "write_lat_avg_ms",
-    "write_lat_p99_ms",
-    "sync_lat_avg_ms",
-    "sync_lat_p99_ms",
-)
-
-
 def fio_table(placed: Sequence[Placed]) -> Table:
-    columns = ["target", "profile", "n"] + [with_unit(n) for n in FIO_COLUMNS]
+    columns = ["target", "profile", "n"] + [with_unit(n) for n in FIO_FIGURES]
     table = Table("fio", "Storage probe (fio)", columns)
     for p in placed:
         g = p.group
@@ -236,7 +222,7 @@ def fio_table(placed: Sequence[Placed]) -> Table:
         headline = "read_iops" if g.value("read_iops") else "write_iops"
         cells = [
             stat_cell(table, g, name, failed + g.step_warnings if name == headline else [])
-            for name in FIO_COLUMNS
+            for name in FIO_FIGURES
         ]
         table.rows.append(
             [
