@@ -119,3 +119,16 @@ def test_several_targets_run_the_same_steps_one_after_the_other(howfast: Howfast
     starts = [s["started_at"] for s in doc["steps"]]
     assert starts == sorted(starts)  # one target after the other, not interleaved
     assert list(second.iterdir()) == [] and list(target_dir.iterdir()) == []
+
+
+def test_a_port_chosen_with_set_is_the_one_used(howfast: Howfast, target_dir: Path):
+    from tests.conftest import free_port
+
+    port = free_port()
+    plan = howfast.plan(TINY_PLAN.replace('"tpcb-like", "simple-update"', ""))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--set", f"port={port}",
+                  "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["targets"][0]["settings"]["port"] == str(port)
+    assert [s["status"] for s in doc["steps"]] == ["completed", "completed"]

@@ -116,6 +116,7 @@ class LocalTarget(Target):
         self.server_log: Path | None = None
         self.postmaster: subprocess.Popen[bytes] | None = None
         self.connection: Connection | None = None
+        self.port = 0  # set by start(): the port the server listens on
         self._claims: list[Claim] = []
         self._created: list[Path] = []
         self.warnings: list[str] = []
@@ -205,8 +206,12 @@ class LocalTarget(Target):
             self._make_owned_dir(self.wal_cluster_dir)
             argv.append(f"--waldir={self.wal_cluster_dir / 'pg_wal'}")
         self._run_checked(argv, "initdb")
-        port = free_port()
-        settings = {**base_settings(port, self.run_dir), **self.settings}
+        settings = {**base_settings(free_port(), self.run_dir), **self.settings}
+        # The port in force: the plan or --set may have chosen one over the free one.
+        try:
+            self.port = int(settings["port"])
+        except ValueError:
+            raise UsageError(f"port = {settings['port']!r} is not a port number") from None
         with (self.data_dir / "postgresql.conf").open("a") as conf:
             conf.write("\n# set by howfast\n")
             for name, value in settings.items():
@@ -222,7 +227,7 @@ class LocalTarget(Target):
             self.cgroup.create()  # removed by stop(), which the runner calls whatever happens
         self._start_postmaster()
         self.connection = Connection(
-            host=str(self.run_dir), port=port, user=SUPERUSER, dbname="postgres"
+            host=str(self.run_dir), port=self.port, user=SUPERUSER, dbname="postgres"
         )
         return self.connection
 
@@ -267,21 +272,12 @@ class LocalTarget(Target):
         raise HowfastError(f"PostgreSQL did not become ready within {START_TIMEOUT_S} s")
 
     def _ready(self, pg_isready: Path) -> bool:
-        port = self._setting_port()
         out = subprocess.run(
-            [str(pg_isready), "-q", "-h", str(self.run_dir), "-p", port, "-U", SUPERUSER],
+            [str(pg_isready), "-q", "-h", str(self.run_dir), "-p", str(self.port), "-U", SUPERUSER],
             capture_output=True,
             check=False,
         )
         return out.returncode == 0
-
-    def _setting_port(self) -> str:
-        text = (self.data_dir / "postgresql.conf").read_text()
-        port = "5432"
-        for line in text.splitlines():
-            if line.startswith("port = "):
-                port = line.split("=", 1)[1].strip().strip("'")
-        return port
 
     def record(self) -> TargetRecord:
         device: dict[str, object] = {}
