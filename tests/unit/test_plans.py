@@ -859,9 +859,27 @@ def test_parse_set_option(text: str, pair: tuple[str, str]) -> None:
         ("1abc=1", '"1abc" is not a PostgreSQL setting name'),
         ("a..b=1", '"a..b" is not a PostgreSQL setting name'),
         ("work_mem=1\nfsync=off", "must not contain newlines"),
+        ("listen_addresses=*", '"listen_addresses" cannot be set: howfast\'s servers listen'),
+        ("Unix_Socket_Directories=/tmp", '"Unix_Socket_Directories" cannot be set'),
+        ("logging_collector=on", "on the storage under test"),
     ],
 )
 def test_parse_set_option_rejects(text: str, reason: str) -> None:
     with pytest.raises(UsageError) as caught:
         parse_set_option(text)
     assert reason in str(caught.value)
+
+
+def test_a_reserved_setting_in_a_plan_names_its_line(tmp_path: Path) -> None:
+    plan = tmp_path / "open.toml"
+    plan.write_text(
+        '[settings]\nshared_buffers = "1GB"\nlisten_addresses = "*"\n\n'
+        '[[steps]]\nworkload = "pgbench"\nclients = [1]\nsettings = { hba_file = "/etc/x" }\n'
+    )
+    with pytest.raises(PlanError) as caught:
+        load_plan(str(plan))
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith(f"{plan}:3: settings.listen_addresses: ")
+    assert "cannot be set: howfast's servers listen on a private unix socket" in lines[0]
+    assert lines[1].startswith(f"{plan}:8: steps[0].settings.hba_file: ")
+    assert len(lines) == 2

@@ -108,13 +108,31 @@ _GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
+# Settings howfast decides for the servers it creates, and why a plan may not change them.
+RESERVED_SETTINGS = {
+    "listen_addresses": "howfast's servers listen on a private unix socket only, never on the "
+    "network",
+    "unix_socket_directories": "howfast connects through the socket in its private run directory",
+    "logging_collector": "howfast reads the server log it captures (checkpoints, failures); "
+    "the collector would write it into the data directory, on the storage under test",
+    "data_directory": "the data directory is the one howfast creates",
+    "config_file": "the configuration is the one howfast writes",
+    "hba_file": "authentication is the one initdb set up for howfast's own user",
+    "ident_file": "authentication is the one initdb set up for howfast's own user",
+}
+
+
 def setting_name(name: str) -> str:
-    """A PostgreSQL setting (GUC) name, lower-cased as PostgreSQL itself treats it."""
+    """A PostgreSQL setting (GUC) name, lower-cased as PostgreSQL itself treats it; one that
+    howfast reserves is refused with the reason."""
     if not _GUC_NAME.fullmatch(name):
         raise ValueError(
             f"{_q(name)} is not a PostgreSQL setting name "
             "(letters, digits and underscores, with dots for extension settings)"
         )
+    reason = RESERVED_SETTINGS.get(name.lower())
+    if reason:
+        raise ValueError(f"{_q(name)} cannot be set: {reason}")
     return name.lower()
 
 
