@@ -25,6 +25,7 @@ from howfast.errors import Aborted, HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.samplers.base import DEFAULT_INTERVAL_S
 from howfast.samplers.session import TargetSampling
+from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
@@ -140,7 +141,11 @@ class Runner:
         with guard.installed():
             self.check()
             run_id = self.store.create_run(
-                self.plan_name, environment.capture(), now(), label=self.label
+                self.plan_name,
+                environment.capture(),
+                now(),
+                label=self.label,
+                writer=liveness.this_process().document(),
             )
             self.observer.run_started(
                 run_id, len(self.steps) * len(self.targets), len(self.targets)

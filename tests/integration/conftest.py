@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -102,3 +103,13 @@ def postgres_pids_under(path: Path) -> list[int]:
         if str(path) in cmdline or cwd.startswith(str(path)):
             pids.append(int(proc.name))
     return pids
+
+
+def postgres_shared_memory() -> set[str]:
+    """PostgreSQL's shared memory that outlives a killed server: /dev/shm/PostgreSQL.* files
+    (dynamic shared memory) and System V segments (by id). Tests compare before and after."""
+    found = {f"file {p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*")}
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+        found |= {f"sysv {line.split()[1]}" for line in lines if line.split()}
+    return found

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import TINY_PLAN, Howfast, postgres_pids_under
+from tests.integration.conftest import (
+    TINY_PLAN,
+    Howfast,
+    postgres_pids_under,
+    postgres_shared_memory,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -137,6 +144,7 @@ def test_interrupt_keeps_completed_steps_and_cleans_up(howfast: Howfast, target_
 
 def test_server_dying_mid_step_fails_that_step_and_the_run_goes_on(howfast, target_dir):
     plan = howfast.plan(LONG_PLAN.replace('duration = "60s"', 'duration = "20s"'))
+    shared_memory = postgres_shared_memory()
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--json")
     _wait_for(proc, "[2/3]")
     time.sleep(2)
@@ -160,3 +168,70 @@ def test_server_dying_mid_step_fails_that_step_and_the_run_goes_on(howfast, targ
     assert "server is not running" in failed["error"]
     assert list(target_dir.iterdir()) == []
     assert postgres_pids_under(target_dir) == []
+    # The killed server's shared memory was removed by starting it once more before deletion.
+    assert postgres_shared_memory() - shared_memory == set()
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The child processes of `pid` and their command names."""
+    kids: dict[int, str] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for kid in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                kids[int(kid)] = Path(f"/proc/{kid}/comm").read_text().strip()
+    return kids
+
+
+def test_sigkilled_run_is_closed_by_the_next_command_and_its_server_refused(
+    howfast: Howfast, target_dir: Path
+):
+    """SIGKILL cannot be caught: the run stays `running` and its server keeps going. The next
+    howfast sees the run's process is gone and marks it aborted, and refuses to benchmark the
+    same directory while that server runs."""
+    plan = howfast.plan(LONG_PLAN)
+    shared_memory = postgres_shared_memory()
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(proc, "[2/3]")
+    time.sleep(1.5)
+    leftovers = _children(proc.pid)  # pgbench, in its own session, and the postmaster
+    assert sorted(leftovers.values()) == ["pgbench", "postgres"], leftovers
+    token = next(target_dir.glob("howfast-*")).name.removeprefix("howfast-")
+    # Its run directory (socket, server log) and work directory (pgbench's logs) in memory.
+    memory_dirs = [*Path("/dev/shm").glob(f"howfast-run-{token}-*")]
+    for pid in leftovers:
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        if cwd.is_relative_to("/dev/shm/"):
+            memory_dirs.append(Path("/dev/shm") / cwd.relative_to("/dev/shm").parts[0])
+    proc.kill()
+    proc.communicate(timeout=30)
+    try:
+        out = howfast("results", "list", "--json")
+        assert out.returncode == 0, out.stderr
+        runs = json.loads(out.stdout)
+        assert len(runs) == 1 and runs[0]["status"] == "aborted"
+        assert f"(PID {proc.pid}) is gone" in out.stderr and "Marked aborted" in out.stderr
+        doc = json.loads(howfast("results", "show", str(runs[0]["id"]), "--json").stdout)
+        assert [s["status"] for s in doc["steps"]] == ["completed"]  # the init step is kept
+        assert doc["finished_at"] == doc["steps"][0]["finished_at"]
+
+        again = howfast("run", str(plan), "--target", str(target_dir))
+        assert again.returncode == 2
+        assert "its server is still running" in again.stderr and "pg_ctl -D" in again.stderr
+        assert len(runs_in_store(howfast)) == 1  # the refusal stored nothing
+    finally:
+        # What the killed howfast would have stopped, by PID: its pgbench, and its server
+        # with an immediate shutdown (which also removes the server's shared memory).
+        for pid, name in leftovers.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGQUIT if name == "postgres" else signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while postgres_pids_under(target_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in postgres_pids_under(target_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for directory in memory_dirs:
+            assert directory.name.startswith("howfast-"), directory
+            shutil.rmtree(directory, ignore_errors=True)
+    assert postgres_pids_under(target_dir) == []
+    assert postgres_shared_memory() - shared_memory == set()

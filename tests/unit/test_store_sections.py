@@ -59,7 +59,7 @@ def test_a_v1_store_is_migrated_and_its_steps_have_no_sections(tmp_path: Path) -
         run_id = v1.create_run("quick", {}, "2026-01-01T00:00:00+00:00")
         v1.add_step(run_id, step())
     with open_store(path) as current:
-        assert current.schema_version == SCHEMA_VERSION == 2
+        assert current.schema_version == SCHEMA_VERSION == len(MIGRATIONS) >= 2
         run = current.get_run(run_id)
         assert run is not None
         assert run.steps[0].sections == {}

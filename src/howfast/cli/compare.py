@@ -8,10 +8,11 @@ from howfast.analysis import steady
 from howfast.analysis.compare import compare_runs
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.model import RunRecord
 from howfast.report.compare_view import comparison_view
-from howfast.store import SqlStore, open_store
+from howfast.store import SqlStore
 from howfast.store.series import attach_series
 
 
@@ -49,7 +50,7 @@ def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) 
     ids = [parse_run_id(r) for r in run_ids]
     if len(ids) < 2:
         raise UsageError("give two runs or more to compare", "e.g. howfast compare 12 14")
-    db = open_store(store)
+    db = open_results(env, store)
     try:
         runs = [attach_series(db, run, steady.SERIES) for run in load_runs(db, ids)]
     finally:

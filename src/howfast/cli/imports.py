@@ -12,9 +12,9 @@ import click
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import print_stored_run
+from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.importer import import_fio_text, import_pgbench_text
-from howfast.store import open_store
 from howfast.store.base import Store
 
 
@@ -52,7 +52,7 @@ def store_imported(
     """Read `source`, store what `importer` makes of it, and print the new run."""
     env = CliEnv()
     text, name = read_input(source)
-    db = open_store(store)
+    db = open_results(env, store)
     try:
         run_id = importer(db, text, source_name=name, label=label)
     except BaseException:

@@ -15,11 +15,11 @@ from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
+from howfast.cli.stores import open_results
 from howfast.errors import MissingToolError, UsageError
 from howfast.model import JSONValue, StepSpec
 from howfast.plans import parse_duration, parse_size
 from howfast.runner import Runner
-from howfast.store import open_store
 from howfast.targets.path import PathTarget
 from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.workloads import fsync_probe, pg_test_fsync
@@ -233,7 +233,7 @@ def probe_command(
     if problem:
         raise UsageError(problem)
     install = probe_install(pg_bin)
-    db = open_store(store)
+    db = open_results(env, store)
     expected = sum(
         expected_seconds(s.workload, s.params) or PG_TEST_FSYNC_TESTS * fsync_seconds for s in steps
     )

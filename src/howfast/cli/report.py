@@ -10,8 +10,8 @@ import click
 from howfast.cli.compare import load_runs
 from howfast.cli.context import CliEnv
 from howfast.cli.options import parse_run_id, store_option
+from howfast.cli.stores import open_results
 from howfast.report.output import report_format, series_to_read, write_report
-from howfast.store import open_store
 from howfast.store.series import attach_series
 
 
@@ -41,7 +41,7 @@ def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) ->
     env = CliEnv()
     ids = list(dict.fromkeys(parse_run_id(r) for r in run_ids))
     report_format(output)  # a wrong suffix is an error before anything is read
-    db = open_store(store)
+    db = open_results(env, store)
     try:
         runs = load_runs(db, ids)
         names = series_to_read(runs)

@@ -7,9 +7,9 @@ import click
 from howfast.analysis import steady
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report import terminal
-from howfast.store import open_store
 from howfast.store.series import attach_series
 
 
@@ -24,7 +24,7 @@ def results_group() -> None:
 def list_command(store: str | None, as_json: bool) -> int:
     """List stored runs, newest first."""
     env = CliEnv()
-    db = open_store(store)
+    db = open_results(env, store)
     try:
         runs = db.list_runs()
     finally:
@@ -63,7 +63,7 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
     """Show one run: its result tables, environment and steps."""
     env = CliEnv()
     rid = parse_run_id(run_id)
-    db = open_store(store)
+    db = open_results(env, store)
     try:
         run = db.get_run(rid, with_series=series)
         if run is not None and not (as_json or series):
@@ -86,7 +86,7 @@ def delete_command(run_id: str, store: str | None) -> int:
     """Delete a run and everything stored with it."""
     env = CliEnv()
     rid = parse_run_id(run_id)
-    db = open_store(store)
+    db = open_results(env, store)
     try:
         deleted = db.delete_run(rid)
     finally:

@@ -10,6 +10,7 @@ from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
+from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.plans import (
     Overrides,
@@ -23,7 +24,6 @@ from howfast.plans import (
     parse_size,
 )
 from howfast.runner import Runner
-from howfast.store import open_store
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.pgbin import choose_install
 from howfast.workloads.pgbench.build import expected_seconds
@@ -175,7 +175,7 @@ def run_command(
         )
         for t in targets
     ]
-    db = open_store(store)
+    db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps)
     observer = ProgressObserver(env, expected * len(target_objs))
     try:

@@ -19,8 +19,10 @@ class Store(ABC):
         environment: dict[str, JSONValue],
         started_at: str,
         label: str | None = None,
+        writer: dict[str, JSONValue] | None = None,
     ) -> int:
-        """Create a run with status `running` and return its id."""
+        """Create a run with status `running` and return its id; `writer` names the process
+        that will finish it (store/liveness.py)."""
 
     @abstractmethod
     def add_target(self, run_id: int, target: TargetRecord) -> None:
@@ -37,6 +39,15 @@ class Store(ABC):
     @abstractmethod
     def finish_run(self, run_id: int, status: str, finished_at: str) -> None:
         """Set the final status: completed, failed or aborted."""
+
+    @abstractmethod
+    def running_runs(self) -> list[tuple[int, JSONValue]]:
+        """(id, writer) of every run still marked `running`."""
+
+    @abstractmethod
+    def abandon_run(self, run_id: int) -> bool:
+        """Mark a `running` run aborted, finished when its last stored step finished; False
+        when it is not running (any more)."""
 
     @abstractmethod
     def list_runs(self) -> list[RunSummary]:

@@ -116,7 +116,14 @@ def _v2_step_sections(connection: Connection) -> None:
     connection.execute(text(f"ALTER TABLE steps ADD COLUMN sections {column_type}"))
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_create_tables, _v2_step_sections)
+def _v3_run_writer(connection: Connection) -> None:
+    """Which process writes a run (host, boot, PID, start time), so that a later howfast can
+    tell a run whose process was killed from one still going. NULL for older runs."""
+    column_type = JSON().compile(dialect=connection.dialect)
+    connection.execute(text(f"ALTER TABLE runs ADD COLUMN writer {column_type}"))
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_create_tables, _v2_step_sections, _v3_run_writer)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -32,6 +32,8 @@ runs = Table(
     Column("started_at", Text, nullable=False),
     Column("finished_at", Text),
     Column("environment", JSON, nullable=False),
+    # v3: the process writing the run while it is `running` (see store/liveness.py)
+    Column("writer", JSON),
 )
 
 targets = Table(

@@ -62,18 +62,20 @@ class SqlStore(Store):
         environment: dict[str, JSONValue],
         started_at: str,
         label: str | None = None,
+        writer: dict[str, JSONValue] | None = None,
     ) -> int:
         with self._errors("write to"), write_transaction(self._engine) as conn:
-            result = conn.execute(
-                insert(runs).values(
-                    plan=plan,
-                    label=label,
-                    status="running",
-                    started_at=started_at,
-                    finished_at=None,
-                    environment=environment,
-                )
-            )
+            values: dict[str, Any] = {
+                "plan": plan,
+                "label": label,
+                "status": "running",
+                "started_at": started_at,
+                "finished_at": None,
+                "environment": environment,
+            }
+            if writer is not None:  # left NULL otherwise, as for runs stored before v3
+                values["writer"] = writer
+            result = conn.execute(insert(runs).values(**values))
             return _new_id(result)
 
     def add_target(self, run_id: int, target: TargetRecord) -> None:
@@ -141,6 +143,20 @@ class SqlStore(Store):
             if result.rowcount == 0:
                 raise HowfastError(f"no run {run_id} in the results store {self.location}")
 
+    def abandon_run(self, run_id: int) -> bool:
+        last_step_end = (
+            select(func.max(steps.c.finished_at)).where(steps.c.run_id == run_id).scalar_subquery()
+        )
+        with self._errors("write to"), write_transaction(self._engine) as conn:
+            result = conn.execute(
+                update(runs)
+                .where(runs.c.id == run_id, runs.c.status == "running")
+                .values(
+                    status="aborted", finished_at=func.coalesce(last_step_end, runs.c.started_at)
+                )
+            )
+            return result.rowcount > 0
+
     def delete_run(self, run_id: int) -> bool:
         # Children explicitly rather than by cascade: works whatever the foreign key settings.
         run_steps = select(steps.c.id).where(steps.c.run_id == run_id)
@@ -152,6 +168,13 @@ class SqlStore(Store):
             return conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount > 0
 
     # -- reads -------------------------------------------------------------------------------
+
+    def running_runs(self) -> list[tuple[int, JSONValue]]:
+        with self._errors("read"), self._engine.connect() as conn:
+            rows = conn.execute(
+                select(runs.c.id, runs.c.writer).where(runs.c.status == "running")
+            ).all()
+        return [(row.id, row.writer) for row in rows]
 
     def list_runs(self) -> list[RunSummary]:
         """All runs, newest start time first (ties: last created first)."""

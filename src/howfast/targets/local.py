@@ -51,6 +51,22 @@ def processes_in(directory: Path) -> list[int]:
     return pids
 
 
+def refuse_running_leftovers(directory: Path, role: str) -> None:
+    """Refuse a directory where a server of an earlier howfast cluster still runs: left by a
+    howfast that was killed (SIGKILL cannot be caught), or a --keep cluster started again. It
+    would compete for the storage under test; howfast does not stop what it did not start."""
+    for cluster in sorted(directory.glob("howfast-*")):
+        pids = processes_in(cluster) if cluster.is_dir() else []
+        if pids:
+            raise UsageError(
+                f"{role} {directory} holds {cluster.name} from an earlier run, and its server "
+                f"is still running (PIDs {', '.join(map(str, sorted(pids)))}); it would "
+                "compete for the storage under test",
+                f"stop it, e.g. `pg_ctl -D {cluster / 'data'} stop -m fast` as its OS user, "
+                f"then remove {cluster} if you no longer need it",
+            )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -128,6 +144,7 @@ class LocalTarget(Target):
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
         check_directory(self.directory, "target directory")
+        refuse_running_leftovers(self.directory, "target directory")
         if self.wal_root:
             check_directory(self.wal_root, "WAL directory")
         missing = [p for p in ("initdb", "postgres", "pgbench") if not self.install.program(p)]
@@ -239,7 +256,7 @@ class LocalTarget(Target):
             tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-5:])
             raise HowfastError(f"{what} failed (exit {out.returncode}): {tail}")
 
-    def _start_postmaster(self) -> None:
+    def _launch_postmaster(self) -> None:
         assert self.server_log is not None and self.run_dir is not None
         with self.server_log.open("ab") as log:
             if self.user and self.user.uid != os.geteuid():
@@ -257,6 +274,12 @@ class LocalTarget(Target):
 
             # In the --memory cgroup, every server process is born inside it.
             self.postmaster = self.cgroup.spawn(launch) if self.cgroup else launch()
+
+    def _start_postmaster(self, *, listening_is_enough: bool = False) -> None:
+        """Start the server and wait until it accepts connections (or, when
+        `listening_is_enough`, until it answers at all, even "starting up")."""
+        self._launch_postmaster()
+        enough = (0, 1) if listening_is_enough else (0,)
         deadline = time.monotonic() + START_TIMEOUT_S
         pg_isready = self.install.program("pg_isready")
         while time.monotonic() < deadline:
@@ -266,18 +289,30 @@ class LocalTarget(Target):
                     f"PostgreSQL exited during start-up (exit {self.postmaster.returncode}): "
                     + (self.server_log_tail(5) or "no log")
                 )
-            if pg_isready and self._ready(pg_isready):
+            if pg_isready and self._isready(pg_isready) in enough:
                 return
             time.sleep(0.1)
         raise HowfastError(f"PostgreSQL did not become ready within {START_TIMEOUT_S} s")
 
-    def _ready(self, pg_isready: Path) -> bool:
+    def _isready(self, pg_isready: Path) -> int:
+        """pg_isready's status: 0 accepting, 1 rejecting (starting up), 2 no response."""
         out = subprocess.run(
             [str(pg_isready), "-q", "-h", str(self.run_dir), "-p", str(self.port), "-U", SUPERUSER],
             capture_output=True,
             check=False,
         )
-        return out.returncode == 0
+        return out.returncode
+
+    def _tidy_after_crash(self) -> None:
+        """A server that died without shutting down (killed, OOM) leaves its shared memory
+        behind: a System V segment and /dev/shm/PostgreSQL.* files. A postmaster starting on
+        the same data directory removes exactly those, so start it once, then stop it."""
+        try:
+            self._start_postmaster(listening_is_enough=True)
+        except HowfastError:
+            pass  # it could not start (the cause of the crash?); nothing more to do
+        finally:
+            self._stop_postmaster(signal.SIGQUIT)
 
     def record(self) -> TargetRecord:
         device: dict[str, object] = {}
@@ -359,7 +394,10 @@ class LocalTarget(Target):
 
     def stop(self) -> None:
         try:
+            crashed = self.postmaster is not None and self.postmaster.poll() is not None
             self._stop_postmaster()
+            if crashed and not self.keep:  # a kept cluster's next start tidies up itself
+                self._tidy_after_crash()
         finally:
             self._remove_cgroup()
         if self.keep and self.cluster_dir.exists():

@@ -1,0 +1,26 @@
+"""Opening the results store for a command, and closing the runs that a killed howfast left
+`running` (their process cannot do it: SIGKILL, the OOM killer, a power cut)."""
+
+from __future__ import annotations
+
+from howfast.cli.context import CliEnv
+from howfast.errors import HowfastError
+from howfast.store import SqlStore, open_store
+from howfast.store.liveness import close_abandoned_runs
+
+
+def open_results(env: CliEnv, url: str | None) -> SqlStore:
+    """open_store(url), then mark aborted the runs whose howfast process is gone, saying so."""
+    db = open_store(url)
+    try:
+        abandoned = close_abandoned_runs(db)
+    except HowfastError as exc:  # e.g. a read-only copy of a store: reading still works
+        env.info(f"warning: cannot check the store for runs left running: {exc}")
+        return db
+    for run in abandoned:
+        env.info(
+            f"run {run.run_id} was still marked running, but its howfast process "
+            f"(PID {run.writer.pid}) is gone: it was killed or the machine restarted. "
+            "Marked aborted; its stored steps are kept."
+        )
+    return db

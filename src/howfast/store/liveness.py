@@ -1,0 +1,122 @@
+"""Is the process that writes a `running` run still there?
+
+A run killed with SIGKILL (or by the OOM killer, or a power cut) cannot mark itself aborted.
+Each run records its writer: host name, kernel boot id, PID and the PID's start time. A later
+howfast on the same host can then tell for certain that the writer is gone: another boot, no
+such PID, or a PID that a newer process reuses (a different start time). On another host it
+cannot tell, and leaves the run alone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from howfast.model import JSONValue
+from howfast.store.base import Store
+
+PROC = Path("/proc")
+BOOT_ID = PROC / "sys/kernel/random/boot_id"
+
+
+@dataclass(frozen=True)
+class Writer:
+    host: str
+    boot_id: str | None
+    pid: int
+    start_ticks: int | None  # field 22 of /proc/PID/stat: clock ticks after boot
+
+    def document(self) -> dict[str, JSONValue]:
+        return {
+            "host": self.host,
+            "boot_id": self.boot_id,
+            "pid": self.pid,
+            "start_ticks": self.start_ticks,
+        }
+
+    @classmethod
+    def from_document(cls, doc: object) -> Writer | None:
+        if not isinstance(doc, dict):
+            return None
+        host, pid = doc.get("host"), doc.get("pid")
+        if not isinstance(host, str) or not isinstance(pid, int):
+            return None
+        boot_id, ticks = doc.get("boot_id"), doc.get("start_ticks")
+        return cls(
+            host,
+            boot_id if isinstance(boot_id, str) else None,
+            pid,
+            ticks if isinstance(ticks, int) else None,
+        )
+
+
+def start_ticks_from_stat(stat: str) -> int:
+    """The start time in a /proc/PID/stat line. The command name (field 2) may hold spaces
+    and parentheses, so count fields after its last ')': state is field 3, starttime 22."""
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+def process_start_ticks(pid: int, proc: Path = PROC) -> int | None:
+    try:
+        return start_ticks_from_stat((proc / str(pid) / "stat").read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def boot_id(path: Path = BOOT_ID) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def this_process() -> Writer:
+    pid = os.getpid()
+    return Writer(socket.gethostname(), boot_id(), pid, process_start_ticks(pid))
+
+
+def pid_exists(pid: int) -> bool:
+    """Whether any process has this PID; by signal 0, which also sees processes that a
+    hidepid /proc mount hides from other users."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def is_gone(writer: Writer, here: Writer, proc: Path = PROC) -> bool:
+    """True only when `writer` certainly no longer runs; `here` is this process's Writer."""
+    if writer.host != here.host:
+        return False  # another machine's process table is out of sight
+    if writer.boot_id is None or here.boot_id is None:
+        return False  # without boot ids a PID could be from another boot: cannot tell
+    if writer.boot_id != here.boot_id:
+        return True  # the machine rebooted since
+    if not pid_exists(writer.pid):
+        return True
+    ticks = process_start_ticks(writer.pid, proc)
+    # The PID now belongs to a process started at another time: the writer is gone.
+    return None not in (ticks, writer.start_ticks) and ticks != writer.start_ticks
+
+
+@dataclass(frozen=True)
+class AbandonedRun:
+    run_id: int
+    writer: Writer
+
+
+def close_abandoned_runs(store: Store, here: Writer | None = None) -> list[AbandonedRun]:
+    """Mark aborted every `running` run whose writer is certainly gone; their stored steps
+    stay. Runs without a writer (stored before schema v3) are left alone."""
+    here = here or this_process()
+    closed = []
+    for run_id, document in store.running_runs():
+        writer = Writer.from_document(document)
+        if writer is not None and is_gone(writer, here) and store.abandon_run(run_id):
+            closed.append(AbandonedRun(run_id, writer))
+    return closed
