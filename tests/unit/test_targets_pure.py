@@ -4,6 +4,7 @@ directory claims, DSN parsing."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from howfast.errors import UsageError
 from howfast.targets.claim import MARKER, check_directory, claim_directory
 from howfast.targets.dsn import parse_dsn
 from howfast.targets.fsinfo import block_device, mount_for, parse_mountinfo, parse_scheduler
-from howfast.targets.local import conf_line
+from howfast.targets.local import check_earlier_clusters, conf_line
 from howfast.targets.pgbin import parse_version
 
 DATA = Path(__file__).parent.parent / "data" / "proc"
@@ -146,3 +147,25 @@ def test_parse_dsn_keeps_password_out_of_args():
     assert conn.client_env() == {"PGSSLMODE": "require", "PGPASSWORD": "pw@x"}
     with pytest.raises(UsageError):
         parse_dsn("postgresql://bench@db/x?nonsense_option=1")
+
+
+def test_earlier_clusters_stopped_are_noted_and_running_are_refused(tmp_path: Path):
+    (tmp_path / MARKER).write_text("{}\n")
+    assert check_earlier_clusters(tmp_path, "target directory") == []
+    (tmp_path / "howfast-kept1").mkdir()
+    (tmp_path / "howfast-note.txt").write_text("not a cluster directory")
+    notes = check_earlier_clusters(tmp_path, "target directory")
+    assert len(notes) == 1 and "holds howfast-kept1 from an earlier run" in notes[0]
+    running = tmp_path / "howfast-live2" / "data"
+    running.mkdir(parents=True)
+    # A process working in the cluster's data directory, as every PostgreSQL process does.
+    sleeper = subprocess.Popen(["sleep", "30"], cwd=running)
+    try:
+        with pytest.raises(UsageError) as caught:
+            check_earlier_clusters(tmp_path, "target directory")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert f"its server is still running (PIDs {sleeper.pid})" in str(caught.value)
+    assert f"pg_ctl -D {running} stop -m fast" in (caught.value.hint or "")
+    assert check_earlier_clusters(tmp_path, "target directory")[1].count("howfast-live2") == 1

@@ -51,12 +51,14 @@ def processes_in(directory: Path) -> list[int]:
     return pids
 
 
-def refuse_running_leftovers(directory: Path, role: str) -> None:
+def check_earlier_clusters(directory: Path, role: str) -> list[str]:
     """Refuse a directory where a server of an earlier howfast cluster still runs: left by a
     howfast that was killed (SIGKILL cannot be caught), or a --keep cluster started again. It
-    would compete for the storage under test; howfast does not stop what it did not start."""
-    for cluster in sorted(directory.glob("howfast-*")):
-        pids = processes_in(cluster) if cluster.is_dir() else []
+    would compete for the storage under test; howfast does not stop what it did not start.
+    Returns a warning for each stopped one: howfast leaves it, and it takes space."""
+    warnings = []
+    for cluster in sorted(p for p in directory.glob("howfast-*") if p.is_dir()):
+        pids = processes_in(cluster)
         if pids:
             raise UsageError(
                 f"{role} {directory} holds {cluster.name} from an earlier run, and its server "
@@ -65,6 +67,12 @@ def refuse_running_leftovers(directory: Path, role: str) -> None:
                 f"stop it, e.g. `pg_ctl -D {cluster / 'data'} stop -m fast` as its OS user, "
                 f"then remove {cluster} if you no longer need it",
             )
+        warnings.append(
+            f"{role} {directory} holds {cluster.name} from an earlier run (kept with --keep, "
+            "or left by a howfast that was killed); it is left alone: remove it when you no "
+            "longer need it"
+        )
+    return warnings
 
 
 def free_port() -> int:
@@ -144,9 +152,10 @@ class LocalTarget(Target):
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
         check_directory(self.directory, "target directory")
-        refuse_running_leftovers(self.directory, "target directory")
+        self.warnings = check_earlier_clusters(self.directory, "target directory")
         if self.wal_root:
             check_directory(self.wal_root, "WAL directory")
+            self.warnings += check_earlier_clusters(self.wal_root, "WAL directory")
         missing = [p for p in ("initdb", "postgres", "pgbench") if not self.install.program(p)]
         if missing:
             raise HowfastError(
