@@ -61,9 +61,11 @@ def test_another_boot_is_gone_even_if_the_pid_exists():
     assert is_gone(replace(here, boot_id="00000000-0000-0000-0000-000000000000"), here)
 
 
-def test_another_host_or_no_boot_id_cannot_be_judged():
+def test_another_host_container_or_no_boot_id_cannot_be_judged():
     here = this_process()
+    assert here.pid_ns and here.pid_ns.startswith("pid:[")
     assert not is_gone(replace(here, host="elsewhere", pid=dead_pid()), here)
+    assert not is_gone(replace(here, pid_ns="pid:[1]", pid=dead_pid()), here)
     assert not is_gone(replace(here, boot_id=None, pid=dead_pid()), here)
 
 

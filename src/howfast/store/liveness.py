@@ -1,10 +1,11 @@
 """Is the process that writes a `running` run still there?
 
 A run killed with SIGKILL (or by the OOM killer, or a power cut) cannot mark itself aborted.
-Each run records its writer: host name, kernel boot id, PID and the PID's start time. A later
-howfast on the same host can then tell for certain that the writer is gone: another boot, no
-such PID, or a PID that a newer process reuses (a different start time). On another host it
-cannot tell, and leaves the run alone.
+Each run records its writer: host name, kernel boot id, PID namespace, PID and the PID's start
+time. A later howfast on the same host and in the same PID namespace can then tell for certain
+that the writer is gone: another boot, no such PID, or a PID that a newer process reuses (a
+different start time). On another host, or in another container sharing the store, it cannot
+tell, and leaves the run alone.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Writer:
     boot_id: str | None
     pid: int
     start_ticks: int | None  # field 22 of /proc/PID/stat: clock ticks after boot
+    pid_ns: str | None = None  # e.g. "pid:[4026531836]": PIDs mean something only inside it
 
     def document(self) -> dict[str, JSONValue]:
         return {
@@ -34,6 +36,7 @@ class Writer:
             "boot_id": self.boot_id,
             "pid": self.pid,
             "start_ticks": self.start_ticks,
+            "pid_ns": self.pid_ns,
         }
 
     @classmethod
@@ -43,12 +46,13 @@ class Writer:
         host, pid = doc.get("host"), doc.get("pid")
         if not isinstance(host, str) or not isinstance(pid, int):
             return None
-        boot_id, ticks = doc.get("boot_id"), doc.get("start_ticks")
+        boot_id, ticks, pid_ns = doc.get("boot_id"), doc.get("start_ticks"), doc.get("pid_ns")
         return cls(
             host,
             boot_id if isinstance(boot_id, str) else None,
             pid,
             ticks if isinstance(ticks, int) else None,
+            pid_ns if isinstance(pid_ns, str) else None,
         )
 
 
@@ -72,9 +76,16 @@ def boot_id(path: Path = BOOT_ID) -> str | None:
         return None
 
 
+def pid_namespace(proc: Path = PROC) -> str | None:
+    try:
+        return os.readlink(proc / "self/ns/pid")
+    except OSError:
+        return None
+
+
 def this_process() -> Writer:
     pid = os.getpid()
-    return Writer(socket.gethostname(), boot_id(), pid, process_start_ticks(pid))
+    return Writer(socket.gethostname(), boot_id(), pid, process_start_ticks(pid), pid_namespace())
 
 
 def pid_exists(pid: int) -> bool:
@@ -91,8 +102,8 @@ def pid_exists(pid: int) -> bool:
 
 def is_gone(writer: Writer, here: Writer, proc: Path = PROC) -> bool:
     """True only when `writer` certainly no longer runs; `here` is this process's Writer."""
-    if writer.host != here.host:
-        return False  # another machine's process table is out of sight
+    if writer.host != here.host or writer.pid_ns != here.pid_ns:
+        return False  # another machine's or container's processes are out of sight
     if writer.boot_id is None or here.boot_id is None:
         return False  # without boot ids a PID could be from another boot: cannot tell
     if writer.boot_id != here.boot_id:
