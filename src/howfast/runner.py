@@ -267,6 +267,8 @@ class Runner:
                 outcome = workload.execute(ctx, dict(spec.params))
             except HowfastError as exc:
                 outcome = StepOutcome(status="failed", error=str(exc))
+            except OSError as exc:  # the directory vanished, a full disk...: this step fails
+                outcome = StepOutcome(status="failed", error=f"{workload.name} step: {exc}")
         finally:
             with self.guard.critical():  # a second Ctrl-C must not leave samplers running
                 session.stop()

@@ -180,8 +180,24 @@ class Nothing(Workload):
         return StepOutcome(metrics={"tps": 1.0})
 
 
-def run(target: SettingsTarget, specs: list[StepSpec], tmp_path: Path, monkeypatch) -> list:
-    monkeypatch.setattr("howfast.runner.get_workload", lambda name: Nothing())
+class DiskFull(Nothing):
+    """Fails like a workload whose directory filled up: with an OSError."""
+
+    def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        raise OSError(28, "No space left on device")
+
+
+def run(
+    target: SettingsTarget,
+    specs: list[StepSpec],
+    tmp_path: Path,
+    monkeypatch,
+    workloads: list[Workload] | None = None,
+) -> list:
+    queue = list(workloads or [])
+    monkeypatch.setattr(
+        "howfast.runner.get_workload", lambda name: queue.pop(0) if queue else Nothing()
+    )
     with open_store(str(tmp_path / "r.db")) as store:
         runner = Runner(
             store,
@@ -239,3 +255,9 @@ def test_settings_the_server_refuses_fail_that_step_only(tmp_path, monkeypatch) 
     steps = run(target, [spec({"fsync": "maybe"}), spec()], tmp_path, monkeypatch)
     assert [s.status for s in steps] == ["failed", "completed"]
     assert "refused: invalid value" in (steps[0].error or "")
+
+
+def test_an_os_error_in_a_step_fails_that_step_only(tmp_path, monkeypatch) -> None:
+    steps = run(SettingsTarget(), [spec(), spec()], tmp_path, monkeypatch, [DiskFull()])
+    assert [s.status for s in steps] == ["failed", "completed"]
+    assert steps[0].error == "pgbench step: [Errno 28] No space left on device"

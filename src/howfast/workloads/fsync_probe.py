@@ -37,12 +37,6 @@ class PgTestFsyncWorkload(Workload):
         return f"pg_test_fsync, {params.get('seconds')} s per test"
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
-        try:
-            return self._execute(ctx, params)
-        except OSError as exc:  # the directory vanished, a full disk...: this step fails
-            return StepOutcome(status="failed", error=f"pg_test_fsync step: {exc}")
-
-    def _execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         seconds = int(params.get("seconds") or 5)
         scratch = ctx.target.scratch_dir()
         if scratch is None:

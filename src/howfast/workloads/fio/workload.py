@@ -307,12 +307,6 @@ class FioWorkload(Workload):
         return f"fio {params.get('profile')}, {size_text} file, {params.get('runtime_s')} s"
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
-        try:
-            return self._execute(ctx, params)
-        except OSError as exc:  # the directory vanished, a full disk...: this step fails
-            return StepOutcome(status="failed", error=f"fio step: {exc}")
-
-    def _execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         profile = str(params["profile"])
         size = int(params["size_bytes"])
         runtime = int(params["runtime_s"])
