@@ -13,20 +13,13 @@ from typing import Literal
 import numpy as np
 
 from howfast.analysis.groups import StepGroup
-from howfast.analysis.metrics import INIT_PHASES, metric
+from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, metric
 from howfast.analysis.overview import Overview, Placed, TargetView
 from howfast.model import Sample, StepRecord
 
 IO_FIELDS = ("read_iops", "write_iops", "read_mbps", "write_mbps")
 PERCENTILES = (("latency_p50_ms", "p50"), ("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
-QD1_METRICS = (
-    "read_lat_avg_ms",
-    "read_lat_p99_ms",
-    "write_lat_avg_ms",
-    "write_lat_p99_ms",
-    "sync_lat_avg_ms",
-    "sync_lat_p99_ms",
-)
+QD1_METRICS = tuple(name for name in FIO_FIGURES if "_lat_" in name)  # the latency ones
 SIGNIFICANT_DIGITS = 4  # per-second values: enough to read, and the page stays small
 # Per-second charts of more tests than this would be hundreds of charts nobody scrolls
 # through, and reading their samples would make a report of many runs slow.
