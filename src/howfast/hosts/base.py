@@ -8,7 +8,6 @@ invocation is what `--dry-run` prints and what runs.
 
 from __future__ import annotations
 
-import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,11 +36,6 @@ class Invocation:
     @property
     def program(self) -> str:
         return PurePath(self.argv[0]).name
-
-    def command_line(self) -> str:
-        """The command as one would type it (environment first); no secrets."""
-        assignments = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
-        return " ".join([*assignments, shlex.join(self.argv)])
 
     def document(self) -> dict[str, JSONValue]:
         """What `--dry-run --json` prints; never the secret environment."""
