@@ -29,6 +29,9 @@ python_ok || APT_PACKAGES+=(python3 python3-venv)
 if [[ $PURPOSE == test ]]; then
     command -v chromium >/dev/null || command -v chromium-browser >/dev/null ||
         APT_PACKAGES+=(chromium)
+    # Emulated volumes (--storage-latency): their tests build real layers.
+    command -v nbdkit >/dev/null || APT_PACKAGES+=(nbdkit)
+    command -v nbdfuse >/dev/null || APT_PACKAGES+=(libnbd-bin)
 fi
 
 if ((${#APT_PACKAGES[@]})); then

@@ -213,5 +213,29 @@ def kernel_release() -> str:
     return re.sub(r"\s+", " ", os.uname().release)
 
 
+def emulated_volume_checks() -> list[Check]:
+    """--storage-latency / --storage-iops: which backend builds the volume, or why none
+    (--storage-iops also needs the "cgroup I/O throttling" check above)."""
+    from howfast.targets.emulated.volume import INSTALL_HINT as VOLUME_HINT
+    from howfast.targets.emulated.volume import available
+
+    backend = available()
+    return [
+        Check(
+            "emulated volumes",
+            backend.name is not None,
+            backend.reason,
+            None if backend.name else "--storage-latency and --storage-iops",
+            None if backend.name else VOLUME_HINT,
+        ),
+    ]
+
+
 def all_checks(pg_bin: str | None = None) -> list[Check]:
-    return [*postgres_checks(pg_bin), fio_check(), *cgroup_checks(), *system_checks()]
+    return [
+        *postgres_checks(pg_bin),
+        fio_check(),
+        *cgroup_checks(),
+        *emulated_volume_checks(),
+        *system_checks(),
+    ]

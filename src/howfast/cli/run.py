@@ -25,6 +25,8 @@ from howfast.plans import (
     parse_size,
 )
 from howfast.runner import Runner
+from howfast.targets.emulated.build import Limits, variants
+from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.pgbin import choose_install
 from howfast.workloads.pgbench.build import expected_seconds
@@ -60,6 +62,25 @@ from howfast.workloads.pgbench.build import expected_seconds
     metavar="SIZE",
     help="Run each directory target's server in a cgroup capped at SIZE (e.g. 1GiB): "
     "emulates a machine with that much memory. Needs root and cgroups.",
+)
+@click.option(
+    "--storage-latency",
+    metavar="2ms|0,1ms,2ms",
+    help="Put each directory target's cluster on an emulated volume with this much added "
+    "latency per read and write (whole ms); a list runs one variant per value. Needs root.",
+)
+@click.option(
+    "--storage-iops",
+    metavar="N|500,20000",
+    help="Cap the emulated volume's read and write IOPS (each); a list runs one variant per "
+    "value. Needs root and cgroup I/O limits.",
+)
+@click.option(
+    "--storage-size",
+    metavar="SIZE",
+    default="4GiB",
+    show_default=True,
+    help="Size of the emulated volume (a sparse file in the target directory).",
 )
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
@@ -119,6 +140,9 @@ def run_command(
     scale: int | None,
     dataset: str | None,
     memory: str | None,
+    storage_latency: str | None,
+    storage_iops: str | None,
+    storage_size: str,
     clients: str | None,
     duration: str | None,
     modes: str | None,
@@ -170,19 +194,35 @@ def run_command(
     install = choose_install(pg_bin, need_server=needs_server)
     env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
-    target_objs = [
-        make_target(
-            t,
+    variants = storage_variants(storage_latency, storage_iops)
+    if variants and wal_dir is not None:
+        raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
+    target_objs = (
+        emulated_variants(
+            list(targets),
             install,
-            wal_dir=wal_dir,
+            variants,
+            size_bytes=parse_size(storage_size, "--storage-size"),
             settings=settings,
             keep=keep,
-            overwrite=yes,
             checksums=checksums,
             memory_limit=memory_limit,
         )
-        for t in targets
-    ]
+        if variants
+        else [
+            make_target(
+                t,
+                install,
+                wal_dir=wal_dir,
+                settings=settings,
+                keep=keep,
+                overwrite=yes,
+                checksums=checksums,
+                memory_limit=memory_limit,
+            )
+            for t in targets
+        ]
+    )
     if dry_run:
         document = plan_document(target_objs, steps, install)
         if as_json:
@@ -208,6 +248,25 @@ def run_command(
     finally:
         observer.close()
     return finish(env, db, result, as_json)
+
+
+def storage_variants(latency: str | None, iops: str | None) -> list[Limits]:
+    """--storage-latency x --storage-iops, each a list; [] when neither is given."""
+    if latency is None and iops is None:
+        return []
+    latencies = [0.0]
+    if latency is not None:
+        latencies = [
+            0.0 if v.strip() in ("0", "0ms") else parse_duration(v, "--storage-latency") * 1000
+            for v in latency.split(",")
+        ]
+    caps: list[int | None] = [None]
+    if iops is not None:  # 0 (or "none") is a variant without a cap
+        caps = [
+            None if v.strip() in ("0", "none") else parse_int_list(v, "--storage-iops")[0]
+            for v in iops.split(",")
+        ]
+    return variants(latencies, caps)
 
 
 def _sample_interval(text: str) -> float | None:

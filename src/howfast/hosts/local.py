@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from howfast.cancel import NEVER, CancelToken
@@ -24,6 +24,7 @@ from howfast.errors import Aborted
 from howfast.hosts.base import Host, Invocation, LineHandler, StartHandler, ToolResult
 from howfast.samplers.devices import RoleDevice, resolve_roles
 from howfast.samplers.diskstats import DISKSTATS, parse_diskstats
+from howfast.targets.cgroup import IoCgroup
 from howfast.targets.fsinfo import describe_path
 from howfast.targets.fsinfo import same_filesystem as _same_filesystem
 from howfast.targets.memory import MemoryBasis, memory_basis
@@ -43,7 +44,7 @@ def run_process(
     cancel: CancelToken = NEVER,
     on_line: LineHandler | None = None,
     on_start: StartHandler | None = None,
-    run_as: Mapping[str, object] | None = None,
+    spawn: Callable[[Callable[[], subprocess.Popen[str]]], subprocess.Popen[str]] | None = None,
 ) -> ToolResult:
     """Run an invocation as a child process in `work_dir`. On cancellation or any exception
     (Aborted included) the child is interrupted, then killed, by its PID."""
@@ -51,18 +52,21 @@ def run_process(
         (work_dir / name).mkdir(parents=True, exist_ok=True)
     for name, text in invocation.inputs.items():
         (work_dir / name).write_text(text)
-    proc = subprocess.Popen(  # type: ignore[call-overload]
-        list(invocation.argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **invocation.env, **invocation.secret_env},
-        cwd=work_dir,
-        start_new_session=True,  # the terminal's Ctrl-C reaches howfast only
-        text=True,
-        errors="replace",
-        **(run_as or {}),
-    )
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            list(invocation.argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **invocation.env, **invocation.secret_env},
+            cwd=work_dir,
+            start_new_session=True,  # the terminal's Ctrl-C reaches howfast only
+            text=True,
+            errors="replace",
+        )
+
+    proc = spawn(start) if spawn else start()
     err_lines: list[str] = []
     out_chunks: list[str] = []
 
@@ -133,8 +137,10 @@ class LocalHost(Host):
 
     name = "local"
 
-    def __init__(self, install: PgInstall | None = None) -> None:
+    def __init__(self, install: PgInstall | None = None, cgroup: IoCgroup | None = None) -> None:
         self.install = install  # PostgreSQL's programs come from this install
+        # Tools are born in this cgroup: the storage probes see the volume's I/O limits.
+        self.cgroup = cgroup
 
     def run(
         self,
@@ -145,7 +151,10 @@ class LocalHost(Host):
         on_line: LineHandler | None = None,
         on_start: StartHandler | None = None,
     ) -> ToolResult:
-        return run_process(invocation, work_dir, cancel=cancel, on_line=on_line, on_start=on_start)
+        spawn = self.cgroup.spawn if self.cgroup is not None else None
+        return run_process(
+            invocation, work_dir, cancel=cancel, on_line=on_line, on_start=on_start, spawn=spawn
+        )
 
     def program(self, name: str) -> str | None:
         if self.install is not None:

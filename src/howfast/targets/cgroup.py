@@ -21,7 +21,7 @@ from typing import TypeVar
 from howfast.errors import HowfastError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-_spawn_lock = threading.Lock()
+_spawn_lock = threading.RLock()  # re-entrant: a server may be spawned into two cgroups
 T = TypeVar("T")
 
 
@@ -182,3 +182,101 @@ class MemoryCgroup:
                     if self.version == "v1":
                         (self.path / "memory.force_empty").write_text("0")
                 time.sleep(0.1)
+
+
+def detect_io(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
+    """Where I/O limits can be set: cgroup v2's io controller (io.max) or v1's blkio
+    (blkio.throttle.*), beside howfast's own cgroup; or why neither can be used."""
+    if proc_cgroup is None:
+        try:
+            proc_cgroup = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            proc_cgroup = ""
+    own = parse_proc_cgroup(proc_cgroup)
+    v2_controllers = root / "cgroup.controllers"
+    if v2_controllers.exists() and "io" in v2_controllers.read_text().split():
+        parent = root / own.get("", "/").lstrip("/")
+        if not os.access(parent, os.W_OK):
+            return CgroupSupport(None, None, f"cgroup v2 at {parent} is not writable (not root?)")
+        return CgroupSupport("v2", parent, f"cgroup v2 io controller under {parent}")
+    v1_root = root / "blkio"
+    if (v1_root / "blkio.throttle.write_iops_device").exists():
+        parent = v1_root / own.get("blkio", "/").lstrip("/")
+        if not parent.is_dir():
+            parent = v1_root
+        if not os.access(parent, os.W_OK):
+            return CgroupSupport(None, None, f"cgroup v1 blkio at {parent} is not writable")
+        return CgroupSupport("v1", parent, f"cgroup v1 blkio controller under {parent}")
+    return CgroupSupport(None, None, "no cgroup I/O controller (v2 io or v1 blkio throttling)")
+
+
+class IoCgroup:
+    """A cgroup with I/O limits on one device that howfast creates, runs the server (and the
+    storage probes) in, and removes. `lines` are what throttle_lines built."""
+
+    def __init__(self, support: CgroupSupport, name: str, lines: dict[str, str]) -> None:
+        if support.version is None or support.parent is None:
+            raise HowfastError(f"I/O limits need a cgroup I/O controller: {support.reason}")
+        self.version = support.version
+        self.parent = support.parent
+        self.path = support.parent / name
+        self.lines = lines
+        self._created = False
+
+    def create(self) -> None:
+        if self.version == "v2":
+            control = self.parent / "cgroup.subtree_control"
+            if "io" not in control.read_text().split():
+                try:
+                    control.write_text("+io")
+                except OSError as exc:
+                    raise HowfastError(
+                        f"cannot enable the io controller below {self.parent}: {exc.strerror}"
+                    ) from None
+        try:
+            self.path.mkdir()
+        except OSError as exc:
+            raise HowfastError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
+        self._created = True
+        try:
+            for name, line in self.lines.items():
+                (self.path / name).write_text(line)
+        except OSError as exc:
+            self.remove()
+            raise HowfastError(f"cannot set I/O limits in {self.path}: {exc}") from None
+
+    def spawn(self, start: Callable[[], T]) -> T:
+        """Like MemoryCgroup.spawn: the child is born inside the cgroup."""
+        procs = self.path / "cgroup.procs"
+        home = self.parent / "cgroup.procs"
+        with _spawn_lock:
+            procs.write_text(str(os.getpid()))
+            try:
+                return start()
+            finally:
+                home.write_text(str(os.getpid()))
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def remove(self, timeout_s: float = 10.0) -> None:
+        if not self._created:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise HowfastError(
+                        f"cannot remove cgroup {self.path}: {exc.strerror}"
+                    ) from None
+                time.sleep(0.1)
+                continue
+            self._created = False
+            return

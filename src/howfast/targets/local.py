@@ -9,6 +9,7 @@ being measured.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import shutil
@@ -23,7 +24,7 @@ from howfast.errors import HowfastError, UsageError
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, Target
-from howfast.targets.cgroup import CgroupSupport, MemoryCgroup, detect
+from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.fsinfo import describe_path, same_filesystem
 from howfast.targets.memory import cap_problem
@@ -148,6 +149,8 @@ class LocalTarget(Target):
         self.memory_limit = memory_limit  # --memory: the server runs in a capped cgroup
         self.cgroup_support: CgroupSupport | None = None
         self.cgroup: MemoryCgroup | None = None
+        # I/O limits set by whoever built the storage (an emulated volume); not ours to remove
+        self.io_cgroup: IoCgroup | None = None
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -288,8 +291,12 @@ class LocalTarget(Target):
                     **self._as_server_user(),
                 )
 
-            # In the --memory cgroup, every server process is born inside it.
-            self.postmaster = self.cgroup.spawn(launch) if self.cgroup else launch()
+            # In the --memory (and I/O) cgroup, every server process is born inside it.
+            start = launch
+            for group in (self.cgroup, self.io_cgroup):
+                if group is not None:
+                    start = functools.partial(group.spawn, start)
+            self.postmaster = start()
 
     def _start_postmaster(self, *, listening_is_enough: bool = False) -> None:
         """Start the server and wait until it accepts connections (or, when
@@ -373,7 +380,8 @@ class LocalTarget(Target):
     def planned_connection(self) -> Connection:
         """The socket directory is made at start (a fresh private directory), the port
         chosen then unless the settings name one."""
-        avoid = [self.directory] + ([self.wal_root] if self.wal_root else [])
+        wanted = [self.directory] + ([self.wal_root] if self.wal_root else [])
+        avoid = [next(p for p in (d, *d.parents) if p.exists()) for d in wanted]
         socket_dir = runtime_base(avoid) / f"howfast-run-{self.token}-XXXXXXXX"
         port = self.settings.get("port")
         return PlannedConnection(

@@ -1,0 +1,105 @@
+"""Pure builders for emulated volumes: what to run and what to write, never run or written.
+
+The nbdkit backend: the volume image (a sparse file in the target directory, formatted as
+ext4 before anything serves it) is served by nbdkit with its delay filter on a unix socket;
+nbdfuse shows it as a file, which a loop device with direct I/O turns into a block device
+that is mounted. IOPS and bandwidth caps are the I/O controller's limits on that block device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the emulated volume adds or caps. Zero latency still builds the volume, so that a
+    sweep compares like with like (the same layers, only the delay differs)."""
+
+    latency_ms: float = 0.0
+    iops: int | None = None  # read and write IOPS cap, each
+    bps: int | None = None  # read and write bytes/s cap, each
+
+    def describe(self) -> str:
+        parts = [f"+{format_ms(self.latency_ms)}"]
+        if self.iops:
+            parts.append(f"{self.iops} IOPS")
+        if self.bps:
+            parts.append(f"{self.bps // 2**20} MiB/s")
+        return " ".join(parts)
+
+
+def format_ms(value: float) -> str:
+    """2.0 -> '2ms', 0.5 -> '0.5ms', 0 -> '0ms'."""
+    return f"{value:g}ms"
+
+
+def delay_value(latency_ms: float) -> str:
+    """nbdkit's delay filter takes whole milliseconds ('NNms') or seconds."""
+    if latency_ms != int(latency_ms):
+        raise ValueError(
+            f"the nbdkit backend adds whole milliseconds only, not {latency_ms:g} ms "
+            "(device-mapper's delay target takes them too)"
+        )
+    return f"{int(latency_ms)}ms"
+
+
+def nbdkit_argv(
+    image: PurePath, socket: PurePath, pidfile: PurePath, latency_ms: float
+) -> list[str]:
+    """nbdkit in the foreground (stopped by its PID), serving the image on a unix socket only,
+    reads and writes (and zero/trim) delayed by the added latency."""
+    argv = ["nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile)]
+    if latency_ms > 0:
+        delay = delay_value(latency_ms)
+        return [*argv, "--filter=delay", "file", str(image), f"rdelay={delay}", f"wdelay={delay}"]
+    return [*argv, "file", str(image)]
+
+
+def nbdfuse_argv(mount_dir: PurePath, socket: PurePath, pidfile: PurePath) -> list[str]:
+    """nbdfuse in the foreground: the volume appears as the file `mount_dir/nbd`."""
+    return ["nbdfuse", "--pidfile", str(pidfile), str(mount_dir), "--unix", str(socket)]
+
+
+def mkfs_argv(image: PurePath) -> list[str]:
+    """ext4 on the image file itself, before any delay applies: formatting is not measured.
+    No discard (the image is sparse already); lazy inode tables keep it quick."""
+    return [
+        "mkfs.ext4", "-q", "-F", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+        "-L", "howfast", str(image),
+    ]  # fmt: skip
+
+
+def losetup_argv(backing: PurePath) -> list[str]:
+    """A loop device with direct I/O: without it the page cache would absorb the delay."""
+    return ["losetup", "--find", "--show", "--direct-io=on", str(backing)]
+
+
+def throttle_lines(version: str, devnum: str, limits: Limits) -> dict[str, str]:
+    """What to write into the server's I/O cgroup: cgroup v1 blkio.throttle files, one line
+    each, or cgroup v2 io.max's single line. Empty when nothing is capped."""
+    if not limits.iops and not limits.bps:
+        return {}
+    if version == "v2":
+        fields = [
+            f"riops={limits.iops or 'max'}",
+            f"wiops={limits.iops or 'max'}",
+            f"rbps={limits.bps or 'max'}",
+            f"wbps={limits.bps or 'max'}",
+        ]
+        return {"io.max": f"{devnum} {' '.join(fields)}"}
+    lines = {}
+    if limits.iops:
+        lines["blkio.throttle.read_iops_device"] = f"{devnum} {limits.iops}"
+        lines["blkio.throttle.write_iops_device"] = f"{devnum} {limits.iops}"
+    if limits.bps:
+        lines["blkio.throttle.read_bps_device"] = f"{devnum} {limits.bps}"
+        lines["blkio.throttle.write_bps_device"] = f"{devnum} {limits.bps}"
+    return lines
+
+
+def variants(latencies: Sequence[float], iops: Sequence[int | None]) -> list[Limits]:
+    """Every combination, latencies outermost: each is a variant of the target."""
+    return [Limits(latency_ms=lat, iops=cap) for lat in latencies for cap in iops]

@@ -1,0 +1,311 @@
+"""A local target on an emulated volume: the cluster lives on a block device howfast builds in
+the target directory, with added latency and optional I/O caps (build.Limits).
+
+start(): claim the directory, build the volume, measure what it really adds (a short QD1
+write test on the volume and, for the baseline, on the directory itself), create the I/O
+cgroup for caps, then start a LocalTarget on the volume. stop(): the cluster, the cgroup,
+the volume, the claim, in that order, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from howfast.errors import HowfastError, UsageError
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
+from howfast.model import TargetRecord
+from howfast.targets.base import Connection, Target
+from howfast.targets.cgroup import IoCgroup, MemoryCgroup, detect_io
+from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.emulated.build import (
+    Limits,
+    delay_value,
+    format_ms,
+    losetup_argv,
+    mkfs_argv,
+    nbdfuse_argv,
+    nbdkit_argv,
+    throttle_lines,
+)
+from howfast.targets.emulated.volume import EmulatedVolume, require_backend
+from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
+from howfast.targets.osuser import check_reachable, server_user
+from howfast.targets.pgbin import PgInstall
+
+MISMATCH = 0.25  # warn when the measured added latency is this far from the asked one
+CHECK_SECONDS = 2
+CHECK_FILE_BYTES = 16 * 2**20
+
+
+def qd1_check_argv(path: Path) -> list[str]:
+    """fio's one-I/O-at-a-time 4 KiB direct write test, as JSON: the latency one commit waits."""
+    return [
+        "fio", "--name=qd1-check", f"--filename={path}", f"--size={CHECK_FILE_BYTES}",
+        "--rw=randwrite", "--bs=4k", "--iodepth=1", "--direct=1", "--ioengine=psync",
+        f"--runtime={CHECK_SECONDS}", "--time_based", "--output-format=json",
+    ]  # fmt: skip
+
+
+def write_latency_ms(fio_json: str) -> float:
+    """The mean write latency (submission + completion) of fio's first job, in ms."""
+    start = fio_json.find("{")
+    job = json.loads(fio_json[start:])["jobs"][0]["write"]
+    return float(job["lat_ns"]["mean"]) / 1e6
+
+
+def latency_warning(asked_ms: float, added_ms: float) -> str | None:
+    """Asked vs measured: more than MISMATCH apart (and more than 0.1 ms) is worth saying."""
+    if abs(added_ms - asked_ms) <= max(MISMATCH * asked_ms, 0.1):
+        return None
+    return (
+        f"the emulated volume added {added_ms:.2f} ms per 4 KiB write at queue depth 1, "
+        f"{added_ms / asked_ms - 1:+.0%} off the {asked_ms:g} ms asked"
+        if asked_ms
+        else f"the emulated volume added {added_ms:.2f} ms per write where none was asked"
+    )
+
+
+class EmulatedTarget(Target):
+    kind = "local"
+
+    def __init__(
+        self,
+        directory: Path,
+        install: PgInstall,
+        limits: Limits,
+        *,
+        size_bytes: int,
+        settings: dict[str, str],
+        keep: bool = False,
+        checksums: bool = False,
+        memory_limit: int | None = None,
+    ) -> None:
+        self.directory = directory.absolute()
+        self.install = install
+        self.limits = limits
+        self.size_bytes = size_bytes
+        self.name = f"{self.directory} {limits.describe()}"
+        self.token = secrets.token_hex(4)
+        self.workspace = self.directory / f"howfast-vol-{self.token}"
+        self.inner = LocalTarget(
+            self.workspace / "mnt",
+            install,
+            settings=settings,
+            keep=False,  # the volume goes away at the end: a kept cluster would go with it
+            checksums=checksums,
+            name=self.name,
+            memory_limit=memory_limit,
+        )
+        self.keep = keep
+        self.warnings: list[str] = []
+        self.emulation: dict[str, object] = {"asked_latency_ms": limits.latency_ms}
+        self.volume: EmulatedVolume | None = None
+        self.io_cgroup: IoCgroup | None = None
+        self._claim: Claim | None = None
+        self._run_dir: Path | None = None
+        self._host: LocalHost | None = None
+
+    def check(self, *, will_init: bool) -> None:
+        if self.keep:
+            raise UsageError("--keep cannot keep a cluster on an emulated volume: it is removed")
+        backend = require_backend()
+        self.emulation["backend"] = backend.name
+        if self.limits.latency_ms:
+            try:
+                delay_value(self.limits.latency_ms)
+            except ValueError as exc:
+                raise UsageError(f"--storage-latency: {exc}") from None
+        check_directory(self.directory, "target directory")
+        self.warnings = check_earlier_clusters(self.directory, "target directory")
+        check_reachable(server_user(), self.directory)
+        free = shutil.disk_usage(self.directory).free
+        if free < self.size_bytes:
+            raise UsageError(
+                f"the emulated volume ({self.size_bytes // 2**20} MiB) does not fit in "
+                f"{self.directory} ({free // 2**20} MiB free)",
+                "give a smaller --storage-size",
+            )
+        if (self.limits.iops or self.limits.bps) and detect_io().version is None:
+            raise UsageError(f"--storage-iops needs cgroup I/O limits: {detect_io().reason}")
+
+    def start(self) -> Connection:
+        self._claim = claim_directory(self.directory)
+        self.workspace.mkdir(mode=0o755)
+        self._run_dir = Path(
+            tempfile.mkdtemp(
+                prefix=f"howfast-vol-{self.token}-", dir=runtime_base([self.directory])
+            )
+        )
+        self.volume = EmulatedVolume(self.workspace, self._run_dir, self.size_bytes, self.limits)
+        self.volume.build()
+        self._measure_added_latency()  # before the caps: it measures the delay alone
+        self._create_io_cgroup()
+        self.inner.io_cgroup = self.io_cgroup
+        self.inner.check(will_init=True)
+        connection = self.inner.start()
+        self.warnings += self.inner.warnings
+        return connection
+
+    def _create_io_cgroup(self) -> None:
+        assert self.volume is not None and self.volume.devnum is not None
+        support = detect_io()
+        lines = throttle_lines(support.version or "v1", self.volume.devnum, self.limits)
+        if not lines:
+            return
+        self.io_cgroup = IoCgroup(support, f"howfast-vol-{self.token}", lines)
+        self.io_cgroup.create()
+        if self._host is not None:  # the storage probes run capped too
+            self._host.cgroup = self.io_cgroup
+        self.emulation["io_limits"] = {"cgroup": str(self.io_cgroup.path), **lines}
+
+    def _measure_added_latency(self) -> None:
+        """A short QD1 write test on the volume and on the directory under it: the difference
+        is what the volume adds. Both files are removed."""
+        assert self.volume is not None
+        on_volume = self._qd1_ms(self.volume.mount_dir / ".howfast-qd1-check")
+        baseline = self._qd1_ms(self.workspace / ".howfast-qd1-check")
+        added = max(0.0, on_volume - baseline)
+        self.emulation.update(
+            measured_write_latency_ms=round(on_volume, 4),
+            baseline_write_latency_ms=round(baseline, 4),
+            measured_added_latency_ms=round(added, 4),
+        )
+        warning = latency_warning(self.limits.latency_ms, added)
+        if warning:
+            self.warnings.append(warning)
+
+    def _qd1_ms(self, path: Path) -> float:
+        try:
+            out = subprocess.run(qd1_check_argv(path), capture_output=True, text=True)
+            if out.returncode != 0:
+                raise HowfastError(f"the QD1 check failed: {out.stderr.strip()[-200:]}")
+            return write_latency_ms(out.stdout)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def host(self, install: PgInstall) -> Host:
+        """This machine; once the volume is capped, tools are born in its I/O cgroup."""
+        if self._host is None:
+            self._host = LocalHost(install, cgroup=self.io_cgroup)
+        return self._host
+
+    def record(self) -> TargetRecord:
+        record = self.inner.record()
+        record.location = str(self.directory)
+        record.device["emulation"] = dict(self.emulation)
+        return record
+
+    def stop(self) -> None:
+        try:
+            self.inner.stop()
+        finally:
+            try:
+                if self.io_cgroup is not None:
+                    self.io_cgroup.remove()
+                    self.io_cgroup = None
+            finally:
+                self._stop_volume()
+
+    def _stop_volume(self) -> None:
+        if self.volume is not None:
+            self.volume.teardown()  # raises only when something could not be taken down
+            self.volume = None
+        if self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
+        with contextlib.suppress(OSError):
+            self.workspace.rmdir()
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
+    # What the steps and samplers need comes from the cluster on the volume.
+    def alive(self) -> bool:
+        return self.inner.alive()
+
+    def server_log_tail(self, lines: int = 20) -> str | None:
+        return self.inner.server_log_tail(lines)
+
+    def scratch_dir(self) -> Path | None:
+        return self.inner.scratch_dir()
+
+    def planned_scratch_dir(self) -> Path | None:
+        return self.inner.planned_scratch_dir()
+
+    def planned_connection(self) -> Connection:
+        return self.inner.planned_connection()
+
+    def storage_paths(self) -> dict[str, Path]:
+        return self.inner.storage_paths()
+
+    def server_log_file(self) -> Path | None:
+        return self.inner.server_log_file()
+
+    def restart(self) -> str | None:
+        return self.inner.restart()
+
+    def memory_cgroup(self) -> MemoryCgroup | None:
+        return self.inner.memory_cgroup()
+
+    def planned_commands(self) -> list[tuple[str, list[str]]]:
+        """The volume's layers, then the cluster's commands, for --dry-run."""
+        run_dir = runtime_base([self.directory]) / f"howfast-vol-{self.token}-XXXXXXXX"
+        image, mount_dir = self.workspace / "volume.img", self.workspace / "mnt"
+        socket = run_dir / "nbdkit.sock"
+        return [
+            (f"format the {self.size_bytes // 2**20} MiB volume image", mkfs_argv(image)),
+            (
+                f"serve it with {format_ms(self.limits.latency_ms)} added",
+                nbdkit_argv(image, socket, run_dir / "nbdkit.pid", self.limits.latency_ms),
+            ),
+            ("show it as a file", nbdfuse_argv(run_dir / "fuse", socket, run_dir / "nbdfuse.pid")),
+            ("a loop device on that file", losetup_argv(run_dir / "fuse" / "nbd")),
+            ("mount it", ["mount", "-o", "noatime", "/dev/loopN", str(mount_dir)]),
+            *self.inner.planned_commands(),
+        ]
+
+    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+        return self.inner.apply_step_settings(settings)
+
+
+def emulated_variants(
+    texts: list[str],
+    install: PgInstall,
+    variants: list[Limits],
+    *,
+    size_bytes: int,
+    settings: dict[str, str],
+    keep: bool,
+    checksums: bool,
+    memory_limit: int | None,
+) -> list[Target]:
+    """One target per directory and variant, variants of a directory side by side."""
+    targets: list[Target] = []
+    for text in texts:
+        if "://" in text or "=" in text:
+            raise UsageError(
+                f"--storage-latency/--storage-iops need directory targets: {text.split(':')[0]}:"
+                "// targets are storage howfast does not build",
+            )
+        for limits in variants:
+            targets.append(
+                EmulatedTarget(
+                    Path(text).expanduser(),
+                    install,
+                    limits,
+                    size_bytes=size_bytes,
+                    settings=settings,
+                    keep=keep,
+                    checksums=checksums,
+                    memory_limit=memory_limit,
+                )
+            )
+    return targets

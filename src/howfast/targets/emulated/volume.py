@@ -1,0 +1,218 @@
+"""Assembling an emulated volume and taking it apart, in the order that leaves nothing behind.
+
+    volume = EmulatedVolume(workspace, size_bytes, limits)   # nothing happens yet
+    volume.build()        # image + ext4, nbdkit, nbdfuse, loop device, mount
+    ... volume.mount_dir holds the filesystem ...
+    volume.teardown()     # unmount, detach, unmount FUSE, stop nbdkit by PID; idempotent
+
+Every process is started by howfast and stopped by its PID; every mount and loop device is
+one this object made and remembers. `available()` says which backend this machine offers, or
+why none, with what to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from howfast.errors import HowfastError, MissingToolError
+from howfast.targets.emulated.build import (
+    Limits,
+    losetup_argv,
+    mkfs_argv,
+    nbdfuse_argv,
+    nbdkit_argv,
+)
+
+READY_TIMEOUT_S = 20
+NBDKIT_FILTER_DIRS = ("/usr/lib/x86_64-linux-gnu/nbdkit/filters", "/usr/lib/nbdkit/filters")
+INSTALL_HINT = "install them with: sudo apt-get install -y nbdkit libnbd-bin fuse3"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str | None  # "nbdkit" or None when none works here
+    reason: str  # what was found, or why none can be used
+
+
+def available() -> Backend:
+    """The nbdkit backend needs root (loop devices, mounts), /dev/fuse, nbdkit with its delay
+    filter, nbdfuse, losetup and mkfs.ext4. device-mapper's delay target is not used: this
+    project's machines have no device-mapper, so that path could not be tested (docs say so)."""
+    if os.geteuid() != 0:
+        return Backend(None, "emulated volumes need root (loop devices and mounts)")
+    missing = [p for p in ("nbdkit", "nbdfuse", "losetup", "mkfs.ext4") if not shutil.which(p)]
+    if missing:
+        return Backend(None, f"missing {', '.join(missing)}")
+    if not any(Path(d, "nbdkit-delay-filter.so").exists() for d in NBDKIT_FILTER_DIRS):
+        return Backend(None, "nbdkit's delay filter is not installed")
+    if not Path("/dev/fuse").exists():
+        return Backend(None, "/dev/fuse is missing (no FUSE in this kernel or container)")
+    if not Path("/dev/loop-control").exists():
+        return Backend(None, "/dev/loop-control is missing (no loop devices here)")
+    return Backend("nbdkit", "nbdkit's delay filter through nbdfuse and a loop device")
+
+
+def require_backend() -> Backend:
+    backend = available()
+    if backend.name is None:
+        raise MissingToolError(f"cannot emulate a slower volume: {backend.reason}", INSTALL_HINT)
+    return backend
+
+
+class EmulatedVolume:
+    def __init__(self, workspace: Path, run_dir: Path, size_bytes: int, limits: Limits) -> None:
+        self.workspace = workspace  # on the storage under test: holds the image and mount
+        self.run_dir = run_dir  # private (tmpfs): sockets, pid files, logs
+        self.size_bytes = size_bytes
+        self.limits = limits
+        self.image = workspace / "volume.img"
+        self.mount_dir = workspace / "mnt"
+        self.fuse_dir = run_dir / "fuse"
+        self.socket = run_dir / "nbdkit.sock"
+        self.loop_device: str | None = None
+        self._nbdkit: subprocess.Popen[bytes] | None = None
+        self._nbdfuse: subprocess.Popen[bytes] | None = None
+        self._fuse_mounted = False
+        self._mounted = False
+
+    @property
+    def devnum(self) -> str | None:
+        """'major:minor' of the loop device, as the I/O controller names devices."""
+        if self.loop_device is None:
+            return None
+        rdev = os.stat(self.loop_device).st_rdev
+        return f"{os.major(rdev)}:{os.minor(rdev)}"
+
+    def build(self) -> None:
+        """Each layer in turn; on any failure what was built is taken down again."""
+        try:
+            self._build()
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _build(self) -> None:
+        with self.image.open("wb") as f:
+            f.truncate(self.size_bytes)  # sparse: takes space only as it is written
+        _run(mkfs_argv(self.image), "mkfs.ext4")
+        self.fuse_dir.mkdir()
+        self._nbdkit = _start(
+            nbdkit_argv(
+                self.image, self.socket, self.run_dir / "nbdkit.pid", self.limits.latency_ms
+            ),
+            self.run_dir / "nbdkit.log",
+        )
+        _wait_for(lambda: self.socket.exists(), self._nbdkit, "nbdkit", self.run_dir / "nbdkit.log")
+        self._nbdfuse = _start(
+            nbdfuse_argv(self.fuse_dir, self.socket, self.run_dir / "nbdfuse.pid"),
+            self.run_dir / "nbdfuse.log",
+        )
+        self._fuse_mounted = True  # from here on, teardown unmounts it
+        pidfile = self.run_dir / "nbdfuse.pid"
+        _wait_for(pidfile.exists, self._nbdfuse, "nbdfuse", self.run_dir / "nbdfuse.log")
+        self.loop_device = _run(losetup_argv(self.fuse_dir / "nbd"), "losetup").strip()
+        self.mount_dir.mkdir()
+        _run(["mount", "-o", "noatime", self.loop_device, str(self.mount_dir)], "mount")
+        self._mounted = True
+        self.mount_dir.chmod(0o755)  # the server's OS user creates its cluster inside
+
+    def teardown(self) -> None:
+        """Unmount, detach the loop device, unmount FUSE, stop nbdkit; each step is tried even
+        when an earlier one failed, and the first failure is raised at the end."""
+        problems: list[str] = []
+        if self._mounted:
+            problems += _try(["umount", str(self.mount_dir)], "umount")
+            self._mounted = bool(problems) and _is_mounted(self.mount_dir)
+        if self.loop_device is not None:
+            problems += _try(["losetup", "--detach", self.loop_device], "losetup --detach")
+            self.loop_device = None
+        if self._fuse_mounted:
+            problems += _unmount_fuse(self.fuse_dir)
+            self._fuse_mounted = _is_mounted(self.fuse_dir)
+        for proc in (self._nbdfuse, self._nbdkit):
+            if proc is not None:
+                _stop(proc)
+        self._nbdfuse = self._nbdkit = None
+        if not self._mounted and not self._fuse_mounted:
+            with contextlib.suppress(FileNotFoundError):
+                self.image.unlink()
+            for directory in (self.mount_dir, self.fuse_dir):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+        if problems:
+            raise HowfastError("taking the emulated volume down: " + "; ".join(problems))
+
+
+def _run(argv: list[str], what: str) -> str:
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+        raise HowfastError(f"{what} failed (exit {out.returncode}): {' '.join(tail)}")
+    return out.stdout
+
+
+def _try(argv: list[str], what: str) -> list[str]:
+    try:
+        _run(argv, what)
+    except HowfastError as exc:
+        return [str(exc)]
+    return []
+
+
+def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches howfast, which takes the layers down
+        )
+
+
+def _wait_for(ready: object, proc: subprocess.Popen[bytes], what: str, log: Path) -> None:
+    assert callable(ready)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not ready():
+        if proc.poll() is not None:
+            said = log.read_text(errors="replace").strip().splitlines()[-3:]
+            raise HowfastError(f"{what} exited (status {proc.returncode}): {' '.join(said)}")
+        if time.monotonic() > deadline:
+            raise HowfastError(f"{what} was not ready within {READY_TIMEOUT_S} s")
+        time.sleep(0.05)
+
+
+def _is_mounted(path: Path) -> bool:
+    target = str(path)
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 1 and fields[1].encode().decode("unicode_escape") == target:
+                return True
+    return False
+
+
+def _unmount_fuse(path: Path) -> list[str]:
+    """fusermount3 -u where it exists (it is the documented way), else umount as root."""
+    tool = shutil.which("fusermount3") or shutil.which("fusermount")
+    argv = [tool, "-u", str(path)] if tool else ["umount", str(path)]
+    return _try(argv, "unmounting the FUSE file")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """nbdfuse ends by itself once unmounted; nbdkit on SIGTERM. SIGKILL after a grace."""
+    for sig, wait_s in ((None, 2.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            return
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait_s)

@@ -1,0 +1,144 @@
+"""Emulated volumes on real layers: nbdkit's delay filter, nbdfuse, a loop device, ext4 and
+the cgroup I/O controller, built and taken down by howfast around a real cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from howfast.targets.emulated.volume import available
+from tests.integration.conftest import Howfast
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        available().name is None, reason=f"no emulated volumes here: {available().reason}"
+    ),
+]
+
+ONE_CLIENT = """
+description = "one client, tpcb-like"
+[settings]
+shared_buffers = "32MB"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "{duration}"
+"""
+
+
+def loop_devices() -> set[str]:
+    out = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return set(out.stdout.splitlines())
+
+
+def mounts_under(path: Path) -> list[str]:
+    return [
+        line for line in Path("/proc/self/mounts").read_text().splitlines()
+        if str(path) in line or "howfast-vol-" in line
+    ]  # fmt: skip
+
+
+def layer_processes(path: Path) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cmdline.startswith(("nbdkit", "nbdfuse")) and "howfast-vol-" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def assert_nothing_left(target_dir: Path, loops_before: set[str]) -> None:
+    assert list(target_dir.iterdir()) == []
+    assert mounts_under(target_dir) == []
+    assert loop_devices() == loops_before
+    assert layer_processes(target_dir) == []
+    assert not list(Path("/dev/shm").glob("howfast-vol-*"))
+
+
+def test_two_ms_slows_one_client_by_three_times_and_leaves_nothing(
+    howfast: Howfast, target_dir: Path
+):
+    loops_before = loop_devices()
+    plan = howfast.plan(ONE_CLIENT.format(duration="5s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--storage-latency", "0,2ms",
+                  "--storage-size", "512MiB", "--json", timeout=400)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    fast, slow = doc["targets"]
+    assert fast["name"].endswith("+0ms") and slow["name"].endswith("+2ms")
+    added = slow["device"]["emulation"]["measured_added_latency_ms"]
+    assert 1.5 <= added <= 4.0, slow["device"]["emulation"]
+    assert fast["device"]["emulation"]["measured_added_latency_ms"] < 1.0
+    tps = {s["target"]: s["metrics"]["tps"] for s in doc["steps"] if s["workload"] == "pgbench"}
+    assert tps[fast["name"]] >= 3 * tps[slow["name"]], tps
+    assert_nothing_left(target_dir, loops_before)
+
+
+def test_an_iops_cap_holds_on_the_volume(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(
+        '[[steps]]\nworkload = "fio"\nprofiles = ["rand-read-4k-qd64"]\n'
+        'size = "16MiB"\nruntime = "3s"\n'
+    )
+    out = howfast("run", str(plan), "--target", str(target_dir), "--storage-iops", "200,0",
+                  "--storage-size", "256MiB", "--json", timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    capped, free = (s["metrics"]["read_iops"] for s in json.loads(out.stdout)["steps"])
+    assert capped <= 200 * 1.1 and free > 2 * capped, (capped, free)
+    assert list(target_dir.iterdir()) == []
+
+
+def test_interrupt_during_a_step_takes_every_layer_down(howfast: Howfast, target_dir: Path):
+    loops_before = loop_devices()
+    plan = howfast.plan(ONE_CLIENT.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--storage-latency",
+                         "1ms", "--storage-size", "256MiB")  # fmt: skip
+    assert proc.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 180
+    while "[2/2]" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    assert "[2/2]" in seen, seen
+    time.sleep(2)
+    assert layer_processes(target_dir), "nbdkit and nbdfuse run during the step"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert_nothing_left(target_dir, loops_before)
+
+
+def test_without_the_tools_it_is_refused_with_what_to_install(
+    howfast: Howfast, target_dir: Path, tmp_path: Path
+):
+    # A PATH with PostgreSQL's and Python's programs but without nbdkit and nbdfuse.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("losetup", "mkfs.ext4", "fio", "mount", "umount"):
+        found = subprocess.run(["which", name], capture_output=True, text=True).stdout.strip()
+        if found:
+            os.symlink(found, bin_dir / name)
+    env = {**howfast.env(), "PATH": str(bin_dir)}
+    out = subprocess.run(howfast.argv("run", "quick", "--target", str(target_dir),
+                                      "--storage-latency", "2ms"),
+                         env=env, capture_output=True, text=True, cwd=howfast.workdir)  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert "cannot emulate a slower volume: missing nbdkit, nbdfuse" in out.stderr
+    assert "apt-get install -y nbdkit libnbd-bin" in out.stderr
+    assert list(target_dir.iterdir()) == []
+    assert (
+        not howfast.store.exists() or json.loads(howfast("results", "list", "--json").stdout) == []
+    )

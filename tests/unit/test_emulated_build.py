@@ -1,0 +1,76 @@
+"""Pure builders of emulated volumes: nbdkit/nbdfuse argv, cgroup limit lines, variants, and
+the check that compares the latency asked with the latency measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+import pytest
+
+from howfast.targets.emulated.build import (
+    Limits,
+    delay_value,
+    losetup_argv,
+    nbdfuse_argv,
+    nbdkit_argv,
+    throttle_lines,
+    variants,
+)
+from howfast.targets.emulated.target import latency_warning, write_latency_ms
+
+IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
+
+
+def test_nbdkit_serves_the_image_on_a_unix_socket_with_the_delay_filter():
+    argv = nbdkit_argv(IMG, SOCK, PID, 2.0)
+    assert argv[:6] == ["nbdkit", "--foreground", "--unix", str(SOCK), "--pidfile", str(PID)]
+    assert argv[6:] == ["--filter=delay", "file", str(IMG), "rdelay=2ms", "wdelay=2ms"]
+    assert "--filter=delay" not in nbdkit_argv(IMG, SOCK, PID, 0.0)  # same layers, no delay
+    assert not any(a.startswith(("-i", "--ipaddr", "-p", "--port")) for a in argv)  # no TCP
+
+
+def test_the_delay_filter_takes_whole_milliseconds_only():
+    assert delay_value(2.0) == "2ms"
+    # nbdkit 1.32 reads "0.5ms" as 0 ms without a word: refuse it rather than lie.
+    with pytest.raises(ValueError, match="whole milliseconds"):
+        delay_value(0.5)
+
+
+def test_nbdfuse_and_losetup():
+    assert nbdfuse_argv(PurePath("/r/fuse"), SOCK, PID) == [
+        "nbdfuse", "--pidfile", "/p", "/r/fuse", "--unix", str(SOCK)
+    ]  # fmt: skip
+    assert "--direct-io=on" in losetup_argv(PurePath("/r/fuse/nbd"))
+
+
+def test_cgroup_lines_for_v1_and_v2():
+    caps = Limits(latency_ms=0, iops=200)
+    assert throttle_lines("v1", "7:0", caps) == {
+        "blkio.throttle.read_iops_device": "7:0 200",
+        "blkio.throttle.write_iops_device": "7:0 200",
+    }
+    assert throttle_lines("v2", "7:0", caps) == {
+        "io.max": "7:0 riops=200 wiops=200 rbps=max wbps=max"
+    }
+    both = throttle_lines("v1", "7:3", Limits(iops=5, bps=1 << 20))
+    assert both["blkio.throttle.write_bps_device"] == "7:3 1048576"
+    assert throttle_lines("v1", "7:0", Limits(latency_ms=2)) == {}
+
+
+def test_variants_and_names():
+    found = variants([0.0, 2.0], [None, 500])
+    assert [v.describe() for v in found] == ["+0ms", "+0ms 500 IOPS", "+2ms", "+2ms 500 IOPS"]
+
+
+def test_asked_against_measured_latency():
+    assert latency_warning(2.0, 2.4) is None  # within 25%
+    warning = latency_warning(2.0, 2.64)
+    assert warning is not None and "+32%" in warning and "2 ms asked" in warning
+    assert latency_warning(0.0, 0.05) is None
+    assert "none was asked" in (latency_warning(0.0, 4.9) or "")
+
+
+def test_write_latency_from_fio_json_after_a_notice():
+    doc = {"jobs": [{"write": {"lat_ns": {"mean": 2480000.0}}}]}
+    assert write_latency_ms("fio: some notice\n" + json.dumps(doc)) == pytest.approx(2.48)
