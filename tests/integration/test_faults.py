@@ -123,7 +123,7 @@ def _cluster_pid(target_dir: Path) -> int:
     return int(pidfiles[0].read_text().splitlines()[0])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_interrupt_keeps_completed_steps_and_cleans_up(howfast: Howfast, target_dir, sig):
     plan = howfast.plan(LONG_PLAN)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
@@ -166,6 +166,9 @@ def test_server_dying_mid_step_fails_that_step_and_the_run_goes_on(howfast, targ
     failed = doc["steps"][1]
     assert "pgbench exited" in failed["error"]
     assert "server is not running" in failed["error"]
+    # The terminal shows why, not only "pgbench exited with status 2:".
+    cause = failed["error"].splitlines()[1].strip()
+    assert cause and cause in err
     assert list(target_dir.iterdir()) == []
     assert postgres_pids_under(target_dir) == []
     # The killed server's shared memory was removed by starting it once more before deletion.

@@ -133,7 +133,8 @@ def run_step(workload: Workload, directory: Path, params: dict[str, JSONValue], 
     target = PathTarget(directory)
     target.start()
     try:
-        ctx = StepContext(target, None, PgInstall(Path("/nonexistent"), "", "none"), work, 1)
+        install = PgInstall(Path("/nonexistent"), "", "none")
+        ctx = StepContext(target, None, install, work, host=target.host(install))
         return workload.execute(ctx, params)
     finally:
         target.stop()

@@ -242,3 +242,24 @@ def test_many_tests_leave_out_the_per_second_charts(
     assert "TPS and latency per second" not in json.dumps(
         json.loads(packed(page, "howfast-charts"))
     )
+
+
+def test_a_failed_step_summary_shows_its_cause_but_not_the_server_log():
+    from howfast.cli.progress import step_summary
+    from howfast.model import StepRecord
+
+    error = (
+        "pgbench exited with status 1:\n"
+        "pgbench: error: could not open file txlog/tx.123: No space left on device\n"
+        "\n"
+        "pgbench: fatal: Run was aborted; the above results are incomplete.\n"
+        "--- server log (last lines) ---\n"
+        "2026-11-24 LOG:  checkpoint starting: time\n"
+    )
+    record = StepRecord("t", "pgbench", {}, "failed", "a", "b", error=error)
+    lines = step_summary(record).splitlines()
+    assert lines[0] == "failed: pgbench exited with status 1:"
+    assert [line.strip() for line in lines[1:]] == [
+        "pgbench: error: could not open file txlog/tx.123: No space left on device",
+        "pgbench: fatal: Run was aborted; the above results are incomplete.",
+    ]

@@ -23,11 +23,29 @@ from howfast.runner.observer import StepRef
 UNKNOWN_STEP_S = 5.0
 
 
+CAUSE_LINES = 6  # of a failed step's error, shown under its summary line
+SERVER_LOG_MARK = "--- server log"
+
+
+def error_cause(error: str | None) -> list[str]:
+    """The lines after an error's first that say why (no space left, too many open files...),
+    up to the server log's tail, which `results show` has in full."""
+    lines = (error or "").splitlines()[1:]
+    cause = []
+    for line in lines:
+        if line.startswith(SERVER_LOG_MARK):
+            break
+        if line.strip():
+            cause.append(line.rstrip())
+    return cause[-CAUSE_LINES:]
+
+
 def step_summary(record: StepRecord) -> str:
     m = record.metrics
     if record.status != "completed":
         first = (record.error or "").splitlines()[0] if record.error else ""
-        return f"{record.status}: {first}"
+        cause = "".join(f"\n        {line}" for line in error_cause(record.error))
+        return f"{record.status}: {first}{cause}"
     parts = []
     if "tps" in m:
         parts.append(f"{float(m['tps']):,.1f} tps")

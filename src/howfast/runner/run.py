@@ -2,7 +2,7 @@
 each target's session, and finish the run with its status whatever happens.
 
 Owns what must hold whatever happens: every finished step is committed to the store at once;
-SIGINT/SIGTERM/SIGHUP stop the tool in flight and the server, remove what was created, and
+SIGINT/SIGTERM/SIGHUP/SIGQUIT stop the tool in flight and the server, remove what was created, and
 mark the run aborted with its completed steps kept.
 """
 

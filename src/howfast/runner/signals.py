@@ -1,4 +1,4 @@
-"""Signals during a run: the first SIGINT/SIGTERM/SIGHUP cancels the run's token (every tool
+"""Signals during a run: the first SIGINT/SIGTERM/SIGHUP/SIGQUIT cancels the run's token (every tool
 watching it stops, from any thread) and raises Aborted in the main thread; later ones while
 cleaning up only say that cleanup is under way."""
 
@@ -13,7 +13,8 @@ from howfast.cancel import CancelToken
 from howfast.errors import Aborted
 from howfast.runner.observer import RunObserver
 
-HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# SIGQUIT (Ctrl-\) too: by default it would kill howfast and leave the server behind.
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class SignalGuard:
