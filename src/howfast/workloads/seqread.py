@@ -24,13 +24,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from howfast.diskcounters import DISKSTATS, SECTOR, parse_diskstats
 from howfast.errors import HowfastError
 from howfast.model import JSONValue
 from howfast.samplers.devices import resolve_roles
-from howfast.samplers.diskstats import DISKSTATS, SECTOR, parse_diskstats
 from howfast.targets import pgquery
 from howfast.targets.base import Target
 from howfast.targets.memory import human_bytes
+from howfast.workloads import seqread_plan
 from howfast.workloads.base import StepContext, StepOutcome, Workload
 
 COLD_SHARE = 0.8  # cold when the device read at least this share of the table
@@ -128,8 +129,7 @@ class SeqreadWorkload(Workload):
     name = "seqread"
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        how = "cold" if params.get("cold", True) else "warm"
-        return f"seqread: {how} read of the largest pgbench table"
+        return seqread_plan.PLUGIN.label(params)
 
     def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         """A cold start before the samplers run: restart, then drop the page cache."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from howfast import environment
 from howfast.model import JSONValue, Sample
 from howfast.targets.fsinfo import describe_path
+from howfast.units import format_bytes
 from howfast.workloads.base import StepContext, StepOutcome, Workload
 from howfast.workloads.fio.build import PREFILL_JOB, build_argv, build_jobfile, fio_file_path
 from howfast.workloads.fio.parse import (
@@ -39,6 +40,7 @@ from howfast.workloads.fio.parse import (
     log_series,
     parse_output,
 )
+from howfast.workloads.fio.plan import PLUGIN
 from howfast.workloads.process import ToolResult, run_tool
 
 MIB = 1 << 20
@@ -54,15 +56,6 @@ _DIRECT_BLOCK = 4096  # one aligned block: what every O_DIRECT-capable device ac
 
 
 # --- pure helpers ---------------------------------------------------------------------------
-
-
-def format_bytes(n: int | float) -> str:
-    """1073741824 -> '1.0 GiB', 16777216 -> '16 MiB'."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
-        if n >= scale:
-            value = n / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{int(n)} bytes"
 
 
 def space_needed(size_bytes: int) -> int:
@@ -302,9 +295,7 @@ class FioWorkload(Workload):
     needs_server = False
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        size = params.get("size_bytes")
-        size_text = format_bytes(size) if isinstance(size, int) else "?"
-        return f"fio {params.get('profile')}, {size_text} file, {params.get('runtime_s')} s"
+        return PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         profile = str(params["profile"])
