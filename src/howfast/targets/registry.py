@@ -71,5 +71,6 @@ def kind_for(text: str) -> TargetKind:
     for kind in kinds():
         if kind.matches(text):
             return kind
-    usages = " or ".join(k.usage for k in kinds() if k.usage)
+    # The most general kind (the fallback, tried last) first: "a directory or a ... URI".
+    usages = " or ".join(k.usage for k in reversed(kinds()) if k.usage)
     raise UsageError(f"unknown target {text!r}: give {usages}")
