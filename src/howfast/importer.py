@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
+from howfast.clock import now
 from howfast.errors import UsageError
 from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
 from howfast.plans.model import duration_seconds, size_bytes
-from howfast.runner import now
 from howfast.store.base import Store
 from howfast.workloads.fio import parse as fio_parse
 from howfast.workloads.fio.workload import histograms_us, imported_warnings, job_metrics

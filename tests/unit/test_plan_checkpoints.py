@@ -12,7 +12,7 @@ from howfast.errors import HowfastError, PlanError
 from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
 from howfast.plans import Overrides, builtin_plan_text, effective_settings, expand, load_plan
 from howfast.plans.load import key_lines, parse_plan
-from howfast.runner import Runner
+from howfast.runner import Runner, StepRef
 from howfast.store import open_store
 from howfast.targets.base import Target
 from howfast.targets.pgbin import PgInstall
@@ -196,7 +196,8 @@ def run(
 ) -> list:
     queue = list(workloads or [])
     monkeypatch.setattr(
-        "howfast.runner.get_workload", lambda name: queue.pop(0) if queue else Nothing()
+        "howfast.runner.target_session.get_workload",
+        lambda name: queue.pop(0) if queue else Nothing(),
     )
     with open_store(str(tmp_path / "r.db")) as store:
         runner = Runner(
@@ -261,3 +262,45 @@ def test_an_os_error_in_a_step_fails_that_step_only(tmp_path, monkeypatch) -> No
     steps = run(SettingsTarget(), [spec(), spec()], tmp_path, monkeypatch, [DiskFull()])
     assert [s.status for s in steps] == ["failed", "completed"]
     assert steps[0].error == "pgbench step: [Errno 28] No space left on device"
+
+
+class Recording(Quiet):
+    """Keeps every step event, to check which target and step each is about."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, StepRef]] = []
+
+    def step_started(self, step: StepRef, expected_s: float | None) -> None:  # type: ignore[override]
+        self.events.append(("started", step))
+
+    def step_finished(self, step: StepRef, record: StepRecord) -> None:  # type: ignore[override]
+        self.events.append(("finished", step))
+
+
+def test_step_events_say_which_target_and_which_step(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("howfast.runner.target_session.get_workload", lambda name: Nothing())
+    first, second = SettingsTarget(), SettingsTarget()
+    first.name, second.name = "disk-a", "disk-b"
+    observer = Recording()
+    with open_store(str(tmp_path / "r.db")) as store:
+        Runner(
+            store,
+            [first, second],
+            [spec(), spec()],
+            plan_name="t",
+            install=PgInstall(bindir=tmp_path, version="15", source="test"),
+            observer=observer,
+            sample_interval_s=None,
+        ).execute()
+    seen = [(kind, ref.target, ref.index, ref.total) for kind, ref in observer.events]
+    assert seen == [
+        ("started", "disk-a", 0, 4),
+        ("finished", "disk-a", 0, 4),
+        ("started", "disk-a", 1, 4),
+        ("finished", "disk-a", 1, 4),
+        ("started", "disk-b", 2, 4),
+        ("finished", "disk-b", 2, 4),
+        ("started", "disk-b", 3, 4),
+        ("finished", "disk-b", 3, 4),
+    ]
+    assert {ref.label for _, ref in observer.events} == {"nothing"}

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from howfast.analysis.probe import commit_ceiling, fio_row, fsync_result, probe_summary
 from howfast.analysis.summary import summarize
+from howfast.hosts.base import ToolResult
 from howfast.importer import fio_job_params
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.report.terminal import run_summary
@@ -26,7 +27,6 @@ from howfast.workloads.fio.workload import (
     run_warnings,
     space_problem,
 )
-from howfast.workloads.process import ToolResult
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "fio"
 MIB = 1 << 20

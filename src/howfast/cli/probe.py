@@ -6,7 +6,6 @@ Runs the fio profiles and pg_test_fsync in a subdirectory of DIR and stores the 
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import click
@@ -16,21 +15,17 @@ from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
+from howfast.dryrun import plan_document, write_text
 from howfast.errors import MissingToolError, UsageError
+from howfast.hosts.local import LocalHost
 from howfast.model import JSONValue, StepSpec
 from howfast.plans import parse_duration, parse_size
 from howfast.runner import Runner
 from howfast.targets.path import PathTarget
 from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
-from howfast.workloads import fsync_probe, pg_test_fsync
-from howfast.workloads.fio.build import build_jobfile, list_profiles
-from howfast.workloads.fio.workload import (
-    FIO_HINT,
-    fio_command,
-    fio_program,
-    free_bytes,
-    space_problem,
-)
+from howfast.workloads import fsync_probe
+from howfast.workloads.fio.build import list_profiles
+from howfast.workloads.fio.workload import FIO_HINT, space_problem
 from howfast.workloads.pgbench.build import expected_seconds
 
 PG_TEST_FSYNC = "pg_test_fsync"
@@ -95,61 +90,26 @@ def probe_install(pg_bin: str | None) -> PgInstall:
     return PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
 
 
-def _work_dir_example() -> Path:
-    """Where the runner puts a step's private files (job file, fio's output and logs), as the
-    dry run shows it: /dev/shm when usable, like the runner."""
-    shm = Path("/dev/shm")
-    base = shm if shm.is_dir() else Path(tempfile.gettempdir())
-    return base / "howfast-work-XXXXXXXX"
-
-
 def print_dry_run(
     env: CliEnv, target: PathTarget, steps: list[StepSpec], install: PgInstall, as_json: bool
 ) -> int:
-    """Print what would run: each job file built for DIR and pg_test_fsync's command line."""
-    work = _work_dir_example()
-    entries: list[dict[str, JSONValue]] = []
-    for index, step in enumerate(steps, start=1):
-        step_dir = work / f"step-{index}"
-        if step.workload == "fio":
-            profile = str(step.params["profile"])
-            jobfile = build_jobfile(
-                profile,
-                directory=target.probe_dir,
-                size_bytes=int(step.params["size_bytes"]),
-                runtime_s=int(step.params["runtime_s"]),
-                log_dir=step_dir / "fio" / "logs",
-            )
-            job_path = step_dir / "fio" / f"{profile}.fio"
-            argv = fio_command("fio", job_path, step_dir / "fio" / "output.json")
-            entries.append(
-                {"workload": "fio", "profile": profile, "argv": argv, "jobfile": jobfile}
-            )
-        else:
-            program = install.program("pg_test_fsync") or "pg_test_fsync"
-            argv = pg_test_fsync.build_argv(
-                program, target.probe_dir / fsync_probe.TEST_FILE_NAME, int(step.params["seconds"])
-            )
-            entries.append({"workload": "pg_test_fsync", "argv": argv, "env": {"LC_ALL": "C"}})
-    if as_json:
-        env.print_json({"dry_run": True, "directory": str(target.directory), "steps": entries})
+    """Print what would run: each job file built for DIR and pg_test_fsync's command line,
+    from the same builders as the run itself."""
+    document = plan_document([target], steps, install)
+    if not as_json:
+        write_text(document, "howfast probe", env.stdout)
         return 0
-    env.stdout.write(
-        f"# howfast probe --dry-run: nothing runs. The probe files go in {target.probe_dir}\n"
-        "# (a fresh subdirectory, removed afterwards); job files, fio's output and its logs\n"
-        f"# in {work}/step-N, off the storage under test. Where the filesystem refuses\n"
-        "# direct I/O (or keeps files in memory, like tmpfs) howfast sets direct=0 and warns.\n"
-    )
-    for entry in entries:
-        argv = entry["argv"]
-        assert isinstance(argv, list)
-        command = " ".join(str(a) for a in argv)
-        if entry["workload"] == "fio":
-            env.stdout.write(f"\n# ---- profile {entry['profile']}: {command}\n")
-            env.stdout.write(str(entry["jobfile"]))
-        else:
-            env.stdout.write(f"\n# ---- pg_test_fsync\nLC_ALL=C {command}\n")
-    env.stdout.flush()
+    entries: list[JSONValue] = []
+    (planned,) = document["targets"]
+    for step in planned["steps"]:
+        (invocation,) = step["invocations"]
+        entry: dict[str, JSONValue] = {"workload": step["workload"], **invocation}
+        if step["workload"] == "fio":
+            profile = str(step["params"]["profile"])
+            entry["profile"] = profile
+            entry["jobfile"] = invocation["inputs"][f"{profile}.fio"]
+        entries.append(entry)
+    env.print_json({**document, "directory": str(target.directory), "steps": entries})
     return 0
 
 
@@ -219,17 +179,18 @@ def probe_command(
     names = chosen_profiles(profiles)
     steps = probe_steps(names, _size(size), _runtime(runtime), fsync_seconds)
     target = PathTarget(directory.expanduser(), keep=keep)
+    host = LocalHost()
     if dry_run:
         return print_dry_run(env, target, steps, probe_install(pg_bin), as_json)
     target.check(will_init=False)
     fio_steps = [s for s in steps if s.workload == "fio"]
-    if fio_steps and fio_program() is None:
+    if fio_steps and host.program("fio") is None:
         raise MissingToolError("fio not found on PATH", FIO_HINT)
     needed = max(
         [int(s.params["size_bytes"]) for s in fio_steps]
         + ([fsync_probe.FILE_BYTES] if len(fio_steps) < len(steps) else [])
     )
-    problem = space_problem(target.directory, needed, free_bytes(target.directory))
+    problem = space_problem(target.directory, needed, host.free_bytes(target.directory))
     if problem:
         raise UsageError(problem)
     install = probe_install(pg_bin)

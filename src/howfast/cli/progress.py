@@ -18,7 +18,7 @@ from rich.text import Text
 
 from howfast.cli.context import CliEnv
 from howfast.model import StepRecord
-from howfast.targets.base import Target
+from howfast.runner.observer import StepRef
 
 UNKNOWN_STEP_S = 5.0
 
@@ -94,18 +94,16 @@ class ProgressObserver:
             in_step = 0.0
         return max(0.0, total - self.done_s - in_step)
 
-    def step_started(
-        self, index: int, target: Target, label: str, expected_s: float | None
-    ) -> None:
+    def step_started(self, step: StepRef, expected_s: float | None) -> None:
         self.current_expected = expected_s or UNKNOWN_STEP_S
         self.step_started_at = time.monotonic()
-        self.label = f"[{index + 1}/{self.total_steps}] {label}"
+        self.label = f"[{step.index + 1}/{step.total}] {step.label}"
         if self.progress and self.task is not None:
             self.progress.update(self.task, description=self.label, live="")
         else:
-            self.env.info(f"{self.label} on {target.name}")
+            self.env.info(f"{self.label} on {step.target}")
 
-    def step_progress(self, t: float, values: dict[str, float]) -> None:
+    def step_progress(self, step: StepRef, t: float, values: dict[str, float]) -> None:
         if not (self.progress and self.task is not None):
             return
         live = f"{values['tps']:,.0f} tps" if "tps" in values else ""
@@ -115,7 +113,7 @@ class ProgressObserver:
             self.task, completed=self.done_s + min(t, self.current_expected), live=live
         )
 
-    def step_finished(self, index: int, record: StepRecord) -> None:
+    def step_finished(self, step: StepRef, record: StepRecord) -> None:
         self.done_s += self.current_expected
         summary = step_summary(record)
         if self.progress and self.task is not None:

@@ -11,6 +11,7 @@ from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
+from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
 from howfast.plans import (
     Overrides,
@@ -70,6 +71,11 @@ from howfast.workloads.pgbench.build import expected_seconds
     help="Put WAL in a directory on another storage (directory targets only).",
 )
 @click.option("--keep", is_flag=True, help="Keep the cluster (stopped) instead of removing it.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print every command each step would run (with --json: as data); create nothing.",
+)
 @click.option("--yes", is_flag=True, help="Allow re-initialising pgbench tables on a server URI.")
 @click.option("--pg-bin", metavar="DIR", help="PostgreSQL bin directory [default: newest found].")
 @click.option(
@@ -119,6 +125,7 @@ def run_command(
     repeat: int | None,
     wal_dir: Path | None,
     keep: bool,
+    dry_run: bool,
     yes: bool,
     pg_bin: str | None,
     checksums: bool,
@@ -136,6 +143,7 @@ def run_command(
       howfast run quick --target /mnt/nvme/bench --target /mnt/ceph/bench
       howfast run quick --target postgresql://bench@db:5432/bench --yes
       howfast run sweep --target /mnt/a --clients 1,4,16 --duration 60s
+      howfast run quick --target /mnt/a --dry-run
     """
     env = CliEnv()
     if not targets:
@@ -175,6 +183,13 @@ def run_command(
         )
         for t in targets
     ]
+    if dry_run:
+        document = plan_document(target_objs, steps, install)
+        if as_json:
+            env.print_json(document)
+        else:
+            write_text(document, "howfast run", env.stdout)
+        return 0
     db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps)
     observer = ProgressObserver(env, expected * len(target_objs))

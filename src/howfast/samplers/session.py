@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from howfast.analysis.io import analyze_step
+from howfast.hosts.base import Host
 from howfast.model import STEP_SECTIONS, JSONValue
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
 from howfast.samplers.cgroupmem import CgroupMemorySampler
@@ -32,7 +33,11 @@ class TargetSampling:
     """Resolves the target's devices once; starts a session for each sampled step."""
 
     def __init__(
-        self, target: Target, connection: Connection | None, interval_s: float | None
+        self,
+        target: Target,
+        connection: Connection | None,
+        interval_s: float | None,
+        host: Host | None = None,
     ) -> None:
         self.target = target
         self.connection = connection
@@ -41,7 +46,8 @@ class TargetSampling:
         self.problem: str | None = None
         if interval_s:
             try:
-                self.roles = resolve_roles(target.storage_paths())
+                paths = target.storage_paths()
+                self.roles = host.role_devices(paths) if host else resolve_roles(paths)
             except Exception as exc:  # the step still runs; it says why the disks are missing
                 self.problem = f"cannot tell which devices hold {target.name}: {exc}"
 

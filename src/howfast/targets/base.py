@@ -5,9 +5,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from howfast.model import TargetRecord
 from howfast.targets.cgroup import MemoryCgroup
+
+if TYPE_CHECKING:
+    from howfast.hosts.base import Host
+    from howfast.targets.pgbin import PgInstall
 
 
 @dataclass(frozen=True)
@@ -28,10 +33,15 @@ class Connection:
 
     def client_env(self) -> dict[str, str]:
         """Environment variables for libpq clients: PGPASSWORD and PGSSLMODE-style options."""
-        env = {f"PG{k.upper()}": v for k, v in self.options.items() if k.isidentifier()}
-        if self.password is not None:
-            env["PGPASSWORD"] = self.password
-        return env
+        return {**self.options_env(), **self.secret_env()}
+
+    def options_env(self) -> dict[str, str]:
+        """PGSSLMODE-style variables for the other libpq keywords: safe to print."""
+        return {f"PG{k.upper()}": v for k, v in self.options.items() if k.isidentifier()}
+
+    def secret_env(self) -> dict[str, str]:
+        """PGPASSWORD when there is a password: given to tools, never printed."""
+        return {"PGPASSWORD": self.password} if self.password is not None else {}
 
     def psycopg_kwargs(self) -> dict[str, str | int]:
         kwargs: dict[str, str | int] = {
@@ -44,6 +54,17 @@ class Connection:
         if self.password is not None:
             kwargs["password"] = self.password
         return kwargs
+
+
+@dataclass(frozen=True)
+class PlannedConnection(Connection):
+    """A connection as --dry-run shows it before the server exists: the socket directory and
+    port that start() will choose are placeholders."""
+
+    port_text: str = "PORT"
+
+    def pgbench_args(self) -> list[str]:
+        return ["-h", self.host, "-p", self.port_text, "-U", self.user, self.dbname]
 
 
 class Target(ABC):
@@ -61,6 +82,22 @@ class Target(ABC):
     def start(self) -> Connection | None:
         """Provision or connect; return how to reach the server (None: a target with no
         server, such as a directory probed with fio only)."""
+
+    def host(self, install: PgInstall) -> Host:
+        """Where this target's tools run and what its server's machine is: this machine,
+        with PostgreSQL's programs from `install`."""
+        from howfast.hosts.local import LocalHost
+
+        return LocalHost(install)
+
+    def planned_connection(self) -> Connection | None:
+        """How clients will reach the server, as far as it is known before start() (for
+        --dry-run); parts decided at start are shown as placeholders."""
+        return None
+
+    def planned_scratch_dir(self) -> Path | None:
+        """The scratch directory start() will create, for --dry-run."""
+        return self.scratch_dir()
 
     @abstractmethod
     def record(self) -> TargetRecord:

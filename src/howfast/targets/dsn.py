@@ -6,10 +6,13 @@ from __future__ import annotations
 import psycopg.conninfo
 
 from howfast.errors import UsageError
+from howfast.hosts.base import Host
+from howfast.hosts.local import ClientHost
 from howfast.model import TargetRecord
 from howfast.redact import redact_dsn
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, Target
+from howfast.targets.pgbin import PgInstall
 
 _CORE_KEYS = {"host", "hostaddr", "port", "user", "dbname", "password"}
 
@@ -53,6 +56,13 @@ class DsnTarget(Target):
             )
 
     def start(self) -> Connection:
+        return self.connection
+
+    def host(self, install: PgInstall) -> Host:
+        """The tools run here; the server's machine is out of sight."""
+        return ClientHost(install)
+
+    def planned_connection(self) -> Connection:
         return self.connection
 
     def record(self) -> TargetRecord:

@@ -22,7 +22,7 @@ from pathlib import Path
 from howfast.errors import HowfastError, UsageError
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, Target
+from howfast.targets.base import Connection, PlannedConnection, Target
 from howfast.targets.cgroup import CgroupSupport, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.fsinfo import describe_path, same_filesystem
@@ -215,23 +215,10 @@ class LocalTarget(Target):
         self._created.append(self.run_dir)
         if self.user.uid != os.geteuid():
             os.chown(self.run_dir, self.user.uid, self.user.gid)
-        argv = [
-            str(self.install.program("initdb")),
-            "-D",
-            str(self.data_dir),
-            "-U",
-            SUPERUSER,
-            "--auth=trust",  # socket-only in a 0700 directory: only this user and root get in
-            "--encoding=UTF8",
-            "--locale=C",
-        ]
-        if self.checksums:
-            argv.append("--data-checksums")
         if self.wal_root and self.wal_cluster_dir:
             self._claims.append(claim_directory(self.wal_root))
             self._make_owned_dir(self.wal_cluster_dir)
-            argv.append(f"--waldir={self.wal_cluster_dir / 'pg_wal'}")
-        self._run_checked(argv, "initdb")
+        self._run_checked(self._initdb_argv(), "initdb")
         settings = {**base_settings(free_port(), self.run_dir), **self.settings}
         # The port in force: the plan or --set may have chosen one over the free one.
         try:
@@ -257,6 +244,26 @@ class LocalTarget(Target):
         )
         return self.connection
 
+    def _initdb_argv(self) -> list[str]:
+        argv = [
+            str(self.install.program("initdb") or "initdb"),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",  # socket-only in a 0700 directory: only this user and root get in
+            "--encoding=UTF8",
+            "--locale=C",
+        ]
+        if self.checksums:
+            argv.append("--data-checksums")
+        if self.wal_cluster_dir:
+            argv.append(f"--waldir={self.wal_cluster_dir / 'pg_wal'}")
+        return argv
+
+    def _postgres_argv(self) -> list[str]:
+        return [str(self.install.program("postgres") or "postgres"), "-D", str(self.data_dir)]
+
     def _run_checked(self, argv: list[str], what: str) -> None:
         out = subprocess.run(
             argv, capture_output=True, text=True, check=False, **self._as_server_user()
@@ -273,7 +280,7 @@ class LocalTarget(Target):
 
             def launch() -> subprocess.Popen[bytes]:
                 return subprocess.Popen(  # type: ignore[call-overload,no-any-return]
-                    [str(self.install.program("postgres")), "-D", str(self.data_dir)],
+                    self._postgres_argv(),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -359,6 +366,30 @@ class LocalTarget(Target):
 
     def scratch_dir(self) -> Path | None:
         return self.cluster_dir if self.cluster_dir.exists() else None
+
+    def planned_scratch_dir(self) -> Path | None:
+        return self.cluster_dir
+
+    def planned_connection(self) -> Connection:
+        """The socket directory is made at start (a fresh private directory), the port
+        chosen then unless the settings name one."""
+        avoid = [self.directory] + ([self.wal_root] if self.wal_root else [])
+        socket_dir = runtime_base(avoid) / f"howfast-run-{self.token}-XXXXXXXX"
+        port = self.settings.get("port")
+        return PlannedConnection(
+            host=str(socket_dir),
+            port=0,
+            user=SUPERUSER,
+            dbname="postgres",
+            port_text=port or "PORT",
+        )
+
+    def planned_commands(self) -> list[tuple[str, list[str]]]:
+        """What start() runs before any step, for --dry-run: initdb and the server."""
+        return [
+            ("initdb, as the server's OS user", self._initdb_argv()),
+            ("the server, in its own session", self._postgres_argv()),
+        ]
 
     def storage_paths(self) -> dict[str, Path]:
         if not self.data_dir.exists():

@@ -50,6 +50,9 @@ class PathTarget(Target):
     def scratch_dir(self) -> Path | None:
         return self.probe_dir if self.probe_dir.exists() else None
 
+    def planned_scratch_dir(self) -> Path | None:
+        return self.probe_dir
+
     def stop(self) -> None:
         if self.keep:
             return

@@ -7,7 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError
+from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.model import JSONValue, Sample, StepRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
@@ -21,7 +23,8 @@ class StepContext:
     connection: Connection | None  # None on targets without a server (storage probes)
     install: PgInstall
     work_dir: Path  # private, not on the storage under test: logs and temp files go here
-    cores: int
+    host: Host  # runs the tools; answers facts about the server's machine
+    cancel: CancelToken = NEVER  # set on Ctrl-C/SIGTERM/SIGHUP: running tools stop
     on_progress: Callable[[float, dict[str, float]], None] = lambda t, values: None
     # Called with the PID of the load generator (pgbench) once started: the samplers watch
     # its CPU, to tell when it rather than the storage set the result.
@@ -30,11 +33,59 @@ class StepContext:
     # rates from the full-speed step before it).
     previous: list[StepRecord] = field(default_factory=list)
 
+    @property
+    def cores(self) -> int:
+        return self.host.cores()
+
     def server(self) -> Connection:
         """The connection, for workloads that need a server."""
         if self.connection is None:
             raise HowfastError(f"target {self.target.name} has no PostgreSQL server")
         return self.connection
+
+    def run(
+        self,
+        invocation: Invocation,
+        subdir: str | None = None,
+        on_line: Callable[[str], None] | None = None,
+        *,
+        track: bool = False,
+    ) -> ToolResult:
+        """Run an invocation on the target's host, in the step's work directory (or a
+        subdirectory of it); `track` hands the tool's PID to the samplers."""
+        where = self.work_dir / subdir if subdir else self.work_dir
+        where.mkdir(parents=True, exist_ok=True)
+        return self.host.run(
+            invocation,
+            where,
+            cancel=self.cancel,
+            on_line=on_line,
+            on_start=self.on_tool_started if track else None,
+        )
+
+
+@dataclass
+class PlanContext:
+    """What --dry-run knows about a step before anything exists: the invocations it prints
+    are built by the same functions that build the ones that run."""
+
+    target: Target
+    connection: Connection | None  # a PlannedConnection: placeholders for what start decides
+    install: PgInstall
+    host: Host
+    scratch_dir: Path | None
+
+    @property
+    def cores(self) -> int:
+        return self.host.cores()
+
+
+@dataclass(frozen=True)
+class PlannedInvocation:
+    """One invocation of a dry run, with what is still to be decided at run time."""
+
+    invocation: Invocation | None  # None: the step runs no tool (SQL only)
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,6 +147,11 @@ class Workload(ABC):
         restarts the server for a cold cache). Its warnings and resolved params join the
         step's outcome; a HowfastError fails the step."""
         return StepOutcome()
+
+    def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
+        """The invocations execute() would run, for --dry-run; built without running
+        anything or touching the storage."""
+        return [PlannedInvocation(None, "runs no external tool")]
 
     @abstractmethod
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:

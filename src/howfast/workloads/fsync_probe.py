@@ -8,25 +8,38 @@ fio probes say most of the same thing.
 
 from __future__ import annotations
 
-import contextlib
+from pathlib import Path
 
+from howfast.hosts.base import Invocation
 from howfast.model import JSONValue
 from howfast.targets.pgbin import INSTALL_HINT
 from howfast.workloads import pg_test_fsync, pg_test_fsync_plan
-from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.base import (
+    PlanContext,
+    PlannedInvocation,
+    StepContext,
+    StepOutcome,
+    Workload,
+)
 from howfast.workloads.fio.workload import (
     MIB,
     error_tail,
-    free_bytes,
-    fstype_of,
     memory_fs_warning,
     space_problem,
     ticking,
 )
-from howfast.workloads.process import run_tool
 
 TEST_FILE_NAME = "howfast-pg_test_fsync.dat"
 FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth
+
+
+def fsync_invocation(program: str, scratch: Path, seconds: int) -> Invocation:
+    """pg_test_fsync on a file in the scratch directory, in English for the parser."""
+    return Invocation(
+        tuple(pg_test_fsync.build_argv(program, scratch / TEST_FILE_NAME, seconds)),
+        env={"LC_ALL": "C"},
+        expected_s=16.0 * seconds,  # about 16 tests of `seconds` each
+    )
 
 
 class PgTestFsyncWorkload(Workload):
@@ -45,24 +58,21 @@ class PgTestFsyncWorkload(Workload):
                 error=f"{ctx.target.name} has no directory on the storage under test "
                 "(an existing server): pg_test_fsync needs one",
             )
-        program = ctx.install.program("pg_test_fsync")
+        program = ctx.host.program("pg_test_fsync")
         if program is None:
             return StepOutcome(
                 status="skipped",
                 error=f"pg_test_fsync not found in {ctx.install.bindir} ({INSTALL_HINT})",
             )
-        problem = space_problem(scratch, FILE_BYTES, free_bytes(scratch))
+        problem = space_problem(scratch, FILE_BYTES, ctx.host.free_bytes(scratch))
         if problem:
             return StepOutcome(status="failed", error=problem)
-        test_file = scratch / TEST_FILE_NAME
-        argv = pg_test_fsync.build_argv(program, test_file, seconds)
         try:
             with ticking(ctx.on_progress):
-                result = run_tool(argv, env={"LC_ALL": "C"}, cwd=ctx.work_dir)
+                result = ctx.run(fsync_invocation(program, scratch, seconds))
         finally:
             # pg_test_fsync removes its file when it ends, but not when it is killed.
-            with contextlib.suppress(FileNotFoundError):
-                test_file.unlink()
+            ctx.host.remove_file(scratch / TEST_FILE_NAME)
         resolved: dict[str, JSONValue] = {"pg_version": ctx.install.version}
         if result.returncode != 0:
             error = error_tail(result, "pg_test_fsync")
@@ -72,9 +82,16 @@ class PgTestFsyncWorkload(Workload):
         except ValueError:
             error = error_tail(result, "pg_test_fsync") + "\n(it printed no results)"
             return StepOutcome(status="failed", error=error, resolved_params=resolved)
-        warning = memory_fs_warning(scratch.parent, fstype_of(scratch))
+        warning = memory_fs_warning(scratch.parent, ctx.host.fstype(scratch))
         return StepOutcome(
             metrics=dict(pg_test_fsync.metrics(tests)),
             warnings=[warning] if warning else [],
             resolved_params=resolved,
         )
+
+    def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
+        if ctx.scratch_dir is None:
+            return [PlannedInvocation(None, "skipped: the target has no directory for it")]
+        program = ctx.host.program("pg_test_fsync") or "pg_test_fsync"
+        seconds = int(params.get("seconds") or 5)
+        return [PlannedInvocation(fsync_invocation(program, ctx.scratch_dir, seconds))]

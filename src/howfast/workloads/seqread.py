@@ -5,37 +5,40 @@ is read by `SELECT count(*)` with a sequential scan forced: index, index-only an
 off, and parallel workers off unless `parallel` (what was used is recorded).
 
 A cold read first restarts the server, so that shared_buffers start empty, and drops the OS
-page cache when permitted (root: sync, then 1 > /proc/sys/vm/drop_caches); otherwise a
-`--memory` cap smaller than the table keeps the read cold. Whether it really was cold is
-measured, not assumed: the bytes the data device read (/proc/diskstats) during the query
-against the table's size. An existing server can be neither restarted nor have its cache
+page cache when the host permits it (root on this machine); otherwise a `--memory` cap smaller
+than the table keeps the read cold. Whether it really was cold is measured, not assumed: the
+bytes the data device read during the query (the host's disk counters) against the table's
+size. An existing server can be neither restarted nor have its cache
 dropped, and its device is not visible, so its reads are timed without that verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from howfast.diskcounters import DISKSTATS, SECTOR, parse_diskstats
+from howfast.diskcounters import SECTOR
 from howfast.errors import HowfastError
+from howfast.hosts.base import Host
 from howfast.model import JSONValue
-from howfast.samplers.devices import resolve_roles
 from howfast.targets import pgquery
 from howfast.targets.base import Target
 from howfast.targets.memory import human_bytes
 from howfast.workloads import seqread_plan
-from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.base import (
+    PlanContext,
+    PlannedInvocation,
+    StepContext,
+    StepOutcome,
+    Workload,
+)
 
 COLD_SHARE = 0.8  # cold when the device read at least this share of the table
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 # Each pgbench table and, for a partition, its parent; sizes of the main fork (what a scan reads).
 _TABLES_SQL = """
@@ -99,30 +102,16 @@ def read_metrics(
     }
 
 
-def drop_page_cache() -> str | None:
-    """Write dirty pages out, then drop the clean page cache of the whole machine. Returns
-    why not when this process may not (it needs root)."""
-    os.sync()
-    try:
-        DROP_CACHES.write_text("1")
-    except OSError as exc:
-        return f"cannot write {DROP_CACHES}: {exc.strerror or exc} (needs root)"
-    return None
-
-
-def data_device(target: Target) -> str | None:
-    """The block device behind the target's data directory, as /proc/diskstats names it."""
+def data_device(target: Target, host: Host) -> str | None:
+    """The block device behind the target's data directory, as the host's counters name it."""
     paths = target.storage_paths()
     if "data" not in paths:
         return None
-    return next((r.device for r in resolve_roles(paths) if r.role == "data"), None)
+    return next((r.device for r in host.role_devices(paths) if r.role == "data"), None)
 
 
-def sectors_read(device: str | None) -> int | None:
-    if device is None:
-        return None
-    counters = parse_diskstats(DISKSTATS.read_text()).get(device)
-    return counters.sectors_read if counters else None
+def sectors_read(host: Host, device: str | None) -> int | None:
+    return host.device_sectors_read(device) if device is not None else None
 
 
 class SeqreadWorkload(Workload):
@@ -151,7 +140,7 @@ class SeqreadWorkload(Workload):
             done.append("restart")
         else:
             out.warnings.append(f"the server was not restarted: {refused}")
-        why_not = drop_page_cache()
+        why_not = ctx.host.drop_caches()
         group = ctx.target.memory_cgroup()
         if why_not is None:
             done.append("drop_caches")
@@ -165,9 +154,19 @@ class SeqreadWorkload(Workload):
         out.resolved_params["cache_reset"] = ", ".join(done) or "none"
         return out
 
+    def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
+        how = "after a server restart and a dropped page cache" if params.get("cold", True) else ""
+        return [
+            PlannedInvocation(
+                None,
+                "SQL over the connection, no external tool: SELECT count(*) FROM the largest "
+                f"pgbench table, sequential scan forced {how}".rstrip(),
+            )
+        ]
+
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         parallel = bool(params.get("parallel", False))
-        device = data_device(ctx.target)
+        device = data_device(ctx.target, ctx.host)
         with pgquery.connect(ctx.server()) as db:
             rows = [(str(a), str(b) if b else None, int(str(c))) for a, b, c in _fetch(db)]
             found = largest_table(rows)
@@ -182,12 +181,12 @@ class SeqreadWorkload(Workload):
             query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
             nodes = _explain(db, query)
             workers = db.execute("SHOW max_parallel_workers_per_gather").fetchone()
-            before = sectors_read(device)
+            before = sectors_read(ctx.host, device)
             started = time.perf_counter()
             with _cancel_on_interrupt(db):
                 count = db.execute(query).fetchone()
             seconds = time.perf_counter() - started
-            after = sectors_read(device)
+            after = sectors_read(ctx.host, device)
         if count is None:
             raise HowfastError(f"SELECT count(*) FROM {table} returned nothing")
         device_bytes = (

@@ -13,24 +13,26 @@ reused for imported results.
 from __future__ import annotations
 
 import contextlib
-import errno
-import mmap
 import os
 import re
-import shutil
 import signal
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from howfast import environment
+from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.model import JSONValue, Sample
-from howfast.targets.fsinfo import describe_path
 from howfast.units import format_bytes
-from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.base import (
+    PlanContext,
+    PlannedInvocation,
+    StepContext,
+    StepOutcome,
+    Workload,
+)
 from howfast.workloads.fio.build import PREFILL_JOB, build_argv, build_jobfile, fio_file_path
 from howfast.workloads.fio.parse import (
     FioJob,
@@ -41,7 +43,6 @@ from howfast.workloads.fio.parse import (
     parse_output,
 )
 from howfast.workloads.fio.plan import PLUGIN
-from howfast.workloads.process import ToolResult, run_tool
 
 MIB = 1 << 20
 FIO_HINT = "install it with: sudo apt-get install -y fio"
@@ -51,8 +52,8 @@ MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
 TAIL_LINES = 8
 
 _LIBAIO_UNAVAILABLE = re.compile(r"engine libaio not loadable|io_queue_init|aio-max-nr")
-_DIRECT_PROBE_FILE = ".howfast-direct-io-probe"
-_DIRECT_BLOCK = 4096  # one aligned block: what every O_DIRECT-capable device accepts
+LOG_DIR = "logs"  # fio's per-second logs, in the step's private work directory
+OUTPUT_FILE = "output.json"
 
 
 # --- pure helpers ---------------------------------------------------------------------------
@@ -196,13 +197,44 @@ def histograms_us(histograms_ns: Mapping[str, Mapping[int, int]]) -> dict[str, d
     return result
 
 
-def fio_command(fio: str | Path, job_path: Path, output_path: Path) -> list[str]:
+def fio_command(fio: str | PurePath, job_path: PurePath, output_path: PurePath) -> list[str]:
     """fio's argv as howfast runs it: build.py's, with the jobs as threads of one process
     rather than forked processes in their own sessions, so that stopping fio's PID on Ctrl-C
     stops every job and none is left writing the file."""
     argv = build_argv(fio, job_path, output_path)
     argv.insert(1, "--thread")
     return argv
+
+
+def fio_invocation(
+    fio: str,
+    profile: str,
+    *,
+    scratch: PurePath,
+    size: int,
+    runtime: int,
+    direct: bool,
+    ioengine: str | None = None,
+) -> Invocation:
+    """fio as it runs: the job file is written into the work directory first; fio's JSON
+    output and its per-second logs are collected from there."""
+    jobfile = build_jobfile(
+        profile,
+        directory=scratch,
+        size_bytes=size,
+        runtime_s=runtime,
+        direct=direct,
+        log_dir=LOG_DIR,
+        ioengine=ioengine,
+    )
+    job_name = f"{profile}.fio"
+    return Invocation(
+        tuple(fio_command(fio, PurePath(job_name), PurePath(OUTPUT_FILE))),
+        dirs=(LOG_DIR,),
+        inputs={job_name: jobfile},
+        outputs=(OUTPUT_FILE, f"{LOG_DIR}/*"),
+        expected_s=runtime + 1.0,
+    )
 
 
 def error_tail(result: ToolResult, what: str) -> str:
@@ -216,47 +248,6 @@ def error_tail(result: ToolResult, what: str) -> str:
 
 
 # --- machine-facing helpers -----------------------------------------------------------------
-
-
-def fio_program() -> str | None:
-    return shutil.which("fio")
-
-
-def free_bytes(directory: Path) -> int | None:
-    """Bytes an unprivileged user may still write; None when the filesystem reports no size."""
-    st = os.statvfs(directory)
-    if st.f_blocks == 0:
-        return None
-    return st.f_bavail * st.f_frsize
-
-
-def direct_io_refused(directory: Path) -> bool:
-    """Whether the filesystem refuses O_DIRECT: open a file with it and write one aligned
-    block (some filesystems accept the open and refuse the write)."""
-    path = directory / _DIRECT_PROBE_FILE
-    fd = -1
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT, 0o600)
-        with mmap.mmap(-1, _DIRECT_BLOCK) as block:  # page-aligned memory, as O_DIRECT needs
-            os.write(fd, block)
-    except OSError as exc:
-        return exc.errno == errno.EINVAL  # other errors are fio's to report
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # the open may create the file even when it then refuses O_DIRECT
-    return False
-
-
-def fstype_of(path: Path) -> str | None:
-    fstype = describe_path(path).get("fstype")
-    return str(fstype) if fstype else None
-
-
-def memory_bytes() -> int | None:
-    value = environment.capture().get("memory_bytes")
-    return int(value) if isinstance(value, int) else None
 
 
 @contextlib.contextmanager
@@ -308,19 +299,20 @@ class FioWorkload(Workload):
                 error=f"{ctx.target.name} has no directory on the storage under test "
                 "(an existing server): fio needs one",
             )
-        fio = fio_program()
+        host = ctx.host
+        fio = host.program("fio")
         if fio is None:
             return StepOutcome(status="skipped", error=f"fio is not installed ({FIO_HINT})")
-        problem = space_problem(scratch, size, free_bytes(scratch))
+        problem = space_problem(scratch, size, host.free_bytes(scratch))
         if problem:
             return StepOutcome(status="failed", error=problem)
-        fstype = fstype_of(scratch)
-        choice = choose_direct(fstype, direct_io_refused(scratch))
+        fstype = host.fstype(scratch)
+        choice = choose_direct(fstype, host.direct_io_refused(scratch))
         warnings: list[str] = []
         test_file = Path(fio_file_path(scratch))
         try:
             with ticking(ctx.on_progress):
-                attempt = self._run(fio, ctx.work_dir, profile, scratch, size, runtime, choice)
+                attempt = self._run(ctx, fio, profile, scratch, size, runtime, choice)
                 failed = attempt.result.returncode != 0
                 said = attempt.result.stderr + attempt.result.stdout
                 unavailable = _LIBAIO_UNAVAILABLE.search(said) if failed else None
@@ -329,20 +321,17 @@ class FioWorkload(Workload):
                         f"libaio is not available here (fio: {unavailable[0]}): fio used psync, "
                         "one I/O at a time, so queue depths above 1 were not tested"
                     )
-                    attempt = self._run(
-                        fio, ctx.work_dir, profile, scratch, size, runtime, choice, "psync"
-                    )
+                    attempt = self._run(ctx, fio, profile, scratch, size, runtime, choice, "psync")
         except ValueError as exc:  # an unknown profile in a plan, or an impossible size
             return StepOutcome(status="failed", error=str(exc))
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                test_file.unlink()
-        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings)
+            host.remove_file(test_file)
+        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings, host)
 
     def _run(
         self,
+        ctx: StepContext,
         fio: str,
-        work_dir: Path,
         profile: str,
         scratch: Path,
         size: int,
@@ -350,25 +339,43 @@ class FioWorkload(Workload):
         choice: IoChoice,
         ioengine: str | None = None,
     ) -> _Attempt:
-        attempt_dir = work_dir / (ioengine or "fio")
-        log_dir = attempt_dir / "logs"
-        log_dir.mkdir(parents=True)
-        jobfile = build_jobfile(
+        invocation = fio_invocation(
+            fio,
             profile,
-            directory=scratch,
-            size_bytes=size,
-            runtime_s=runtime,
+            scratch=scratch,
+            size=size,
+            runtime=runtime,
             direct=choice.direct,
-            log_dir=log_dir,
             ioengine=ioengine,
         )
-        job_path = attempt_dir / f"{profile}.fio"
-        job_path.write_text(jobfile)
-        output_path = attempt_dir / "output.json"
-        result = run_tool(fio_command(fio, job_path, output_path), cwd=attempt_dir)
-        output = output_path.read_text(errors="replace") if output_path.exists() else ""
-        logs = {p.name: p.read_text(errors="replace") for p in log_dir.iterdir() if p.is_file()}
+        result = ctx.run(invocation, subdir=ioengine or "fio")
+        output_path = result.files.get(OUTPUT_FILE)
+        output = output_path.read_text(errors="replace") if output_path else ""
+        logs = {
+            PurePath(name).name: path.read_text(errors="replace")
+            for name, path in result.files.items()
+            if name.startswith(LOG_DIR + "/")
+        }
         return _Attempt(result, output, logs)
+
+    def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
+        if ctx.scratch_dir is None:
+            return [PlannedInvocation(None, "skipped: the target has no directory for fio")]
+        invocation = fio_invocation(
+            ctx.host.program("fio") or "fio",
+            str(params["profile"]),
+            scratch=ctx.scratch_dir,
+            size=int(params["size_bytes"]),
+            runtime=int(params["runtime_s"]),
+            direct=True,
+        )
+        return [
+            PlannedInvocation(
+                invocation,
+                "direct=0 instead where the filesystem refuses direct I/O or keeps files in "
+                "memory (tmpfs); ioengine=psync where libaio is not available",
+            )
+        ]
 
 
 def _outcome(
@@ -379,6 +386,7 @@ def _outcome(
     fstype: str | None,
     choice: IoChoice,
     warnings: list[str],
+    host: Host,
 ) -> StepOutcome:
     result = attempt.result
     if result.returncode < 0:
@@ -399,7 +407,7 @@ def _outcome(
         choice=choice,
         options=job.options,
         size_bytes=size,
-        memory_bytes=memory_bytes(),
+        memory_bytes=_memory_bytes(host),
     )
     prefill = prefill_warning(attempt.output, size)
     if prefill:
@@ -418,6 +426,11 @@ def _outcome(
             "fio_version": parsed.fio_version,
         },
     )
+
+
+def _memory_bytes(host: Host) -> int | None:
+    basis = host.server_memory(None)
+    return None if isinstance(basis, str) else basis.bytes
 
 
 def job_metrics(job: FioJob) -> dict[str, JSONValue]:

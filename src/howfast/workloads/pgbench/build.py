@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from pathlib import PurePath
 
+from howfast.hosts.base import Invocation
 from howfast.model import JSONValue
+from howfast.targets.base import Connection
+
+LOG_DIR = "txlog"  # in the step's private work directory, never on the storage under test
+LOG_PREFIX = PurePath(LOG_DIR) / "tx"
 
 BUILTIN_MODES = ("tpcb-like", "simple-update", "select-only")
 
@@ -21,7 +26,9 @@ def resolve_jobs(clients: int, cores: int, requested: int | None = None) -> int:
     return jobs
 
 
-def init_argv(pgbench: Path, params: dict[str, JSONValue], conn_args: list[str]) -> list[str]:
+def init_argv(
+    pgbench: str | PurePath, params: dict[str, JSONValue], conn_args: list[str]
+) -> list[str]:
     argv = [str(pgbench), "-i", "-s", str(params["scale"])]
     if params.get("generate") == "server":
         argv += ["-I", "dtGvp"]  # drop, tables, server-side generate, vacuum, primary keys
@@ -37,11 +44,11 @@ def init_argv(pgbench: Path, params: dict[str, JSONValue], conn_args: list[str])
 
 
 def run_argv(
-    pgbench: Path,
+    pgbench: str | PurePath,
     params: dict[str, JSONValue],
     *,
     jobs: int,
-    log_prefix: Path,
+    log_prefix: PurePath,
     conn_args: list[str],
 ) -> list[str]:
     """A measuring pgbench run: always per-second progress (-P 1), per-statement latencies
@@ -67,6 +74,40 @@ def run_argv(
         argv += ["-M", str(params["protocol"])]
     argv += [str(a) for a in params.get("extra_args") or []]
     return argv + conn_args
+
+
+def init_invocation(
+    pgbench: str | PurePath, params: dict[str, JSONValue], conn: Connection
+) -> Invocation:
+    """`pgbench -i` as it runs: the password travels in the secret environment only."""
+    scale = params.get("scale")
+    return Invocation(
+        tuple(init_argv(pgbench, params, conn.pgbench_args())),
+        env=conn.options_env(),
+        secret_env=conn.secret_env(),
+        expected_s=expected_seconds("pgbench-init", params) if isinstance(scale, int) else None,
+    )
+
+
+def run_invocation(
+    pgbench: str | PurePath, params: dict[str, JSONValue], *, jobs: int, conn: Connection
+) -> Invocation:
+    """A measuring pgbench run; its per-transaction logs are collected from the work
+    directory afterwards."""
+    duration = params.get("duration_s")
+    return Invocation(
+        tuple(
+            run_argv(
+                pgbench, params, jobs=jobs, log_prefix=LOG_PREFIX, conn_args=conn.pgbench_args()
+            )
+        ),
+        env=conn.options_env(),
+        secret_env=conn.secret_env(),
+        dirs=(LOG_DIR,),
+        outputs=(f"{LOG_PREFIX}*",),
+        expected_s=expected_seconds("pgbench", params),
+        timeout_s=float(duration) * 3 + 300 if isinstance(duration, int | float) else None,
+    )
 
 
 def expected_seconds(workload: str, params: dict[str, JSONValue]) -> float | None:

@@ -8,20 +8,17 @@ then picks the scale from the memory PostgreSQL can use and its shared_buffers.
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from howfast.errors import HowfastError
 from howfast.model import JSONValue
 from howfast.sizing import DatasetPlan, parse_dataset, plan_dataset
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, Target
-from howfast.targets.memory import MemoryBasis, human_bytes, memory_basis
+from howfast.targets.base import Connection
+from howfast.targets.memory import MemoryBasis, human_bytes
 from howfast.workloads.base import StepContext, StepOutcome
 from howfast.workloads.pgbench import build
-from howfast.workloads.process import run_tool
 
 SIZE_TOLERANCE = 0.10  # a loaded database this far from the expected size is worth a warning
 SPACE_MARGIN = 1.2  # room for WAL and the index builds' temporary files besides the data
@@ -47,7 +44,7 @@ class Sizing:
         return {
             "scale": self.plan.scale,
             "regime": self.plan.regime,
-            "memory_bytes": self.basis.bytes,
+            "memory_bytes": self.basis.bytes if self.basis.source != "unknown" else None,
             "memory_basis": self.basis.source,
         }
 
@@ -78,25 +75,20 @@ def measure(conn: Connection) -> tuple[int, int, int]:
     return total, tables, shared
 
 
-def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: Path) -> Sizing:
+def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Sizing:
     """Load scale 1, measure, and choose the scale for the step's dataset."""
     dataset = str(params["dataset"])
     regime, explicit = parse_dataset(dataset)
     group = ctx.target.memory_cgroup()
-    basis = memory_basis(group.limit_bytes if group else None)
-    if basis is None:
-        raise HowfastError("cannot tell how much memory this machine has (/proc/meminfo)")
-    warnings = []
-    if ctx.target.kind != "local" and regime != "size":
-        warnings.append(
-            f"the memory of an existing server is not visible from here: the data was sized "
-            f"for this machine's {basis.describe()}; give --dataset SIZE for a server that "
-            "runs elsewhere"
-        )
+    basis = ctx.host.server_memory(group.limit_bytes if group else None)
+    if isinstance(basis, str):
+        if regime != "size":  # a regime is a share of the memory: nothing to take it of
+            raise HowfastError(f"--dataset {dataset}: {basis}")
+        basis = MemoryBasis(0, "unknown")  # an explicit size needs no memory figure
+    warnings: list[str] = []
     started = time.monotonic()
     server = ctx.server()
-    argv = build.init_argv(pgbench, {**params, "scale": 1}, server.pgbench_args())
-    result = run_tool(argv, env=server.client_env(), cwd=ctx.work_dir)
+    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
         raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
@@ -110,7 +102,7 @@ def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: Path) -> S
             bytes_per_scale=unit,
             base_bytes=total - unit,
         )
-        check_room(ctx.target, plan, already_loaded=unit)
+        check_room(ctx, plan, already_loaded=unit)
     except HowfastError:
         # Later steps must not quietly measure the scale-1 tables instead.
         drop_tables(server)
@@ -129,12 +121,15 @@ def drop_tables(conn: Connection) -> None:
         db.execute(f"DROP TABLE IF EXISTS {', '.join(pgquery.PGBENCH_TABLES)}")
 
 
-def check_room(target: Target, plan: DatasetPlan, *, already_loaded: int) -> None:
+def check_room(ctx: StepContext, plan: DatasetPlan, *, already_loaded: int) -> None:
     """Refuse a load that cannot fit on the storage, before spending hours on it."""
-    data = target.storage_paths().get("data")
+    data = ctx.target.storage_paths().get("data")
     if data is None:
         return  # an existing server: its disks are not visible
-    free = shutil.disk_usage(data).free + already_loaded  # the load drops what is there
+    free_now = ctx.host.free_bytes(data)
+    if free_now is None:
+        return  # the filesystem does not say
+    free = free_now + already_loaded  # the load drops what is there
     need = int(plan.expected_bytes * SPACE_MARGIN)
     if need > free:
         raise HowfastError(

@@ -1,26 +1,34 @@
-"""Thin executors for pgbench: build argv, run, parse. The logic lives in build/parse/txlog."""
+"""Thin executors for pgbench: build the invocation, run it on the target's host, parse.
+The logic lives in build/parse/txlog."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from howfast.errors import MissingToolError
+from howfast.hosts.base import ToolResult
 from howfast.model import JSONValue, Sample
 from howfast.targets import pgquery
-from howfast.targets.fsinfo import same_filesystem
 from howfast.targets.pgbin import INSTALL_HINT
-from howfast.workloads.base import StepContext, StepOutcome, Workload
+from howfast.workloads.base import (
+    PlanContext,
+    PlannedInvocation,
+    StepContext,
+    StepOutcome,
+    Workload,
+)
 from howfast.workloads.pgbench import build, dataset, init_plan, parse, plan, rates, txlog
-from howfast.workloads.process import ToolResult, run_tool
 
 TAIL_LINES = 8
 
 
-def _pgbench(ctx: StepContext) -> Path:
-    path = ctx.install.program("pgbench")
+def _pgbench(ctx: StepContext) -> str:
+    path = ctx.host.program("pgbench")
     if path is None:
         raise MissingToolError(f"pgbench not found in {ctx.install.bindir}", INSTALL_HINT)
     return path
+
+
+def _planned_pgbench(ctx: PlanContext) -> str:
+    return ctx.host.program("pgbench") or "pgbench"
 
 
 def _error_tail(result: ToolResult) -> str:
@@ -44,8 +52,7 @@ class PgbenchInitWorkload(Workload):
         if dataset.wanted(params):  # measure one scale unit here, then load the chosen scale
             sizing = dataset.size_for(ctx, params, _pgbench(ctx))
             params = {**params, "scale": sizing.plan.scale}
-        argv = build.init_argv(_pgbench(ctx), params, ctx.server().pgbench_args())
-        result = run_tool(argv, env=ctx.server().client_env(), cwd=ctx.work_dir)
+        result = ctx.run(build.init_invocation(_pgbench(ctx), params, ctx.server()))
         init = parse.parse_init(result.stdout + "\n" + result.stderr)
         metrics: dict[str, JSONValue] = dict(init.metrics())
         metrics["scale"] = params.get("scale")
@@ -54,6 +61,20 @@ class PgbenchInitWorkload(Workload):
             return dataset.finish(failed, sizing)
         metrics["db_size_bytes"] = pgquery.database_size(ctx.server())
         return dataset.finish(StepOutcome(metrics=metrics), sizing)
+
+    def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
+        assert ctx.connection is not None
+        program = _planned_pgbench(ctx)
+        if not dataset.wanted(params):
+            return [PlannedInvocation(build.init_invocation(program, params, ctx.connection))]
+        sizing_run = build.init_invocation(program, {**params, "scale": 1}, ctx.connection)
+        loading = build.init_invocation(program, {**params, "scale": "SCALE"}, ctx.connection)
+        return [
+            PlannedInvocation(sizing_run, "measures one scale unit"),
+            PlannedInvocation(
+                loading, f"SCALE: chosen from that measure for the dataset {params['dataset']}"
+            ),
+        ]
 
 
 class PgbenchWorkload(Workload):
@@ -71,25 +92,15 @@ class PgbenchWorkload(Workload):
         if offered is not None and params.get("rate") != offered:
             params = {**params, "rate": offered}
             resolved["rate"] = offered
-        clients = int(params["clients"])
-        requested = params.get("jobs")
-        jobs = build.resolve_jobs(clients, ctx.cores, int(requested) if requested else None)
-        log_dir = ctx.work_dir / "txlog"
-        log_dir.mkdir()
+        jobs = _jobs(params, ctx.cores)
+        invocation = build.run_invocation(_pgbench(ctx), params, jobs=jobs, conn=ctx.server())
         warnings = []
         scratch = ctx.target.scratch_dir()
-        if scratch is not None and same_filesystem(log_dir, scratch):
+        if scratch is not None and ctx.host.same_filesystem(ctx.work_dir, scratch):
             warnings.append(
                 "pgbench's per-transaction log is written to the storage under test "
                 "(no separate filesystem such as /dev/shm was available)"
             )
-        argv = build.run_argv(
-            _pgbench(ctx),
-            params,
-            jobs=jobs,
-            log_prefix=log_dir / "tx",
-            conn_args=ctx.server().pgbench_args(),
-        )
 
         def on_line(line: str) -> None:
             point = parse.parse_progress_line(line)
@@ -97,21 +108,12 @@ class PgbenchWorkload(Workload):
                 values = {"tps": point.tps, "latency_ms": point.latency_ms}
                 ctx.on_progress(point.t, values)
 
-        duration = params.get("duration_s")
-        timeout = float(duration) * 3 + 300 if isinstance(duration, int | float) else None
-        result = run_tool(
-            argv,
-            env=ctx.server().client_env(),
-            cwd=ctx.work_dir,
-            on_stderr_line=on_line,
-            timeout_s=timeout,
-            on_start=ctx.on_tool_started,
-        )
+        result = ctx.run(invocation, on_line=on_line, track=True)
         run = parse.parse_run(result.stdout + "\n" + result.stderr)
         outcome = StepOutcome(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
         outcome.metrics.update(run.metrics())
         outcome.series.update(_progress_series(run))
-        log_files = sorted(log_dir.iterdir())
+        log_files = [result.files[name] for name in sorted(result.files)]
         if log_files:
             # With a rate limit the 7th column is schedule lag; say so rather than guess.
             summary = txlog.read_logs(log_files, lag=params.get("rate") is not None)
@@ -133,6 +135,25 @@ class PgbenchWorkload(Workload):
         else:
             _judge_rates(params, outcome, ctx)
         return outcome
+
+    def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
+        assert ctx.connection is not None
+        note = ""
+        if isinstance(params.get("rate_fraction"), int | float) and params.get("rate") is None:
+            params = {**params, "rate": "RATE"}
+            note = (
+                f"RATE: {float(params['rate_fraction']):.0%} of the TPS that the curve's "
+                "full-speed step measures"
+            )
+        invocation = build.run_invocation(
+            _planned_pgbench(ctx), params, jobs=_jobs(params, ctx.cores), conn=ctx.connection
+        )
+        return [PlannedInvocation(invocation, note)]
+
+
+def _jobs(params: dict[str, JSONValue], cores: int) -> int:
+    requested = params.get("jobs")
+    return build.resolve_jobs(int(params["clients"]), cores, int(requested) if requested else None)
 
 
 def _judge_rates(params: dict[str, JSONValue], outcome: StepOutcome, ctx: StepContext) -> None:

@@ -1,0 +1,127 @@
+"""The Host interface and the Invocation it runs. Both know nothing of workloads.
+
+An `Invocation` is pure data: argv, environment, files to write before and to collect after,
+and how long it should take. Paths of its files are relative to the step's work directory,
+which the host chooses (a private directory here; a directory inside a pod later), so the same
+invocation is what `--dry-run` prints and what runs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+
+from howfast.cancel import NEVER, CancelToken
+from howfast.model import JSONValue
+from howfast.samplers.devices import RoleDevice
+from howfast.targets.memory import MemoryBasis
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One tool run, fully described before it starts."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    # Credentials (PGPASSWORD...): given to the tool, never printed, stored or compared.
+    secret_env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    dirs: tuple[str, ...] = ()  # directories to create in the work directory first
+    inputs: Mapping[str, str] = field(default_factory=dict)  # file -> text, written first
+    outputs: tuple[str, ...] = ()  # glob patterns of files to collect afterwards
+    expected_s: float | None = None
+    timeout_s: float | None = None
+
+    @property
+    def program(self) -> str:
+        return PurePath(self.argv[0]).name
+
+    def document(self) -> dict[str, JSONValue]:
+        """What `--dry-run --json` prints; never the secret environment."""
+        doc: dict[str, JSONValue] = {"argv": list(self.argv), "env": dict(self.env)}
+        if self.secret_env:
+            doc["secret_env"] = sorted(self.secret_env)  # names only
+        if self.inputs:
+            doc["inputs"] = dict(self.inputs)
+        if self.outputs:
+            doc["outputs"] = list(self.outputs)
+        if self.expected_s is not None:
+            doc["expected_s"] = self.expected_s
+        return doc
+
+
+@dataclass
+class ToolResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    # Collected output files: the name relative to the work directory -> a local path.
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+LineHandler = Callable[[str], None]
+StartHandler = Callable[[int], None]
+
+
+class Host(ABC):
+    """Runs invocations and answers facts about the machine the server runs on."""
+
+    name: str
+
+    @abstractmethod
+    def run(
+        self,
+        invocation: Invocation,
+        work_dir: Path,
+        *,
+        cancel: CancelToken = NEVER,
+        on_line: LineHandler | None = None,
+        on_start: StartHandler | None = None,
+    ) -> ToolResult:
+        """Run to completion: write the inputs under `work_dir`, feed stderr lines to
+        `on_line`, collect the outputs. On cancellation or any exception the tool is stopped
+        before this returns or raises; cancellation raises Aborted."""
+
+    @abstractmethod
+    def program(self, name: str) -> str | None:
+        """Where a tool is on this host, or None when it is not installed."""
+
+    @abstractmethod
+    def cores(self) -> int:
+        """CPU cores available to the tools (pgbench's threads)."""
+
+    @abstractmethod
+    def server_memory(self, cap_bytes: int | None) -> MemoryBasis | str:
+        """The memory the server can use (a cgroup cap counts), or why it cannot be known."""
+
+    @abstractmethod
+    def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
+        """The block device behind each storage role's path; [] when not visible."""
+
+    @abstractmethod
+    def device_sectors_read(self, device: str) -> int | None:
+        """The device's sectors-read counter, for before/after differences."""
+
+    @abstractmethod
+    def drop_caches(self) -> str | None:
+        """Write dirty pages out and drop the page cache; None when done, else why not."""
+
+    @abstractmethod
+    def free_bytes(self, directory: Path) -> int | None:
+        """Bytes an unprivileged user may still write there; None when the filesystem does
+        not say (ramfs...)."""
+
+    @abstractmethod
+    def fstype(self, path: Path) -> str | None: ...
+
+    @abstractmethod
+    def direct_io_refused(self, directory: Path) -> bool:
+        """Whether the filesystem refuses O_DIRECT (tried with a file of one block)."""
+
+    @abstractmethod
+    def same_filesystem(self, a: Path, b: Path) -> bool: ...
+
+    @abstractmethod
+    def remove_file(self, path: Path) -> None:
+        """Remove a file a tool left on the storage under test; absent is fine."""

@@ -1,0 +1,233 @@
+"""This machine as a host: tools are child processes (argv lists only, each in its own
+session, stopped by PID), facts come from /proc, /sys and the filesystem.
+
+`ClientHost` runs the tools here for a server that lives elsewhere (a postgresql:// target):
+what it cannot know about that server's machine it says, rather than answering with this
+machine's figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from howfast.cancel import NEVER, CancelToken
+from howfast.errors import Aborted
+from howfast.hosts.base import Host, Invocation, LineHandler, StartHandler, ToolResult
+from howfast.samplers.devices import RoleDevice, resolve_roles
+from howfast.samplers.diskstats import DISKSTATS, parse_diskstats
+from howfast.targets.fsinfo import describe_path
+from howfast.targets.fsinfo import same_filesystem as _same_filesystem
+from howfast.targets.memory import MemoryBasis, memory_basis
+from howfast.targets.pgbin import PgInstall
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+POLL_S = 0.2  # how often a waiting run looks at its cancel token
+STOP_GRACE_S = 5.0
+_DIRECT_PROBE_FILE = ".howfast-direct-io-probe"
+_DIRECT_BLOCK = 4096  # one aligned block: what every O_DIRECT-capable device accepts
+
+
+def run_process(
+    invocation: Invocation,
+    work_dir: Path,
+    *,
+    cancel: CancelToken = NEVER,
+    on_line: LineHandler | None = None,
+    on_start: StartHandler | None = None,
+    run_as: Mapping[str, object] | None = None,
+) -> ToolResult:
+    """Run an invocation as a child process in `work_dir`. On cancellation or any exception
+    (Aborted included) the child is interrupted, then killed, by its PID."""
+    for name in invocation.dirs:
+        (work_dir / name).mkdir(parents=True, exist_ok=True)
+    for name, text in invocation.inputs.items():
+        (work_dir / name).write_text(text)
+    proc = subprocess.Popen(  # type: ignore[call-overload]
+        list(invocation.argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **invocation.env, **invocation.secret_env},
+        cwd=work_dir,
+        start_new_session=True,  # the terminal's Ctrl-C reaches howfast only
+        text=True,
+        errors="replace",
+        **(run_as or {}),
+    )
+    err_lines: list[str] = []
+    out_chunks: list[str] = []
+
+    def pump_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_lines.append(line)
+            if on_line:
+                on_line(line.rstrip("\n"))
+
+    def pump_stdout() -> None:
+        assert proc.stdout is not None
+        out_chunks.append(proc.stdout.read())
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (pump_stderr, pump_stdout)]
+    for t in threads:
+        t.start()
+    try:
+        if on_start:
+            on_start(proc.pid)
+        _wait(proc, invocation.timeout_s, cancel)
+    except BaseException:
+        stop_process(proc)
+        raise
+    for t in threads:
+        t.join(timeout=5)
+    files = {
+        str(path.relative_to(work_dir)): path
+        for pattern in invocation.outputs
+        for path in sorted(work_dir.glob(pattern))
+        if path.is_file()
+    }
+    return ToolResult(proc.returncode, "".join(out_chunks), "".join(err_lines), files)
+
+
+def _wait(proc: subprocess.Popen[str], timeout_s: float | None, cancel: CancelToken) -> None:
+    """Wait for the child, looking at the cancel token every POLL_S."""
+    waited = 0.0
+    while True:
+        try:
+            proc.wait(timeout=POLL_S)
+            return
+        except subprocess.TimeoutExpired:
+            waited += POLL_S
+        if cancel.cancelled:
+            raise Aborted(cancel.reason or "cancelled")
+        if timeout_s is not None and waited >= timeout_s:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+
+
+def stop_process(proc: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGINT (pgbench and fio stop cleanly on it), then SIGKILL, to this PID only."""
+    if proc.poll() is not None:
+        return
+    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=wait_s)
+            return
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class LocalHost(Host):
+    """Tools and server on this machine."""
+
+    name = "local"
+
+    def __init__(self, install: PgInstall | None = None) -> None:
+        self.install = install  # PostgreSQL's programs come from this install
+
+    def run(
+        self,
+        invocation: Invocation,
+        work_dir: Path,
+        *,
+        cancel: CancelToken = NEVER,
+        on_line: LineHandler | None = None,
+        on_start: StartHandler | None = None,
+    ) -> ToolResult:
+        return run_process(invocation, work_dir, cancel=cancel, on_line=on_line, on_start=on_start)
+
+    def program(self, name: str) -> str | None:
+        if self.install is not None:
+            found = self.install.program(name)
+            if found is not None:
+                return str(found)
+            if name.startswith(("pg", "initdb", "postgres")):
+                return None  # PostgreSQL's programs: only from the chosen install
+        return shutil.which(name)
+
+    def cores(self) -> int:
+        return os.cpu_count() or 1
+
+    def server_memory(self, cap_bytes: int | None) -> MemoryBasis | str:
+        basis = memory_basis(cap_bytes)
+        return basis or "cannot tell how much memory this machine has (/proc/meminfo)"
+
+    def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
+        return resolve_roles(dict(paths))
+
+    def device_sectors_read(self, device: str) -> int | None:
+        counters = parse_diskstats(DISKSTATS.read_text()).get(device)
+        return counters.sectors_read if counters else None
+
+    def drop_caches(self) -> str | None:
+        os.sync()
+        try:
+            DROP_CACHES.write_text("1")
+        except OSError as exc:
+            return f"cannot write {DROP_CACHES}: {exc.strerror or exc} (needs root)"
+        return None
+
+    def free_bytes(self, directory: Path) -> int | None:
+        st = os.statvfs(directory)
+        if st.f_blocks == 0:
+            return None
+        return st.f_bavail * st.f_frsize
+
+    def fstype(self, path: Path) -> str | None:
+        fstype = describe_path(path).get("fstype")
+        return str(fstype) if fstype else None
+
+    def direct_io_refused(self, directory: Path) -> bool:
+        """Open a file with O_DIRECT and write one aligned block: some filesystems accept
+        the open and refuse the write."""
+        path = directory / _DIRECT_PROBE_FILE
+        fd = -1
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT, 0o600)
+            with mmap.mmap(-1, _DIRECT_BLOCK) as block:  # page-aligned, as O_DIRECT needs
+                os.write(fd, block)
+        except OSError as exc:
+            return exc.errno == errno.EINVAL  # other errors are the tool's to report
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()  # the open may create the file even when it refuses O_DIRECT
+        return False
+
+    def same_filesystem(self, a: Path, b: Path) -> bool:
+        return _same_filesystem(a, b)
+
+    def remove_file(self, path: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+class ClientHost(LocalHost):
+    """Tools here, the server elsewhere: its machine's memory, disks and caches are out of
+    sight, and the host says so instead of answering with this machine's."""
+
+    name = "client"
+
+    def server_memory(self, cap_bytes: int | None) -> MemoryBasis | str:
+        return (
+            "the memory of a server reached by URI is not visible from here; "
+            "give --dataset SIZE (e.g. --dataset 20GiB) to size the data for it"
+        )
+
+    def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
+        return []
+
+    def drop_caches(self) -> str | None:
+        return "the page cache of a server reached by URI cannot be dropped from here"

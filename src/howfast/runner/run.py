@@ -1,0 +1,120 @@
+"""The run: validate every target, create the run row, install the signal handlers, drive
+each target's session, and finish the run with its status whatever happens.
+
+Owns what must hold whatever happens: every finished step is committed to the store at once;
+SIGINT/SIGTERM/SIGHUP stop the tool in flight and the server, remove what was created, and
+mark the run aborted with its completed steps kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from howfast import environment
+from howfast.clock import now
+from howfast.errors import Aborted, UsageError
+from howfast.model import StepSpec
+from howfast.runner.observer import RunObserver
+from howfast.runner.signals import SignalGuard
+from howfast.runner.step import StepEnvironment
+from howfast.runner.target_session import TargetSession
+from howfast.samplers.base import DEFAULT_INTERVAL_S
+from howfast.sizing import REGIMES
+from howfast.store import liveness
+from howfast.store.base import Store
+from howfast.targets.base import Target
+from howfast.targets.pgbin import PgInstall
+
+
+@dataclass
+class RunResult:
+    run_id: int
+    status: str
+    failed_steps: int
+
+
+class Runner:
+    def __init__(
+        self,
+        store: Store,
+        targets: list[Target],
+        steps: list[StepSpec],
+        *,
+        plan_name: str,
+        install: PgInstall,
+        observer: RunObserver,
+        label: str | None = None,
+        sample_interval_s: float | None = DEFAULT_INTERVAL_S,
+    ) -> None:
+        self.store = store
+        self.targets = targets
+        self.steps = steps
+        self.plan_name = plan_name
+        self.install = install
+        self.observer = observer
+        self.label = label
+        self.guard = SignalGuard(observer)
+        self.sample_interval_s = sample_interval_s  # None or 0: no sampling
+
+    def check(self) -> None:
+        """Validate every target before the run is created: bad input loses nothing."""
+        will_init = any(s.workload == "pgbench-init" for s in self.steps)
+        regimes = sorted(
+            {
+                str(s.params["dataset"])
+                for s in self.steps
+                if s.workload == "pgbench-init" and s.params.get("dataset") in REGIMES
+            }
+        )
+        for target in self.targets:
+            target.check(will_init=will_init)
+            memory = target.host(self.install).server_memory(None)
+            if regimes and isinstance(memory, str):
+                raise UsageError(f"--dataset {regimes[0]} on {target.name}: {memory}")
+
+    def execute(self) -> RunResult:
+        guard = self.guard = SignalGuard(self.observer)
+        with guard.installed():
+            self.check()
+            run_id = self.store.create_run(
+                self.plan_name,
+                environment.capture(),
+                now(),
+                label=self.label,
+                writer=liveness.this_process().document(),
+            )
+            total = len(self.steps) * len(self.targets)
+            self.observer.run_started(run_id, total, len(self.targets))
+            failed = 0
+            status = "completed"
+            try:
+                for position, target in enumerate(self.targets):
+                    session = TargetSession(
+                        StepEnvironment(
+                            run_id=run_id,
+                            target=target,
+                            host=target.host(self.install),
+                            install=self.install,
+                            store=self.store,
+                            observer=self.observer,
+                            guard=guard,
+                            previous=[],
+                        ),
+                        self.steps,
+                        first_index=position * len(self.steps),
+                        total_steps=total,
+                        sample_interval_s=self.sample_interval_s,
+                    )
+                    failed += session.run()
+            except Aborted as exc:
+                status = "aborted"
+                self.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
+            except BaseException:
+                status = "failed"  # a bug or an unexpected error: never leave it "completed"
+                raise
+            finally:
+                guard.cleaning = True
+                if status != "aborted" and failed:
+                    status = "failed"
+                self.store.finish_run(run_id, status, now())
+        return RunResult(run_id, status, failed)

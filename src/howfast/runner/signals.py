@@ -1,0 +1,65 @@
+"""Signals during a run: the first SIGINT/SIGTERM/SIGHUP cancels the run's token (every tool
+watching it stops, from any thread) and raises Aborted in the main thread; later ones while
+cleaning up only say that cleanup is under way."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+from howfast.cancel import CancelToken
+from howfast.errors import Aborted
+from howfast.runner.observer import RunObserver
+
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class SignalGuard:
+    def __init__(self, observer: RunObserver) -> None:
+        self.observer = observer
+        self.cancel = CancelToken()
+        self.cleaning = False
+        self.received: str | None = None
+        self.critical_depth = 0
+        self.pending: str | None = None
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.cleaning or self.received:
+            self.observer.message(f"{name} received: still cleaning up, please wait")
+            return
+        if self.critical_depth:
+            self.pending = name  # raised when the critical section ends
+            return
+        self._abort(name)
+
+    def _abort(self, name: str) -> None:
+        self.received = name
+        self.cancel.cancel(name)
+        raise Aborted(name)
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        """Defer the abort while stopping a server or writing a step: half of either would
+        leave a process running or a step half-stored."""
+        self.critical_depth += 1
+        try:
+            yield
+        finally:
+            self.critical_depth -= 1
+        if not self.critical_depth and self.pending and not self.received:
+            name, self.pending = self.pending, None
+            self._abort(name)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[SignalGuard]:
+        previous = {s: signal.getsignal(s) for s in HANDLED}
+        for s in previous:
+            signal.signal(s, self.handler)
+        try:
+            yield self
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)

@@ -1,0 +1,139 @@
+"""One step on a started target: prepare (unmeasured), sample around the tool, execute, and
+commit the record to the store at once."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from howfast.analysis.working_set import regime_warnings
+from howfast.cancel import CancelToken
+from howfast.clock import now
+from howfast.errors import HowfastError
+from howfast.hosts.base import Host
+from howfast.model import StepRecord, StepSpec
+from howfast.runner.observer import RunObserver, StepRef
+from howfast.runner.signals import SignalGuard
+from howfast.samplers.session import TargetSampling
+from howfast.store.base import Store
+from howfast.targets.base import Connection, Target
+from howfast.targets.pgbin import PgInstall
+from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
+from howfast.workloads.pgbench.build import expected_seconds
+
+
+@dataclass
+class StepEnvironment:
+    """What every step of one target session shares."""
+
+    run_id: int
+    target: Target
+    host: Host
+    install: PgInstall
+    store: Store
+    observer: RunObserver
+    guard: SignalGuard
+    previous: list[StepRecord]  # this target's stored steps, oldest first
+
+    @property
+    def cancel(self) -> CancelToken:
+        return self.guard.cancel
+
+
+def expected(spec: StepSpec) -> float | None:
+    return expected_seconds(spec.workload, spec.params)
+
+
+def execute_step(
+    env: StepEnvironment,
+    workload: Workload,
+    spec: StepSpec,
+    ref: StepRef,
+    connection: Connection | None,
+    step_dir: Path,
+    sampling: TargetSampling,
+) -> StepOutcome:
+    """One step with its samplers around it; they stop whatever happens."""
+    observer = env.observer
+
+    def on_progress(t: float, values: dict[str, float]) -> None:
+        observer.step_progress(ref, t, values)
+
+    ctx = StepContext(
+        target=env.target,
+        connection=connection,
+        install=env.install,
+        work_dir=step_dir,
+        host=env.host,
+        cancel=env.cancel,
+        on_progress=on_progress,
+        previous=list(env.previous),
+    )
+    try:  # before the samplers start, so that it is not measured (a cold restart...)
+        prepared = workload.prepare(ctx, dict(spec.params))
+    except HowfastError as exc:
+        return StepOutcome(status="failed", error=str(exc))
+    session = sampling.start(spec.workload)
+    ctx.on_tool_started = session.track_process
+    try:
+        try:
+            outcome = workload.execute(ctx, dict(spec.params))
+        except HowfastError as exc:
+            outcome = StepOutcome(status="failed", error=str(exc))
+        except OSError as exc:  # the directory vanished, a full disk...: this step fails
+            outcome = StepOutcome(status="failed", error=f"{workload.name} step: {exc}")
+    finally:
+        with env.guard.critical():  # a second Ctrl-C must not leave samplers running
+            session.stop()
+        shutil.rmtree(step_dir, ignore_errors=True)
+    session.merge_into(outcome, expected(spec))
+    outcome.warnings[:0] = prepared.warnings
+    outcome.resolved_params = {**prepared.resolved_params, **outcome.resolved_params}
+    _note_loaded_data(spec, outcome, env.previous)
+    return outcome
+
+
+def store_step(
+    env: StepEnvironment,
+    spec: StepSpec,
+    ref: StepRef,
+    outcome: StepOutcome,
+    started: str,
+) -> StepRecord:
+    """Commit the step at once (a crash loses only the step in flight) and tell the UI."""
+    params = {**spec.params, **outcome.resolved_params}
+    if spec.repetition > 1 or "repetition" in params:
+        params["repetition"] = spec.repetition
+    record = StepRecord(
+        target=env.target.name,
+        workload=spec.workload,
+        params=params,
+        status=outcome.status,  # type: ignore[arg-type]
+        started_at=started,
+        finished_at=now(),
+        metrics=outcome.metrics,
+        warnings=outcome.warnings,
+        error=outcome.error,
+        series=outcome.series,
+        histograms=outcome.histograms,
+        sections=outcome.sections,
+    )
+    with env.guard.critical():
+        record.id = env.store.add_step(env.run_id, record)
+    env.previous.append(record)
+    env.observer.step_finished(ref, record)
+    return record
+
+
+def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:
+    """A step on pgbench's tables records the scale (and dataset) the target's latest load
+    really loaded, and a pgbench step whose reads do not fit its regime says so."""
+    loaded = LoadedData.last_on(previous)
+    if loaded is None or spec.workload not in ("pgbench", "seqread"):
+        return
+    outcome.resolved_params.update(loaded.params())
+    if spec.workload == "pgbench" and not spec.params.get("warmup"):
+        outcome.warnings += regime_warnings(
+            loaded.dataset, loaded.db_size_bytes, outcome.metrics, outcome.sections
+        )
