@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from howfast.errors import UsageError
+from howfast.units import parse_size, quote, size_bytes
 
 REGIMES = ("in-buffers", "in-memory", "on-disk")
 # Fractions of the memory that bound each regime's database size.
@@ -36,14 +37,26 @@ def parse_dataset(text: str) -> tuple[str, int | None]:
     """'on-disk' -> ('on-disk', None); '20GiB' -> ('size', bytes)."""
     if text in REGIMES:
         return text, None
-    from howfast.plans import parse_size  # late import: plans imports the heavy pydantic
-
     try:
         return "size", parse_size(text, "--dataset")
     except UsageError:
         raise UsageError(
             f"--dataset {text!r}: expected {', '.join(REGIMES)} or a size such as 20GiB"
         ) from None
+
+
+def dataset_value(value: str) -> str:
+    """A working-set regime (in-buffers, in-memory, on-disk) or a size such as "20GiB", as
+    written; ValueError, in a plan file's words, otherwise."""
+    if value in REGIMES:
+        return value
+    try:
+        size_bytes(value)
+    except ValueError:
+        raise ValueError(
+            f"{quote(value)}: expected {', '.join(REGIMES)} or a size such as 20GiB"
+        ) from None
+    return value
 
 
 def target_bytes(regime: str, *, memory_bytes: int, shared_buffers_bytes: int) -> int:

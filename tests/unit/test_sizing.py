@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from howfast.errors import UsageError
-from howfast.sizing import parse_dataset, plan_dataset
+from howfast.sizing import dataset_value, parse_dataset, plan_dataset
+from howfast.units import format_bytes, parse_duration, parse_size, whole_seconds
 
 MiB, GiB = 1024**2, 1024**3
 PER_SCALE = 15_630_000  # ~15 MB per scale unit, as measured on PostgreSQL 15
@@ -58,3 +59,28 @@ def test_parse_dataset():
     assert parse_dataset("20GiB") == ("size", 20 * GiB)
     with pytest.raises(UsageError, match="--dataset"):
         parse_dataset("huge")
+
+
+def test_a_dataset_is_a_regime_or_a_size_as_written() -> None:
+    assert dataset_value("on-disk") == "on-disk"
+    assert dataset_value("20GiB") == "20GiB"
+    with pytest.raises(ValueError, match='"20 apples": expected in-buffers, in-memory, on-disk'):
+        dataset_value("20 apples")
+    assert parse_dataset("20GiB") == ("size", 20 * GiB)
+    with pytest.raises(UsageError, match="--dataset '0'"):
+        parse_dataset("0")
+
+
+def test_units_parse_and_print_without_the_plans() -> None:
+    assert parse_duration("2m") == 120.0
+    assert parse_size("64MiB", "--size") == 64 * MiB
+    with pytest.raises(UsageError, match="--runtime: "):
+        parse_duration("soon", "--runtime")
+    assert whole_seconds(10.0) == 10.0
+    with pytest.raises(ValueError, match=r"whole seconds, got 1\.5s"):
+        whole_seconds(1.5)
+    assert [format_bytes(n) for n in (512, 16 * MiB, 1536 * MiB)] == [
+        "512 bytes",
+        "16 MiB",
+        "1.5 GiB",
+    ]

@@ -47,19 +47,12 @@ def rate_label(params: Mapping[str, JSONValue]) -> str | None:
 
 
 def step_label(workload: str, params: Mapping[str, JSONValue]) -> str:
-    """'pgbench select-only, 4 clients', 'fio rand-read-4k-qd64', 'pgbench-init scale 10'."""
-    if workload == "pgbench":
-        clients = params.get("clients")
-        text = f"pgbench {params.get('mode')}, {clients} client{'' if clients == 1 else 's'}"
-        rate = rate_label(params)
-        if rate:
-            text += f", {rate}"
-    elif workload == "fio":
-        text = f"fio {params.get('profile')}"
-    elif workload == "pgbench-init":
-        text = f"pgbench-init scale {params.get('scale')}"
-    else:
-        text = workload
+    """'pgbench select-only, 4 clients', 'fio rand-read-4k-qd64', 'pgbench-init scale 10':
+    the workload's short label (workloads/plugin.py), then the step's own settings."""
+    from howfast.workloads.registry import find
+
+    plugin = find(workload)
+    text = plugin.short_label(params) if plugin is not None else workload
     settings = params.get("settings")
     if isinstance(settings, dict) and settings:
         text += ", " + ", ".join(f"{k}={v}" for k, v in settings.items())

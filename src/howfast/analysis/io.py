@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from howfast.diskcounters import counters_from_delta, rates
 from howfast.model import JSONValue, Sample
-from howfast.samplers.diskstats import counters_from_delta, rates
 
 LOAD_GENERATOR_LIMIT_PCT = 90.0  # a pgbench thread above this share of a core is the limit
 SHORT_STEP_S = 60.0  # a checkpoint inside a shorter step weighs heavily on its result

@@ -1,12 +1,20 @@
 """What each metric is: a readable name, its unit, and which way is better.
 
 Statistics, comparisons and reports share this catalogue so that every figure carries its unit
-and a comparison knows whether a higher value is an improvement.
+and a comparison knows whether a higher value is an improvement. Each workload declares its own
+metrics, the ones summarised and compared (key) and the few people quote (headline) in its
+plan module (workloads/plugin.py); the mappings here are read from the workload registry the
+first time they are used, so that importing analysis never imports the workloads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from howfast.workloads.registry import Plugin
 
 
 @dataclass(frozen=True)
@@ -18,48 +26,6 @@ class Metric:
     higher_is_better: bool | None
     digits: int = 2  # decimals worth printing in this unit
 
-
-def _m(name: str, label: str, unit: str, higher: bool | None, digits: int) -> Metric:
-    return Metric(name, label, unit, higher, digits)
-
-
-_ALL = [
-    # pgbench
-    _m("tps", "TPS", "tx/s", True, 1),
-    _m("steady_tps", "steady TPS", "tx/s", True, 1),
-    _m("latency_avg_ms", "avg latency", "ms", False, 3),
-    _m("steady_latency_avg_ms", "steady avg latency", "ms", False, 3),
-    _m("latency_p50_ms", "p50 latency", "ms", False, 3),
-    _m("latency_p90_ms", "p90 latency", "ms", False, 3),
-    _m("latency_p95_ms", "p95 latency", "ms", False, 3),
-    _m("latency_p99_ms", "p99 latency", "ms", False, 3),
-    _m("latency_p999_ms", "p99.9 latency", "ms", False, 3),
-    _m("latency_max_ms", "max latency", "ms", False, 3),
-    _m("conn_time_ms", "connection time", "ms", False, 2),
-    # pgbench-init
-    _m("init_total_s", "load time", "s", False, 2),
-    _m("drop_s", "drop", "s", False, 2),
-    _m("create_s", "create", "s", False, 2),
-    _m("generate_s", "generate", "s", False, 2),
-    _m("vacuum_s", "vacuum", "s", False, 2),
-    _m("primary_keys_s", "primary keys", "s", False, 2),
-    _m("db_size_bytes", "database size", "bytes", None, 0),
-    # fio
-    _m("read_iops", "read IOPS", "IOPS", True, 0),
-    _m("write_iops", "write IOPS", "IOPS", True, 0),
-    _m("read_mbps", "read MB/s", "MB/s", True, 1),
-    _m("write_mbps", "write MB/s", "MB/s", True, 1),
-    _m("read_lat_avg_ms", "read latency avg", "ms", False, 3),
-    _m("read_lat_p99_ms", "read latency p99", "ms", False, 3),
-    _m("write_lat_avg_ms", "write latency avg", "ms", False, 3),
-    _m("write_lat_p99_ms", "write latency p99", "ms", False, 3),
-    _m("sync_lat_avg_ms", "sync latency avg", "ms", False, 3),
-    _m("sync_lat_p99_ms", "sync latency p99", "ms", False, 3),
-    _m("commit_ceiling_tps", "commit ceiling", "commits/s", True, 0),
-    # pg_test_fsync
-    _m("fdatasync_ops_s", "fdatasync", "ops/s", True, 0),
-]
-METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
 
 # What every fio profile reports: throughput, and average and p99 latency per direction.
 FIO_FIGURES = (
@@ -74,41 +40,52 @@ FIO_FIGURES = (
     "sync_lat_avg_ms",
     "sync_lat_p99_ms",
 )
-
-# The metrics summarised over repetitions and compared, per workload, in this order. The
-# steady_* ones come from the per-second series (analysis/steady.py), not from the tool.
-KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "pgbench": (
-        "tps",
-        "steady_tps",
-        "latency_avg_ms",
-        "steady_latency_avg_ms",
-        "latency_p50_ms",
-        "latency_p95_ms",
-        "latency_p99_ms",
-        "conn_time_ms",
-    ),
-    "pgbench-init": (
-        "init_total_s",
-        "drop_s",
-        "create_s",
-        "generate_s",
-        "vacuum_s",
-        "primary_keys_s",
-        "db_size_bytes",
-    ),
-    "fio": (*FIO_FIGURES, "commit_ceiling_tps"),
-    "pg_test_fsync": ("fdatasync_ops_s",),
-}
-# The few figures people quote, for views with little room (the terminal's compare).
-HEADLINE_METRICS: dict[str, tuple[str, ...]] = {
-    "pgbench": ("tps", "steady_tps", "latency_avg_ms", "latency_p99_ms"),
-    "pgbench-init": ("init_total_s",),
-    "fio": ("read_iops", "write_iops", "read_lat_avg_ms", "write_lat_avg_ms", "sync_lat_avg_ms"),
-    "pg_test_fsync": ("fdatasync_ops_s",),
-}
 # pgbench-init phases in the order pgbench runs them.
 INIT_PHASES = ("drop_s", "create_s", "generate_s", "vacuum_s", "primary_keys_s")
+
+_V = TypeVar("_V")
+
+
+class _FromWorkloads(Mapping[str, _V], Generic[_V]):
+    """A read-only mapping built from the workload plugins on first use."""
+
+    def __init__(self, build: Callable[[Mapping[str, Plugin]], dict[str, _V]]) -> None:
+        self._build = build
+        self._data: dict[str, _V] | None = None
+
+    def _mapping(self) -> dict[str, _V]:
+        if self._data is None:
+            from howfast.workloads.registry import plugins
+
+            self._data = self._build(plugins())
+        return self._data
+
+    def __getitem__(self, key: str) -> _V:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def __repr__(self) -> str:
+        return repr(self._mapping())
+
+
+# Every workload's catalogue entries, by metric name.
+METRICS: Mapping[str, Metric] = _FromWorkloads(
+    lambda found: {m.name: m for p in found.values() for m in p.metrics}
+)
+# The metrics summarised over repetitions and compared, per workload, in this order. The
+# steady_* ones come from the per-second series (analysis/steady.py), not from the tool.
+KEY_METRICS: Mapping[str, tuple[str, ...]] = _FromWorkloads(
+    lambda found: {name: p.key_metrics for name, p in found.items() if p.key_metrics}
+)
+# The few figures people quote, for views with little room (the terminal's compare).
+HEADLINE_METRICS: Mapping[str, tuple[str, ...]] = _FromWorkloads(
+    lambda found: {name: p.headline_metrics for name, p in found.items() if p.headline_metrics}
+)
 
 
 def metric(name: str) -> Metric:

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from howfast.model import JSONValue, StepRecord
-from howfast.workloads.fio.parse import commit_latency_ms, commit_rate_ceiling
-from howfast.workloads.pg_test_fsync import WAL_SYNC_METHODS
+from howfast.walsync import WAL_SYNC_METHODS, commit_latency_ms, commit_rate_ceiling
 
 WAL_PROFILE = "wal-fsync"
 PROBE_WORKLOADS = ("fio", "pg_test_fsync")

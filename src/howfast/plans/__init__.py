@@ -4,7 +4,8 @@
     steps = expand(plan, Overrides(clients=[1, 4]))
     settings = effective_settings(plan, overrides)  # postgresql.conf for clusters howfast creates
 
-See docs/plans/format.md for the file format and the params of each step.
+See docs/plans/format.md for the file format and the params of each step, and
+docs/architecture.md for where each workload's step model and expansion live.
 """
 
 from howfast.plans.expand import effective_settings, expand
@@ -18,13 +19,8 @@ from howfast.plans.load import (
 )
 from howfast.plans.model import (
     PGBENCH_MODES,
-    FioStep,
     Overrides,
-    PgbenchInitStep,
-    PgbenchStep,
-    PgTestFsyncStep,
     Plan,
-    SeqreadStep,
     Step,
     parse_duration,
     parse_int_list,
@@ -35,13 +31,8 @@ from howfast.plans.model import (
 
 __all__ = [
     "PGBENCH_MODES",
-    "FioStep",
     "Overrides",
-    "PgTestFsyncStep",
-    "PgbenchInitStep",
-    "PgbenchStep",
     "Plan",
-    "SeqreadStep",
     "Step",
     "builtin_plan_names",
     "builtin_plan_text",

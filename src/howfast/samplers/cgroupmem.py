@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.registry import SamplerPlugin, SamplerSetup
 from howfast.targets.cgroup import MemoryCgroup
 
 
@@ -46,3 +47,12 @@ class CgroupMemorySampler(PeriodicSampler):
         }
         out.sections["cpu"] = {"memory_cgroup": section}
         return out
+
+
+def _create(setup: SamplerSetup) -> CgroupMemorySampler | None:
+    group = setup.target.memory_cgroup()
+    return CgroupMemorySampler(group) if group is not None else None
+
+
+# Every sampled step on a target whose server runs in a memory cgroup (samplers/registry.py).
+SAMPLER = SamplerPlugin("cgroupmem", _create, order=50)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from howfast.model import JSONValue
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.registry import SamplerPlugin, SamplerSetup
 
 TAIL_BYTES = 64 * 1024  # how far back to look for a checkpoint already running
 
@@ -205,3 +206,12 @@ class CheckpointSampler(PeriodicSampler):
         end = self.ctx.now() if self.ctx else 0.0
         events = pair(self.seen, end)
         return SamplerResult(events=events, sections={"postgres": {"checkpoints": events}})
+
+
+def _create(setup: SamplerSetup) -> CheckpointSampler | None:
+    log = setup.target.server_log_file()
+    return CheckpointSampler(log) if log is not None and log.exists() else None
+
+
+# Every sampled step on a target whose server log howfast captures (samplers/registry.py).
+SAMPLER = SamplerPlugin("checkpoints", _create, order=40)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.registry import SamplerPlugin, SamplerSetup
 
 PROC = Path("/proc")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -251,3 +252,11 @@ def first_reading(pid: int, t: float, proc: Path = PROC) -> ProcessReading | Non
     """A process's CPU as soon as it is known, so its first second is not lost."""
     got = process_cpu_ticks(pid, proc)
     return ProcessReading(t, *got) if got is not None else None
+
+
+def _create(setup: SamplerSetup) -> CpuSampler:
+    return CpuSampler()
+
+
+# Every sampled step: CPU, page cache and the load generator's CPU (samplers/registry.py).
+SAMPLER = SamplerPlugin("cpu", _create, order=10)

@@ -21,6 +21,7 @@ import psycopg
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.registry import SamplerPlugin, SamplerSetup
 from howfast.targets import pgquery
 
 
@@ -299,3 +300,11 @@ class PgStatsSampler(PeriodicSampler):
             ]
         out.sections["postgres"] = section
         return out
+
+
+def _create(setup: SamplerSetup) -> PgStatsSampler | None:
+    return PgStatsSampler() if setup.connection is not None else None
+
+
+# Every sampled step on a target with a server (samplers/registry.py).
+SAMPLER = SamplerPlugin("pgstats", _create, order=30)

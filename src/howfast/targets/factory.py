@@ -1,18 +1,20 @@
-"""Turning a --target argument into a Target."""
+"""Turning a --target argument into a Target: the target kind that recognises the text
+(targets/registry.py, one module per kind in targets/kinds/) makes it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from howfast.errors import UsageError
 from howfast.targets.base import Target
-from howfast.targets.dsn import DsnTarget
-from howfast.targets.local import LocalTarget
 from howfast.targets.pgbin import PgInstall
+from howfast.targets.registry import TargetOptions, kind_for
 
 
 def is_dsn(text: str) -> bool:
-    return text.startswith(("postgresql://", "postgres://"))
+    """Whether `text` names an existing server (a postgresql:// URI)."""
+    from howfast.targets.kinds.dsn import KIND
+
+    return KIND.matches(text)
 
 
 def make_target(
@@ -26,26 +28,13 @@ def make_target(
     checksums: bool,
     memory_limit: int | None = None,
 ) -> Target:
-    if is_dsn(text):
-        if wal_dir is not None:
-            raise UsageError("--wal-dir applies to directory targets only, not to a server URI")
-        if memory_limit is not None:
-            raise UsageError(
-                "--memory applies to directory targets only: howfast cannot cap the memory "
-                "of an existing server (postgresql://...)",
-                "drop --memory, or give --dataset SIZE to size the data for that server",
-            )
-        return DsnTarget(text, overwrite=overwrite)
-    if text.startswith("k8s://"):
-        raise UsageError("Kubernetes targets (k8s://CLASS) are not supported yet")
-    if "://" in text:
-        raise UsageError(f"unknown target {text!r}: give a directory or a postgresql:// URI")
-    return LocalTarget(
-        Path(text).expanduser(),
+    options = TargetOptions(
         install,
         wal_dir=wal_dir,
         settings=settings,
         keep=keep,
+        overwrite=overwrite,
         checksums=checksums,
         memory_limit=memory_limit,
     )
+    return kind_for(text).create(text, options)

@@ -1,24 +1,21 @@
-"""Workloads by name. A new tool is a new module registered here."""
+"""Workloads: one tool invocation with its parameters.
+
+Each workload is found, not listed: a plan module (`pgbench/plan.py`, `seqread_plan.py`...)
+defines its `PLUGIN` (workloads/plugin.py: step model, expansion, labels, duration, metrics,
+and which executor runs it); workloads/registry.py discovers them. A new tool is one new plan
+module plus its executor.
+"""
 
 from __future__ import annotations
 
-from howfast.workloads.base import Workload
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from howfast.workloads.base import Workload
 
 
 def get_workload(name: str) -> Workload:
-    from howfast.workloads.fio.workload import FioWorkload
-    from howfast.workloads.fsync_probe import PgTestFsyncWorkload
-    from howfast.workloads.pgbench.workload import PgbenchInitWorkload, PgbenchWorkload
-    from howfast.workloads.seqread import SeqreadWorkload
+    """A new executor for workload `name`; ValueError names the known workloads."""
+    from howfast.workloads.registry import plugin
 
-    registry: dict[str, Workload] = {
-        "pgbench": PgbenchWorkload(),
-        "pgbench-init": PgbenchInitWorkload(),
-        "fio": FioWorkload(),
-        "pg_test_fsync": PgTestFsyncWorkload(),
-        "seqread": SeqreadWorkload(),
-    }
-    try:
-        return registry[name]
-    except KeyError:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(registry)}") from None
+    return plugin(name).executor()

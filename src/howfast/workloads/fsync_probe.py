@@ -13,7 +13,7 @@ from pathlib import Path
 from howfast.hosts.base import Invocation
 from howfast.model import JSONValue
 from howfast.targets.pgbin import INSTALL_HINT
-from howfast.workloads import pg_test_fsync
+from howfast.workloads import pg_test_fsync, pg_test_fsync_plan
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -47,7 +47,7 @@ class PgTestFsyncWorkload(Workload):
     needs_server = False
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        return f"pg_test_fsync, {params.get('seconds')} s per test"
+        return pg_test_fsync_plan.PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         seconds = int(params.get("seconds") or 5)

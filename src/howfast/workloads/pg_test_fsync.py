@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import PurePath
 from typing import NamedTuple
 
+from howfast.walsync import WAL_SYNC_METHODS
+
 # Section keys, in the order pg_test_fsync prints the sections.
 ONE_WRITE = "one_write"  # "Compare file sync methods using one 8kB write"
 TWO_WRITES = "two_writes"  # "... using two 8kB writes"
@@ -36,8 +38,6 @@ _RESULT = re.compile(
 _NOT_AVAILABLE = re.compile(r"^\s+(?P<label>\S.*?)\s+n/a\*?\s*$")
 # " 2 *  8kB open_sync writes" -> open_sync_2x8kb
 _OPEN_SYNC_SIZE = re.compile(r"^(?P<count>\d+)\s*\*\s*(?P<size>\d+)kB open_sync writes?$")
-# The sync methods of the first two sections, which are wal_sync_method values.
-WAL_SYNC_METHODS = ("open_datasync", "fdatasync", "fsync", "fsync_writethrough", "open_sync")
 
 
 class FsyncTest(NamedTuple):

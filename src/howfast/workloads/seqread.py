@@ -22,13 +22,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from howfast.diskcounters import SECTOR
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
 from howfast.model import JSONValue
-from howfast.samplers.diskstats import SECTOR
 from howfast.targets import pgquery
 from howfast.targets.base import Target
 from howfast.targets.memory import human_bytes
+from howfast.workloads import seqread_plan
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -117,8 +118,7 @@ class SeqreadWorkload(Workload):
     name = "seqread"
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        how = "cold" if params.get("cold", True) else "warm"
-        return f"seqread: {how} read of the largest pgbench table"
+        return seqread_plan.PLUGIN.label(params)
 
     def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         """A cold start before the samplers run: restart, then drop the page cache."""

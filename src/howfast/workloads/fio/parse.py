@@ -30,6 +30,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# Moved to howfast/walsync.py (shared with the probe analysis); still importable from here.
+from howfast.walsync import commit_latency_ms as commit_latency_ms
+from howfast.walsync import commit_rate_ceiling as commit_rate_ceiling
 from howfast.workloads.fio.build import PREFILL_JOB
 
 Series = list[tuple[float, float]]
@@ -113,32 +116,6 @@ def latency_unit(fio_version: str) -> LatencyUnit:
     """fio 3.0 moved latencies, in JSON and in latency logs, from microseconds to nanoseconds."""
     match = re.search(r"(\d+)\.", fio_version)
     return "us" if match and int(match[1]) < 3 else "ns"
-
-
-def commit_latency_ms(metrics: Mapping[str, float]) -> float | None:
-    """What one WAL flush costs, in ms, from the metrics of the wal-fsync job.
-
-    A commit first write()s its WAL and then fdatasync()s it, one after the other and never
-    overlapped for one connection; fio times the two separately (the write latency and the
-    `sync` latency). The floor per commit is therefore their sum, not the sync latency
-    alone. The sum also holds whatever the write mode: with buffered writes the write is a
-    copy into the page cache and the fdatasync carries the device time, with direct I/O the
-    write reaches the device and the fdatasync mostly flushes its cache.
-    None when the job did not sync after its writes.
-    """
-    sync = metrics.get("sync_lat_avg_ms")
-    if sync is None:
-        return None
-    return metrics.get("write_lat_avg_ms", 0.0) + sync
-
-
-def commit_rate_ceiling(flush_ms: float) -> float:
-    """The most commits per second one connection can make when each waits flush_ms for its
-    WAL flush (see commit_latency_ms): 1000 / flush_ms. Group commit lets several
-    connections share one flush, so the ceiling applies per connection, not per server."""
-    if flush_ms <= 0:
-        raise ValueError(f"a flush latency must be positive: {flush_ms}")
-    return 1000.0 / flush_ms
 
 
 @dataclass(frozen=True)

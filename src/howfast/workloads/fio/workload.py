@@ -25,6 +25,7 @@ from pathlib import Path, PurePath
 
 from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.model import JSONValue, Sample
+from howfast.units import format_bytes
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -41,6 +42,7 @@ from howfast.workloads.fio.parse import (
     log_series,
     parse_output,
 )
+from howfast.workloads.fio.plan import PLUGIN
 
 MIB = 1 << 20
 FIO_HINT = "install it with: sudo apt-get install -y fio"
@@ -55,15 +57,6 @@ OUTPUT_FILE = "output.json"
 
 
 # --- pure helpers ---------------------------------------------------------------------------
-
-
-def format_bytes(n: int | float) -> str:
-    """1073741824 -> '1.0 GiB', 16777216 -> '16 MiB'."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
-        if n >= scale:
-            value = n / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{int(n)} bytes"
 
 
 def space_needed(size_bytes: int) -> int:
@@ -293,9 +286,7 @@ class FioWorkload(Workload):
     needs_server = False
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        size = params.get("size_bytes")
-        size_text = format_bytes(size) if isinstance(size, int) else "?"
-        return f"fio {params.get('profile')}, {size_text} file, {params.get('runtime_s')} s"
+        return PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         profile = str(params["profile"])

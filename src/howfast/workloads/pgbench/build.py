@@ -111,14 +111,8 @@ def run_invocation(
 
 
 def expected_seconds(workload: str, params: dict[str, JSONValue]) -> float | None:
-    """How long a step should take, for ETAs; None when unknown (transaction counts)."""
-    if workload == "pgbench" and params.get("duration_s") is not None:
-        return float(params["duration_s"])
-    if workload == "pgbench-init":
-        return 2.0 + 0.3 * float(params.get("scale") or 1)
-    if workload == "fio" and params.get("runtime_s") is not None:
-        return float(params["runtime_s"]) + 1.0
-    if workload == "pg_test_fsync" and params.get("seconds") is not None:
-        # pg_test_fsync runs about 16 tests of `seconds` each.
-        return 16.0 * float(params["seconds"])
-    return None
+    """How long a step should take, for ETAs; None when unknown (transaction counts). Each
+    workload says it (its plugin's `expected_seconds`, workloads/plugin.py)."""
+    from howfast.workloads.registry import expected_seconds as by_workload
+
+    return by_workload(workload, params)

@@ -15,7 +15,7 @@ from howfast.workloads.base import (
     StepOutcome,
     Workload,
 )
-from howfast.workloads.pgbench import build, dataset, parse, rates, txlog
+from howfast.workloads.pgbench import build, dataset, init_plan, parse, plan, rates, txlog
 
 TAIL_LINES = 8
 
@@ -45,9 +45,7 @@ class PgbenchInitWorkload(Workload):
     name = "pgbench-init"
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        if dataset.wanted(params):
-            return f"pgbench -i, dataset {params['dataset']}"
-        return f"pgbench -i scale {params.get('scale')}"
+        return init_plan.PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         sizing = None
@@ -83,23 +81,7 @@ class PgbenchWorkload(Workload):
     name = "pgbench"
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        mode = params.get("mode")
-        how = (
-            f"{params['duration_s']:g} s"
-            if params.get("duration_s") is not None
-            else f"{params.get('transactions')} tx/client"
-        )
-        text = f"pgbench {mode}, {params.get('clients')} clients, {how}"
-        if params.get("rate") is not None:
-            text += f", rate {params['rate']}/s"
-        elif isinstance(params.get("rate_fraction"), int | float):
-            text += f", rate {float(params['rate_fraction']):.0%} of the maximum"
-        elif params.get("curve_role") == "max":
-            text += ", full speed (the curve's maximum)"
-        settings = params.get("settings")
-        if isinstance(settings, dict) and settings:
-            text += ", " + ", ".join(f"{k}={v}" for k, v in settings.items())
-        return text
+        return plan.PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         try:

@@ -1,0 +1,340 @@
+"""The `pgbench` workload as a plan sees it: its step model, its expansion into runs (modes x
+client counts x offered rates x repetitions, warm-up first), labels, duration and metrics.
+
+Pure: no I/O, no clock, no CPU count. What only the machine that runs the step can know
+(pgbench's thread count when the plan leaves it open) stays None for the runner to resolve.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from howfast.analysis.metrics import Metric
+from howfast.errors import UsageError
+from howfast.model import JSONValue, StepSpec
+from howfast.units import quote, whole_seconds
+from howfast.workloads.fields import (
+    Duration,
+    PositiveInt,
+    Settings,
+    check_extra_arg,
+    conflict,
+    no_duplicates,
+    one_or_list,
+)
+from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
+
+PGBENCH_MODES: tuple[str, ...] = ("select-only", "tpcb-like", "simple-update")
+Mode = Literal["select-only", "tpcb-like", "simple-update"]
+
+# Options that a plan key controls; in extra_args they would contradict the recorded params.
+_OWNED = {
+    "-c": "clients",
+    "--client": "clients",
+    "-j": "jobs",
+    "--jobs": "jobs",
+    "-T": "duration",
+    "--time": "duration",
+    "-t": "transactions",
+    "--transactions": "transactions",
+    "-R": "rate",
+    "--rate": "rate",
+    "-L": "latency_limit",
+    "--latency-limit": "latency_limit",
+    "-M": "protocol",
+    "--protocol": "protocol",
+    "-b": "modes",
+    "--builtin": "modes",
+    "-S": "modes",
+    "--select-only": "modes",
+    "-N": "modes",
+    "--skip-some-updates": "modes",
+    "-f": "scripts",
+    "--file": "scripts",
+    "-s": "scale (of the pgbench-init step)",
+    "--scale": "scale (of the pgbench-init step)",
+}
+
+
+def _pgbench_arg(arg: str) -> str:
+    return check_extra_arg(arg, _OWNED)
+
+
+def _script(value: str, info: ValidationInfo) -> str:
+    """`path[@weight]`; a relative path is relative to the plan file."""
+    path, at, weight = value.rpartition("@") if "@" in value else (value, "", "")
+    if at and not (weight.isascii() and weight.isdigit() and int(weight) >= 1):
+        raise ValueError(
+            f"the weight after @ must be a whole number of at least 1, got {quote(weight)}"
+        )
+    if not path:
+        raise ValueError("a script needs a file name")
+    base_dir = info.context.get("base_dir") if isinstance(info.context, dict) else None
+    if isinstance(base_dir, Path):
+        resolved = (base_dir / path).resolve()
+        if not resolved.is_file():
+            raise ValueError(f"no such script file: {resolved}")
+        path = str(resolved)
+    return f"{path}@{weight}" if at else path
+
+
+PgbenchArg = Annotated[str, AfterValidator(_pgbench_arg)]
+Script = Annotated[str, AfterValidator(_script)]
+ClientList = Annotated[list[PositiveInt], BeforeValidator(one_or_list), Field(min_length=1)]
+
+
+class PgbenchStep(StepModel):
+    """`pgbench`: built-in modes or custom scripts, for each client count in turn."""
+
+    workload: Literal["pgbench"]
+    modes: Annotated[list[Mode], Field(min_length=1)] | None = None
+    scripts: Annotated[list[Script], Field(min_length=1)] | None = None
+    clients: ClientList
+    jobs: PositiveInt | None = None
+    duration: Duration | None = None
+    transactions: PositiveInt | None = None
+    rate: float | None = Field(default=None, gt=0)
+    latency_limit: Duration | None = None
+    protocol: Literal["simple", "extended", "prepared"] | None = None
+    extra_args: list[PgbenchArg] = Field(default_factory=list)
+    # postgresql.conf settings for these runs only, over the plan's [settings] and --set
+    settings: Settings = Field(default_factory=dict)
+    # A run of this long before each mode's measurements, stored and left out of statistics
+    warmup: Duration | None = None
+    # Latency under load: fixed offered rates (transactions/s), or fractions of the maximum
+    # TPS that a full-speed run measures first; and a latency objective such as "p99=10ms".
+    rates: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)] | None = None
+    rate_fractions: (
+        Annotated[list[Annotated[float, Field(gt=0, le=10)]], Field(min_length=1)] | None
+    ) = None
+    slo: str | None = None
+
+    @field_validator("slo")
+    @classmethod
+    def _valid_slo(cls, text: str | None) -> str | None:
+        if text is None:
+            return None
+        from howfast.analysis.latency_curve import parse_slo
+
+        try:
+            return parse_slo(text).text
+        except UsageError as e:
+            raise ValueError(e.message.replace("--slo ", "")) from None
+
+    @field_validator("modes", "clients")
+    @classmethod
+    def _distinct(cls, values: list[Any] | None) -> list[Any] | None:
+        return None if values is None else no_duplicates(values)
+
+    @field_validator("duration", "warmup")
+    @classmethod
+    def _duration_in_seconds(cls, seconds: float | None) -> float | None:
+        # pgbench -T takes whole seconds.
+        return None if seconds is None else whole_seconds(seconds)
+
+    @model_validator(mode="after")
+    def _one_of_each_pair(self) -> Self:
+        problems: list[tuple[str | None, str]] = []
+        if self.modes is not None and self.scripts is not None:
+            problems.append(("scripts", "give modes or scripts, not both"))
+        if self.modes is None and self.scripts is None:
+            problems.append((None, "missing modes (or scripts): which transactions to run"))
+        if self.duration is not None and self.transactions is not None:
+            problems.append(("transactions", "give duration or transactions, not both"))
+        if self.duration is None and self.transactions is None:
+            problems.append((None, "missing duration (or transactions): how long each run lasts"))
+        rate_keys = [k for k in ("rate", "rates", "rate_fractions") if getattr(self, k)]
+        if len(rate_keys) > 1:
+            problems.append((rate_keys[1], f"give one of {', '.join(rate_keys)}, not several"))
+        if len(problems) == 1:
+            raise conflict(*problems[0])
+        if problems:  # a validator raises one error: name them all, at the step's header
+            raise conflict(None, "; ".join(message for _, message in problems))
+        return self
+
+
+def _m(name: str, label: str, unit: str, higher: bool | None, digits: int) -> Metric:
+    return Metric(name, label, unit, higher, digits)
+
+
+class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
+    name = "pgbench"
+    model = PgbenchStep
+    order = 20
+    sampled = True
+    executor_class = "howfast.workloads.pgbench.workload:PgbenchWorkload"
+    metrics = (
+        _m("tps", "TPS", "tx/s", True, 1),
+        _m("steady_tps", "steady TPS", "tx/s", True, 1),
+        _m("latency_avg_ms", "avg latency", "ms", False, 3),
+        _m("steady_latency_avg_ms", "steady avg latency", "ms", False, 3),
+        _m("latency_p50_ms", "p50 latency", "ms", False, 3),
+        _m("latency_p90_ms", "p90 latency", "ms", False, 3),
+        _m("latency_p95_ms", "p95 latency", "ms", False, 3),
+        _m("latency_p99_ms", "p99 latency", "ms", False, 3),
+        _m("latency_p999_ms", "p99.9 latency", "ms", False, 3),
+        _m("latency_max_ms", "max latency", "ms", False, 3),
+        _m("conn_time_ms", "connection time", "ms", False, 2),
+    )
+    # The steady_* ones come from the per-second series (analysis/steady.py), not from pgbench.
+    key_metrics = (
+        "tps",
+        "steady_tps",
+        "latency_avg_ms",
+        "steady_latency_avg_ms",
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "latency_p99_ms",
+        "conn_time_ms",
+    )
+    headline_metrics = ("tps", "steady_tps", "latency_avg_ms", "latency_p99_ms")
+
+    def expand(self, step: PgbenchStep, ctx: ExpandContext) -> list[StepSpec]:
+        """For each mode, for each client count (each offered rate), each repetition; a
+        mode's warm-up run first."""
+        overrides = ctx.overrides
+        # --modes replaces built-in modes; a step of custom scripts stays what it is.
+        if step.scripts is not None:
+            variants: list[tuple[str, list[str] | None]] = [("custom", list(step.scripts))]
+        else:
+            variants = [(mode, None) for mode in (overrides.modes or step.modes or [])]
+        # --duration replaces the length of every pgbench step, including one given in
+        # transactions.
+        duration = overrides.duration_s or step.duration
+        transactions = None if overrides.duration_s else step.transactions
+
+        specs = []
+        for mode, scripts in variants:
+            measured: list[StepSpec] = []
+            for clients in overrides.clients or step.clients:
+                params: dict[str, JSONValue] = {"mode": mode}
+                if scripts is not None:
+                    params["scripts"] = scripts
+                params["clients"] = clients
+                # pgbench never uses more threads than clients; record what it will really use.
+                params["jobs"] = min(step.jobs, clients) if step.jobs else None
+                if duration is not None:
+                    params["duration_s"] = int(duration)
+                else:
+                    params["transactions"] = transactions
+                if ctx.scale is not None:
+                    params["scale"] = ctx.scale
+                slo = overrides.slo or step.slo
+                if slo is not None:
+                    params["slo"] = slo
+                if step.latency_limit is not None:
+                    params["latency_limit_ms"] = round(step.latency_limit * 1000, 6)
+                if step.protocol is not None:
+                    params["protocol"] = step.protocol
+                if step.extra_args:
+                    params["extra_args"] = list(step.extra_args)
+                if step.settings:
+                    params["settings"] = dict(step.settings)
+                for rate_params in _rate_variants(step, ctx):
+                    runs = ctx.repeated("pgbench", **params, **rate_params)
+                    for earlier in runs[:-1]:  # the curve is complete after its very last run
+                        earlier.params.pop("curve_last", None)
+                    measured += runs
+            specs += _warmup(step, measured) + measured
+        return specs
+
+    def label(self, params: Mapping[str, JSONValue]) -> str:
+        mode = params.get("mode")
+        duration = params.get("duration_s")
+        how = (
+            f"{duration:g} s"
+            if isinstance(duration, int | float)
+            else f"{params.get('transactions')} tx/client"
+        )
+        text = f"pgbench {mode}, {params.get('clients')} clients, {how}"
+        if params.get("rate") is not None:
+            text += f", rate {params['rate']}/s"
+        elif isinstance(params.get("rate_fraction"), int | float):
+            text += f", rate {float(params['rate_fraction']):.0%} of the maximum"
+        elif params.get("curve_role") == "max":
+            text += ", full speed (the curve's maximum)"
+        return text + _settings_text(params)
+
+    def short_label(self, params: Mapping[str, JSONValue]) -> str:
+        from howfast.analysis.groups import rate_label
+
+        clients = params.get("clients")
+        text = f"pgbench {params.get('mode')}, {clients} client{'' if clients == 1 else 's'}"
+        rate = rate_label(params)
+        return f"{text}, {rate}" if rate else text
+
+    def expected_seconds(self, params: Mapping[str, JSONValue]) -> float | None:
+        duration = params.get("duration_s")
+        return float(duration) if isinstance(duration, int | float) else None
+
+
+def _settings_text(params: Mapping[str, JSONValue]) -> str:
+    settings = params.get("settings")
+    if isinstance(settings, dict) and settings:
+        return ", " + ", ".join(f"{k}={v}" for k, v in settings.items())
+    return ""
+
+
+def _warmup(step: PgbenchStep, measured: list[StepSpec]) -> list[StepSpec]:
+    """One run of `warmup` seconds before a mode's measurements, at its largest client count
+    (it fills the caches fastest). `warmup: true` in its params keeps it out of statistics."""
+    if step.warmup is None or not measured:
+        return []
+    widest = max(measured, key=lambda spec: int(spec.params.get("clients") or 0))
+    params = copy.deepcopy(widest.params)
+    params.pop("transactions", None)
+    params["duration_s"] = int(step.warmup)
+    params["warmup"] = True
+    return [StepSpec("pgbench", params)]
+
+
+def _rate_variants(step: PgbenchStep, ctx: ExpandContext) -> list[dict[str, JSONValue]]:
+    """What is offered to pgbench for one client count: nothing (full speed), one fixed rate,
+    or a curve. A curve of fractions starts with a full-speed run (`curve_role: max`) whose
+    TPS the fractions are taken of at run time; the last point of a curve is marked, so the
+    curve's saturation point and knee can be stored with it."""
+    overrides = ctx.overrides
+    if overrides.rate is not None:
+        return [{"rate": overrides.rate}]
+    rates = overrides.rates or step.rates
+    if rates:
+        variants: list[dict[str, JSONValue]] = [{"rate": r} for r in rates]
+    elif step.rate_fractions and not overrides.rates:
+        variants = [{"curve_role": "max"}] + [{"rate_fraction": f} for f in step.rate_fractions]
+    elif step.rate is not None:
+        return [{"rate": step.rate}]
+    else:
+        return [{}]
+    if len(variants) > 1:
+        variants[-1]["curve_last"] = True
+    return variants
+
+
+def check_mode(mode: str) -> str:
+    """A pgbench built-in mode; UsageError with the closest one otherwise."""
+    if mode not in PGBENCH_MODES:
+        import difflib
+
+        close = difflib.get_close_matches(mode, PGBENCH_MODES, n=1)
+        hint = (
+            f"did you mean {quote(close[0])}?"
+            if close
+            else f"choose from {', '.join(PGBENCH_MODES)}"
+        )
+        raise UsageError(f"unknown pgbench mode {quote(mode)}", hint=hint)
+    return mode
+
+
+PLUGIN = PgbenchPlugin()

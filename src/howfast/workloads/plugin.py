@@ -1,0 +1,108 @@
+"""The one interface a workload implements to be planned, labelled, timed and analysed.
+
+A workload is one module that defines a module-level `PLUGIN`, an instance of a
+`WorkloadPlugin` subclass, and is named `plan` (in a package: `workloads/fio/plan.py`) or ends
+in `_plan` (`workloads/seqread_plan.py`). The registry (workloads/registry.py) finds it; nothing
+else lists workloads. The plugin owns:
+
+- `model`: the pydantic model of its `[[steps]]` table in a plan file (`workload = "<name>"`);
+- `expand(step, ctx)`: the steps it becomes, with their params (the stable JSON contract of
+  docs/plans/format.md);
+- `label(params)` (progress lines), `short_label(params)` (tables and comparisons);
+- `expected_seconds(params)` (ETAs), `metrics`, `key_metrics`, `headline_metrics`
+  (what analysis summarises and reports show);
+- `needs_server`, `sampled`, and `executor()`, the Workload that runs it, imported only when a
+  step runs so that plans and analysis never import executors.
+
+Plugin modules import nothing of howfast.plans: the plan model is built from them.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from howfast.model import JSONValue, StepSpec
+
+if TYPE_CHECKING:
+    from howfast.analysis.metrics import Metric
+    from howfast.plans.model import Overrides
+    from howfast.workloads.base import Workload
+
+
+class StepModel(BaseModel):
+    """A `[[steps]]` table of a plan file. Subclasses add `workload: Literal["<name>"]` (the
+    discriminator) and their keys; unknown keys are errors, and a TOML string is never
+    silently an integer."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    workload: str
+
+
+@dataclass
+class ExpandContext:
+    """What expansion carries from one step of a plan to the next."""
+
+    overrides: Overrides
+    repeat: int  # how many times each measuring step runs (`repeat`, or --repeat)
+    # The scale later steps record: --scale, else the latest pgbench-init's (None: unknown,
+    # e.g. a dataset whose scale is computed on the target).
+    scale: int | None = None
+
+    def repeated(self, workload: str, **params: JSONValue) -> list[StepSpec]:
+        """`repeat` steps with these params, numbered from 1."""
+        # A fresh copy per spec: a consumer that edits one step's params must not edit another's.
+        return [
+            StepSpec(workload, copy.deepcopy(params), repetition=r)
+            for r in range(1, self.repeat + 1)
+        ]
+
+
+S = TypeVar("S", bound=StepModel)
+
+
+class WorkloadPlugin(ABC, Generic[S]):
+    """A workload as plans, progress, analysis and reports see it."""
+
+    name: str  # the `workload` key of a plan step and of a stored step
+    model: type[S]
+    order: int = 100  # position in listings ("one of ...") and in error messages
+    needs_server: bool = True  # False for pure storage probes (fio, pg_test_fsync)
+    sampled: bool = False  # whether the samplers watch its steps
+    metrics: tuple[Metric, ...] = ()  # catalogue entries of the metrics it reports
+    key_metrics: tuple[str, ...] = ()  # summarised over repetitions and compared, in order
+    headline_metrics: tuple[str, ...] = ()  # the few people quote, where room is short
+    executor_class: str = ""  # "module:Class" of its Workload, imported when a step runs
+
+    @abstractmethod
+    def expand(self, step: S, ctx: ExpandContext) -> list[StepSpec]:
+        """The steps of one `[[steps]]` table, in the order they run."""
+
+    @abstractmethod
+    def label(self, params: Mapping[str, JSONValue]) -> str:
+        """A short human description, e.g. 'pgbench select-only, 4 clients, 10 s'."""
+
+    def short_label(self, params: Mapping[str, JSONValue]) -> str:
+        """What tells a step apart in a table: 'pgbench select-only, 4 clients'."""
+        return self.name
+
+    def expected_seconds(self, params: Mapping[str, JSONValue]) -> float | None:
+        """How long a step should take, for ETAs; None when unknown."""
+        return None
+
+    def executor(self) -> Workload:
+        """A new instance of the Workload that runs this plugin's steps."""
+        from howfast.workloads.base import Workload
+
+        module, _, cls = self.executor_class.partition(":")
+        instance = getattr(importlib.import_module(module), cls)()
+        if not isinstance(instance, Workload):
+            raise TypeError(f"{self.executor_class} is not a Workload")
+        return instance

@@ -1,0 +1,68 @@
+"""Workloads, found rather than listed: every module of howfast.workloads (and its packages)
+named `plan` or `*_plan` that defines a module-level `PLUGIN` (a WorkloadPlugin).
+
+Adding a workload is one new module: its plan model, expansion, labels, expected duration,
+metrics and the name of its executor (workloads/plugin.py). Discovery imports only those plan
+modules, never the executors.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from typing import Any
+
+from howfast.model import JSONValue
+from howfast.workloads.plugin import StepModel, WorkloadPlugin
+
+Plugin = WorkloadPlugin[Any]
+
+
+def _is_plan_module(name: str) -> bool:
+    leaf = name.rpartition(".")[2]
+    return leaf == "plan" or leaf.endswith("_plan")
+
+
+@functools.cache
+def plugins() -> dict[str, Plugin]:
+    """Every workload plugin by name, in their `order`."""
+    import howfast.workloads as package
+
+    found: dict[str, Plugin] = {}
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if info.ispkg or not _is_plan_module(info.name):
+            continue
+        plugin = getattr(importlib.import_module(info.name), "PLUGIN", None)
+        if not isinstance(plugin, WorkloadPlugin):
+            continue
+        if plugin.name in found:
+            raise RuntimeError(f"workload {plugin.name!r} is defined twice ({info.name})")
+        found[plugin.name] = plugin
+    return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def plugin(name: str) -> Plugin:
+    """The plugin of workload `name`; ValueError names the known ones."""
+    try:
+        return plugins()[name]
+    except KeyError:
+        known = ", ".join(plugins())
+        raise ValueError(f"unknown workload {name!r}; known: {known}") from None
+
+
+def find(name: str) -> Plugin | None:
+    """The plugin of workload `name`, None for one this howfast does not know (an old run)."""
+    return plugins().get(name)
+
+
+def step_models() -> dict[str, type[StepModel]]:
+    """The plan model of each workload's `[[steps]]` table, by its `workload` key."""
+    return {name: p.model for name, p in plugins().items()}
+
+
+def expected_seconds(workload: str, params: Mapping[str, JSONValue]) -> float | None:
+    """How long a step should take, for ETAs; None when unknown."""
+    found = find(workload)
+    return found.expected_seconds(params) if found else None

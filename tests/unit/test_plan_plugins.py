@@ -1,0 +1,333 @@
+"""Plug-ins found, not listed: the workload registry and what each workload's plan module
+owns, the sampler and target-kind registries, and the import directions they keep
+(plans and sizing, analysis and the executors)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import howfast.workloads as workloads_package
+from howfast.analysis.groups import step_label
+from howfast.analysis.metrics import HEADLINE_METRICS, KEY_METRICS, metric
+from howfast.errors import UsageError
+from howfast.plans import Overrides, expand, load_plan
+from howfast.plans.model import STEP_MODELS, Plan
+from howfast.samplers.cgroupmem import CgroupMemorySampler
+from howfast.samplers.checkpoints import CheckpointSampler
+from howfast.samplers.cpu import CpuSampler
+from howfast.samplers.diskstats import DiskSampler
+from howfast.samplers.pgstats import PgStatsSampler
+from howfast.samplers.registry import SamplerSetup, create_samplers, samplers_for
+from howfast.targets.factory import is_dsn
+from howfast.targets.registry import TargetOptions, kind_for
+from howfast.workloads import get_workload, registry
+from howfast.workloads.base import Workload
+from howfast.workloads.pgbench.build import expected_seconds
+from howfast.workloads.plugin import ExpandContext, StepModel
+
+WORKLOADS = ["pgbench-init", "pgbench", "fio", "pg_test_fsync", "seqread"]
+
+
+# --- workloads ---------------------------------------------------------------------------
+
+
+def test_every_workload_is_found_in_its_order() -> None:
+    assert list(registry.plugins()) == WORKLOADS
+    assert list(STEP_MODELS) == WORKLOADS
+    assert registry.step_models() == STEP_MODELS
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_a_plugin_names_its_executor_which_agrees_with_it(name: str) -> None:
+    plugin = registry.plugin(name)
+    executor = plugin.executor()
+    assert isinstance(executor, Workload)
+    assert executor.name == name
+    assert executor.needs_server == plugin.needs_server
+    assert type(get_workload(name)) is type(executor)
+    params = expand_one(name)
+    assert executor.label(params) == plugin.label(params)
+
+
+def expand_one(name: str) -> dict[str, object]:
+    """The params of the first step of `name` in the built-in plans."""
+    for plan in ("quick", "sweep", "checkpoints", "rate-curve", "regimes"):
+        for spec in expand(load_plan(plan)):
+            if spec.workload == name:
+                return spec.params
+    step = {"pg_test_fsync": {"seconds": 2}, "fio": {"profiles": ["wal-fsync"]}}[name]
+    model = STEP_MODELS[name].model_validate({"workload": name, **step})
+    return registry.plugin(name).expand(model, ExpandContext(Overrides(), 1))[0].params
+
+
+def test_an_unknown_workload_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown workload 'sysbench'; known: pgbench-init, "):
+        registry.plugin("sysbench")
+    with pytest.raises(ValueError, match="sysbench"):
+        get_workload("sysbench")
+    assert registry.find("sysbench") is None
+
+
+def test_the_plan_model_is_built_from_the_step_models() -> None:
+    plan = Plan.model_validate(
+        {
+            "steps": [
+                {"workload": "pgbench-init", "scale": 2},
+                {"workload": "fio", "profiles": ["seq-read-8k-qd32"]},
+                {"workload": "seqread"},
+            ]
+        }
+    )
+    assert [type(step) for step in plan.steps] == [
+        STEP_MODELS["pgbench-init"],
+        STEP_MODELS["fio"],
+        STEP_MODELS["seqread"],
+    ]
+    assert all(isinstance(step, StepModel) for step in plan.steps)
+
+
+@pytest.mark.parametrize(
+    ("workload", "params", "seconds"),
+    [
+        ("pgbench", {"duration_s": 30}, 30.0),
+        ("pgbench", {"transactions": 1000}, None),
+        ("pgbench-init", {"scale": 10}, 5.0),
+        ("pgbench-init", {"dataset": "on-disk"}, 2.3),
+        ("fio", {"runtime_s": 10}, 11.0),
+        ("pg_test_fsync", {"seconds": 2}, 32.0),
+        ("seqread", {"cold": True}, None),
+        ("sysbench", {}, None),
+    ],
+)
+def test_each_workload_says_how_long_its_steps_take(
+    workload: str, params: dict[str, object], seconds: float | None
+) -> None:
+    assert expected_seconds(workload, params) == pytest.approx(seconds)
+    assert registry.expected_seconds(workload, params) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("workload", "params", "label"),
+    [
+        ("pgbench", {"mode": "select-only", "clients": 1}, "pgbench select-only, 1 client"),
+        (
+            "pgbench",
+            {"mode": "tpcb-like", "clients": 4, "rate_fraction": 0.5, "settings": {"a": "1"}},
+            "pgbench tpcb-like, 4 clients, rate 50% of the maximum, a=1",
+        ),
+        ("fio", {"profile": "wal-fsync", "size_bytes": 8192}, "fio wal-fsync"),
+        ("pgbench-init", {"scale": 10}, "pgbench-init scale 10"),
+        ("pg_test_fsync", {"seconds": 5}, "pg_test_fsync"),
+        ("seqread", {"cold": True}, "seqread"),
+        ("sysbench", {"x": 1}, "sysbench"),  # a workload this howfast does not know
+    ],
+)
+def test_the_short_label_comes_from_the_workload(
+    workload: str, params: dict[str, object], label: str
+) -> None:
+    assert step_label(workload, params) == label
+
+
+def test_key_metrics_come_from_the_workloads() -> None:
+    assert KEY_METRICS["pgbench"][:2] == ("tps", "steady_tps")
+    assert KEY_METRICS.get("seqread", ()) == ()  # no key metrics: left out
+    assert set(KEY_METRICS) == {"pgbench", "pgbench-init", "fio", "pg_test_fsync"}
+    assert HEADLINE_METRICS["pg_test_fsync"] == ("fdatasync_ops_s",)
+    for name in (m for metrics in KEY_METRICS.values() for m in metrics):
+        assert metric(name).label != name, f"{name} has no catalogue entry"
+    assert metric("commit_ceiling_tps").unit == "commits/s"
+    assert metric("no_such_metric").higher_is_better is None
+
+
+def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "toy_plan.py").write_text(
+        textwrap.dedent(
+            """
+            from typing import Literal
+
+            from howfast.workloads.plugin import StepModel, WorkloadPlugin
+
+
+            class ToyStep(StepModel):
+                workload: Literal["toy"]
+                seconds: int = 3
+
+
+            class ToyPlugin(WorkloadPlugin[ToyStep]):
+                name = "toy"
+                model = ToyStep
+                key_metrics = ("toy_ops",)
+                executor_class = "howfast.workloads.seqread:SeqreadWorkload"
+
+                def expand(self, step, ctx):
+                    return ctx.repeated("toy", seconds=step.seconds)
+
+                def label(self, params):
+                    return f"a toy for {params['seconds']} s"
+
+                def short_label(self, params):
+                    return "toy"
+
+                def expected_seconds(self, params):
+                    return float(params["seconds"])
+
+
+            PLUGIN = ToyPlugin()
+            """
+        )
+    )
+    monkeypatch.setattr(workloads_package, "__path__", [*workloads_package.__path__, str(tmp_path)])
+    registry.plugins.cache_clear()
+    try:
+        toy = registry.plugin("toy")
+        assert list(registry.plugins())[-1] == "toy"
+        step = toy.model.model_validate({"workload": "toy"})
+        specs = toy.expand(step, ExpandContext(Overrides(), repeat=2))
+        assert [(s.workload, s.params, s.repetition) for s in specs] == [
+            ("toy", {"seconds": 3}, 1),
+            ("toy", {"seconds": 3}, 2),
+        ]
+        assert expected_seconds("toy", {"seconds": 3}) == 3.0
+        assert step_label("toy", {"seconds": 3}) == "toy"
+    finally:
+        monkeypatch.undo()
+        registry.plugins.cache_clear()
+        sys.modules.pop("howfast.workloads.toy_plan", None)
+    assert "toy" not in registry.plugins()
+
+
+# --- samplers ----------------------------------------------------------------------------
+
+
+class FakeTarget(SimpleNamespace):
+    def __init__(self, log: Path | None = None, group: object = None) -> None:
+        super().__init__(log=log, group=group)
+
+    def server_log_file(self) -> Path | None:
+        return self.log
+
+    def memory_cgroup(self) -> object:
+        return self.group
+
+
+def test_samplers_watch_the_sampled_workloads_in_their_order() -> None:
+    names = ["cpu", "diskstats", "pgstats", "checkpoints", "cgroupmem"]
+    for workload in ("pgbench", "fio", "seqread"):
+        assert [s.name for s in samplers_for(workload)] == names
+    for workload in ("pgbench-init", "pg_test_fsync", "sysbench"):
+        assert samplers_for(workload) == []
+
+
+def test_a_sampler_is_made_only_where_the_target_has_something_for_it(tmp_path: Path) -> None:
+    bare = SamplerSetup(FakeTarget(), None)  # type: ignore[arg-type]
+    assert [type(s) for s in create_samplers("fio", bare)] == [CpuSampler]
+    log = tmp_path / "server.log"
+    log.write_text("")
+    full = SamplerSetup(
+        FakeTarget(log, group=object()),  # type: ignore[arg-type]
+        connection=object(),  # type: ignore[arg-type]
+        role_devices={"data": "sda"},
+    )
+    assert [type(s) for s in create_samplers("pgbench", full)] == [
+        CpuSampler,
+        DiskSampler,
+        PgStatsSampler,
+        CheckpointSampler,
+        CgroupMemorySampler,
+    ]
+    assert create_samplers("pgbench-init", full) == []
+
+
+# --- target kinds ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("/mnt/nvme/bench", "local"),
+        ("bench", "local"),
+        ("postgresql://bench@db/bench", "dsn"),
+        ("postgres://db/bench", "dsn"),
+        ("k8s://longhorn", "k8s"),
+    ],
+)
+def test_a_target_text_is_recognised_by_its_kind(text: str, kind: str) -> None:
+    assert kind_for(text).name == kind
+    assert is_dsn(text) == (kind == "dsn")
+
+
+def test_an_unknown_target_is_refused_with_what_to_give() -> None:
+    with pytest.raises(UsageError, match="give a directory or a postgresql:// URI"):
+        kind_for("s3://bucket")
+    options = TargetOptions(install=None)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="not supported yet"):
+        kind_for("k8s://longhorn").create("k8s://longhorn", options)
+
+
+# --- import directions -------------------------------------------------------------------
+
+EXECUTORS = (
+    "howfast.runner",
+    "howfast.samplers",
+    "howfast.targets",
+    "howfast.workloads.base",
+    "howfast.workloads.process",
+    "howfast.workloads.fsync_probe",
+    "howfast.workloads.seqread",
+    "howfast.workloads.fio.workload",
+    "howfast.workloads.fio.parse",
+    "howfast.workloads.pg_test_fsync",
+    "howfast.workloads.pgbench.workload",
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    """The howfast modules a fresh interpreter has loaded after running `code`."""
+    script = f"{code}\nimport sys\nprint('\\n'.join(m for m in sys.modules if 'howfast' in m))"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    return set(out.split())
+
+
+def executors_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == e or m.startswith(e + ".") for e in EXECUTORS))
+
+
+def test_sizing_does_not_import_plans() -> None:
+    loaded = loaded_after("import howfast.sizing; howfast.sizing.parse_dataset('1GiB')")
+    assert not any(m.startswith("howfast.plans") for m in loaded)
+    assert "howfast.units" in loaded
+
+
+def test_plans_do_not_import_the_executors() -> None:
+    loaded = loaded_after(
+        "from howfast.plans import builtin_plan_names, expand, load_plan\n"
+        "for name in builtin_plan_names(): expand(load_plan(name))"
+    )
+    assert executors_in(loaded) == []
+
+
+def test_analysis_does_not_import_samplers_or_workloads() -> None:
+    loaded = loaded_after(
+        "from howfast.analysis import compare, groups, io, metrics, overview, probe, summary\n"
+        "metrics.KEY_METRICS.get('fio'); groups.step_label('fio', {'profile': 'x'})"
+    )
+    assert executors_in(loaded) == []
+    assert "howfast.analysis.io" in loaded
+
+
+def test_a_plan_module_can_be_imported_first() -> None:
+    # A plan module imports nothing of howfast.plans, which is built from the plan modules.
+    loaded = loaded_after(
+        "import howfast.workloads.pgbench.plan\n"
+        "from howfast.plans import expand, load_plan\n"
+        "assert len(expand(load_plan('quick'))) > 1"
+    )
+    assert "howfast.workloads.pgbench.plan" in loaded
