@@ -26,12 +26,11 @@ from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.workloads import fsync_probe
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FIO_HINT, space_problem
-from howfast.workloads.pgbench.build import expected_seconds
+from howfast.workloads.pg_test_fsync_plan import TESTS
+from howfast.workloads.registry import expected_seconds
 
 PG_TEST_FSYNC = "pg_test_fsync"
 DEFAULT_SIZE = "1GiB"
-# pg_test_fsync runs about 16 tests of this many seconds each.
-PG_TEST_FSYNC_TESTS = 16
 
 
 def probe_names() -> list[str]:
@@ -143,7 +142,7 @@ def print_dry_run(
     metavar="N",
     default=2,
     show_default=True,
-    help=f"Seconds of each of pg_test_fsync's ~{PG_TEST_FSYNC_TESTS} tests.",
+    help=f"Seconds of each of pg_test_fsync's ~{TESTS} tests.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the job files and commands; run nothing.")
 @click.option("--keep", is_flag=True, help="Keep the howfast-* subdirectory (the files go).")
@@ -196,7 +195,7 @@ def probe_command(
     install = probe_install(pg_bin)
     db = open_results(env, store)
     expected = sum(
-        expected_seconds(s.workload, s.params) or PG_TEST_FSYNC_TESTS * fsync_seconds for s in steps
+        expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps
     )
     observer = ProgressObserver(env, expected)
     try:

@@ -17,16 +17,11 @@ from howfast.analysis.io import analyze_step
 from howfast.hosts.base import Host
 from howfast.model import STEP_SECTIONS, JSONValue
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
-from howfast.samplers.cgroupmem import CgroupMemorySampler
-from howfast.samplers.checkpoints import CheckpointSampler
-from howfast.samplers.cpu import CpuSampler, first_reading
+from howfast.samplers.cpu import first_reading
 from howfast.samplers.devices import RoleDevice, resolve_roles
-from howfast.samplers.diskstats import DiskSampler
-from howfast.samplers.pgstats import PgStatsSampler
+from howfast.samplers.registry import SamplerSetup, create_samplers
 from howfast.targets.base import Connection, Target
 from howfast.workloads.base import StepOutcome
-
-SAMPLED_WORKLOADS = frozenset({"pgbench", "fio", "seqread"})
 
 
 class TargetSampling:
@@ -52,20 +47,12 @@ class TargetSampling:
                 self.problem = f"cannot tell which devices hold {target.name}: {exc}"
 
     def start(self, workload: str) -> StepSampling:
-        if not self.interval_s or workload not in SAMPLED_WORKLOADS:
+        if not self.interval_s:
             return StepSampling([], None, [])
-        samplers: list[Sampler] = [CpuSampler()]
         sampled = {r.role: r.device for r in self.roles if r.device and not r.shares_with}
-        if sampled:
-            samplers.append(DiskSampler(sampled))
-        if self.connection is not None:
-            samplers.append(PgStatsSampler())
-        log = self.target.server_log_file()
-        if log is not None and log.exists():
-            samplers.append(CheckpointSampler(log))
-        group = self.target.memory_cgroup()
-        if group is not None:
-            samplers.append(CgroupMemorySampler(group))
+        samplers = create_samplers(workload, SamplerSetup(self.target, self.connection, sampled))
+        if not samplers:
+            return StepSampling([], None, [])
         ctx = SamplerContext(self.target, self.connection, self.interval_s)
         session = StepSampling(samplers, ctx, self.roles)
         if self.problem:

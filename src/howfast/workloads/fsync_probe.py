@@ -21,6 +21,7 @@ from howfast.workloads.base import (
     StepOutcome,
     Workload,
 )
+from howfast.workloads.registry import expected_seconds
 from howfast.workloads.fio.workload import (
     MIB,
     error_tail,
@@ -38,7 +39,7 @@ def fsync_invocation(program: str, scratch: Path, seconds: int) -> Invocation:
     return Invocation(
         tuple(pg_test_fsync.build_argv(program, scratch / TEST_FILE_NAME, seconds)),
         env={"LC_ALL": "C"},
-        expected_s=16.0 * seconds,  # about 16 tests of `seconds` each
+        expected_s=expected_seconds("pg_test_fsync", {"seconds": seconds}),
     )
 
 
