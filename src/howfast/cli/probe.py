@@ -194,9 +194,7 @@ def probe_command(
         raise UsageError(problem)
     install = probe_install(pg_bin)
     db = open_results(env, store)
-    expected = sum(
-        expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps
-    )
+    expected = sum(expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps)
     observer = ProgressObserver(env, expected)
     try:
         runner = Runner(

@@ -21,7 +21,6 @@ from howfast.workloads.base import (
     StepOutcome,
     Workload,
 )
-from howfast.workloads.registry import expected_seconds
 from howfast.workloads.fio.workload import (
     MIB,
     error_tail,
@@ -29,6 +28,7 @@ from howfast.workloads.fio.workload import (
     space_problem,
     ticking,
 )
+from howfast.workloads.registry import expected_seconds
 
 TEST_FILE_NAME = "howfast-pg_test_fsync.dat"
 FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth
