@@ -10,7 +10,7 @@ the step's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from howfast.analysis.io import analyze_step
@@ -27,6 +27,9 @@ from howfast.targets.base import Connection, Target
 from howfast.workloads.base import StepOutcome
 
 SAMPLED_WORKLOADS = frozenset({"pgbench", "fio", "seqread"})
+# A sampler more (such as --prometheus's) for each sampled step, given the target and the
+# devices behind its roles; None: nothing to add for this target.
+SamplerFactory = Callable[[Target, list[RoleDevice]], Sampler | None]
 
 
 class TargetSampling:
@@ -38,8 +41,10 @@ class TargetSampling:
         connection: Connection | None,
         interval_s: float | None,
         host: Host | None = None,
+        extra: Sequence[SamplerFactory] = (),
     ) -> None:
         self.target = target
+        self.extra = list(extra)
         self.connection = connection
         self.interval_s = interval_s
         self.roles: list[RoleDevice] = []
@@ -66,6 +71,7 @@ class TargetSampling:
         group = self.target.memory_cgroup()
         if group is not None:
             samplers.append(CgroupMemorySampler(group))
+        samplers += [s for s in (make(self.target, self.roles) for make in self.extra) if s]
         ctx = SamplerContext(self.target, self.connection, self.interval_s)
         session = StepSampling(samplers, ctx, self.roles)
         if self.problem:
@@ -99,6 +105,7 @@ class StepSampling:
     def stop(self) -> None:
         if self.ctx is None or self.result is not None:
             return
+        self.ctx.stopping_at = self.ctx.now()
         merged = SamplerResult(warnings=list(self.notes))
         for sampler in self.samplers:
             merged.merge(sampler.stop())
