@@ -32,6 +32,10 @@ if [[ $PURPOSE == test ]]; then
     # Emulated volumes (--storage-latency): their tests build real layers.
     command -v nbdkit >/dev/null || APT_PACKAGES+=(nbdkit)
     command -v nbdfuse >/dev/null || APT_PACKAGES+=(libnbd-bin)
+    # Prometheus and node_exporter for tests/integration/test_prometheus.py, which starts its
+    # own instances on loopback ports; the system services are never started (below).
+    [[ -x /usr/bin/prometheus ]] || APT_PACKAGES+=(prometheus)
+    [[ -x /usr/bin/prometheus-node-exporter ]] || APT_PACKAGES+=(prometheus-node-exporter)
 fi
 
 if ((${#APT_PACKAGES[@]})); then
@@ -39,7 +43,24 @@ if ((${#APT_PACKAGES[@]})); then
         echo "setup: installing ${APT_PACKAGES[*]} with apt-get" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
+        # Packages with services (prometheus, node_exporter) are installed, not started: a
+        # policy-rc.d that denies every start, only for this install, unless one exists.
+        NO_START=
+        if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+            printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+            chmod 755 /usr/sbin/policy-rc.d
+            NO_START=1
+        fi
         apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+        if [[ -n $NO_START ]]; then rm -f /usr/sbin/policy-rc.d; fi
+        # ...nor at the next boot: the tests run their own, on loopback.
+        for svc in prometheus prometheus-node-exporter; do
+            if [[ " ${APT_PACKAGES[*]} " == *" $svc "* ]]; then
+                DPKG_MAINTSCRIPT_PACKAGE=$svc \
+                    deb-systemd-helper disable "$svc.service" >/dev/null 2>&1 || true
+                update-rc.d "$svc" disable >/dev/null 2>&1 || true
+            fi
+        done
     else
         echo "setup: missing OS packages. Install them with:" >&2
         echo "    sudo apt-get update && sudo apt-get install -y ${APT_PACKAGES[*]}" >&2

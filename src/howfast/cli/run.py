@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv
+from howfast.cli.live_metrics import live_metrics
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
 from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
+from howfast.metrics.live import LINGER_S
 from howfast.plans import (
     Overrides,
     effective_settings,
@@ -25,6 +27,8 @@ from howfast.plans import (
     parse_size,
 )
 from howfast.runner import Runner
+from howfast.runner.fanout import FanOut
+from howfast.samplers.prometheus import prometheus_samplers
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
@@ -131,6 +135,25 @@ from howfast.workloads.pgbench.build import expected_seconds
     help="How often the samplers read disks, CPU and PostgreSQL statistics during pgbench "
     "and fio steps; 0 turns sampling off.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve live Prometheus metrics on /metrics at this port while the run lasts "
+    "(0: any free port). See docs/prometheus.md.",
+)
+@click.option(
+    "--metrics-address",
+    metavar="ADDR",
+    help="The address --metrics-port listens on [default: 127.0.0.1].",
+)
+@click.option(
+    "--prometheus",
+    "prometheus_url",
+    metavar="URL",
+    help="After each sampled step, read node_exporter (and postgres_exporter) series of the "
+    "step's time window from this Prometheus server's HTTP API.",
+)
 @json_option
 def run_command(
     plan: str,
@@ -158,6 +181,9 @@ def run_command(
     rates: str | None,
     slo: str | None,
     sample_interval: str,
+    metrics_port: int | None,
+    metrics_address: str | None,
+    prometheus_url: str | None,
     as_json: bool,
 ) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
@@ -173,6 +199,9 @@ def run_command(
     if not targets:
         raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
     interval_s = _sample_interval(sample_interval)
+    if metrics_address and metrics_port is None:
+        raise UsageError("--metrics-address needs --metrics-port")
+    extra_samplers = prometheus_samplers(prometheus_url) if prometheus_url else []
     loaded = load_plan(plan)
     overrides = Overrides(
         scale=scale,
@@ -232,7 +261,10 @@ def run_command(
         return 0
     db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps)
-    observer = ProgressObserver(env, expected * len(target_objs))
+    progress = ProgressObserver(env, expected * len(target_objs))
+    live = live_metrics(env, loaded.name, metrics_port, metrics_address)
+    observer = FanOut(progress, live) if live else progress
+    linger_s = 0.0
     try:
         runner = Runner(
             db,
@@ -243,10 +275,15 @@ def run_command(
             observer=observer,
             label=label,
             sample_interval_s=interval_s,
+            extra_samplers=extra_samplers,
         )
         result = runner.execute()
+        # Not after Ctrl-C: then the exporter stops at once.
+        linger_s = LINGER_S if result.status != "aborted" else 0.0
     finally:
-        observer.close()
+        progress.close()
+        if live:  # one last scrape of the final figures, if something is scraping
+            live.close(linger_s=linger_s)
     return finish(env, db, result, as_json)
 
 

@@ -3,10 +3,11 @@ about, so that several target sessions could report side by side."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from howfast.model import StepRecord
+from howfast.model import JSONValue, StepRecord
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,8 @@ class StepRef:
     total: int  # steps in the whole run
     target: str  # the target's name
     label: str  # the workload's description of the step
+    workload: str = ""  # the workload's name (pgbench, fio...)
+    params: Mapping[str, JSONValue] = field(default_factory=dict, compare=False)  # as planned
 
 
 class RunObserver(Protocol):

@@ -8,6 +8,7 @@ mark the run aborted with its completed steps kept.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from howfast import environment
@@ -19,6 +20,7 @@ from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
 from howfast.runner.target_session import TargetSession
 from howfast.samplers.base import DEFAULT_INTERVAL_S
+from howfast.samplers.session import SamplerFactory
 from howfast.sizing import REGIMES
 from howfast.store import liveness
 from howfast.store.base import Store
@@ -45,6 +47,7 @@ class Runner:
         observer: RunObserver,
         label: str | None = None,
         sample_interval_s: float | None = DEFAULT_INTERVAL_S,
+        extra_samplers: Sequence[SamplerFactory] = (),
     ) -> None:
         self.store = store
         self.targets = targets
@@ -55,6 +58,7 @@ class Runner:
         self.label = label
         self.guard = SignalGuard(observer)
         self.sample_interval_s = sample_interval_s  # None or 0: no sampling
+        self.extra_samplers = extra_samplers  # e.g. --prometheus's, for each sampled step
 
     def check(self) -> None:
         """Validate every target before the run is created: bad input loses nothing."""
@@ -104,6 +108,7 @@ class Runner:
                         first_index=position * len(self.steps),
                         total_steps=total,
                         sample_interval_s=self.sample_interval_s,
+                        extra_samplers=self.extra_samplers,
                     )
                     failed += session.run()
             except Aborted as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from howfast.clock import now
@@ -14,7 +15,7 @@ from howfast.errors import HowfastError
 from howfast.model import StepSpec, TargetRecord
 from howfast.runner.observer import StepRef
 from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
-from howfast.samplers.session import TargetSampling
+from howfast.samplers.session import SamplerFactory, TargetSampling
 from howfast.targets.base import Connection
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome
@@ -29,8 +30,10 @@ class TargetSession:
         first_index: int,
         total_steps: int,
         sample_interval_s: float | None,
+        extra_samplers: Sequence[SamplerFactory] = (),
     ) -> None:
         self.env = env
+        self.extra_samplers = extra_samplers
         self.steps = steps
         self.first_index = first_index
         self.total_steps = total_steps
@@ -38,7 +41,15 @@ class TargetSession:
         self.failed = 0
 
     def _ref(self, offset: int, label: str) -> StepRef:
-        return StepRef(self.first_index + offset, self.total_steps, self.env.target.name, label)
+        spec = self.steps[offset]
+        return StepRef(
+            self.first_index + offset,
+            self.total_steps,
+            self.env.target.name,
+            label,
+            spec.workload,
+            spec.params,
+        )
 
     def run(self) -> int:
         """Run every step; return how many failed. Always stops the target."""
@@ -59,7 +70,9 @@ class TargetSession:
                 return len(self.steps)
             for warning in getattr(target, "warnings", []):
                 env.observer.message(f"warning: {warning}")
-            sampling = TargetSampling(target, connection, self.sample_interval_s, env.host)
+            sampling = TargetSampling(
+                target, connection, self.sample_interval_s, env.host, self.extra_samplers
+            )
             self._steps(connection, sampling, work_root)
         finally:
             self._stop(work_root)

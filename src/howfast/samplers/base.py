@@ -50,6 +50,9 @@ class SamplerContext:
     started: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)  # the same instant, epoch seconds
     processes: ProcessTracker = field(default_factory=ProcessTracker)
+    # When the session began stopping its samplers (seconds since the step started): the end
+    # of the step's window for a sampler that reads history afterwards (--prometheus).
+    stopping_at: float | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.started

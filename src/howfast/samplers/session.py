@@ -10,7 +10,7 @@ the step's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from howfast.analysis.io import analyze_step
@@ -23,6 +23,10 @@ from howfast.samplers.registry import SamplerSetup, create_samplers
 from howfast.targets.base import Connection, Target
 from howfast.workloads.base import StepOutcome
 
+# A sampler more (such as --prometheus's) for each sampled step, given the target and the
+# devices behind its roles; None: nothing to add for this target.
+SamplerFactory = Callable[[Target, list[RoleDevice]], Sampler | None]
+
 
 class TargetSampling:
     """Resolves the target's devices once; starts a session for each sampled step."""
@@ -33,8 +37,10 @@ class TargetSampling:
         connection: Connection | None,
         interval_s: float | None,
         host: Host | None = None,
+        extra: Sequence[SamplerFactory] = (),
     ) -> None:
         self.target = target
+        self.extra = list(extra)
         self.connection = connection
         self.interval_s = interval_s
         self.roles: list[RoleDevice] = []
@@ -51,6 +57,8 @@ class TargetSampling:
             return StepSampling([], None, [])
         sampled = {r.role: r.device for r in self.roles if r.device and not r.shares_with}
         samplers = create_samplers(workload, SamplerSetup(self.target, self.connection, sampled))
+        if samplers:  # a workload the samplers watch: extra ones (--prometheus) join them
+            samplers += [s for s in (make(self.target, self.roles) for make in self.extra) if s]
         if not samplers:
             return StepSampling([], None, [])
         ctx = SamplerContext(self.target, self.connection, self.interval_s)
@@ -86,6 +94,7 @@ class StepSampling:
     def stop(self) -> None:
         if self.ctx is None or self.result is not None:
             return
+        self.ctx.stopping_at = self.ctx.now()
         merged = SamplerResult(warnings=list(self.notes))
         for sampler in self.samplers:
             merged.merge(sampler.stop())

@@ -106,6 +106,8 @@ class PgbenchWorkload(Workload):
             point = parse.parse_progress_line(line)
             if point is not None:
                 values = {"tps": point.tps, "latency_ms": point.latency_ms}
+                if point.failed is not None:  # this interval's failed transactions
+                    values["failed"] = float(point.failed)
                 ctx.on_progress(point.t, values)
 
         result = ctx.run(invocation, on_line=on_line, track=True)

@@ -1,0 +1,504 @@
+"""The metric families howfast exposes, in one registry of its own (never the client library's
+global one), and how a step's events and its finished record set them.
+
+Names follow Prometheus's conventions: the `howfast_` prefix, base units (seconds, bytes,
+ratios 0-1 rather than percentages), `_total` for counters. Every step-level series carries
+STEP_LABELS; docs/prometheus.md lists every family and what it means.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+
+from howfast.model import JSONValue, Sample, StepRecord
+
+PREFIX = "howfast_"
+RUN_LABELS = ("run_id", "plan")
+# `class` is a fleet's QoS class (empty until fleets exist); `step` (1-based, over the run)
+# keeps repetitions and rate sweeps of the same mode and clients apart.
+STEP_LABELS = ("run_id", "plan", "target", "workload", "mode", "clients", "class", "step")
+STEP_STATES = ("running", "completed", "failed", "skipped")
+# Per-second pgbench latency averages: 50 µs to 10 s.
+LATENCY_BUCKETS = (
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+# pgbench's exact percentiles (from the per-transaction log) -> the `quantile` label.
+QUANTILES = {
+    "latency_p50_ms": "0.5",
+    "latency_p90_ms": "0.9",
+    "latency_p95_ms": "0.95",
+    "latency_p99_ms": "0.99",
+    "latency_p999_ms": "0.999",
+    "latency_max_ms": "1",
+}
+CPU_MODES = ("user", "system", "iowait", "steal")
+ROLES = ("data", "wal")
+
+
+@dataclass(frozen=True)
+class StepLabels:
+    """The label values of one step."""
+
+    run_id: str
+    plan: str
+    target: str
+    workload: str
+    mode: str
+    clients: str
+    klass: str  # `class` is a Python keyword
+    step: str
+
+    def values(self) -> tuple[str, ...]:
+        return (
+            self.run_id,
+            self.plan,
+            self.target,
+            self.workload,
+            self.mode,
+            self.clients,
+            self.klass,
+            self.step,
+        )
+
+
+def step_labels(
+    run_id: int | str,
+    plan: str,
+    target: str,
+    workload: str,
+    params: Mapping[str, JSONValue],
+    index: int,
+) -> StepLabels:
+    """Labels of a step: `mode` is pgbench's mode or fio's profile, `clients` pgbench's client
+    count; both empty for workloads that have none. `index` is 0-based."""
+    mode = params.get("mode") or params.get("profile") or ""
+    clients = params.get("clients")
+    klass = params.get("class") or ""
+    return StepLabels(
+        str(run_id),
+        plan,
+        target,
+        workload,
+        str(mode),
+        "" if clients is None else str(clients),
+        str(klass),
+        str(index + 1),
+    )
+
+
+def metric_name(*parts: str) -> str:
+    """`howfast_` + the parts joined by `_`, with anything outside [a-zA-Z0-9_] replaced:
+    metric_name("step", "disk", "written_bytes") == "howfast_step_disk_written_bytes"."""
+    joined = "_".join(p.strip("_") for p in parts if p)
+    clean = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in joined)
+    return PREFIX + clean
+
+
+def _number(value: JSONValue) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def epoch(iso: str) -> float | None:
+    """Seconds since the epoch of a stored time stamp (ISO 8601 with offset)."""
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except ValueError:
+        return None
+
+
+class RunMetrics:
+    """Every family, registered in a registry of its own."""
+
+    def __init__(self) -> None:
+        # No `_created` series beside each counter: they double the exposition and no
+        # dashboard of howfast's reads them (a process-wide switch of the client library).
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        s = STEP_LABELS
+        self.run_info = Gauge(
+            metric_name("run_info"), "A howfast run (always 1).", RUN_LABELS, registry=r
+        )
+        self.run_start = Gauge(
+            metric_name("run_start_time_seconds"),
+            "When the run started, seconds since the epoch.",
+            RUN_LABELS,
+            registry=r,
+        )
+        self.run_end = Gauge(
+            metric_name("run_end_time_seconds"),
+            "When the run finished, seconds since the epoch (only once it has).",
+            RUN_LABELS,
+            registry=r,
+        )
+        self.run_steps = Gauge(
+            metric_name("run_steps"), "Steps in the run, all targets.", RUN_LABELS, registry=r
+        )
+        self.run_steps_finished = Counter(
+            metric_name("run_steps_finished"),
+            "Steps finished so far, by status.",
+            (*RUN_LABELS, "status"),
+            registry=r,
+        )
+        self.run_progress = Gauge(
+            metric_name("run_progress_ratio"),
+            "Share of the run's steps finished, 0 to 1.",
+            RUN_LABELS,
+            registry=r,
+        )
+        self.step_state = Gauge(
+            metric_name("step_state"),
+            "1 for the step's current state, 0 for the others.",
+            (*s, "state"),
+            registry=r,
+        )
+        self.step_expected = Gauge(
+            metric_name("step_expected_duration_seconds"),
+            "How long the step is planned to run (pgbench's duration, fio's runtime).",
+            s,
+            registry=r,
+        )
+        self.step_elapsed = Gauge(
+            metric_name("step_elapsed_seconds"),
+            "Seconds since the step started, at its last progress report.",
+            s,
+            registry=r,
+        )
+        self.tps = Gauge(
+            metric_name("tps"),
+            "pgbench's transactions per second over its last progress interval (1 s); "
+            "only while the step runs.",
+            s,
+            registry=r,
+        )
+        self.latency = Histogram(
+            metric_name("latency_seconds"),
+            "pgbench's average transaction latency of each progress interval (1 s): one "
+            "observation per second, not per transaction.",
+            s,
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.transactions = Counter(
+            metric_name("transactions"),
+            "Transactions pgbench completed (per progress interval; exact at the step's end).",
+            s,
+            registry=r,
+        )
+        self.failures = Counter(
+            metric_name("failed_transactions"),
+            "Transactions pgbench counted as failed (serialization or deadlock errors).",
+            s,
+            registry=r,
+        )
+        self.step_duration = Gauge(
+            metric_name("step_duration_seconds"),
+            "How long the finished step took, from its start to its end.",
+            s,
+            registry=r,
+        )
+        self.step_end = Gauge(
+            metric_name("step_end_time_seconds"),
+            "When the step finished, seconds since the epoch.",
+            s,
+            registry=r,
+        )
+        self.step_tps = Gauge(
+            metric_name("step_tps"),
+            "pgbench's TPS over the whole finished step (without connection time).",
+            s,
+            registry=r,
+        )
+        self.step_latency_avg = Gauge(
+            metric_name("step_latency_average_seconds"),
+            "pgbench's average transaction latency over the finished step.",
+            s,
+            registry=r,
+        )
+        self.step_latency = Gauge(
+            metric_name("step_latency_seconds"),
+            "Exact latency percentiles of the finished step, from pgbench's per-transaction "
+            "log (quantile 1 is the maximum).",
+            (*s, "quantile"),
+            registry=r,
+        )
+        self.fio_iops = Gauge(
+            metric_name("step_fio_iops"),
+            "fio's I/O operations per second over the finished step.",
+            (*s, "op"),
+            registry=r,
+        )
+        self.fio_bytes = Gauge(
+            metric_name("step_fio_bytes_per_second"),
+            "fio's bandwidth over the finished step.",
+            (*s, "op"),
+            registry=r,
+        )
+        self.disk_ops = Gauge(
+            metric_name("step_disk_operations_per_second"),
+            "Requests the device behind a role completed per second over the finished step "
+            "(/proc/diskstats).",
+            (*s, "role", "op"),
+            registry=r,
+        )
+        self.disk_rate = Gauge(
+            metric_name("step_disk_bytes_per_second"),
+            "Bytes per second the device behind a role read or wrote over the finished step.",
+            (*s, "role", "op"),
+            registry=r,
+        )
+        self.disk_bytes = Gauge(
+            metric_name("step_disk_bytes"),
+            "Bytes the device behind a role read or wrote during the finished step.",
+            (*s, "role", "op"),
+            registry=r,
+        )
+        self.cpu = Gauge(
+            metric_name("step_cpu_ratio"),
+            "Share of all CPUs' time in a mode over the finished step, 0 to 1.",
+            (*s, "cpu_mode"),
+            registry=r,
+        )
+        self.wait_events = Gauge(
+            metric_name("step_wait_event_ratio"),
+            "Share of sampled active sessions waiting on a wait event over the finished step "
+            "(filled once the wait-event sampler exists).",
+            (*s, "wait_event_type", "wait_event"),
+            registry=r,
+        )
+        self.role_device = Gauge(
+            metric_name("role_device_info"),
+            "The block device behind a target's storage role (1): join node_exporter's "
+            "node_disk_* series on `device`.",
+            (*RUN_LABELS, "target", "role", "device"),
+            registry=r,
+        )
+        self.checkpoint_start = Gauge(
+            metric_name("checkpoint_start_time_seconds"),
+            "When a checkpoint seen during the step started, seconds since the epoch.",
+            (*s, "checkpoint"),
+            registry=r,
+        )
+        self.checkpoint_end = Gauge(
+            metric_name("checkpoint_end_time_seconds"),
+            "When a checkpoint seen during the step ended, seconds since the epoch.",
+            (*s, "checkpoint"),
+            registry=r,
+        )
+        self.checkpoints = Counter(
+            metric_name("checkpoints"),
+            "Checkpoints that ran during the run's steps (counted when each step ends).",
+            s,
+            registry=r,
+        )
+
+    # --- run ------------------------------------------------------------------------------
+
+    def run_started(self, run_id: str, plan: str, steps: int, started: float) -> None:
+        self.run_info.labels(run_id, plan).set(1)
+        self.run_start.labels(run_id, plan).set(started)
+        self.run_steps.labels(run_id, plan).set(steps)
+        self.run_progress.labels(run_id, plan).set(0)
+
+    def run_finished(self, run_id: str, plan: str, finished: float) -> None:
+        self.run_end.labels(run_id, plan).set(finished)
+
+    # --- live step events -----------------------------------------------------------------
+
+    def step_started(self, labels: StepLabels, expected_s: float | None) -> None:
+        self.set_state(labels, "running")
+        if expected_s:
+            self.step_expected.labels(*labels.values()).set(expected_s)
+
+    def step_progress(self, labels: StepLabels, t: float, values: Mapping[str, float]) -> float:
+        """One progress report; returns the transactions it counted (tps x interval)."""
+        v = labels.values()
+        self.step_elapsed.labels(*v).set(t)
+        counted = 0.0
+        tps = values.get("tps")
+        if tps is not None and math.isfinite(tps):
+            self.tps.labels(*v).set(tps)
+            counted = max(0.0, tps)  # pgbench's progress interval is 1 s
+            self.transactions.labels(*v).inc(counted)
+            latency_ms = values.get("latency_ms")
+            if latency_ms is not None and math.isfinite(latency_ms) and tps > 0:
+                self.latency.labels(*v).observe(latency_ms / 1000)
+        failed = values.get("failed")
+        if failed is not None and math.isfinite(failed) and failed > 0:
+            self.failures.labels(*v).inc(failed)
+        return counted
+
+    def set_state(self, labels: StepLabels, state: str) -> None:
+        for name in STEP_STATES:
+            self.step_state.labels(*labels.values(), name).set(1 if name == state else 0)
+
+    def end_live(self, labels: StepLabels) -> None:
+        """A finished step's per-second gauges go away: Prometheus marks them stale instead
+        of scraping the last second's TPS until the run ends."""
+        for gauge in (self.tps, self.step_elapsed):
+            with contextlib.suppress(KeyError):
+                gauge.remove(*labels.values())
+
+    # --- a finished step ------------------------------------------------------------------
+
+    def step_finished(
+        self,
+        labels: StepLabels,
+        record: StepRecord,
+        *,
+        counted_transactions: float = 0.0,
+        counted_failures: float = 0.0,
+    ) -> None:
+        """Everything the finished record says. The counters are topped up to the step's
+        exact totals from what the progress reports already counted."""
+        v = labels.values()
+        self.set_state(labels, record.status)
+        self.end_live(labels)
+        m = record.metrics
+        started, finished = epoch(record.started_at), epoch(record.finished_at)
+        if finished is not None:
+            self.step_end.labels(*v).set(finished)
+            if started is not None:
+                self.step_duration.labels(*v).set(round(max(0.0, finished - started), 3))
+        transactions = _number(m.get("transactions"))
+        if transactions is not None:
+            self.transactions.labels(*v).inc(max(0.0, transactions - counted_transactions))
+        failed = _number(m.get("failed"))
+        if failed is not None:
+            self.failures.labels(*v).inc(max(0.0, failed - counted_failures))
+        tps = _number(m.get("tps"))
+        if tps is not None:
+            self.step_tps.labels(*v).set(tps)
+        avg = _number(m.get("latency_avg_ms"))
+        if avg is not None:
+            self.step_latency_avg.labels(*v).set(avg / 1000)
+        for key, quantile in QUANTILES.items():
+            value = _number(m.get(key))
+            if value is not None:
+                self.step_latency.labels(*v, quantile).set(value / 1000)
+        if record.workload == "fio":
+            for op in ("read", "write"):
+                iops, mbps = _number(m.get(f"{op}_iops")), _number(m.get(f"{op}_mbps"))
+                if iops is not None:
+                    self.fio_iops.labels(*v, op).set(iops)
+                if mbps is not None:
+                    self.fio_bytes.labels(*v, op).set(mbps * 1e6)
+        self._sampled(labels, record)
+
+    def _sampled(self, labels: StepLabels, record: StepRecord) -> None:
+        v = labels.values()
+        m = record.metrics
+        for role in ROLES:
+            for op, key in (("read", "read"), ("write", "write")):
+                iops = _number(m.get(f"io_{role}_{key}_iops"))
+                mbps = _number(m.get(f"io_{role}_{key}_mbps"))
+                total = _number(m.get(f"io_{role}_{key}_bytes"))
+                if iops is not None:
+                    self.disk_ops.labels(*v, role, op).set(iops)
+                if mbps is not None:
+                    self.disk_rate.labels(*v, role, op).set(mbps * 1e6)
+                if total is not None:
+                    self.disk_bytes.labels(*v, role, op).set(total)
+        for mode in CPU_MODES:
+            pct = _number(m.get(f"cpu_{mode}_pct"))
+            if pct is not None:
+                self.cpu.labels(*v, mode).set(pct / 100)
+        for wait_type, event, share in wait_event_shares(record):
+            self.wait_events.labels(*v, wait_type, event).set(share)
+        for role, device in role_devices(record):
+            self.role_device.labels(labels.run_id, labels.plan, labels.target, role, device).set(1)
+        checkpoints = _number(m.get("checkpoints"))
+        if checkpoints is not None and checkpoints > 0:
+            self.checkpoints.labels(*v).inc(checkpoints)
+        started = epoch(record.started_at)
+        if started is not None:
+            for n, (start_t, end_t) in enumerate(checkpoint_times(record), 1):
+                self.checkpoint_start.labels(*v, str(n)).set(started + start_t)
+                if end_t is not None:
+                    self.checkpoint_end.labels(*v, str(n)).set(started + end_t)
+
+    def replay_progress(
+        self, labels: StepLabels, tps: Iterable[Sample], latency_ms: Iterable[Sample]
+    ) -> None:
+        """Feed the latency histogram from a stored step's per-second series, as the live
+        progress reports fed it (an interval without transactions has no latency)."""
+        rates = {p.t: p.value for p in tps}
+        for p in latency_ms:
+            if math.isfinite(p.value) and rates.get(p.t, 0.0) > 0:
+                self.latency.labels(*labels.values()).observe(p.value / 1000)
+
+
+def role_devices(record: StepRecord) -> list[tuple[str, str]]:
+    """(role, device) of the roles the disk sampler sampled (not those sharing a device)."""
+    io = record.sections.get("io") or {}
+    roles = io.get("roles") if isinstance(io, dict) else None
+    out = []
+    if isinstance(roles, dict):
+        for role, info in roles.items():
+            if isinstance(info, dict) and info.get("device") and not info.get("same_device_as"):
+                out.append((str(role), str(info["device"])))
+    return out
+
+
+def checkpoint_times(record: StepRecord) -> list[tuple[float, float | None]]:
+    """(start_t, end_t) of each checkpoint in the step's `postgres.checkpoints`, seconds since
+    the step started (end_t None: still running when the step ended)."""
+    postgres = record.sections.get("postgres") or {}
+    events = postgres.get("checkpoints") if isinstance(postgres, dict) else None
+    out: list[tuple[float, float | None]] = []
+    for event in events if isinstance(events, list) else []:
+        if not isinstance(event, dict):
+            continue
+        start = _number(event.get("start_t"))
+        if start is not None:
+            out.append((start, _number(event.get("end_t"))))
+    return out
+
+
+def wait_event_shares(record: StepRecord) -> list[tuple[str, str, float]]:
+    """The hook for the wait-event sampler (not written yet): it is expected to put
+    `postgres.wait_events` = [{"wait_event_type": "IO", "wait_event": "WalSync",
+    "share": 0.42}, ...] in the step's sections; until then this returns nothing."""
+    postgres = record.sections.get("postgres") or {}
+    events = postgres.get("wait_events") if isinstance(postgres, dict) else None
+    out = []
+    for event in events if isinstance(events, list) else []:
+        if not isinstance(event, dict):
+            continue
+        share = _number(event.get("share"))
+        if share is not None:
+            out.append(
+                (str(event.get("wait_event_type") or ""), str(event.get("wait_event") or ""), share)
+            )
+    return out

@@ -1,0 +1,42 @@
+"""An observer that passes every runner event to several observers, in order: the terminal's
+progress first, then others (the live metrics exporter). An observer other than the first that
+fails is reported once and left out; it never stops the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from howfast.model import StepRecord
+from howfast.runner.observer import RunObserver, StepRef
+
+
+class FanOut:
+    def __init__(self, first: RunObserver, *others: RunObserver) -> None:
+        self.first = first
+        self.others = list(others)
+
+    def _each(self, call: Callable[[RunObserver], None]) -> None:
+        call(self.first)
+        for observer in list(self.others):
+            try:
+                call(observer)
+            except Exception as exc:  # a metrics bug must not cost the benchmark
+                self.others.remove(observer)
+                self.first.message(
+                    f"warning: {type(observer).__name__} failed and is switched off: {exc}"
+                )
+
+    def run_started(self, run_id: int, steps: int, targets: int) -> None:
+        self._each(lambda o: o.run_started(run_id, steps, targets))
+
+    def step_started(self, step: StepRef, expected_s: float | None) -> None:
+        self._each(lambda o: o.step_started(step, expected_s))
+
+    def step_progress(self, step: StepRef, t: float, values: dict[str, float]) -> None:
+        self._each(lambda o: o.step_progress(step, t, values))
+
+    def step_finished(self, step: StepRef, record: StepRecord) -> None:
+        self._each(lambda o: o.step_finished(step, record))
+
+    def message(self, text: str) -> None:
+        self._each(lambda o: o.message(text))
