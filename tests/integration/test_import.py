@@ -1,0 +1,87 @@
+"""`howfast import pgbench|fio` on inputs as people publish them (issue 18): several runs in
+one paste, indented copies, other encodings, cut or failed outputs. The CLI is called
+in-process (like a user would call it, with a store of the test's own); the inputs are
+recorded files of tests/data (see the READMEs there)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from howfast.cli import main
+
+PGBENCH = Path(__file__).parent.parent / "data" / "pgbench"
+FIO = Path(__file__).parent.parent / "data" / "fio"
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """(exit status, stdout, stderr) of howfast with a store of the test's own; `stdin` is
+    given as bytes, as a pipe delivers it."""
+    monkeypatch.setenv("HOWFAST_STORE", str(tmp_path / "results.db"))
+
+    def call(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+        fake = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+        monkeypatch.setattr("sys.stdin", fake)
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        captured = capsys.readouterr()
+        return int(exited.value.code or 0), captured.out, captured.err
+
+    return call
+
+
+def imported(cli: Cli, kind: str, source: str, stdin: bytes = b"") -> dict[str, Any]:
+    status, out, err = cli("import", kind, source, "--json", stdin=stdin)
+    assert status == 0, err
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def stored_run_count(cli: Cli) -> int:
+    status, out, _ = cli("results", "list", "--json")
+    assert status == 0
+    return len(json.loads(out))
+
+
+# --- what the input is -------------------------------------------------------------------------
+
+
+def test_empty_input_and_a_directory_are_named_for_what_they_are(cli: Cli, tmp_path: Path):
+    status, _, err = cli("import", "pgbench", "/dev/null")
+    assert status == 2 and "empty input" in err and "no such file" not in err
+    status, _, err = cli("import", "fio", "-", stdin=b"")
+    assert status == 2 and "empty input" in err
+    status, _, err = cli("import", "pgbench", str(tmp_path))
+    assert status == 2 and "is a directory" in err
+    status, _, err = cli("import", "pgbench", str(tmp_path / "missing.txt"))
+    assert status == 2 and "no such file" in err
+    assert stored_run_count(cli) == 0
+
+
+def test_utf16_from_powershell_is_decoded(cli: Cli):
+    doc = imported(cli, "fio", str(FIO / "fio-3.33_randrw-4k-qd1_powershell-utf16.json"))
+    plain = imported(cli, "fio", str(FIO / "fio-3.33_randrw-4k-qd1_json.json"))
+    assert [s["metrics"] for s in doc["steps"]] == [s["metrics"] for s in plain["steps"]]
+    data = (PGBENCH / "run-select-only-pg15-powershell-utf16.txt").read_bytes()
+    run = imported(cli, "pgbench", "-", stdin=data)
+    assert run["steps"][0]["metrics"]["tps"] == 18485.636365
+
+
+def test_bytes_that_are_not_text_say_it_is_an_encoding_problem(cli: Cli):
+    latin1 = (
+        (PGBENCH / "run-tpcb-pg15.txt").read_text().replace("TPC-B", "TPC-\xe9").encode("latin-1")
+    )
+    status, _, err = cli("import", "pgbench", "-", stdin=latin1)
+    assert status == 2 and "not readable as UTF-8" in err and "iconv" in err
+    utf16_cut = b"\xff\xfe" + "tps = 1".encode("utf-16-le") + b"\x00\xd8"  # a lone surrogate
+    status, _, err = cli("import", "fio", "-", stdin=utf16_cut)
+    assert status == 2 and "not readable as UTF-16" in err
+    assert stored_run_count(cli) == 0
