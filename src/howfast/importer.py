@@ -91,6 +91,7 @@ def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str
                 finished_at=started,
                 metrics=dict(run.metrics()),
                 error="\n".join(run.errors) or None,
+                warnings=list(run.notes),
                 series={k: v for k, v in series.items() if v},
             ),
         )

@@ -85,3 +85,23 @@ def test_bytes_that_are_not_text_say_it_is_an_encoding_problem(cli: Cli):
     status, _, err = cli("import", "fio", "-", stdin=utf16_cut)
     assert status == 2 and "not readable as UTF-16" in err
     assert stored_run_count(cli) == 0
+
+
+# --- pasted copies -------------------------------------------------------------------------------
+
+
+def test_unreadable_statement_rows_are_left_out_with_a_warning(cli: Cli):
+    doc = imported(cli, "pgbench", str(PGBENCH / "run-select-only-pg15-rows-cut.txt"))
+    (step,) = doc["steps"]
+    assert step["status"] == "completed" and "statements" not in step["metrics"]
+    assert any("per-statement latencies could not be read" in w for w in step["warnings"])
+    stripped = imported(cli, "pgbench", str(PGBENCH / "run-tpcb-pg15-lstripped.txt"))
+    (step,) = stripped["steps"]
+    assert len(step["metrics"]["statements"]) == 11 and step["warnings"] == []
+
+
+def test_an_indented_or_quoted_copy_is_imported(cli: Cli):
+    for name in ("run-tpcb-pg14-indented.txt", "run-multi-pg15-quoted.md"):
+        (step,) = imported(cli, "pgbench", str(PGBENCH / name))["steps"]
+        assert step["status"] == "completed" and step["metrics"]["tps"] > 0
+        assert len(step["metrics"]["statements"]) in (11, 13)

@@ -942,3 +942,42 @@ def test_metrics_with_several_scripts_and_retries() -> None:
         "retries": 58,
         "script": 1,
     }
+
+
+# --- pasted copies (issue 18, items 2 and 3) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("copy", "original"),
+    [
+        ("run-tpcb-pg15-rows-indent2.txt", "run-tpcb-pg15.txt"),
+        ("run-tpcb-pg15-lstripped.txt", "run-tpcb-pg15.txt"),
+        ("run-retries-pg15-collapsed.txt", "run-retries-pg15.txt"),
+    ],
+)
+def test_statement_rows_are_read_by_their_columns_not_their_indent(copy: str, original: str):
+    run, expected = run_of(copy), run_of(original)
+    assert run.statements == expected.statements and len(run.statements) >= 4
+    assert run.notes == ()
+    assert run.metrics() == expected.metrics()
+
+
+def test_statement_rows_without_the_announced_columns_are_dropped_with_a_note():
+    run = run_of("run-select-only-pg15-rows-cut.txt")
+    assert run.statements == ()
+    (note,) = run.notes
+    assert "per-statement latencies could not be read" in note and "SELECT" not in note
+    assert run.tps == run_of("run-select-only-pg15.txt").tps
+
+
+@pytest.mark.parametrize(
+    ("copy", "original"),
+    [
+        ("run-tpcb-pg14-indented.txt", "run-tpcb-pg14.txt"),  # a Markdown code block
+        ("run-multi-pg15-quoted.md", "run-multi-pg15.txt"),  # "> " quoted, fenced
+        ("run-rate-pg11-list-item.md", "run-rate-pg11.txt"),  # a nested list item, with prose
+    ],
+)
+def test_output_pasted_into_a_document_reads_as_the_original(copy: str, original: str):
+    assert detect_kind(read(copy)) == "run"
+    assert run_of(copy) == run_of(original)

@@ -23,6 +23,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from howfast.workloads.pgbench.pasted import unpaste
+
 Mode = Literal["tpcb-like", "select-only", "simple-update", "custom", "multiple"]
 Kind = Literal["run", "init"]
 StatementMetric = dict[str, str | float | int]
@@ -128,6 +130,7 @@ class PgbenchRun:
     command: tuple[str, ...] | None = None
     errors: tuple[str, ...] = ()
     aborted: bool = False  # pgbench said the results are incomplete, or failed before results
+    notes: tuple[str, ...] = ()  # what the text did not let us read (e.g. statement rows)
 
     def metrics(self) -> Metrics:
         """DESIGN metric names; unknown values are left out."""
@@ -207,8 +210,22 @@ def _clean(raw: str) -> str:
 
 def clean_lines(text: str) -> list[str]:
     """Lines without colours, kubectl prefixes and trailing whitespace, with hard-wrapped lines
-    joined back. A carriage return (pgbench's progress overwrite on a terminal) ends a line."""
-    return [_clean(raw) for raw in _unwrap(text.splitlines())]
+    joined back, as pgbench printed them though pasted into a document (fenced, quoted or
+    indented: see `pasted`) or with its own indentation lost. A carriage return (pgbench's
+    progress overwrite on a terminal) ends a line."""
+    return [_reindent(_clean(raw)) for raw in _unwrap(unpaste(text.splitlines()))]
+
+
+def _reindent(line: str) -> str:
+    """A line of pgbench's at the indent pgbench gives it, whatever indent it came with: none
+    for summary lines, " - " for the lines of a script block. Per-statement rows are read by
+    their columns, whatever their indent; other lines are left alone."""
+    stripped = line.lstrip()
+    if stripped == line or _STATEMENT_LINE.match(line):
+        return line
+    if stripped.startswith("- "):
+        return " - " + stripped[2:]
+    return stripped if _looks_known(stripped) else line
 
 
 def _unwrap(raw_lines: list[str]) -> list[str]:
@@ -221,12 +238,17 @@ def _unwrap(raw_lines: list[str]) -> list[str]:
     out: list[str] = []
     last_piece = ""
     for raw in raw_lines:
-        if out and len(last_piece) == width and raw and not _looks_known(_clean(raw)):
+        if out and len(last_piece) == width and raw and not _looks_own(_clean(raw)):
             out[-1] += raw
         else:
             out.append(raw)
         last_piece = raw
     return out
+
+
+def _looks_own(line: str) -> bool:
+    """Whether a line is one pgbench prints on its own, at whatever indent."""
+    return _looks_known(line) or _looks_known(line.lstrip())
 
 
 # --- progress ------------------------------------------------------------------------------------
@@ -419,15 +441,20 @@ _SCRIPT_NOISE = re.compile(
 )
 # "statement latencies in milliseconds:" (10-14), "... and failures:" (15+),
 # "..., failures and retries:" (15+ with --max-tries other than 1); " - " with several scripts
+# ", file N" with several scripts before 9.6
 _STATEMENT_HEADER = re.compile(
-    r"^(?: - )?statement latencies in milliseconds(?P<cols> and failures|, failures and retries)?:$"
+    r"^(?: - )?statement latencies in milliseconds"
+    r"(?P<cols> and failures|, failures and retries)?(?:, file (?P<file>\d+))?:$"
 )
-# a statement line as pgbench prints it: "   %11.3f  ..." (a wrapped fragment rarely looks so)
-_STATEMENT_LINE = re.compile(r"^\s{3,}-?(?:\d+\.\d{3}|nan)\s{2,}\S")
+# A per-statement row, read by its structure, not by its indent (pgbench indents it, pasted
+# copies lose or change that): the latency as pgbench prints it ("%11.3f", "\t%f" before 9.6),
+# then the failure and retry counts the header announced, then the statement. A wrapped
+# fragment of a statement rarely starts so.
+_STATEMENT_LINE = re.compile(r"^\s*-?(?:\d+\.\d{3}|\d+\.\d{6}|nan)\s+\S")
 _STATEMENT_PATTERNS = [
-    re.compile(rf"^\s+{_F}\s+(\S.*)$"),
-    re.compile(rf"^\s+{_F}\s+(\d+)\s+(\S.*)$"),
-    re.compile(rf"^\s+{_F}\s+(\d+)\s+(\d+)\s+(\S.*)$"),
+    re.compile(rf"^\s*{_F}\s+(\S.*)$"),
+    re.compile(rf"^\s*{_F}\s+(\d+)\s+(\S.*)$"),
+    re.compile(rf"^\s*{_F}\s+(\d+)\s+(\d+)\s+(\S.*)$"),
 ]
 
 
@@ -468,6 +495,7 @@ class _RunBuilder:
         self.progress_raw = ""
         self.errors: list[str] = []
         self.statement_columns: int | None = None  # None: not inside a statement block
+        self.unreadable_statement: str | None = None  # the first row that could not be read
         self.last: Literal["statement", "progress", "other"] = "other"
 
     def feed(self, line: str) -> None:
@@ -475,7 +503,7 @@ class _RunBuilder:
             self.statement_columns = None
             self.last = "other"
             return
-        if self._continuation(line):
+        if self._statement_row(line) or self._continuation(line):
             return
         self.last = "other"
         point = parse_progress_line(line)
@@ -503,9 +531,13 @@ class _RunBuilder:
 
     def _continuation(self, line: str) -> bool:
         """A terminal wrapped a long statement or progress line: join it back exactly (a hard
-        wrap splits at a column, not between words)."""
+        wrap splits at a column, not between words). Inside a statement block, a line that is
+        neither a row nor a statement's continuation makes the block unreadable."""
         if self.last == "statement" and not _looks_known(line):
             self.statements[-1].sql += line
+            return True
+        if self.statement_columns is not None and not _looks_known(line):
+            self.unreadable_statement = self.unreadable_statement or line.strip()
             return True
         if self.last == "progress" and not _looks_known(line):
             joined = self.progress_raw + line
@@ -518,17 +550,28 @@ class _RunBuilder:
 
     def _statement(self, line: str) -> bool:
         header = _STATEMENT_HEADER.match(line)
-        if header is not None:
-            cols = header["cols"]
-            self.statement_columns = 0 if cols is None else (2 if "retries" in cols else 1)
-            if not self.scripts:
-                self.scripts.append(_ScriptAcc(number=1))
-            return True
+        if header is None:
+            return False
+        cols = header["cols"]
+        self.statement_columns = 0 if cols is None else (2 if "retries" in cols else 1)
+        if header["file"] is not None:  # before 9.6: one header per script, no script block
+            self.scripts.append(_ScriptAcc(number=int(header["file"])))
+        elif not self.scripts:
+            self.scripts.append(_ScriptAcc(number=1))
+        return True
+
+    def _statement_row(self, line: str) -> bool:
+        """A row of the statement block being read, by its columns; a line that starts like a
+        row but lacks the columns its header announced is unreadable (and consumed)."""
         if self.statement_columns is None:
             return False
         m = _STATEMENT_PATTERNS[self.statement_columns].match(line)
         if m is None:
-            return False
+            if _STATEMENT_LINE.match(line) is None:
+                return False
+            self.unreadable_statement = self.unreadable_statement or line.strip()
+            self.last = "other"
+            return True
         groups = m.groups()
         self.statements.append(
             _StatementAcc(
@@ -610,7 +653,9 @@ class _RunBuilder:
             tps_including_connections=get.real("tps_including"),
             reconnect=tps_reconnect is not None,
             scripts=tuple(_script_stats(s) for s in self.scripts if s.name is not None),
-            statements=tuple(
+            statements=()
+            if self.unreadable_statement is not None
+            else tuple(
                 Statement(s.sql, s.latency_ms, s.failures, s.retries, s.script)
                 for s in self.statements
             ),
@@ -618,6 +663,15 @@ class _RunBuilder:
             command=command,
             errors=tuple(self.errors),
             aborted=client_aborted or (bool(self.errors) and tps is None),
+            notes=self._notes(),
+        )
+
+    def _notes(self) -> tuple[str, ...]:
+        if self.unreadable_statement is None:
+            return ()
+        return (
+            "per-statement latencies could not be read (their columns are not the ones the "
+            f"header announces: {self.unreadable_statement[:80]!r}); none are stored",
         )
 
 
