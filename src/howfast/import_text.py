@@ -66,7 +66,5 @@ def _decode(data: bytes, codec: str, name: str, label: str) -> str:
             _CONVERT_HINT if label == "UTF-8" else "the file may be cut or damaged",
         ) from None
     if "\x00" in text:
-        raise UsageError(
-            f"{name}: binary data (NUL characters in {label} text), not tool output"
-        )
+        raise UsageError(f"{name}: binary data (NUL characters in {label} text), not tool output")
     return text
