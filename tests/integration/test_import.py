@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from howfast.analysis.rate_curves import rate_curves
 from howfast.cli import main
+from howfast.store import open_store
 
 PGBENCH = Path(__file__).parent.parent / "data" / "pgbench"
 FIO = Path(__file__).parent.parent / "data" / "fio"
@@ -105,3 +107,73 @@ def test_an_indented_or_quoted_copy_is_imported(cli: Cli):
         (step,) = imported(cli, "pgbench", str(PGBENCH / name))["steps"]
         assert step["status"] == "completed" and step["metrics"]["tps"] > 0
         assert len(step["metrics"]["statements"]) in (11, 13)
+
+
+# --- several runs in one text --------------------------------------------------------------------
+
+
+def test_every_run_of_a_text_becomes_a_step_in_order(cli: Cli):
+    doc = imported(cli, "pgbench", str(PGBENCH / "multi-four-runs-pg15.txt"))
+    steps = doc["steps"]
+    assert [s["params"]["clients"] for s in steps] == [1, 2, 4, 8]
+    assert [s["metrics"]["tps"] for s in steps] == [
+        1199.719865,
+        1107.441522,
+        721.196577,
+        1068.442289,
+    ]
+    assert all(s["status"] == "completed" and len(s["metrics"]["statements"]) == 11 for s in steps)
+    assert doc["status"] == "completed" and stored_run_count(cli) == 1
+
+
+def test_fixed_rate_runs_make_one_rate_curve(cli: Cli, tmp_path: Path):
+    doc = imported(cli, "pgbench", str(PGBENCH / "multi-rate-curve-pg15.txt"))
+    steps = doc["steps"]
+    assert [s["params"]["rate"] for s in steps] == [100, 200, 400, 800]
+    assert all(s["params"]["latency_limit_ms"] == 5.0 for s in steps)
+    with open_store(str(tmp_path / "results.db")) as store:
+        run = store.get_run(int(doc["id"]))
+    assert run is not None
+    (curve,) = rate_curves(run)
+    assert [row.offered for row in curve.rows] == [100, 200, 400, 800]
+    assert curve.rows[0].lag_avg_ms == 0.675
+
+
+def test_a_failed_run_among_others_is_a_failed_step_with_its_error(cli: Cli):
+    doc = imported(cli, "pgbench", str(PGBENCH / "multi-init-runs-refused-pg15.txt"))
+    steps = doc["steps"]
+    assert [(s["workload"], s["status"]) for s in steps] == [
+        ("pgbench-init", "completed"),
+        ("pgbench", "completed"),
+        ("pgbench", "failed"),
+        ("pgbench", "completed"),
+    ]
+    assert "Connection refused" in steps[2]["error"]
+    assert steps[3]["params"]["mode"] == "select-only" and doc["status"] == "failed"
+
+
+# --- text without a summary ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("run-refused-pg15.txt", "pgbench failed before its summary: pgbench: error: connection"),
+        ("run-notinit-pg15.txt", "pgbench failed before its summary"),
+        ("run-tpcb-pg15-cut.txt", "ends before pgbench's 'tps = ...' line"),
+        ("run-tpcb-pg14-cut-in-progress.txt", "ends after 2 progress lines"),
+        ("run-aborted-pg15.txt", "pgbench stopped before its summary's 'tps = ...' line"),
+    ],
+)
+def test_text_without_a_summary_is_refused_and_says_what_is_missing(cli: Cli, name: str, said: str):
+    status, out, err = cli("import", "pgbench", str(PGBENCH / name), "--json")
+    assert status == 2 and out == ""
+    assert "nothing stored" in err and said in err
+    assert stored_run_count(cli) == 0
+
+
+def test_an_init_cut_before_its_end_is_refused(cli: Cli):
+    text = (PGBENCH / "init-client-pg15.txt").read_text().split("vacuuming")[0]
+    status, _, err = cli("import", "pgbench", "-", stdin=text.encode())
+    assert status == 2 and "before pgbench's 'done' line" in err
+    assert stored_run_count(cli) == 0

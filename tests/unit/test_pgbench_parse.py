@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.workloads.pgbench.invocations import parse_all
 from howfast.workloads.pgbench.parse import (
     PgbenchInit,
     PgbenchRun,
@@ -981,3 +982,56 @@ def test_statement_rows_without_the_announced_columns_are_dropped_with_a_note():
 def test_output_pasted_into_a_document_reads_as_the_original(copy: str, original: str):
     assert detect_kind(read(copy)) == "run"
     assert run_of(copy) == run_of(original)
+
+
+# --- several invocations in one text (issue 18, item 1) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.name
+        for p in DATA.glob("*.txt")
+        if not p.name.startswith("multi-") and "utf16" not in p.name
+    ),
+)
+def test_a_text_of_one_invocation_reads_as_parse_any_reads_it(name: str):
+    init, run = parse_any(read(name))
+    assert parse_all(read(name)) == [item for item in (init, run) if item is not None]
+
+
+def test_stdout_before_stderr_through_parse_all() -> None:
+    before, after = read("run-tpcb-pg15.txt").split("transaction type:", 1)
+    text = "transaction type:" + after + read("init-client-pg15.txt") + before
+    (run, init) = parse_all(text)
+    assert isinstance(run, PgbenchRun) and isinstance(init, PgbenchInit)
+    assert (run.tps, len(run.progress), len(run.statements)) == (2177.857349, 5, 11)
+
+
+def test_runs_of_a_loop_are_split_in_order() -> None:
+    runs = parse_all(read("multi-four-runs-pg15.txt"))
+    assert [(r.clients, len(r.progress), len(r.statements)) for r in runs] == [
+        (1, 2, 11),
+        (2, 2, 11),
+        (4, 2, 11),
+        (8, 2, 11),
+    ]
+    only_stdout = "".join(read(n).split("starting vacuum...end.\n")[-1] for n in TWO_OLD_RUNS)
+    assert [r.tps for r in parse_all(only_stdout)] == [run_of(n).tps for n in TWO_OLD_RUNS]
+
+
+TWO_OLD_RUNS = ("run-tpcb-pg10.txt", "run-t-pg13.txt")
+
+
+@pytest.mark.parametrize(
+    ("command", "rate"),
+    [
+        ("$ pgbench -R 250 -c 4 bench", 250.0),
+        ("$ pgbench -R250 -c 4 bench", 250.0),
+        ("$ pgbench --rate=12.5 -c 4 bench", 12.5),
+        ("$ pgbench --rate 80 -c 4 bench", 80.0),
+        ("$ pgbench -r -c 4 bench", None),
+    ],
+)
+def test_rate_comes_from_the_echoed_command(command: str, rate: float | None) -> None:
+    assert parse_run(command + "\n" + read("run-rate-limit-pg15.txt")).rate == rate

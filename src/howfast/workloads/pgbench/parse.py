@@ -27,6 +27,10 @@ from howfast.workloads.pgbench.pasted import unpaste
 
 Mode = Literal["tpcb-like", "select-only", "simple-update", "custom", "multiple"]
 Kind = Literal["run", "init"]
+# What one cleaned line is, for splitting a text into pgbench invocations (see invocations.py)
+LineRole = Literal[
+    "command", "version", "vacuum", "init", "progress", "error", "aborted", "summary", "other"
+]
 StatementMetric = dict[str, str | float | int]
 MetricValue = float | int | str | list[StatementMetric]
 Metrics = dict[str, MetricValue]
@@ -114,6 +118,7 @@ class PgbenchRun:
     skipped: int | None = None
     late: int | None = None
     latency_limit_ms: float | None = None
+    rate: float | None = None  # -R, from the echoed command: pgbench does not print it
     latency_avg_ms: float | None = None
     latency_avg_includes_failures: bool = False
     latency_stddev_ms: float | None = None
@@ -366,6 +371,27 @@ def _scale_from_command(argv: tuple[str, ...] | None) -> int | None:
             value = word[2:]
         if value is not None and value.isdigit():
             return int(value)
+    return None
+
+
+def _rate_from_command(argv: tuple[str, ...] | None) -> float | None:
+    """The -R/--rate of a command (transactions per second); None when it set none."""
+    value = _option_value(argv or (), "-R", "--rate")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _option_value(argv: tuple[str, ...], short: str, long: str) -> str | None:
+    """The value of an option given as "-R 100", "-R100", "--rate 100" or "--rate=100"."""
+    for i, word in enumerate(argv):
+        if word in (short, long) and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(long + "="):
+            return word.split("=", 1)[1]
+        if word.startswith(short) and len(word) > len(short) and not word.startswith("--"):
+            return word[len(short) :]
     return None
 
 
@@ -642,6 +668,7 @@ class _RunBuilder:
             skipped=get.integer("skipped"),
             late=get.integer("late", 1),
             latency_limit_ms=get.real("late"),
+            rate=_rate_from_command(command),
             latency_avg_ms=get.real("lat_avg"),
             latency_avg_includes_failures=get.text("lat_avg", 1) is not None,
             latency_stddev_ms=get.real("lat_stddev"),
@@ -890,7 +917,11 @@ def parse_init(text: str) -> PgbenchInit:
 
 def parse_any(text: str) -> tuple[PgbenchInit | None, PgbenchRun | None]:
     """Split an output that may hold an init, a run, or both, and parse each part."""
-    lines = clean_lines(text)
+    return parse_lines(clean_lines(text))
+
+
+def parse_lines(lines: list[str]) -> tuple[PgbenchInit | None, PgbenchRun | None]:
+    """`parse_any` of lines already cleaned by `clean_lines`."""
     init_lines, run_lines, commands = _split(lines)
     init_command = next((tuple(c) for c in commands if _is_init_command(c)), None)
     run_command = next((tuple(c) for c in commands if not _is_init_command(c)), None)
@@ -907,3 +938,27 @@ def parse_any(text: str) -> tuple[PgbenchInit | None, PgbenchRun | None]:
             builder.feed(line)
         run = builder.build(run_command)
     return init, run
+
+
+def line_role(line: str) -> tuple[LineRole, str | None]:
+    """What a cleaned line is, and for a summary line which one ("tps_without", "clients",
+    ...), "done" for the last line of an init: what `invocations` needs to tell where one
+    pgbench invocation ends."""
+    if not line.strip():
+        return "other", None
+    if parse_command_line(line) is not None:
+        return "command", None
+    if _VERSION.match(line):
+        return "version", None
+    if line.startswith("starting vacuum"):
+        return "vacuum", None
+    if _is_init_line(line):
+        return "init", ("done" if line == "done." or _DONE_IN.match(line) else None)
+    if _PROGRESS.match(line):
+        return "progress", None
+    if _is_error(line):
+        return ("aborted" if "Run was aborted" in line else "error"), None
+    for key, pattern in _RUN_LINES.items():
+        if pattern.match(line):
+            return "summary", key
+    return "other", None
