@@ -60,9 +60,14 @@ def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str
         raise UsageError(f"{source_name}: no complete pgbench output, nothing stored: {reasons}")
     target = label or source_name
     started = now()
-    run_id = store.create_run("import", {"imported_from": source_name}, started, label=label)
-    version = next((item.version for item in found if item.version), None)
-    store.add_target(run_id, TargetRecord(name=target, kind="import", pg_version=version))
+    environment: dict[str, JSONValue] = {"imported_from": source_name}
+    client_version = next((item.version for item in found if item.version), None)
+    if client_version is not None:
+        environment["pgbench_version"] = client_version
+    run_id = store.create_run("import", environment, started, label=label)
+    store.add_target(
+        run_id, TargetRecord(name=target, kind="import", pg_version=_server_version(found))
+    )
     status = "completed"
     for item in found:
         step = _step(item, target, started)
@@ -70,6 +75,15 @@ def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str
         status = "failed" if step.status == "failed" else status
     store.finish_run(run_id, status, now())
     return run_id
+
+
+def _server_version(found: list[parse.PgbenchInit | parse.PgbenchRun]) -> str | None:
+    """The server's version: pgbench 14+ prints "pgbench (CLIENT, server SERVER)" when the two
+    differ, and only its own version when they are the same."""
+    for item in found:
+        if isinstance(item, parse.PgbenchRun) and item.server_version:
+            return item.server_version
+    return next((item.version for item in found if item.version), None)
 
 
 def _complete(item: parse.PgbenchInit | parse.PgbenchRun) -> bool:

@@ -177,3 +177,15 @@ def test_an_init_cut_before_its_end_is_refused(cli: Cli):
     status, _, err = cli("import", "pgbench", "-", stdin=text.encode())
     assert status == 2 and "before pgbench's 'done' line" in err
     assert stored_run_count(cli) == 0
+
+
+# --- versions ------------------------------------------------------------------------------------
+
+
+def test_the_target_has_the_servers_version_and_the_client_is_kept(cli: Cli):
+    doc = imported(cli, "pgbench", str(PGBENCH / "run-simple-update-pg16.txt"))
+    assert doc["targets"][0]["pg_version"] == "15.6"  # "pgbench (16.2 (...), server 15.6)"
+    assert doc["environment"]["pgbench_version"] == "16.2"
+    same = imported(cli, "pgbench", str(PGBENCH / "run-tpcb-pg15.txt"))
+    assert same["targets"][0]["pg_version"] == "15.18"
+    assert same["environment"]["pgbench_version"] == "15.18"
