@@ -29,10 +29,22 @@ FIO_PARAM_OPTIONS = (
 
 
 def pgbench_run_params(run: parse.PgbenchRun) -> dict[str, JSONValue]:
-    """The params the output states, under the same names `howfast run` uses."""
+    """The params the output states, under the names `howfast run` uses (docs/json.md): a
+    custom script, or several scripts, are mode "custom" with their names in `scripts`, as
+    pgbench printed them (a file's path, "<builtin: select only>"), and with several scripts
+    their weights in `script_weights`."""
+    scripts: list[JSONValue] | None = None
+    weights: list[JSONValue] | None = None
+    if run.mode == "multiple":
+        scripts = [s.name for s in run.scripts] or None
+        if run.scripts and all(s.weight is not None for s in run.scripts):
+            weights = [s.weight for s in run.scripts]
+    elif run.mode == "custom" and run.script is not None:
+        scripts = [run.script]
     candidates: dict[str, JSONValue] = {
-        "mode": run.mode,
-        "script": run.script,
+        "mode": "custom" if run.mode == "multiple" else run.mode,
+        "scripts": scripts,
+        "script_weights": weights,
         "clients": run.clients,
         "jobs": run.threads,
         "duration_s": run.duration_s,
@@ -41,6 +53,19 @@ def pgbench_run_params(run: parse.PgbenchRun) -> dict[str, JSONValue]:
         "rate": run.rate,
         "protocol": run.query_mode,
         "latency_limit_ms": run.latency_limit_ms,
+    }
+    return {k: v for k, v in candidates.items() if v is not None}
+
+
+def pgbench_init_params(init: parse.PgbenchInit) -> dict[str, JSONValue]:
+    """An init's params under the names `howfast run` uses: scale, generate (client/server),
+    fillfactor, partitions, partition_method, as far as the output and its command say."""
+    candidates: dict[str, JSONValue] = {
+        "scale": init.scale or None,
+        "generate": init.generate,
+        "fillfactor": init.fillfactor,
+        "partitions": init.partitions,
+        "partition_method": init.partition_method,
     }
     return {k: v for k, v in candidates.items() if v is not None}
 
@@ -125,7 +150,7 @@ def _step(item: parse.PgbenchInit | parse.PgbenchRun, target: str, started: str)
         return StepRecord(
             target=target,
             workload="pgbench-init",
-            params={"scale": item.scale} if item.scale else {},
+            params=pgbench_init_params(item),
             status="failed" if failed else "completed",
             started_at=started,
             finished_at=started,

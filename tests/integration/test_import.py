@@ -189,3 +189,31 @@ def test_the_target_has_the_servers_version_and_the_client_is_kept(cli: Cli):
     same = imported(cli, "pgbench", str(PGBENCH / "run-tpcb-pg15.txt"))
     assert same["targets"][0]["pg_version"] == "15.18"
     assert same["environment"]["pgbench_version"] == "15.18"
+
+
+# --- params under their documented names ---------------------------------------------------------
+
+
+def test_scripts_are_listed_under_scripts(cli: Cli):
+    (step,) = imported(cli, "pgbench", str(PGBENCH / "run-multi-pg15.txt"))["steps"]
+    assert step["params"]["mode"] == "custom"
+    assert step["params"]["scripts"] == ["<builtin: select only>", "<builtin: TPC-B (sort of)>"]
+    assert step["params"]["script_weights"] == [1, 1]
+    (step,) = imported(cli, "pgbench", str(PGBENCH / "run-custom-pg15.txt"))["steps"]
+    assert step["params"]["mode"] == "custom" and step["params"]["scripts"] == ["custom.sql"]
+    assert "script" not in step["params"] and "script_weights" not in step["params"]
+
+
+def test_init_params_say_how_the_data_was_generated(cli: Cli):
+    (step,) = imported(cli, "pgbench", str(PGBENCH / "init-server-partitions-pg15.txt"))["steps"]
+    assert step["params"] == {
+        "scale": 2,
+        "generate": "server",
+        "fillfactor": 90,
+        "partitions": 4,
+        "partition_method": "range",
+    }
+    (step,) = imported(cli, "pgbench", str(PGBENCH / "init-server-pg13.txt"))["steps"]
+    assert step["params"] == {"scale": 100, "generate": "server"}
+    (step,) = imported(cli, "pgbench", str(PGBENCH / "init-client-pg15.txt"))["steps"]
+    assert step["params"] == {"scale": 2, "generate": "client"}

@@ -42,3 +42,8 @@ done
     as_pg "$BIN/pgbench" -p "$DEAD_PORT" -c 2 -j 1 -T 2 bench || true
     as_pg "$BIN/pgbench" -b select-only -c 4 -j 2 -T 2 bench
 ) > "$OUT/multi-init-runs-refused-pg15.txt" 2>&1
+# an init with server-side generation, a fillfactor and partitions, its command echoed
+(
+    set -x
+    as_pg "$BIN/pgbench" -i -s 2 -F 90 --partitions=4 -I dtGvp bench
+) > "$OUT/init-server-partitions-pg15.txt" 2>&1

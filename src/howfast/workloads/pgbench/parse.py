@@ -169,6 +169,9 @@ class PgbenchInit:
     version: str | None = None
     scale: int | None = None
     generate: Literal["client", "server"] | None = None
+    fillfactor: int | None = None  # -F, from the echoed command
+    partitions: int | None = None
+    partition_method: str | None = None
     phases: dict[str, float] = field(default_factory=dict)
     total_s: float | None = None
     completed: bool = False  # "done in ..." or "done." was printed
@@ -393,6 +396,10 @@ def _option_value(argv: tuple[str, ...], short: str, long: str) -> str | None:
         if word.startswith(short) and len(word) > len(short) and not word.startswith("--"):
             return word[len(short) :]
     return None
+
+
+def _integer(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
 
 
 def _is_init_command(argv: list[str]) -> bool:
@@ -767,6 +774,7 @@ _INIT_NOISE = re.compile(
     r"|NOTICE:  table \"pgbench_\w+\" does not exist, skipping)$"
 )
 _PHASE = re.compile(r"^(.+?) ([\d.]+) s$")
+_CREATING_PARTITIONS = re.compile(r"^creating (\d+) partitions\.\.\.$")
 _PHASE_KEYS = {
     "drop tables": "drop_s",
     "create tables": "create_s",
@@ -801,8 +809,11 @@ def _build_init(lines: list[str], command: tuple[str, ...] | None) -> PgbenchIni
     total: float | None = None
     completed = False
     version: str | None = None
+    created_partitions: int | None = None
     errors: list[str] = []
     for line in lines:
+        if (m := _CREATING_PARTITIONS.match(line)) is not None:
+            created_partitions = int(m[1])
         if (m := _TUPLES.match(line)) is not None:
             table = m[3]
             if table in (None, "pgbench_accounts"):
@@ -828,10 +839,20 @@ def _build_init(lines: list[str], command: tuple[str, ...] | None) -> PgbenchIni
             version = version or v["v"]
     if scale is None:
         scale = _scale_from_command(command)
+    argv = command or ()
+    steps = _option_value(argv, "-I", "--init-steps") or ""
+    if generate is None and ("G" in steps or "g" in steps):  # -I dtGvp: server-side
+        generate = "server" if "G" in steps else "client"
+    partitions = _integer(_option_value(argv, "--partitions", "--partitions"))
+    partitions = partitions if partitions is not None else created_partitions
+    method = _option_value(argv, "--partition-method", "--partition-method")
     return PgbenchInit(
         version=version,
         scale=scale,
         generate=generate,
+        fillfactor=_integer(_option_value(argv, "-F", "--fillfactor")),
+        partitions=partitions,
+        partition_method=method or ("range" if partitions else None),
         phases=phases,
         total_s=total,
         completed=completed,
