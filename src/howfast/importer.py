@@ -4,6 +4,7 @@ run in the text, in order) and fio (one step per measured job)."""
 from __future__ import annotations
 
 import os
+import signal
 
 from howfast.errors import UsageError
 from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
@@ -211,6 +212,21 @@ def _fio_seconds(text: str | None) -> int | None:
         return None
 
 
+def _stopped_warnings(result: fio_parse.FioResult) -> list[str]:
+    """A fact of the output, not a verdict: fio was stopped before its jobs' end."""
+    number = result.stopped_by_signal
+    if number is None:
+        return []
+    try:
+        name = f" ({signal.Signals(number).name})"
+    except ValueError:
+        name = ""
+    return [
+        f"fio was terminated by signal {number}{name} before its jobs ended: its figures "
+        "cover only the time they ran (runtime_s)"
+    ]
+
+
 def import_fio_text(store: Store, text: str, *, source_name: str, label: str | None) -> int:
     """Store fio's JSON output (json or json+, any fio 2.x/3.x) as a run with one step per
     measured job; howfast's own unmeasured prefill job is left out."""
@@ -241,7 +257,7 @@ def import_fio_text(store: Store, text: str, *, source_name: str, label: str | N
                 started_at=started,
                 finished_at=started,
                 metrics=job_metrics(job),
-                warnings=imported_warnings(job.options),
+                warnings=_stopped_warnings(result) + imported_warnings(job.options),
                 error=f"fio reported error {job.error} ({os.strerror(job.error)})"
                 if failed
                 else None,

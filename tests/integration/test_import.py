@@ -217,3 +217,15 @@ def test_init_params_say_how_the_data_was_generated(cli: Cli):
     assert step["params"] == {"scale": 100, "generate": "server"}
     (step,) = imported(cli, "pgbench", str(PGBENCH / "init-client-pg15.txt"))["steps"]
     assert step["params"] == {"scale": 2, "generate": "client"}
+
+
+# --- fio -----------------------------------------------------------------------------------------
+
+
+def test_fio_stopped_by_a_signal_is_stored_with_a_warning(cli: Cli):
+    doc = imported(cli, "fio", str(FIO / "fio-3.33_randrw-4k-qd1_sigint.stdout"))
+    (step,) = doc["steps"]
+    assert step["status"] == "completed" and step["metrics"]["read_iops"] > 0
+    assert any("terminated by signal 2 (SIGINT)" in w for w in step["warnings"])
+    (plain,) = imported(cli, "fio", str(FIO / "fio-3.33_randrw-4k-qd1_json.json"))["steps"]
+    assert not any("signal" in w for w in plain["warnings"])
