@@ -3,6 +3,7 @@ from the printf formats of the other versions (see tests/data/pgbench/README.md)
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -1035,3 +1036,14 @@ TWO_OLD_RUNS = ("run-tpcb-pg10.txt", "run-t-pg13.txt")
 )
 def test_rate_comes_from_the_echoed_command(command: str, rate: float | None) -> None:
     assert parse_run(command + "\n" + read("run-rate-limit-pg15.txt")).rate == rate
+
+
+def test_joining_hard_wrapped_lines_takes_linear_time() -> None:
+    """A text of 3 MB cut at one width (50 000 pieces) once took minutes: each piece was
+    appended to a growing string (issue 18, item 8; benchmarks/import-long-lines)."""
+    piece = "0123456789 wrapped text, not pgbench output; " * 2
+    text = "\n".join([piece[:60]] * 50_000) + "\n"
+    start = time.perf_counter()
+    lines = clean_lines(text)
+    assert time.perf_counter() - start < 5.0
+    assert lines == [piece[:60] * 50_000]

@@ -243,20 +243,23 @@ def _unwrap(raw_lines: list[str]) -> list[str]:
     width = max((len(line) for line in raw_lines), default=0)
     if width < 40 or sum(len(line) == width for line in raw_lines) < 2:
         return raw_lines
-    out: list[str] = []
+    # Pieces are gathered and joined once: appending each to a growing string copies it
+    # again every time, which is quadratic in a text of many wrapped lines.
+    joined: list[list[str]] = []
     last_piece = ""
     for raw in raw_lines:
-        if out and len(last_piece) == width and raw and not _looks_own(_clean(raw)):
-            out[-1] += raw
+        if joined and len(last_piece) == width and raw and not _looks_own(_clean(raw)):
+            joined[-1].append(raw)
         else:
-            out.append(raw)
+            joined.append([raw])
         last_piece = raw
-    return out
+    return ["".join(pieces) for pieces in joined]
 
 
 def _looks_own(line: str) -> bool:
     """Whether a line is one pgbench prints on its own, at whatever indent."""
-    return _looks_known(line) or _looks_known(line.lstrip())
+    stripped = line.lstrip()
+    return _looks_known(line) or (stripped != line and _looks_known(stripped))
 
 
 # --- progress ------------------------------------------------------------------------------------
@@ -284,7 +287,13 @@ def _float(text: str) -> float:
 def parse_progress_line(line: str) -> ProgressPoint | None:
     """Parse one `-P` line ("progress: 1.0 s, 1234.5 tps, lat 0.812 ms stddev 0.123, ...");
     None for any other line. Meant for live use on each stderr line."""
-    m = _PROGRESS.match(clean_lines(line)[0] if line else "")
+    first = line.splitlines()[0] if line.strip() else ""  # "\r" ends a line, as in clean_lines
+    return _progress_point(_clean(first).lstrip())
+
+
+def _progress_point(line: str) -> ProgressPoint | None:
+    """`parse_progress_line` of a line already cleaned."""
+    m = _PROGRESS.match(line)
     if m is None:
         return None
     rest = m["rest"]
@@ -334,6 +343,10 @@ def _is_error(line: str) -> bool:
 
 # --- command line --------------------------------------------------------------------------------
 
+# An echoed command is a line of a shell; a longer line is something else (and shlex would
+# take seconds to split it).
+MAX_COMMAND_CHARS = 16_384
+_BARE_COMMAND = re.compile(r"""^['"]?\S*pgbench['"]?\s+['"]?-""")
 _PROMPT = re.compile(r"^(?:\S*[$#>]|\+)\s+")
 
 
@@ -341,9 +354,11 @@ def parse_command_line(line: str) -> list[str] | None:
     """The argv of an echoed pgbench command ("pgbench -c 4 db", "$ pgbench ...", "+ pgbench ..."
     from `set -x`, "kubectl exec pod -- pgbench ..."), from the pgbench word on; None otherwise.
     pgbench's own lines ("pgbench (15.4)", "pgbench: error: ...") are not commands."""
-    if "pgbench" not in line:
+    if "pgbench" not in line or len(line) > MAX_COMMAND_CHARS:
         return None
     prompted = _PROMPT.match(line) is not None
+    if not prompted and _BARE_COMMAND.match(line) is None:
+        return None  # spares shlex every line that merely mentions pgbench
     body = _PROMPT.sub("", line, count=1)
     try:
         words = shlex.split(body)
@@ -413,7 +428,7 @@ def _is_init_command(argv: list[str]) -> bool:
 # "pgbench (15.18 (Debian 15.18-0+deb12u1))", "pgbench (16.2, server 15.4)",
 # "pgbench (PostgreSQL) 10.23" (--version)
 _VERSION = re.compile(
-    r"^pgbench \((?:PostgreSQL\) )?(?P<v>\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?)"
+    r"^pgbench \((?:PostgreSQL\) )?(?P<v>\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?)(?=[ ),]|$)"
     r"(?:.*?, server (?P<server>\d+(?:\.\d+)*))?"
 )
 
@@ -539,7 +554,7 @@ class _RunBuilder:
         if self._statement_row(line) or self._continuation(line):
             return
         self.last = "other"
-        point = parse_progress_line(line)
+        point = _progress_point(line)
         if point is not None:
             self.progress.append(point)
             self.progress_raw = line
@@ -574,7 +589,7 @@ class _RunBuilder:
             return True
         if self.last == "progress" and not _looks_known(line):
             joined = self.progress_raw + line
-            point = parse_progress_line(joined)
+            point = _progress_point(joined)
             if point is not None:
                 self.progress[-1] = point
                 self.progress_raw = joined
@@ -746,16 +761,8 @@ def _script_stats(acc: _ScriptAcc) -> ScriptStats:
 def _looks_known(line: str) -> bool:
     """Whether a line is something pgbench prints on its own (so not a wrapped continuation)."""
     return (
-        _PROGRESS.match(line) is not None
-        or _is_error(line)
-        or _VERSION.match(line) is not None
-        or any(p.match(line) for p in _RUN_LINES.values())
-        or _RUN_NOISE.match(line) is not None
-        or _STATEMENT_HEADER.match(line.removeprefix(" - ")) is not None
-        or _STATEMENT_LINE.match(line) is not None
-        or _SCRIPT_HEADER.match(line) is not None
+        _KNOWN_LINE.match(line) is not None
         or line.startswith(" - ")
-        or _is_init_line(line)
         or parse_command_line(line) is not None
     )
 
@@ -800,6 +807,31 @@ def _is_init_line(line: str) -> bool:
         or _GENERATING.match(line) is not None
         or _INIT_NOISE.match(line) is not None
     )
+
+
+def _one_pattern(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """The patterns as one alternation (their group names removed): one match per line instead
+    of forty, which matters in a text of many megabytes."""
+    return re.compile("|".join(re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in patterns))
+
+
+# every line pgbench prints on its own, but echoed commands and " - " script lines
+_KNOWN_LINE = _one_pattern(
+    [
+        _PROGRESS,
+        *_ERROR_PATTERNS,
+        _VERSION,
+        *_RUN_LINES.values(),
+        _RUN_NOISE,
+        _STATEMENT_HEADER,
+        _STATEMENT_LINE,
+        _SCRIPT_HEADER,
+        _TUPLES,
+        _DONE_IN,
+        _GENERATING,
+        _INIT_NOISE,
+    ]
+)
 
 
 def _build_init(lines: list[str], command: tuple[str, ...] | None) -> PgbenchInit:
