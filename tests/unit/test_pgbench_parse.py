@@ -1047,3 +1047,31 @@ def test_joining_hard_wrapped_lines_takes_linear_time() -> None:
     lines = clean_lines(text)
     assert time.perf_counter() - start < 5.0
     assert lines == [piece[:60] * 50_000]
+
+
+def test_statements_of_several_files_before_9_6() -> None:
+    """pgbench 9.3-9.5: "\\t%f\\t%s" rows under one header per file, no script block."""
+    text = (
+        "transaction type: Custom query\n"
+        "scaling factor: 1\n"
+        "query mode: simple\n"
+        "number of clients: 2\n"
+        "number of threads: 1\n"
+        "duration: 10 s\n"
+        "number of transactions actually processed: 9120\n"
+        "latency average: 2.193 ms\n"
+        "tps = 911.761243 (including connections establishing)\n"
+        "tps = 912.157001 (excluding connections establishing)\n"
+        "statement latencies in milliseconds, file 1:\n"
+        "\t0.002176\t\\setrandom aid 1 :naccounts\n"
+        "\t0.392412\tSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+        "statement latencies in milliseconds, file 2:\n"
+        "\t1.870020\tUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1;\n"
+    )
+    run = parse_run(text)
+    assert [(s.script, s.latency_ms) for s in run.statements] == [
+        (1, 0.002176),
+        (1, 0.392412),
+        (2, 1.87002),
+    ]
+    assert run.notes == () and run.tps == 912.157001
