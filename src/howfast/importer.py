@@ -1,9 +1,10 @@
-"""Turning tool output produced elsewhere into a stored run: pgbench (one or two steps) and
-fio (one step per measured job)."""
+"""Turning tool output produced elsewhere into a stored run: pgbench (one step per init and
+run in the text, in order) and fio (one step per measured job)."""
 
 from __future__ import annotations
 
 import os
+import signal
 
 from howfast.clock import now
 from howfast.errors import UsageError
@@ -12,7 +13,7 @@ from howfast.plans.model import duration_seconds, size_bytes
 from howfast.store.base import Store
 from howfast.workloads.fio import parse as fio_parse
 from howfast.workloads.fio.workload import histograms_us, imported_warnings, job_metrics
-from howfast.workloads.pgbench import parse
+from howfast.workloads.pgbench import invocations, parse
 
 # fio job options kept as step params, under their fio names: what the job did.
 FIO_PARAM_OPTIONS = (
@@ -29,74 +30,150 @@ FIO_PARAM_OPTIONS = (
 
 
 def pgbench_run_params(run: parse.PgbenchRun) -> dict[str, JSONValue]:
-    """The params the output states, under the same names `howfast run` uses."""
+    """The params the output states, under the names `howfast run` uses (docs/json.md): a
+    custom script, or several scripts, are mode "custom" with their names in `scripts`, as
+    pgbench printed them (a file's path, "<builtin: select only>"), and with several scripts
+    their weights in `script_weights`."""
+    scripts: list[JSONValue] | None = None
+    weights: list[JSONValue] | None = None
+    if run.mode == "multiple":
+        scripts = [s.name for s in run.scripts] or None
+        if run.scripts and all(s.weight is not None for s in run.scripts):
+            weights = [s.weight for s in run.scripts]
+    elif run.mode == "custom" and run.script is not None:
+        scripts = [run.script]
     candidates: dict[str, JSONValue] = {
-        "mode": run.mode,
-        "script": run.script,
+        "mode": "custom" if run.mode == "multiple" else run.mode,
+        "scripts": scripts,
+        "script_weights": weights,
         "clients": run.clients,
         "jobs": run.threads,
         "duration_s": run.duration_s,
         "transactions": run.transactions_per_client,
         "scale": run.scale,
+        "rate": run.rate,
         "protocol": run.query_mode,
         "latency_limit_ms": run.latency_limit_ms,
     }
     return {k: v for k, v in candidates.items() if v is not None}
 
 
+def pgbench_init_params(init: parse.PgbenchInit) -> dict[str, JSONValue]:
+    """An init's params under the names `howfast run` uses: scale, generate (client/server),
+    fillfactor, partitions, partition_method, as far as the output and its command say."""
+    candidates: dict[str, JSONValue] = {
+        "scale": init.scale or None,
+        "generate": init.generate,
+        "fillfactor": init.fillfactor,
+        "partitions": init.partitions,
+        "partition_method": init.partition_method,
+    }
+    return {k: v for k, v in candidates.items() if v is not None}
+
+
 def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str | None) -> int:
-    init, run = parse.parse_any(text)
-    if init is None and run is None:
+    """Store every init and run of a pgbench output as a step, in order. Refused (UsageError,
+    nothing stored) when none of them is complete: a run without its summary's "tps = " line,
+    an init without its "done" line."""
+    found = invocations.parse_all(text)
+    if not found:
         raise UsageError(
             f"{source_name}: no pgbench output found (expected the summary pgbench prints, "
             "e.g. 'tps = ...' or 'done in ... s')"
         )
+    if not any(_complete(item) for item in found):
+        reasons = "; ".join(dict.fromkeys(_missing(item) for item in found))
+        raise UsageError(f"{source_name}: no complete pgbench output, nothing stored: {reasons}")
     target = label or source_name
     started = now()
-    run_id = store.create_run("import", {"imported_from": source_name}, started, label=label)
-    version = (run.version if run else None) or (init.version if init else None)
-    store.add_target(run_id, TargetRecord(name=target, kind="import", pg_version=version))
+    environment: dict[str, JSONValue] = {"imported_from": source_name}
+    client_version = next((item.version for item in found if item.version), None)
+    if client_version is not None:
+        environment["pgbench_version"] = client_version
+    run_id = store.create_run("import", environment, started, label=label)
+    store.add_target(
+        run_id, TargetRecord(name=target, kind="import", pg_version=_server_version(found))
+    )
     status = "completed"
-    if init is not None:
-        init_metrics: dict[str, JSONValue] = dict(init.metrics())
-        failed = bool(init.errors)
-        store.add_step(
-            run_id,
-            StepRecord(
-                target=target,
-                workload="pgbench-init",
-                params={"scale": init.scale} if init.scale else {},
-                status="failed" if failed else "completed",
-                started_at=started,
-                finished_at=started,
-                metrics=init_metrics,
-                error="\n".join(init.errors) or None,
-            ),
-        )
-        status = "failed" if failed else status
-    if run is not None:
-        failed = run.aborted or "tps" not in run.metrics()
-        series = {
-            "tps": [Sample(p.t, p.tps) for p in run.progress],
-            "latency_ms": [Sample(p.t, p.latency_ms) for p in run.progress],
-        }
-        store.add_step(
-            run_id,
-            StepRecord(
-                target=target,
-                workload="pgbench",
-                params=pgbench_run_params(run),
-                status="failed" if failed else "completed",
-                started_at=started,
-                finished_at=started,
-                metrics=dict(run.metrics()),
-                error="\n".join(run.errors) or None,
-                series={k: v for k, v in series.items() if v},
-            ),
-        )
-        status = "failed" if failed else status
+    for item in found:
+        step = _step(item, target, started)
+        store.add_step(run_id, step)
+        status = "failed" if step.status == "failed" else status
     store.finish_run(run_id, status, now())
     return run_id
+
+
+def _server_version(found: list[parse.PgbenchInit | parse.PgbenchRun]) -> str | None:
+    """The server's version: pgbench 14+ prints "pgbench (CLIENT, server SERVER)" when the two
+    differ, and only its own version when they are the same."""
+    for item in found:
+        if isinstance(item, parse.PgbenchRun) and item.server_version:
+            return item.server_version
+    return next((item.version for item in found if item.version), None)
+
+
+def _complete(item: parse.PgbenchInit | parse.PgbenchRun) -> bool:
+    if isinstance(item, parse.PgbenchInit):
+        return item.completed
+    return item.tps is not None
+
+
+def _missing(item: parse.PgbenchInit | parse.PgbenchRun) -> str:
+    """Why an init or run is not complete, for its step's error."""
+    errors = "\n".join(item.errors)
+    if isinstance(item, parse.PgbenchInit):
+        if errors:
+            return f"pgbench -i failed before its end: {errors}"
+        return "the init output ends before pgbench's 'done' line (cut short?)"
+    has_summary = item.transactions is not None or item.clients is not None
+    if errors and not has_summary:
+        return f"pgbench failed before its summary: {errors}"
+    if errors:
+        return f"pgbench stopped before its summary's 'tps = ...' line: {errors}"
+    if has_summary:
+        return "the output ends before pgbench's 'tps = ...' line (cut short?)"
+    if item.progress:
+        return (
+            f"the output ends after {len(item.progress)} progress lines, before pgbench's "
+            "summary (cut short?)"
+        )
+    return "no pgbench summary"
+
+
+def _step(item: parse.PgbenchInit | parse.PgbenchRun, target: str, started: str) -> StepRecord:
+    """The step of one init or run; failed, with what was missing or went wrong, when pgbench
+    reported errors or the output is not complete."""
+    failed = bool(item.errors) or not _complete(item)
+    if isinstance(item, parse.PgbenchRun):
+        failed = failed or item.aborted
+    error = ("\n".join(item.errors) if _complete(item) else _missing(item)) if failed else None
+    if isinstance(item, parse.PgbenchInit):
+        return StepRecord(
+            target=target,
+            workload="pgbench-init",
+            params=pgbench_init_params(item),
+            status="failed" if failed else "completed",
+            started_at=started,
+            finished_at=started,
+            metrics=dict(item.metrics()),
+            error=error or None,
+        )
+    series = {
+        "tps": [Sample(p.t, p.tps) for p in item.progress],
+        "latency_ms": [Sample(p.t, p.latency_ms) for p in item.progress],
+    }
+    return StepRecord(
+        target=target,
+        workload="pgbench",
+        params=pgbench_run_params(item),
+        status="failed" if failed else "completed",
+        started_at=started,
+        finished_at=started,
+        metrics=dict(item.metrics()),
+        error=error or None,
+        warnings=list(item.notes),
+        series={k: v for k, v in series.items() if v},
+    )
 
 
 def fio_job_params(job: fio_parse.FioJob, fio_version: str) -> dict[str, JSONValue]:
@@ -135,6 +212,21 @@ def _fio_seconds(text: str | None) -> int | None:
         return None
 
 
+def _stopped_warnings(result: fio_parse.FioResult) -> list[str]:
+    """A fact of the output, not a verdict: fio was stopped before its jobs' end."""
+    number = result.stopped_by_signal
+    if number is None:
+        return []
+    try:
+        name = f" ({signal.Signals(number).name})"
+    except ValueError:
+        name = ""
+    return [
+        f"fio was terminated by signal {number}{name} before its jobs ended: its figures "
+        "cover only the time they ran (runtime_s)"
+    ]
+
+
 def import_fio_text(store: Store, text: str, *, source_name: str, label: str | None) -> int:
     """Store fio's JSON output (json or json+, any fio 2.x/3.x) as a run with one step per
     measured job; howfast's own unmeasured prefill job is left out."""
@@ -165,7 +257,7 @@ def import_fio_text(store: Store, text: str, *, source_name: str, label: str | N
                 started_at=started,
                 finished_at=started,
                 metrics=job_metrics(job),
-                warnings=imported_warnings(job.options),
+                warnings=_stopped_warnings(result) + imported_warnings(job.options),
                 error=f"fio reported error {job.error} ({os.strerror(job.error)})"
                 if failed
                 else None,

@@ -640,3 +640,13 @@ def test_real_fio_run(profile: str, tmp_path: Path) -> None:
     series = log_series({p.name: p.read_text() for p in logs.iterdir()})
     assert series["write_lat_ms"]
     assert all(value > 0 for _, value in series["write_lat_ms"])
+
+
+def test_a_run_stopped_by_a_signal_says_so() -> None:
+    text = (DATA / "fio-3.33_randrw-4k-qd1_sigint.stdout").read_text()
+    result = parse_output(text)
+    assert result.stopped_by_signal == 2 and len(result.jobs) == 1
+    assert (
+        parse_output((DATA / "fio-3.33_randrw-4k-qd1_json.json").read_text()).stopped_by_signal
+        is None
+    )

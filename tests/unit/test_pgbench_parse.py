@@ -3,10 +3,12 @@ from the printf formats of the other versions (see tests/data/pgbench/README.md)
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from howfast.workloads.pgbench.invocations import parse_all
 from howfast.workloads.pgbench.parse import (
     PgbenchInit,
     PgbenchRun,
@@ -942,3 +944,134 @@ def test_metrics_with_several_scripts_and_retries() -> None:
         "retries": 58,
         "script": 1,
     }
+
+
+# --- pasted copies (issue 18, items 2 and 3) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("copy", "original"),
+    [
+        ("run-tpcb-pg15-rows-indent2.txt", "run-tpcb-pg15.txt"),
+        ("run-tpcb-pg15-lstripped.txt", "run-tpcb-pg15.txt"),
+        ("run-retries-pg15-collapsed.txt", "run-retries-pg15.txt"),
+    ],
+)
+def test_statement_rows_are_read_by_their_columns_not_their_indent(copy: str, original: str):
+    run, expected = run_of(copy), run_of(original)
+    assert run.statements == expected.statements and len(run.statements) >= 4
+    assert run.notes == ()
+    assert run.metrics() == expected.metrics()
+
+
+def test_statement_rows_without_the_announced_columns_are_dropped_with_a_note():
+    run = run_of("run-select-only-pg15-rows-cut.txt")
+    assert run.statements == ()
+    (note,) = run.notes
+    assert "per-statement latencies could not be read" in note and "SELECT" not in note
+    assert run.tps == run_of("run-select-only-pg15.txt").tps
+
+
+@pytest.mark.parametrize(
+    ("copy", "original"),
+    [
+        ("run-tpcb-pg14-indented.txt", "run-tpcb-pg14.txt"),  # a Markdown code block
+        ("run-multi-pg15-quoted.md", "run-multi-pg15.txt"),  # "> " quoted, fenced
+        ("run-rate-pg11-list-item.md", "run-rate-pg11.txt"),  # a nested list item, with prose
+    ],
+)
+def test_output_pasted_into_a_document_reads_as_the_original(copy: str, original: str):
+    assert detect_kind(read(copy)) == "run"
+    assert run_of(copy) == run_of(original)
+
+
+# --- several invocations in one text (issue 18, item 1) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.name
+        for p in DATA.glob("*.txt")
+        if not p.name.startswith("multi-") and "utf16" not in p.name
+    ),
+)
+def test_a_text_of_one_invocation_reads_as_parse_any_reads_it(name: str):
+    init, run = parse_any(read(name))
+    assert parse_all(read(name)) == [item for item in (init, run) if item is not None]
+
+
+def test_stdout_before_stderr_through_parse_all() -> None:
+    before, after = read("run-tpcb-pg15.txt").split("transaction type:", 1)
+    text = "transaction type:" + after + read("init-client-pg15.txt") + before
+    (run, init) = parse_all(text)
+    assert isinstance(run, PgbenchRun) and isinstance(init, PgbenchInit)
+    assert (run.tps, len(run.progress), len(run.statements)) == (2177.857349, 5, 11)
+
+
+def test_runs_of_a_loop_are_split_in_order() -> None:
+    runs = parse_all(read("multi-four-runs-pg15.txt"))
+    assert [(r.clients, len(r.progress), len(r.statements)) for r in runs] == [
+        (1, 2, 11),
+        (2, 2, 11),
+        (4, 2, 11),
+        (8, 2, 11),
+    ]
+    only_stdout = "".join(read(n).split("starting vacuum...end.\n")[-1] for n in TWO_OLD_RUNS)
+    assert [r.tps for r in parse_all(only_stdout)] == [run_of(n).tps for n in TWO_OLD_RUNS]
+
+
+TWO_OLD_RUNS = ("run-tpcb-pg10.txt", "run-t-pg13.txt")
+
+
+@pytest.mark.parametrize(
+    ("command", "rate"),
+    [
+        ("$ pgbench -R 250 -c 4 bench", 250.0),
+        ("$ pgbench -R250 -c 4 bench", 250.0),
+        ("$ pgbench --rate=12.5 -c 4 bench", 12.5),
+        ("$ pgbench --rate 80 -c 4 bench", 80.0),
+        ("$ pgbench -r -c 4 bench", None),
+    ],
+)
+def test_rate_comes_from_the_echoed_command(command: str, rate: float | None) -> None:
+    assert parse_run(command + "\n" + read("run-rate-limit-pg15.txt")).rate == rate
+
+
+def test_joining_hard_wrapped_lines_takes_linear_time() -> None:
+    """A text of 3 MB cut at one width (50 000 pieces) once took minutes: each piece was
+    appended to a growing string (issue 18, item 8; benchmarks/import-long-lines)."""
+    piece = "0123456789 wrapped text, not pgbench output; " * 2
+    text = "\n".join([piece[:60]] * 50_000) + "\n"
+    start = time.perf_counter()
+    lines = clean_lines(text)
+    assert time.perf_counter() - start < 5.0
+    assert lines == [piece[:60] * 50_000]
+
+
+def test_statements_of_several_files_before_9_6() -> None:
+    """pgbench 9.3-9.5: "\\t%f\\t%s" rows under one header per file, no script block."""
+    text = (
+        "transaction type: Custom query\n"
+        "scaling factor: 1\n"
+        "query mode: simple\n"
+        "number of clients: 2\n"
+        "number of threads: 1\n"
+        "duration: 10 s\n"
+        "number of transactions actually processed: 9120\n"
+        "latency average: 2.193 ms\n"
+        "tps = 911.761243 (including connections establishing)\n"
+        "tps = 912.157001 (excluding connections establishing)\n"
+        "statement latencies in milliseconds, file 1:\n"
+        "\t0.002176\t\\setrandom aid 1 :naccounts\n"
+        "\t0.392412\tSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+        "statement latencies in milliseconds, file 2:\n"
+        "\t1.870020\tUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1;\n"
+    )
+    run = parse_run(text)
+    assert [(s.script, s.latency_ms) for s in run.statements] == [
+        (1, 0.002176),
+        (1, 0.392412),
+        (2, 1.87002),
+    ]
+    assert run.notes == () and run.tps == 912.157001

@@ -4,16 +4,15 @@ jobs, fio run by hand)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Protocol
 
 import click
 
+from howfast import import_text
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import print_stored_run
 from howfast.cli.stores import open_results
-from howfast.errors import UsageError
 from howfast.importer import import_fio_text, import_pgbench_text
 from howfast.store.base import Store
 
@@ -24,16 +23,14 @@ def import_group() -> None:
 
 
 def read_input(source: str) -> tuple[str, str]:
-    """(text, name) from a file path or '-' for standard input."""
+    """(text, name) from a file path or '-' for standard input, read as bytes and decoded
+    (UTF-8, or UTF-16/32 as PowerShell's `>` writes them)."""
+    stdin: bytes | None = None
     if source == "-":
-        return sys.stdin.read(), "stdin"
-    path = Path(source)
-    if not path.is_file():
-        raise UsageError(f"{source}: no such file")
-    try:
-        return path.read_text(errors="replace"), path.name
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot read: {exc.strerror}") from None
+        buffer = getattr(sys.stdin, "buffer", None)
+        stdin = buffer.read() if buffer is not None else sys.stdin.read().encode()
+    data, name = import_text.read_source(source, stdin)
+    return import_text.decode(data, name), name
 
 
 class Importer(Protocol):

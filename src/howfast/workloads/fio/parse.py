@@ -43,6 +43,7 @@ _PERCENTILES = {"p50": 50.0, "p99": 99.0, "p999": 99.9}
 # JSON direction sections -> metric prefix. "mixed" appears with unified_rw_reporting.
 _DIRECTIONS = {"read": "read", "write": "write", "mixed": "mixed"}
 _LOG_DIRECTIONS = {0: "read", 1: "write"}  # 2 (trim) is not reported
+_TERMINATED = re.compile(r"^fio: terminating on signal (\d+)", re.MULTILINE)
 _LOG_NAME = re.compile(r"_(?P<kind>iops|clat|lat)(?:\.\d+)?\.log$")
 
 
@@ -70,10 +71,13 @@ class FioJob:
 
 @dataclass(frozen=True)
 class FioResult:
-    """A parsed fio run: the version that produced it and its measured jobs, in order."""
+    """A parsed fio run: the version that produced it and its measured jobs, in order.
+    `stopped_by_signal`: the signal fio said it was terminated on ("fio: terminating on
+    signal 2", printed before its report), None when it ran to its end."""
 
     fio_version: str
     jobs: list[FioJob]
+    stopped_by_signal: int | None = None
 
     @property
     def latency_unit(self) -> LatencyUnit:
@@ -95,7 +99,12 @@ def parse_output(text: str, *, skip_jobs: Collection[str] = (PREFILL_JOB,)) -> F
         for job in doc["jobs"]
         if str(job.get("jobname", "")) not in skip_jobs
     ]
-    return FioResult(fio_version=str(doc.get("fio version", "")), jobs=jobs)
+    signal = _TERMINATED.search(text)
+    return FioResult(
+        fio_version=str(doc.get("fio version", "")),
+        jobs=jobs,
+        stopped_by_signal=int(signal[1]) if signal else None,
+    )
 
 
 def extract_json(text: str) -> dict[str, Any]:

@@ -23,8 +23,14 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from howfast.workloads.pgbench.pasted import unpaste
+
 Mode = Literal["tpcb-like", "select-only", "simple-update", "custom", "multiple"]
 Kind = Literal["run", "init"]
+# What one cleaned line is, for splitting a text into pgbench invocations (see invocations.py)
+LineRole = Literal[
+    "command", "version", "vacuum", "init", "progress", "error", "aborted", "summary", "other"
+]
 StatementMetric = dict[str, str | float | int]
 MetricValue = float | int | str | list[StatementMetric]
 Metrics = dict[str, MetricValue]
@@ -112,6 +118,7 @@ class PgbenchRun:
     skipped: int | None = None
     late: int | None = None
     latency_limit_ms: float | None = None
+    rate: float | None = None  # -R, from the echoed command: pgbench does not print it
     latency_avg_ms: float | None = None
     latency_avg_includes_failures: bool = False
     latency_stddev_ms: float | None = None
@@ -128,6 +135,7 @@ class PgbenchRun:
     command: tuple[str, ...] | None = None
     errors: tuple[str, ...] = ()
     aborted: bool = False  # pgbench said the results are incomplete, or failed before results
+    notes: tuple[str, ...] = ()  # what the text did not let us read (e.g. statement rows)
 
     def metrics(self) -> Metrics:
         """DESIGN metric names; unknown values are left out."""
@@ -161,6 +169,9 @@ class PgbenchInit:
     version: str | None = None
     scale: int | None = None
     generate: Literal["client", "server"] | None = None
+    fillfactor: int | None = None  # -F, from the echoed command
+    partitions: int | None = None
+    partition_method: str | None = None
     phases: dict[str, float] = field(default_factory=dict)
     total_s: float | None = None
     completed: bool = False  # "done in ..." or "done." was printed
@@ -207,8 +218,22 @@ def _clean(raw: str) -> str:
 
 def clean_lines(text: str) -> list[str]:
     """Lines without colours, kubectl prefixes and trailing whitespace, with hard-wrapped lines
-    joined back. A carriage return (pgbench's progress overwrite on a terminal) ends a line."""
-    return [_clean(raw) for raw in _unwrap(text.splitlines())]
+    joined back, as pgbench printed them though pasted into a document (fenced, quoted or
+    indented: see `pasted`) or with its own indentation lost. A carriage return (pgbench's
+    progress overwrite on a terminal) ends a line."""
+    return [_reindent(_clean(raw)) for raw in _unwrap(unpaste(text.splitlines()))]
+
+
+def _reindent(line: str) -> str:
+    """A line of pgbench's at the indent pgbench gives it, whatever indent it came with: none
+    for summary lines, " - " for the lines of a script block. Per-statement rows are read by
+    their columns, whatever their indent; other lines are left alone."""
+    stripped = line.lstrip()
+    if stripped == line or _STATEMENT_LINE.match(line):
+        return line
+    if stripped.startswith("- "):
+        return " - " + stripped[2:]
+    return stripped if _looks_known(stripped) else line
 
 
 def _unwrap(raw_lines: list[str]) -> list[str]:
@@ -218,15 +243,23 @@ def _unwrap(raw_lines: list[str]) -> list[str]:
     width = max((len(line) for line in raw_lines), default=0)
     if width < 40 or sum(len(line) == width for line in raw_lines) < 2:
         return raw_lines
-    out: list[str] = []
+    # Pieces are gathered and joined once: appending each to a growing string copies it
+    # again every time, which is quadratic in a text of many wrapped lines.
+    joined: list[list[str]] = []
     last_piece = ""
     for raw in raw_lines:
-        if out and len(last_piece) == width and raw and not _looks_known(_clean(raw)):
-            out[-1] += raw
+        if joined and len(last_piece) == width and raw and not _looks_own(_clean(raw)):
+            joined[-1].append(raw)
         else:
-            out.append(raw)
+            joined.append([raw])
         last_piece = raw
-    return out
+    return ["".join(pieces) for pieces in joined]
+
+
+def _looks_own(line: str) -> bool:
+    """Whether a line is one pgbench prints on its own, at whatever indent."""
+    stripped = line.lstrip()
+    return _looks_known(line) or (stripped != line and _looks_known(stripped))
 
 
 # --- progress ------------------------------------------------------------------------------------
@@ -254,7 +287,13 @@ def _float(text: str) -> float:
 def parse_progress_line(line: str) -> ProgressPoint | None:
     """Parse one `-P` line ("progress: 1.0 s, 1234.5 tps, lat 0.812 ms stddev 0.123, ...");
     None for any other line. Meant for live use on each stderr line."""
-    m = _PROGRESS.match(clean_lines(line)[0] if line else "")
+    first = line.splitlines()[0] if line.strip() else ""  # "\r" ends a line, as in clean_lines
+    return _progress_point(_clean(first).lstrip())
+
+
+def _progress_point(line: str) -> ProgressPoint | None:
+    """`parse_progress_line` of a line already cleaned."""
+    m = _PROGRESS.match(line)
     if m is None:
         return None
     rest = m["rest"]
@@ -304,6 +343,10 @@ def _is_error(line: str) -> bool:
 
 # --- command line --------------------------------------------------------------------------------
 
+# An echoed command is a line of a shell; a longer line is something else (and shlex would
+# take seconds to split it).
+MAX_COMMAND_CHARS = 16_384
+_BARE_COMMAND = re.compile(r"""^['"]?\S*pgbench['"]?\s+['"]?-""")
 _PROMPT = re.compile(r"^(?:\S*[$#>]|\+)\s+")
 
 
@@ -311,9 +354,11 @@ def parse_command_line(line: str) -> list[str] | None:
     """The argv of an echoed pgbench command ("pgbench -c 4 db", "$ pgbench ...", "+ pgbench ..."
     from `set -x`, "kubectl exec pod -- pgbench ..."), from the pgbench word on; None otherwise.
     pgbench's own lines ("pgbench (15.4)", "pgbench: error: ...") are not commands."""
-    if "pgbench" not in line:
+    if "pgbench" not in line or len(line) > MAX_COMMAND_CHARS:
         return None
     prompted = _PROMPT.match(line) is not None
+    if not prompted and _BARE_COMMAND.match(line) is None:
+        return None  # spares shlex every line that merely mentions pgbench
     body = _PROMPT.sub("", line, count=1)
     try:
         words = shlex.split(body)
@@ -347,6 +392,31 @@ def _scale_from_command(argv: tuple[str, ...] | None) -> int | None:
     return None
 
 
+def _rate_from_command(argv: tuple[str, ...] | None) -> float | None:
+    """The -R/--rate of a command (transactions per second); None when it set none."""
+    value = _option_value(argv or (), "-R", "--rate")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _option_value(argv: tuple[str, ...], short: str, long: str) -> str | None:
+    """The value of an option given as "-R 100", "-R100", "--rate 100" or "--rate=100"."""
+    for i, word in enumerate(argv):
+        if word in (short, long) and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(long + "="):
+            return word.split("=", 1)[1]
+        if word.startswith(short) and len(word) > len(short) and not word.startswith("--"):
+            return word[len(short) :]
+    return None
+
+
+def _integer(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
+
+
 def _is_init_command(argv: list[str]) -> bool:
     return any(
         w in ("-i", "--initialize") or (w.startswith("-i") and not w.startswith("--")) for w in argv
@@ -358,7 +428,7 @@ def _is_init_command(argv: list[str]) -> bool:
 # "pgbench (15.18 (Debian 15.18-0+deb12u1))", "pgbench (16.2, server 15.4)",
 # "pgbench (PostgreSQL) 10.23" (--version)
 _VERSION = re.compile(
-    r"^pgbench \((?:PostgreSQL\) )?(?P<v>\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?)"
+    r"^pgbench \((?:PostgreSQL\) )?(?P<v>\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?)(?=[ ),]|$)"
     r"(?:.*?, server (?P<server>\d+(?:\.\d+)*))?"
 )
 
@@ -419,15 +489,20 @@ _SCRIPT_NOISE = re.compile(
 )
 # "statement latencies in milliseconds:" (10-14), "... and failures:" (15+),
 # "..., failures and retries:" (15+ with --max-tries other than 1); " - " with several scripts
+# ", file N" with several scripts before 9.6
 _STATEMENT_HEADER = re.compile(
-    r"^(?: - )?statement latencies in milliseconds(?P<cols> and failures|, failures and retries)?:$"
+    r"^(?: - )?statement latencies in milliseconds"
+    r"(?P<cols> and failures|, failures and retries)?(?:, file (?P<file>\d+))?:$"
 )
-# a statement line as pgbench prints it: "   %11.3f  ..." (a wrapped fragment rarely looks so)
-_STATEMENT_LINE = re.compile(r"^\s{3,}-?(?:\d+\.\d{3}|nan)\s{2,}\S")
+# A per-statement row, read by its structure, not by its indent (pgbench indents it, pasted
+# copies lose or change that): the latency as pgbench prints it ("%11.3f", "\t%f" before 9.6),
+# then the failure and retry counts the header announced, then the statement. A wrapped
+# fragment of a statement rarely starts so.
+_STATEMENT_LINE = re.compile(r"^\s*-?(?:\d+\.\d{3}|\d+\.\d{6}|nan)\s+\S")
 _STATEMENT_PATTERNS = [
-    re.compile(rf"^\s+{_F}\s+(\S.*)$"),
-    re.compile(rf"^\s+{_F}\s+(\d+)\s+(\S.*)$"),
-    re.compile(rf"^\s+{_F}\s+(\d+)\s+(\d+)\s+(\S.*)$"),
+    re.compile(rf"^\s*{_F}\s+(\S.*)$"),
+    re.compile(rf"^\s*{_F}\s+(\d+)\s+(\S.*)$"),
+    re.compile(rf"^\s*{_F}\s+(\d+)\s+(\d+)\s+(\S.*)$"),
 ]
 
 
@@ -468,6 +543,7 @@ class _RunBuilder:
         self.progress_raw = ""
         self.errors: list[str] = []
         self.statement_columns: int | None = None  # None: not inside a statement block
+        self.unreadable_statement: str | None = None  # the first row that could not be read
         self.last: Literal["statement", "progress", "other"] = "other"
 
     def feed(self, line: str) -> None:
@@ -475,10 +551,10 @@ class _RunBuilder:
             self.statement_columns = None
             self.last = "other"
             return
-        if self._continuation(line):
+        if self._statement_row(line) or self._continuation(line):
             return
         self.last = "other"
-        point = parse_progress_line(line)
+        point = _progress_point(line)
         if point is not None:
             self.progress.append(point)
             self.progress_raw = line
@@ -503,13 +579,17 @@ class _RunBuilder:
 
     def _continuation(self, line: str) -> bool:
         """A terminal wrapped a long statement or progress line: join it back exactly (a hard
-        wrap splits at a column, not between words)."""
+        wrap splits at a column, not between words). Inside a statement block, a line that is
+        neither a row nor a statement's continuation makes the block unreadable."""
         if self.last == "statement" and not _looks_known(line):
             self.statements[-1].sql += line
             return True
+        if self.statement_columns is not None and not _looks_known(line):
+            self.unreadable_statement = self.unreadable_statement or line.strip()
+            return True
         if self.last == "progress" and not _looks_known(line):
             joined = self.progress_raw + line
-            point = parse_progress_line(joined)
+            point = _progress_point(joined)
             if point is not None:
                 self.progress[-1] = point
                 self.progress_raw = joined
@@ -518,17 +598,28 @@ class _RunBuilder:
 
     def _statement(self, line: str) -> bool:
         header = _STATEMENT_HEADER.match(line)
-        if header is not None:
-            cols = header["cols"]
-            self.statement_columns = 0 if cols is None else (2 if "retries" in cols else 1)
-            if not self.scripts:
-                self.scripts.append(_ScriptAcc(number=1))
-            return True
+        if header is None:
+            return False
+        cols = header["cols"]
+        self.statement_columns = 0 if cols is None else (2 if "retries" in cols else 1)
+        if header["file"] is not None:  # before 9.6: one header per script, no script block
+            self.scripts.append(_ScriptAcc(number=int(header["file"])))
+        elif not self.scripts:
+            self.scripts.append(_ScriptAcc(number=1))
+        return True
+
+    def _statement_row(self, line: str) -> bool:
+        """A row of the statement block being read, by its columns; a line that starts like a
+        row but lacks the columns its header announced is unreadable (and consumed)."""
         if self.statement_columns is None:
             return False
         m = _STATEMENT_PATTERNS[self.statement_columns].match(line)
         if m is None:
-            return False
+            if _STATEMENT_LINE.match(line) is None:
+                return False
+            self.unreadable_statement = self.unreadable_statement or line.strip()
+            self.last = "other"
+            return True
         groups = m.groups()
         self.statements.append(
             _StatementAcc(
@@ -599,6 +690,7 @@ class _RunBuilder:
             skipped=get.integer("skipped"),
             late=get.integer("late", 1),
             latency_limit_ms=get.real("late"),
+            rate=_rate_from_command(command),
             latency_avg_ms=get.real("lat_avg"),
             latency_avg_includes_failures=get.text("lat_avg", 1) is not None,
             latency_stddev_ms=get.real("lat_stddev"),
@@ -610,7 +702,9 @@ class _RunBuilder:
             tps_including_connections=get.real("tps_including"),
             reconnect=tps_reconnect is not None,
             scripts=tuple(_script_stats(s) for s in self.scripts if s.name is not None),
-            statements=tuple(
+            statements=()
+            if self.unreadable_statement is not None
+            else tuple(
                 Statement(s.sql, s.latency_ms, s.failures, s.retries, s.script)
                 for s in self.statements
             ),
@@ -618,6 +712,15 @@ class _RunBuilder:
             command=command,
             errors=tuple(self.errors),
             aborted=client_aborted or (bool(self.errors) and tps is None),
+            notes=self._notes(),
+        )
+
+    def _notes(self) -> tuple[str, ...]:
+        if self.unreadable_statement is None:
+            return ()
+        return (
+            "per-statement latencies could not be read (their columns are not the ones the "
+            f"header announces: {self.unreadable_statement[:80]!r}); none are stored",
         )
 
 
@@ -658,16 +761,8 @@ def _script_stats(acc: _ScriptAcc) -> ScriptStats:
 def _looks_known(line: str) -> bool:
     """Whether a line is something pgbench prints on its own (so not a wrapped continuation)."""
     return (
-        _PROGRESS.match(line) is not None
-        or _is_error(line)
-        or _VERSION.match(line) is not None
-        or any(p.match(line) for p in _RUN_LINES.values())
-        or _RUN_NOISE.match(line) is not None
-        or _STATEMENT_HEADER.match(line.removeprefix(" - ")) is not None
-        or _STATEMENT_LINE.match(line) is not None
-        or _SCRIPT_HEADER.match(line) is not None
+        _KNOWN_LINE.match(line) is not None
         or line.startswith(" - ")
-        or _is_init_line(line)
         or parse_command_line(line) is not None
     )
 
@@ -686,6 +781,7 @@ _INIT_NOISE = re.compile(
     r"|NOTICE:  table \"pgbench_\w+\" does not exist, skipping)$"
 )
 _PHASE = re.compile(r"^(.+?) ([\d.]+) s$")
+_CREATING_PARTITIONS = re.compile(r"^creating (\d+) partitions\.\.\.$")
 _PHASE_KEYS = {
     "drop tables": "drop_s",
     "create tables": "create_s",
@@ -713,6 +809,31 @@ def _is_init_line(line: str) -> bool:
     )
 
 
+def _one_pattern(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """The patterns as one alternation (their group names removed): one match per line instead
+    of forty, which matters in a text of many megabytes."""
+    return re.compile("|".join(re.sub(r"\(\?P<\w+>", "(?:", p.pattern) for p in patterns))
+
+
+# every line pgbench prints on its own, but echoed commands and " - " script lines
+_KNOWN_LINE = _one_pattern(
+    [
+        _PROGRESS,
+        *_ERROR_PATTERNS,
+        _VERSION,
+        *_RUN_LINES.values(),
+        _RUN_NOISE,
+        _STATEMENT_HEADER,
+        _STATEMENT_LINE,
+        _SCRIPT_HEADER,
+        _TUPLES,
+        _DONE_IN,
+        _GENERATING,
+        _INIT_NOISE,
+    ]
+)
+
+
 def _build_init(lines: list[str], command: tuple[str, ...] | None) -> PgbenchInit:
     scale: int | None = None
     generate: Literal["client", "server"] | None = None
@@ -720,8 +841,11 @@ def _build_init(lines: list[str], command: tuple[str, ...] | None) -> PgbenchIni
     total: float | None = None
     completed = False
     version: str | None = None
+    created_partitions: int | None = None
     errors: list[str] = []
     for line in lines:
+        if (m := _CREATING_PARTITIONS.match(line)) is not None:
+            created_partitions = int(m[1])
         if (m := _TUPLES.match(line)) is not None:
             table = m[3]
             if table in (None, "pgbench_accounts"):
@@ -747,10 +871,20 @@ def _build_init(lines: list[str], command: tuple[str, ...] | None) -> PgbenchIni
             version = version or v["v"]
     if scale is None:
         scale = _scale_from_command(command)
+    argv = command or ()
+    steps = _option_value(argv, "-I", "--init-steps") or ""
+    if generate is None and ("G" in steps or "g" in steps):  # -I dtGvp: server-side
+        generate = "server" if "G" in steps else "client"
+    partitions = _integer(_option_value(argv, "--partitions", "--partitions"))
+    partitions = partitions if partitions is not None else created_partitions
+    method = _option_value(argv, "--partition-method", "--partition-method")
     return PgbenchInit(
         version=version,
         scale=scale,
         generate=generate,
+        fillfactor=_integer(_option_value(argv, "-F", "--fillfactor")),
+        partitions=partitions,
+        partition_method=method or ("range" if partitions else None),
         phases=phases,
         total_s=total,
         completed=completed,
@@ -836,7 +970,11 @@ def parse_init(text: str) -> PgbenchInit:
 
 def parse_any(text: str) -> tuple[PgbenchInit | None, PgbenchRun | None]:
     """Split an output that may hold an init, a run, or both, and parse each part."""
-    lines = clean_lines(text)
+    return parse_lines(clean_lines(text))
+
+
+def parse_lines(lines: list[str]) -> tuple[PgbenchInit | None, PgbenchRun | None]:
+    """`parse_any` of lines already cleaned by `clean_lines`."""
     init_lines, run_lines, commands = _split(lines)
     init_command = next((tuple(c) for c in commands if _is_init_command(c)), None)
     run_command = next((tuple(c) for c in commands if not _is_init_command(c)), None)
@@ -853,3 +991,27 @@ def parse_any(text: str) -> tuple[PgbenchInit | None, PgbenchRun | None]:
             builder.feed(line)
         run = builder.build(run_command)
     return init, run
+
+
+def line_role(line: str) -> tuple[LineRole, str | None]:
+    """What a cleaned line is, and for a summary line which one ("tps_without", "clients",
+    ...), "done" for the last line of an init: what `invocations` needs to tell where one
+    pgbench invocation ends."""
+    if not line.strip():
+        return "other", None
+    if parse_command_line(line) is not None:
+        return "command", None
+    if _VERSION.match(line):
+        return "version", None
+    if line.startswith("starting vacuum"):
+        return "vacuum", None
+    if _is_init_line(line):
+        return "init", ("done" if line == "done." or _DONE_IN.match(line) else None)
+    if _PROGRESS.match(line):
+        return "progress", None
+    if _is_error(line):
+        return ("aborted" if "Run was aborted" in line else "error"), None
+    for key, pattern in _RUN_LINES.items():
+        if pattern.match(line):
+            return "summary", key
+    return "other", None
