@@ -11,7 +11,7 @@ from howfast.plans.model import duration_seconds, size_bytes
 from howfast.runner import now
 from howfast.store.base import Store
 from howfast.workloads.fio import parse as fio_parse
-from howfast.workloads.fio.workload import histograms_us, imported_warnings, job_metrics
+from howfast.workloads.fio.workload import histograms_us, job_metrics
 from howfast.workloads.pgbench import parse
 
 # fio job options kept as step params, under their fio names: what the job did.
@@ -25,6 +25,7 @@ FIO_PARAM_OPTIONS = (
     "fsync",
     "fdatasync",
     "sync",
+    "gtod_reduce",  # whether latencies were timed: a trust warning is derived from it
 )
 
 
@@ -165,7 +166,6 @@ def import_fio_text(store: Store, text: str, *, source_name: str, label: str | N
                 started_at=started,
                 finished_at=started,
                 metrics=job_metrics(job),
-                warnings=imported_warnings(job.options),
                 error=f"fio reported error {job.error} ({os.strerror(job.error)})"
                 if failed
                 else None,

@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Protocol
 
 from howfast import environment
-from howfast.analysis.working_set import regime_warnings
+from howfast.analysis.derive import derive_last
 from howfast.errors import Aborted, HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.samplers.base import DEFAULT_INTERVAL_S
@@ -306,13 +306,14 @@ class Runner:
         outcome: StepOutcome,
         started: str,
     ) -> None:
-        params = {**spec.params, **outcome.resolved_params}
+        params = dict(spec.params)
         if spec.repetition > 1 or "repetition" in params:
             params["repetition"] = spec.repetition
         record = StepRecord(
             target=target.name,
             workload=spec.workload,
             params=params,
+            resolved=outcome.resolved_params,
             status=outcome.status,  # type: ignore[arg-type]
             started_at=started,
             finished_at=now(),
@@ -326,20 +327,16 @@ class Runner:
         with self.guard.critical():
             record.id = self.store.add_step(run_id, record)
         self.finished.setdefault(target.name, []).append(record)
-        self.observer.step_finished(index, record)
+        self.observer.step_finished(index, derive_last(self.finished[target.name]))
 
 
 def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:
     """A step on pgbench's tables records the scale (and dataset) the target's latest load
-    really loaded, and a pgbench step whose reads do not fit its regime says so."""
+    really loaded; whether its reads fit that regime is derived when the run is read."""
     loaded = LoadedData.last_on(previous)
     if loaded is None or spec.workload not in ("pgbench", "seqread"):
         return
     outcome.resolved_params.update(loaded.params())
-    if spec.workload == "pgbench" and not spec.params.get("warmup"):
-        outcome.warnings += regime_warnings(
-            loaded.dataset, loaded.db_size_bytes, outcome.metrics, outcome.sections
-        )
 
 
 def _expected(spec: StepSpec) -> float | None:

@@ -165,21 +165,31 @@ def imported_warnings(options: Mapping[str, str]) -> list[str]:
     return warnings
 
 
+def prefill_written_bytes(output: str) -> int | None:
+    """Bytes howfast's prefill job wrote; None when fio's output has no prefill job."""
+    for job in extract_json(output)["jobs"]:
+        if job.get("jobname") == PREFILL_JOB:
+            write = job.get("write")
+            return int(write.get("io_bytes", 0)) if isinstance(write, dict) else 0
+    return None
+
+
 def prefill_warning(output: str, size_bytes: int) -> str | None:
     """Warn when the prefill job did not write the whole file: reads of unwritten blocks
     return zeros without touching the device."""
-    for job in extract_json(output)["jobs"]:
-        if job.get("jobname") != PREFILL_JOB:
-            continue
-        write = job.get("write")
-        written = int(write.get("io_bytes", 0)) if isinstance(write, dict) else 0
-        if written >= size_bytes:
-            return None
-        return (
-            f"the prefill wrote {format_bytes(written)} of the {format_bytes(size_bytes)} test "
-            "file: reads may have hit blocks never written, which cost no device I/O"
-        )
-    return "fio's output has no prefill job: the test file may not have been written in full"
+    return prefill_shortfall(prefill_written_bytes(output), size_bytes)
+
+
+def prefill_shortfall(written: int | None, size_bytes: int) -> str | None:
+    """The prefill warning from what it wrote (None: there was no prefill job)."""
+    if written is None:
+        return "fio's output has no prefill job: the test file may not have been written in full"
+    if written >= size_bytes:
+        return None
+    return (
+        f"the prefill wrote {format_bytes(written)} of the {format_bytes(size_bytes)} test "
+        "file: reads may have hit blocks never written, which cost no device I/O"
+    )
 
 
 def commit_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
@@ -324,7 +334,8 @@ class FioWorkload(Workload):
         if problem:
             return StepOutcome(status="failed", error=problem)
         fstype = fstype_of(scratch)
-        choice = choose_direct(fstype, direct_io_refused(scratch))
+        refused = direct_io_refused(scratch)
+        choice = choose_direct(fstype, refused)
         warnings: list[str] = []
         test_file = Path(fio_file_path(scratch))
         try:
@@ -346,7 +357,7 @@ class FioWorkload(Workload):
         finally:
             with contextlib.suppress(FileNotFoundError):
                 test_file.unlink()
-        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings)
+        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings, refused)
 
     def _run(
         self,
@@ -388,6 +399,7 @@ def _outcome(
     fstype: str | None,
     choice: IoChoice,
     warnings: list[str],
+    refused: bool = False,
 ) -> StepOutcome:
     result = attempt.result
     if result.returncode < 0:
@@ -402,17 +414,6 @@ def _outcome(
         return StepOutcome(
             status="failed", error=_job_error(job, result, profile), warnings=warnings
         )
-    warnings += run_warnings(
-        directory=scratch.parent,
-        fstype=fstype,
-        choice=choice,
-        options=job.options,
-        size_bytes=size,
-        memory_bytes=memory_bytes(),
-    )
-    prefill = prefill_warning(attempt.output, size)
-    if prefill:
-        warnings.append(prefill)
     return StepOutcome(
         metrics=job_metrics(job),
         warnings=warnings,
@@ -425,16 +426,20 @@ def _outcome(
             "direct": job.options.get("direct") == "1",
             "ioengine": job.options.get("ioengine", ""),
             "fio_version": parsed.fio_version,
+            # Facts the trust warnings are derived from when the run is read
+            # (analysis/fio_checks.py)
+            "fstype": fstype,
+            "direct_refused": refused,
+            "flushes_every_write": flushes_every_write(job.options),
+            "machine_memory_bytes": memory_bytes(),
+            "prefill_bytes": prefill_written_bytes(attempt.output),
         },
     )
 
 
 def job_metrics(job: FioJob) -> dict[str, JSONValue]:
-    """DESIGN's fio metrics, plus the commit-rate ceiling for a job that flushed every write."""
-    metrics: dict[str, JSONValue] = dict(job.metrics)
-    if flushes_every_write(job.options):
-        metrics.update(commit_metrics(job.metrics))
-    return metrics
+    """DESIGN's fio metrics; the commit-rate ceiling is derived when the run is read."""
+    return dict(job.metrics)
 
 
 def _job_error(job: FioJob | None, result: ToolResult, profile: str) -> str:
