@@ -12,7 +12,7 @@ from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
 from howfast.plans.model import duration_seconds, size_bytes
 from howfast.store.base import Store
 from howfast.workloads.fio import parse as fio_parse
-from howfast.workloads.fio.workload import histograms_us, imported_warnings, job_metrics
+from howfast.workloads.fio.workload import histograms_us, job_metrics
 from howfast.workloads.pgbench import invocations, parse
 
 # fio job options kept as step params, under their fio names: what the job did.
@@ -26,6 +26,7 @@ FIO_PARAM_OPTIONS = (
     "fsync",
     "fdatasync",
     "sync",
+    "gtod_reduce",  # whether latencies were timed: a trust warning is derived from it
 )
 
 
@@ -257,7 +258,7 @@ def import_fio_text(store: Store, text: str, *, source_name: str, label: str | N
                 started_at=started,
                 finished_at=started,
                 metrics=job_metrics(job),
-                warnings=_stopped_warnings(result) + imported_warnings(job.options),
+                warnings=_stopped_warnings(result),
                 error=f"fio reported error {job.error} ({os.strerror(job.error)})"
                 if failed
                 else None,

@@ -37,7 +37,13 @@ class Sample:
 
 @dataclass
 class StepRecord:
-    """A finished step as it is stored: params, metrics, per-second series, warnings."""
+    """A finished step as it is stored: params, metrics, per-second series, warnings.
+
+    `params` is what the plan asked (frozen before the step ran), `resolved` what was decided
+    at run time (jobs, the rate a fraction came to, the scale loaded, direct I/O...);
+    `all_params` is both, as the run document's `params` shows them. Metrics, warnings and
+    sections hold what was measured and what happened; verdicts are derived when read
+    (analysis/derive.py)."""
 
     target: str
     workload: str
@@ -55,6 +61,16 @@ class StepRecord:
     id: int | None = None
     # What the samplers saw, by section ("io", "cpu", "postgres"); empty when not sampled
     sections: dict[str, dict[str, JSONValue]] = field(default_factory=dict)
+    # Params resolved at run time; empty for steps stored before they were kept apart
+    resolved: dict[str, JSONValue] = field(default_factory=dict)
+    # Stored before schema 4, by a howfast that froze verdicts into metrics, warnings and
+    # sections: the derivation replaces them when the step is read.
+    legacy: bool = False
+
+    @property
+    def all_params(self) -> dict[str, JSONValue]:
+        """What the step ran with: the asked params, with what was resolved at run time."""
+        return {**self.params, **self.resolved}
 
 
 @dataclass
@@ -92,7 +108,9 @@ class RunRecord:
                 "id": str(s.id),
                 "target": s.target,
                 "workload": s.workload,
-                "params": s.params,
+                "params": s.all_params,
+                "asked": s.params,
+                "resolved": s.resolved,
                 "status": s.status,
                 "error": s.error,
                 "started_at": s.started_at,

@@ -243,7 +243,7 @@ def test_a_target_that_keeps_its_settings_runs_the_step_with_a_warning(
     steps = run(target, [spec(off), spec(off), spec()], tmp_path, monkeypatch)
     assert [s.status for s in steps] == ["completed"] * 3
     for step in steps[:2]:  # each step that has settings says so, repetitions too
-        assert step.params["settings_applied"] is False
+        assert step.all_params["settings_applied"] is False
         assert step.warnings == [
             "the step's settings were not applied: dsn targets keep their own settings"
         ]

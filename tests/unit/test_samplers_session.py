@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from howfast.model import Sample
+from howfast.analysis.derive import derive_step
+from howfast.model import Sample, StepRecord
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.checkpoints import CheckpointSampler
@@ -221,12 +222,30 @@ def test_a_session_joins_series_metrics_warnings_and_sections_to_the_outcome() -
     outcome = StepOutcome(metrics={"tps": 1234.5}, series={"tps": [Sample(1.0, 1.0)]})
     session.merge_into(outcome, 30.0)
     assert outcome.metrics["tps"] == 1234.5  # the tool's own figure wins
-    assert outcome.metrics["io_data_write_iops"] == 4.0
-    assert outcome.metrics["checkpoints"] == 0
     assert outcome.series["io.data.write_mbps"] == prepared.series["io.data.write_mbps"]
     assert outcome.warnings == ["sampler x stopped: gone"]
     assert set(outcome.sections) == {"io", "cpu", "postgres"}
-    io = outcome.sections["io"]
+    # What the samples mean is derived when the step is read.
+    step = derive_step(
+        StepRecord(
+            target="fake",
+            workload="pgbench",
+            params={"duration_s": 30},
+            status="completed",
+            started_at="",
+            finished_at="",
+            metrics=outcome.metrics,
+            warnings=outcome.warnings,
+            series=outcome.series,
+            sections=outcome.sections,
+        ),
+        [],
+    )
+    assert step.metrics["tps"] == 1234.5
+    assert step.metrics["io_data_write_iops"] == 4.0
+    assert step.metrics["checkpoints"] == 0
+    assert step.warnings == ["sampler x stopped: gone"]
+    io = step.sections["io"]
     assert io["roles"]["wal"] == {
         "path": "/d/pg_wal",
         "device": "sda",

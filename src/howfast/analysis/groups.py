@@ -1,8 +1,9 @@
 """Repetitions of one step gathered together, with their statistics.
 
 Steps are the same test when they ran on the same target with the same workload and the same
-parameters, apart from the ones that say which repetition it was or describe the tool rather
-than the test (IGNORED_PARAMS). Warm-up steps (`params.warmup`) are never part of a group.
+test params (TEST_PARAMS: what was asked of the tool, and the data it ran on), whatever else
+was resolved or recorded at run time. Warm-up steps (`params.warmup`) are never part of a
+group.
 """
 
 from __future__ import annotations
@@ -16,19 +17,65 @@ from howfast.analysis.stats import Stats, describe, stability_warnings
 from howfast.analysis.steady import SteadyState, steady_state
 from howfast.model import JSONValue, RunRecord, StepRecord
 
-# Which repetition it was, which run of a rate curve came last, what the tools reported.
-IGNORED_PARAMS = frozenset({"repetition", "curve_last", "fio_version", "settings_applied"})
+# The params that say what a test is, looked up in a step's params as run (asked, with what
+# was resolved: the scale and dataset loaded, the jobs pgbench ran with). Not in the list:
+# which repetition it was, which run of a curve came last, tool versions, and the facts
+# recorded at run time (settings_applied, fstype, cache_reset...), which describe a result.
+TEST_PARAMS = (
+    # pgbench and pgbench-init (script: imported output)
+    "mode",
+    "scripts",
+    "script",
+    "clients",
+    "jobs",
+    "duration_s",
+    "transactions",
+    "scale",
+    "dataset",
+    "rate",
+    "rate_fraction",
+    "curve_role",
+    "slo",
+    "latency_limit_ms",
+    "protocol",
+    "extra_args",
+    "settings",
+    "warmup",
+    "generate",
+    "fillfactor",
+    "partitions",
+    "partition_method",
+    # fio (the job options: imported output)
+    "profile",
+    "size_bytes",
+    "runtime_s",
+    "direct",
+    "ioengine",
+    "rw",
+    "rwmixread",
+    "bs",
+    "iodepth",
+    "numjobs",
+    "fsync",
+    "fdatasync",
+    "sync",
+    # pg_test_fsync, seqread
+    "seconds",
+    "cold",
+    "parallel",
+)
 
 
 def is_warmup(step: StepRecord) -> bool:
-    return step.params.get("warmup") is True
+    return step.all_params.get("warmup") is True
 
 
 def matching_params(params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
-    """The parameters that make two steps the same test. A step of a rate curve asks for a
-    fraction of the maximum; the rate that came to is a result, not part of the test."""
-    ignored = IGNORED_PARAMS | ({"rate"} if "rate_fraction" in params else set())
-    return {k: v for k, v in params.items() if k not in ignored}
+    """The parameters that make two steps the same test, in the order the step has them. A
+    step of a rate curve asks for a fraction of the maximum; the rate that came to is a
+    result, not part of the test."""
+    keys = set(TEST_PARAMS) - ({"rate"} if "rate_fraction" in params else set())
+    return {k: v for k, v in params.items() if k in keys}
 
 
 def params_key(params: Mapping[str, JSONValue]) -> str:
@@ -87,7 +134,7 @@ class StepGroup:
     target: str
     target_index: int  # position of the target in its run, from 0
     workload: str
-    params: dict[str, JSONValue]  # without IGNORED_PARAMS
+    params: dict[str, JSONValue]  # its TEST_PARAMS
     steps: list[StepRecord] = field(default_factory=list)
     # Filled by `summarise` from the completed steps:
     stats: dict[str, Stats] = field(default_factory=dict)
@@ -152,7 +199,7 @@ def count_tests(run: RunRecord, workload: str) -> int:
     """How many distinct tests of this workload the run has (repetitions count once)."""
     return len(
         {
-            (s.target, params_key(s.params))
+            (s.target, params_key(s.all_params))
             for s in run.steps
             if s.workload == workload and not is_warmup(s)
         }
@@ -167,7 +214,7 @@ def group_steps(run: RunRecord) -> list[StepGroup]:
         if is_warmup(step):
             continue
         index = positions[step.target]
-        params = matching_params(step.params)
+        params = matching_params(step.all_params)
         key = (index, step.workload, params_key(params))
         group = groups.get(key)
         if group is None:

@@ -106,9 +106,9 @@ def _total(*values: float | None) -> float | None:
 
 def fio_row(step: StepRecord) -> FioRow:
     m = step.metrics
-    rep = step.params.get("repetition")
+    rep = step.all_params.get("repetition")
     return FioRow(
-        profile=str(step.params.get("profile", "?")),
+        profile=str(step.all_params.get("profile", "?")),
         repetition=rep if isinstance(rep, int) else None,
         status=step.status,
         error=step.error,
@@ -149,7 +149,7 @@ def _flush_steps(steps: list[StepRecord]) -> list[StepRecord]:
         for s in steps
         if s.workload == "fio" and s.status == "completed" and "sync_lat_avg_ms" in s.metrics
     ]
-    wal = [s for s in synced if s.params.get("profile") == WAL_PROFILE]
+    wal = [s for s in synced if s.all_params.get("profile") == WAL_PROFILE]
     return wal or synced
 
 
@@ -187,9 +187,9 @@ def commit_ceiling(
         for s in steps
         if s.workload == "pgbench"
         and s.status == "completed"
-        and s.params.get("mode") == "tpcb-like"
-        and s.params.get("clients") == 1
-        and s.params.get("warmup") is not True
+        and s.all_params.get("mode") == "tpcb-like"
+        and s.all_params.get("clients") == 1
+        and s.all_params.get("warmup") is not True
         and _num(s.metrics, "tps") is not None
     ]
     tps = fmean(_num(s.metrics, "tps") or 0.0 for s in one_client) if one_client else None

@@ -1,11 +1,16 @@
-"""Fixed-rate steps of a run gathered into curves (one per target, mode and client count),
-for the latency-under-load table and chart."""
+"""Fixed-rate steps of a run gathered into curves (one per target and curve: mode, scripts,
+client count and settings, as rate_verdicts.curve_key says), for the latency-under-load table
+and chart."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from howfast.analysis.rate_verdicts import CURVE_METRICS, curve_key, in_curve
 from howfast.model import JSONValue, RunRecord
+
+CURVE_SUMMARY = ("saturation_rate", "knee_rate", "knee_how", "knee_latency_metric", "slo_max_rate")
+assert set(CURVE_SUMMARY) <= CURVE_METRICS
 
 
 @dataclass(frozen=True)
@@ -41,13 +46,12 @@ def _flag(m: dict[str, JSONValue], key: str) -> bool | None:
 
 
 def rate_curves(run: RunRecord) -> list[RateCurve]:
-    curves: dict[tuple[str, str, object, str], RateCurve] = {}
+    curves: dict[tuple[str, str], RateCurve] = {}
     for step in run.steps:
-        p = step.params
-        in_curve = p.get("rate") is not None or p.get("curve_role") == "max"
-        if step.workload != "pgbench" or not in_curve or p.get("warmup"):
+        p = step.all_params
+        if not in_curve(step):
             continue
-        key = (step.target, str(p.get("mode")), p.get("clients"), str(p.get("settings")))
+        key = (step.target, curve_key(p))
         clients = p.get("clients")
         curve = curves.setdefault(
             key,
@@ -74,14 +78,6 @@ def rate_curves(run: RunRecord) -> list[RateCurve]:
                 note=note if step.status == "completed" else f"{step.status}: {note}",
             )
         )
-        for k in (
-            "saturation_rate",
-            "knee_rate",
-            "knee_how",
-            "knee_latency_metric",
-            "slo_max_rate",
-        ):
-            if k in m:
-                curve.summary[k] = m[k]
+        curve.summary.update({k: m[k] for k in CURVE_SUMMARY if k in m})
     # A single fixed-rate step is a verdict, not a curve: it stays in the mode tables.
     return [c for c in curves.values() if len(c.rows) > 1]

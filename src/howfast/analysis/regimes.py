@@ -84,7 +84,7 @@ def _int(value: JSONValue) -> int | None:
 
 
 def _full_speed(step: StepRecord) -> bool:
-    p = step.params
+    p = step.all_params
     return (
         step.status == "completed"
         and p.get("warmup") is not True
@@ -95,22 +95,22 @@ def _full_speed(step: StepRecord) -> bool:
 
 
 def regime_tps(steps: list[StepRecord], regime: str) -> RegimeTps | None:
-    mine = [s for s in steps if s.workload == "pgbench" and s.params.get("dataset") == regime]
+    mine = [s for s in steps if s.workload == "pgbench" and s.all_params.get("dataset") == regime]
     mine = [s for s in mine if _full_speed(s)]
     if not mine:
         return None
-    modes = Counter(str(s.params.get("mode")) for s in mine)
+    modes = Counter(str(s.all_params.get("mode")) for s in mine)
     mode = PREFERRED_MODE if PREFERRED_MODE in modes else modes.most_common(1)[0][0]
-    mine = [s for s in mine if str(s.params.get("mode")) == mode]
-    clients = max((_int(s.params.get("clients")) or 0 for s in mine), default=0) or None
-    mine = [s for s in mine if _int(s.params.get("clients")) == clients]
+    mine = [s for s in mine if str(s.all_params.get("mode")) == mode]
+    clients = max((_int(s.all_params.get("clients")) or 0 for s in mine), default=0) or None
+    mine = [s for s in mine if _int(s.all_params.get("clients")) == clients]
     values = [v for s in mine if (v := _num(s.metrics.get("tps"))) is not None]
     return RegimeTps(
         tps=statistics.fmean(values),
         mode=mode,
         clients=clients,
         runs=len(values),
-        scale=_int(mine[-1].params.get("scale")),
+        scale=_int(mine[-1].all_params.get("scale")),
     )
 
 
@@ -122,11 +122,11 @@ def load(steps: list[StepRecord]) -> Load | None:
         and s.status == "completed"
         and _num(s.metrics.get("init_total_s")) is not None
     ]
-    on_disk = [s for s in inits if s.params.get("dataset") == "on-disk"]
+    on_disk = [s for s in inits if s.all_params.get("dataset") == "on-disk"]
     if on_disk:
         step = on_disk[-1]
     elif inits:
-        step = max(inits, key=lambda s: _int(s.params.get("scale")) or 0)
+        step = max(inits, key=lambda s: _int(s.all_params.get("scale")) or 0)
     else:
         return None
     m = step.metrics
@@ -135,15 +135,15 @@ def load(steps: list[StepRecord]) -> Load | None:
         for key, v in m.items()
         if key.endswith("_s") and key != "init_total_s" and isinstance(v, int | float)
     }
-    dataset = step.params.get("dataset")
-    basis = step.params.get("memory_basis")
+    dataset = step.all_params.get("dataset")
+    basis = step.all_params.get("memory_basis")
     return Load(
         seconds=float(m["init_total_s"]),
-        scale=_int(step.params.get("scale")),
+        scale=_int(step.all_params.get("scale")),
         db_size_bytes=_int(m.get("db_size_bytes")),
         dataset=str(dataset) if dataset is not None else None,
         phases=phases,
-        memory_bytes=_int(step.params.get("memory_bytes")),
+        memory_bytes=_int(step.all_params.get("memory_bytes")),
         memory_basis=str(basis) if basis is not None else None,
     )
 
@@ -154,7 +154,7 @@ def large_read(steps: list[StepRecord]) -> LargeRead | None:
         for s in steps
         if s.workload == "seqread"
         and s.status == "completed"
-        and s.params.get("cold", True) is True
+        and s.all_params.get("cold", True) is True
         and _num(s.metrics.get("seqread_s")) is not None
     ]
     if not reads:

@@ -93,9 +93,9 @@ def summarize(run: RunRecord) -> list[TargetSummary]:
         elif step.workload == "pgbench-init":
             summary.init.append(step)
         elif step.workload == "pgbench":
-            mode = str(step.params.get("mode", "?"))
-            clients = step.params.get("clients")
-            rep = step.params.get("repetition")
+            mode = str(step.all_params.get("mode", "?"))
+            clients = step.all_params.get("clients")
+            rep = step.all_params.get("repetition")
             steady = steady_state(step.series) if step.status == "completed" else None
             summary.modes.setdefault(mode, []).append(
                 ModeRow(

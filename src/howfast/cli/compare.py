@@ -8,23 +8,10 @@ from howfast.analysis import steady
 from howfast.analysis.compare import compare_runs
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.cli.reading import read_runs
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
-from howfast.model import RunRecord
 from howfast.report.compare_view import comparison_view
-from howfast.store import SqlStore
-from howfast.store.series import attach_series
-
-
-def load_runs(db: SqlStore, ids: list[int]) -> list[RunRecord]:
-    """The runs, without their series; UsageError for an id the store does not have."""
-    runs = []
-    for rid in ids:
-        run = db.get_run(rid)
-        if run is None:
-            raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
-        runs.append(run)
-    return runs
 
 
 @click.command("compare")
@@ -52,7 +39,7 @@ def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) 
         raise UsageError("give two runs or more to compare", "e.g. howfast compare 12 14")
     db = open_results(env, store)
     try:
-        runs = [attach_series(db, run, steady.SERIES) for run in load_runs(db, ids)]
+        runs = read_runs(db, ids, series=steady.SERIES)
     finally:
         db.close()
     comparison = compare_runs(runs)

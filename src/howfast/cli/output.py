@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from howfast.cli.context import CliEnv
+from howfast.cli.reading import read_run
 from howfast.errors import ExitStatus
 from howfast.report import terminal
 from howfast.runner import RunResult
@@ -18,7 +19,7 @@ EXIT_FOR_STATUS = {
 def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None:
     """Print run `run_id` (the JSON document, or the end-of-run tables) and close the store."""
     try:
-        run = db.get_run(run_id)
+        run = read_run(db, run_id)
     finally:
         db.close()
     assert run is not None, f"run {run_id} was just stored"

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from howfast.cli.compare import load_runs
 from howfast.cli.context import CliEnv
 from howfast.cli.options import parse_run_id, store_option
+from howfast.cli.reading import derived, stored_runs
 from howfast.cli.stores import open_results
 from howfast.report.output import report_format, series_to_read, write_report
-from howfast.store.series import attach_series
 
 
 @click.command("report")
@@ -43,9 +42,9 @@ def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) ->
     report_format(output)  # a wrong suffix is an error before anything is read
     db = open_results(env, store)
     try:
-        runs = load_runs(db, ids)
+        runs = stored_runs(db, ids)
         names = series_to_read(runs)
-        runs = [attach_series(db, run, names) for run in runs]
+        runs = [derived(db, run, names) for run in runs]
     finally:
         db.close()
     written = write_report(runs, output)

@@ -7,10 +7,10 @@ import click
 from howfast.analysis import steady
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.cli.reading import read_run
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report import terminal
-from howfast.store.series import attach_series
 
 
 @click.group("results")
@@ -65,9 +65,9 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
     rid = parse_run_id(run_id)
     db = open_results(env, store)
     try:
-        run = db.get_run(rid, with_series=series)
-        if run is not None and not (as_json or series):
-            attach_series(db, run, steady.SERIES)  # for the steady-state figures
+        # The steady-state figures of the tables need their series.
+        wanted = () if as_json else steady.SERIES
+        run = read_run(db, rid, series=wanted, all_series=series)
     finally:
         db.close()
     if run is None:

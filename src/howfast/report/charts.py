@@ -183,7 +183,7 @@ def checkpoint_spans(step: StepRecord) -> list[Span]:
     events = postgres.get("checkpoints") if isinstance(postgres, dict) else None
     if not isinstance(events, list):
         return []
-    duration = step.params.get("duration_s")
+    duration = step.all_params.get("duration_s")
     spans = []
     for event in events:
         if not isinstance(event, dict):

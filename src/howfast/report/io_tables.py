@@ -29,7 +29,7 @@ def _fmt(value: object, digits: int = 1, thousands: bool = False) -> str:
 
 def step_label(step: StepRecord) -> str:
     """'pgbench tpcb-like 8c checkpoint_completion_target=0.5 #2', 'fio wal-fsync'."""
-    p = step.params
+    p = step.all_params
     if step.workload == "pgbench":
         text = f"pgbench {p.get('mode')} {p.get('clients')}c"
     elif step.workload == "fio":

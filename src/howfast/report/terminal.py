@@ -24,7 +24,7 @@ def _init_line(step: StepRecord) -> str:
     m = step.metrics
     if step.status != "completed":
         return f"load (pgbench -i): {step.status}: {(step.error or '').splitlines()[0:1]}"
-    scale = step.params.get("scale")
+    scale = step.all_params.get("scale")
     phases = [
         f"{key.removesuffix('_s').replace('_', ' ')} {float(v):.2f}"
         for key, v in m.items()
@@ -74,7 +74,7 @@ def target_tables(summary: TargetSummary) -> RenderableType:
 
 
 def _warmup_line(step: StepRecord) -> str:
-    p = step.params
+    p = step.all_params
     return (
         f"warm-up (left out of every figure): pgbench {p.get('mode')}, "
         f"{p.get('clients')} clients, {p.get('duration_s')} s: {step.status}"
@@ -392,7 +392,7 @@ def run_details(run: RunRecord) -> RenderableType:
         steps.add_column(name)
     for s in run.steps:
         params = ", ".join(
-            f"{k}={v}" for k, v in s.params.items() if k not in ("extra_args", "scripts")
+            f"{k}={v}" for k, v in s.all_params.items() if k not in ("extra_args", "scripts")
         )
         status = s.status if not s.error else f"{s.status}: {s.error.splitlines()[0]}"
         steps.add_row(str(s.id), s.target, s.workload, params, status, "\n".join(s.warnings))

@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from howfast.analysis.working_set import regime_warnings
+from howfast.analysis.derive import derive_last
 from howfast.cancel import CancelToken
 from howfast.clock import now
 from howfast.errors import HowfastError
@@ -102,13 +102,14 @@ def store_step(
     started: str,
 ) -> StepRecord:
     """Commit the step at once (a crash loses only the step in flight) and tell the UI."""
-    params = {**spec.params, **outcome.resolved_params}
+    params = dict(spec.params)
     if spec.repetition > 1 or "repetition" in params:
         params["repetition"] = spec.repetition
     record = StepRecord(
         target=env.target.name,
         workload=spec.workload,
         params=params,
+        resolved=outcome.resolved_params,
         status=outcome.status,  # type: ignore[arg-type]
         started_at=started,
         finished_at=now(),
@@ -122,18 +123,14 @@ def store_step(
     with env.guard.critical():
         record.id = env.store.add_step(env.run_id, record)
     env.previous.append(record)
-    env.observer.step_finished(ref, record)
+    env.observer.step_finished(ref, derive_last(env.previous))  # with its derived warnings
     return record
 
 
 def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:
     """A step on pgbench's tables records the scale (and dataset) the target's latest load
-    really loaded, and a pgbench step whose reads do not fit its regime says so."""
+    really loaded; whether its reads fit that regime is derived when the run is read."""
     loaded = LoadedData.last_on(previous)
     if loaded is None or spec.workload not in ("pgbench", "seqread"):
         return
     outcome.resolved_params.update(loaded.params())
-    if spec.workload == "pgbench" and not spec.params.get("warmup"):
-        outcome.warnings += regime_warnings(
-            loaded.dataset, loaded.db_size_bytes, outcome.metrics, outcome.sections
-        )

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from howfast.analysis.io import analyze_step
 from howfast.hosts.base import Host
 from howfast.model import STEP_SECTIONS, JSONValue
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
@@ -101,7 +100,8 @@ class StepSampling:
         self.result = merged
 
     def merge_into(self, outcome: StepOutcome, step_s: float | None) -> None:
-        """Add what was sampled, and what it means, to the step's outcome."""
+        """Add what was sampled to the step's outcome; what it means is derived when the run
+        is read (analysis/derive.py)."""
         if self.result is None or self.ctx is None:
             return
         r = self.result
@@ -110,16 +110,13 @@ class StepSampling:
             sections.setdefault(name, {}).update(content)
         sections["io"]["roles"] = _roles_section(self.roles, sections["io"].get("roles"))
         sections["io"]["interval_s"] = self.ctx.interval_s
-        sampled_s = self.ctx.now()
-        analysis = analyze_step(sections, {**outcome.series, **r.series}, step_s or sampled_s)
-        for name, content in analysis.sections.items():
-            deep_merge(sections.setdefault(name, {}), content)
+        sections["io"]["sampled_s"] = self.ctx.now()  # the step's length, when none was planned
         for name, points in r.series.items():
             outcome.series.setdefault(name, points)
-        for name, value in {**r.metrics, **analysis.metrics}.items():
+        for name, value in r.metrics.items():
             if value is not None:
                 outcome.metrics.setdefault(name, value)  # the tool's own figures win
-        outcome.warnings += r.warnings + analysis.warnings
+        outcome.warnings += r.warnings
         outcome.sections.update(sections)
 
 

@@ -123,7 +123,21 @@ def _v3_run_writer(connection: Connection) -> None:
     connection.execute(text(f"ALTER TABLE runs ADD COLUMN writer {column_type}"))
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_create_tables, _v2_step_sections, _v3_run_writer)
+def _v4_step_resolved(connection: Connection) -> None:
+    """The params resolved at run time (jobs, the rate a fraction came to, direct I/O...),
+    apart from the params the plan asked. NULL for older steps: their params hold both, and
+    their metrics, warnings and sections may hold verdicts frozen at run time, which are
+    derived again when read (analysis/derive.py)."""
+    column_type = JSON().compile(dialect=connection.dialect)
+    connection.execute(text(f"ALTER TABLE steps ADD COLUMN resolved {column_type}"))
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1_create_tables,
+    _v2_step_sections,
+    _v3_run_writer,
+    _v4_step_resolved,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

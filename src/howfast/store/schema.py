@@ -68,6 +68,8 @@ steps = Table(
     Index("ix_steps_run_id", "run_id"),
     # v2: the samplers' sections (io, cpu, postgres); NULL for older steps
     Column("sections", JSON),
+    # v4: params resolved at run time, apart from `params` (as asked); NULL for older steps
+    Column("resolved", JSON),
 )
 
 samples = Table(

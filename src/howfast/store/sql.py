@@ -34,6 +34,7 @@ from howfast.store.migrations import MIGRATIONS, Migration, migrate
 from howfast.store.schema import histograms, runs, samples, steps, targets
 
 FINAL_RUN_STATUSES = ("completed", "failed", "aborted")
+RESOLVED_VERSION = 4  # steps.resolved; before it, params held what was resolved too
 
 
 class SqlStore(Store):
@@ -111,6 +112,8 @@ class SqlStore(Store):
                 "metrics": step.metrics,
                 "warnings": step.warnings,
             }
+            if self.schema_version >= RESOLVED_VERSION:  # never NULL: NULL marks older steps
+                values["resolved"] = step.resolved
             if step.sections:  # left NULL otherwise, as for steps stored before v2
                 values["sections"] = step.sections
             result = conn.execute(insert(steps).values(**values))
@@ -360,6 +363,8 @@ def _step_record(
         series=series,
         histograms=counts,
         sections=row.sections or {},
+        resolved=row.resolved or {},
+        legacy=row.resolved is None,
     )
 
 

@@ -102,10 +102,11 @@ class LoadedData:
         for step in reversed(previous):
             if step.workload != "pgbench-init":
                 continue
-            scale, size = step.params.get("scale"), step.metrics.get("db_size_bytes")
+            params = step.all_params  # the scale a dataset was sized to is resolved
+            scale, size = params.get("scale"), step.metrics.get("db_size_bytes")
             if step.status != "completed" or not isinstance(scale, int):
                 return None
-            dataset = step.params.get("dataset")
+            dataset = params.get("dataset")
             return cls(
                 scale,
                 size if isinstance(size, int) else None,

@@ -159,21 +159,31 @@ def imported_warnings(options: Mapping[str, str]) -> list[str]:
     return warnings
 
 
+def prefill_written_bytes(output: str) -> int | None:
+    """Bytes howfast's prefill job wrote; None when fio's output has no prefill job."""
+    for job in extract_json(output)["jobs"]:
+        if job.get("jobname") == PREFILL_JOB:
+            write = job.get("write")
+            return int(write.get("io_bytes", 0)) if isinstance(write, dict) else 0
+    return None
+
+
 def prefill_warning(output: str, size_bytes: int) -> str | None:
     """Warn when the prefill job did not write the whole file: reads of unwritten blocks
     return zeros without touching the device."""
-    for job in extract_json(output)["jobs"]:
-        if job.get("jobname") != PREFILL_JOB:
-            continue
-        write = job.get("write")
-        written = int(write.get("io_bytes", 0)) if isinstance(write, dict) else 0
-        if written >= size_bytes:
-            return None
-        return (
-            f"the prefill wrote {format_bytes(written)} of the {format_bytes(size_bytes)} test "
-            "file: reads may have hit blocks never written, which cost no device I/O"
-        )
-    return "fio's output has no prefill job: the test file may not have been written in full"
+    return prefill_shortfall(prefill_written_bytes(output), size_bytes)
+
+
+def prefill_shortfall(written: int | None, size_bytes: int) -> str | None:
+    """The prefill warning from what it wrote (None: there was no prefill job)."""
+    if written is None:
+        return "fio's output has no prefill job: the test file may not have been written in full"
+    if written >= size_bytes:
+        return None
+    return (
+        f"the prefill wrote {format_bytes(written)} of the {format_bytes(size_bytes)} test "
+        "file: reads may have hit blocks never written, which cost no device I/O"
+    )
 
 
 def commit_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
@@ -307,7 +317,8 @@ class FioWorkload(Workload):
         if problem:
             return StepOutcome(status="failed", error=problem)
         fstype = host.fstype(scratch)
-        choice = choose_direct(fstype, host.direct_io_refused(scratch))
+        refused = host.direct_io_refused(scratch)
+        choice = choose_direct(fstype, refused)
         warnings: list[str] = []
         test_file = Path(fio_file_path(scratch))
         try:
@@ -326,7 +337,7 @@ class FioWorkload(Workload):
             return StepOutcome(status="failed", error=str(exc))
         finally:
             host.remove_file(test_file)
-        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings, host)
+        return _outcome(attempt, profile, size, scratch, fstype, choice, warnings, host, refused)
 
     def _run(
         self,
@@ -387,6 +398,7 @@ def _outcome(
     choice: IoChoice,
     warnings: list[str],
     host: Host,
+    refused: bool,
 ) -> StepOutcome:
     result = attempt.result
     if result.returncode < 0:
@@ -401,17 +413,6 @@ def _outcome(
         return StepOutcome(
             status="failed", error=_job_error(job, result, profile), warnings=warnings
         )
-    warnings += run_warnings(
-        directory=scratch.parent,
-        fstype=fstype,
-        choice=choice,
-        options=job.options,
-        size_bytes=size,
-        memory_bytes=_memory_bytes(host),
-    )
-    prefill = prefill_warning(attempt.output, size)
-    if prefill:
-        warnings.append(prefill)
     return StepOutcome(
         metrics=job_metrics(job),
         warnings=warnings,
@@ -424,6 +425,13 @@ def _outcome(
             "direct": job.options.get("direct") == "1",
             "ioengine": job.options.get("ioengine", ""),
             "fio_version": parsed.fio_version,
+            # Facts the trust warnings are derived from when the run is read
+            # (analysis/fio_checks.py)
+            "fstype": fstype,
+            "direct_refused": refused,
+            "flushes_every_write": flushes_every_write(job.options),
+            "machine_memory_bytes": _memory_bytes(host),
+            "prefill_bytes": prefill_written_bytes(attempt.output),
         },
     )
 
@@ -434,11 +442,8 @@ def _memory_bytes(host: Host) -> int | None:
 
 
 def job_metrics(job: FioJob) -> dict[str, JSONValue]:
-    """DESIGN's fio metrics, plus the commit-rate ceiling for a job that flushed every write."""
-    metrics: dict[str, JSONValue] = dict(job.metrics)
-    if flushes_every_write(job.options):
-        metrics.update(commit_metrics(job.metrics))
-    return metrics
+    """DESIGN's fio metrics; the commit-rate ceiling is derived when the run is read."""
+    return dict(job.metrics)
 
 
 def _job_error(job: FioJob | None, result: ToolResult, profile: str) -> str:

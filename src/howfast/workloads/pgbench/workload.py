@@ -134,8 +134,6 @@ class PgbenchWorkload(Workload):
         elif "tps" not in outcome.metrics:
             outcome.status = "failed"
             outcome.error = "pgbench finished but printed no tps line:\n" + _error_tail(result)
-        else:
-            _judge_rates(params, outcome, ctx)
         return outcome
 
     def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
@@ -156,18 +154,6 @@ class PgbenchWorkload(Workload):
 def _jobs(params: dict[str, JSONValue], cores: int) -> int:
     requested = params.get("jobs")
     return build.resolve_jobs(int(params["clients"]), cores, int(requested) if requested else None)
-
-
-def _judge_rates(params: dict[str, JSONValue], outcome: StepOutcome, ctx: StepContext) -> None:
-    """Rate and objective verdicts of a completed step; a curve's summary on its last step."""
-    verdicts = rates.step_rate_metrics(params, outcome.metrics, outcome.series.get("lag_ms", []))
-    outcome.metrics.update(verdicts)
-    if verdicts.get("rate_met") is False:
-        outcome.warnings.append(
-            f"the offered rate {params['rate']}/s was not met: {verdicts['rate_verdict']}"
-        )
-    if params.get("curve_last"):
-        outcome.metrics.update(rates.curve_metrics(params, outcome.metrics, ctx.previous))
 
 
 def _progress_series(run: parse.PgbenchRun) -> dict[str, list[Sample]]:

@@ -1,0 +1,49 @@
+"""Reading runs for output: from the store, with the series their derivation needs, derived
+(analysis/derive.py). Every command that shows a run reads it here."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from howfast.analysis.derive import derive_run, series_needed
+from howfast.errors import UsageError
+from howfast.model import RunRecord
+from howfast.store import SqlStore
+from howfast.store.base import Store
+from howfast.store.series import attach_series
+
+
+def stored_runs(db: Store, ids: list[int]) -> list[RunRecord]:
+    """The runs as stored, without series; UsageError for an id the store does not have."""
+    runs = []
+    for rid in ids:
+        run = db.get_run(rid)
+        if run is None:
+            raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
+        runs.append(run)
+    return runs
+
+
+def derived(db: Store, run: RunRecord, series: Collection[str] = ()) -> RunRecord:
+    """A run read without series, with these series and the derivation's, derived."""
+    if isinstance(db, SqlStore):
+        attach_series(db, run, {*series, *series_needed(run)})  # only these: stores are large
+    else:
+        with_all = db.get_run(run.id, with_series=True)
+        run = with_all if with_all is not None else run
+    return derive_run(run)
+
+
+def read_run(
+    db: Store, run_id: int, *, series: Collection[str] = (), all_series: bool = False
+) -> RunRecord | None:
+    """One run, derived; `all_series`: with every series and histogram (`--series`)."""
+    run = db.get_run(run_id, with_series=all_series)
+    if run is None:
+        return None
+    return derive_run(run) if all_series else derived(db, run, series)
+
+
+def read_runs(db: Store, ids: list[int], *, series: Collection[str] = ()) -> list[RunRecord]:
+    """The runs, derived; UsageError for an id the store does not have."""
+    return [derived(db, run, series) for run in stored_runs(db, ids)]
