@@ -9,6 +9,7 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.options import parse_run_id, store_option
+from howfast.cli.reading import read_run
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.metrics.textfile import render_run, write_atomically
@@ -40,7 +41,7 @@ def prometheus_command(run_id: str, output: str, store: str | None) -> int:
     rid = parse_run_id(run_id)
     db = open_results(env, store)
     try:
-        run = db.get_run(rid, with_series=True)
+        run = read_run(db, rid, all_series=True)  # derived, like every run shown
     finally:
         db.close()
     if run is None:
