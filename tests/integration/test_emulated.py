@@ -142,3 +142,23 @@ def test_without_the_tools_it_is_refused_with_what_to_install(
     assert (
         not howfast.store.exists() or json.loads(howfast("results", "list", "--json").stdout) == []
     )
+
+
+def test_latency_plan_offers_the_fast_volumes_rate_to_both(howfast: Howfast, target_dir: Path):
+    """The built-in plan, shrunk: the slow volume is offered 70% of the fast one's maximum,
+    which the fast volume holds and the slow one cannot."""
+    out = howfast("run", "latency", "--target", str(target_dir), "--scale", "2",
+                  "--clients", "4", "--duration", "4s", "--storage-size", "1GiB", "--json",
+                  timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    fast, slow = (t["name"] for t in doc["targets"])
+    assert fast.endswith("+0ms 2000 IOPS") and slow.endswith("+2ms 2000 IOPS")
+    assert all(t["device"]["memory_limit_bytes"] == 192 * 2**20 for t in doc["targets"])
+    steps = {(s["target"], s["params"].get("curve_role") or "rate"): s for s in doc["steps"]}
+    fast_max = steps[(fast, "max")]["metrics"]["tps"]
+    for target in (fast, slow):
+        assert steps[(target, "rate")]["params"]["rate"] == pytest.approx(0.7 * fast_max, abs=0.1)
+    assert steps[(fast, "rate")]["metrics"]["rate_met"] is True
+    assert steps[(slow, "rate")]["metrics"]["rate_met"] is False
+    assert steps[(slow, "max")]["metrics"]["tps"] < 0.7 * fast_max

@@ -34,6 +34,7 @@ TEST_PARAMS = (
     "dataset",
     "rate",
     "rate_fraction",
+    "rate_basis",
     "curve_role",
     "slo",
     "latency_limit_ms",
@@ -85,7 +86,8 @@ def params_key(params: Mapping[str, JSONValue]) -> str:
 def rate_label(params: Mapping[str, JSONValue]) -> str | None:
     """'rate 500/s', 'rate 50% of the maximum', 'full speed' (a rate curve's first run)."""
     if isinstance(params.get("rate_fraction"), int | float):
-        return f"rate {float(params['rate_fraction']):.0%} of the maximum"
+        whose = "the first target's " if params.get("rate_basis") == "first-target" else ""
+        return f"rate {float(params['rate_fraction']):.0%} of {whose}the maximum"
     if params.get("rate") is not None:
         return f"rate {params['rate']}/s"
     if params.get("curve_role") == "max":

@@ -26,6 +26,7 @@ from howfast.plans import (
     parse_set_option,
     parse_size,
 )
+from howfast.plans.model import StorageSection
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
@@ -82,9 +83,8 @@ from howfast.workloads.pgbench.build import expected_seconds
 @click.option(
     "--storage-size",
     metavar="SIZE",
-    default="4GiB",
-    show_default=True,
-    help="Size of the emulated volume (a sparse file in the target directory).",
+    help="Size of the emulated volume, a sparse file in the target directory [default: the "
+    "plan's [storage] size, else 4GiB].",
 )
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
@@ -165,7 +165,7 @@ def run_command(
     memory: str | None,
     storage_latency: str | None,
     storage_iops: str | None,
-    storage_size: str,
+    storage_size: str | None,
     clients: str | None,
     duration: str | None,
     modes: str | None,
@@ -218,12 +218,12 @@ def run_command(
     steps = expand(loaded, overrides)
     if dataset and not any(s.workload == "pgbench-init" for s in steps):
         raise UsageError(f"--dataset: plan {loaded.name!r} loads no data (no pgbench-init step)")
-    memory_limit = parse_size(memory, "--memory") if memory else None
+    memory_limit = parse_size(memory, "--memory") if memory else loaded.memory
     needs_server = any(not is_dsn(t) for t in targets)
     install = choose_install(pg_bin, need_server=needs_server)
     env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
-    variants = storage_variants(storage_latency, storage_iops)
+    variants = storage_variants(storage_latency, storage_iops, loaded.storage)
     if variants and wal_dir is not None:
         raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
     target_objs = (
@@ -231,7 +231,9 @@ def run_command(
             list(targets),
             install,
             variants,
-            size_bytes=parse_size(storage_size, "--storage-size"),
+            size_bytes=parse_size(storage_size, "--storage-size")
+            if storage_size
+            else (loaded.storage.size if loaded.storage else DEFAULT_VOLUME_BYTES),
             settings=settings,
             keep=keep,
             checksums=checksums,
@@ -287,10 +289,15 @@ def run_command(
     return finish(env, db, result, as_json)
 
 
-def storage_variants(latency: str | None, iops: str | None) -> list[Limits]:
-    """--storage-latency x --storage-iops, each a list; [] when neither is given."""
+def storage_variants(
+    latency: str | None, iops: str | None, planned: StorageSection | None = None
+) -> list[Limits]:
+    """--storage-latency x --storage-iops, each a list, else the plan's [storage]; [] when
+    neither asks for emulated volumes."""
     if latency is None and iops is None:
-        return []
+        if planned is None:
+            return []
+        return variants(planned.latency, [cap or None for cap in planned.iops])
     latencies = [0.0]
     if latency is not None:
         latencies = [
@@ -304,6 +311,9 @@ def storage_variants(latency: str | None, iops: str | None) -> list[Limits]:
             for v in iops.split(",")
         ]
     return variants(latencies, caps)
+
+
+DEFAULT_VOLUME_BYTES = 4 * 1024**3
 
 
 def _sample_interval(text: str) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from howfast.errors import UsageError
 from howfast.sizing import dataset_value
@@ -29,6 +29,7 @@ from howfast.workloads.fields import (
     RESERVED_SETTINGS,
     PositiveInt,
     Settings,
+    Size,
     no_duplicates,
     setting_name,
     setting_value,
@@ -46,6 +47,33 @@ else:
     Step = Annotated[Union[tuple(STEP_MODELS.values())], Field(discriminator="workload")]  # noqa: UP007
 
 
+def added_latency_ms(value: object) -> float:
+    """An added latency in milliseconds: "2ms", "1s", or "0" for none."""
+    if isinstance(value, str) and value.strip().lower() in ("0", "0ms", "0s"):
+        return 0.0
+    return duration_seconds(value) * 1000
+
+
+def _listed(value: object) -> object:
+    """`latency = "2ms"` and `iops = 500` are read as one-element lists."""
+    return [value] if isinstance(value, str | int) and not isinstance(value, bool) else value
+
+
+AddedLatency = Annotated[float, BeforeValidator(added_latency_ms)]
+IopsCap = Annotated[int, Field(ge=0)]  # 0: no cap
+
+
+class StorageSection(BaseModel):
+    """`[storage]`: run each directory target on emulated volumes, one variant per latency and
+    IOPS cap (docs/emulated-storage.md); --storage-latency/--storage-iops override."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    latency: Annotated[list[AddedLatency], BeforeValidator(_listed), Field(min_length=1)] = [0.0]
+    iops: Annotated[list[IopsCap], BeforeValidator(_listed), Field(min_length=1)] = [0]
+    size: Size = 4 * 1024**3
+
+
 class Plan(BaseModel):
     """A plan file: settings for the clusters howfast creates, and the steps to run."""
 
@@ -55,6 +83,9 @@ class Plan(BaseModel):
     description: str = ""
     repeat: PositiveInt = 1
     settings: Settings = {}
+    # The server's memory cap (like --memory, which overrides it): emulates a smaller machine
+    memory: Size | None = None
+    storage: StorageSection | None = None
     steps: Annotated[list[Step], Field(min_length=1)]
 
 

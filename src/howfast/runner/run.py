@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from howfast import environment
 from howfast.clock import now
 from howfast.errors import Aborted, UsageError
-from howfast.model import StepSpec
+from howfast.model import StepRecord, StepSpec
 from howfast.runner.observer import RunObserver
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
@@ -91,8 +91,11 @@ class Runner:
             self.observer.run_started(run_id, total, len(self.targets))
             failed = 0
             status = "completed"
+            first_target: list[StepRecord] | None = None
             try:
                 for position, target in enumerate(self.targets):
+                    previous: list[StepRecord] = []
+                    first_target = previous if first_target is None else first_target
                     session = TargetSession(
                         StepEnvironment(
                             run_id=run_id,
@@ -102,7 +105,8 @@ class Runner:
                             store=self.store,
                             observer=self.observer,
                             guard=guard,
-                            previous=[],
+                            previous=previous,
+                            first_target=first_target,
                         ),
                         self.steps,
                         first_index=position * len(self.steps),

@@ -35,6 +35,7 @@ class StepEnvironment:
     observer: RunObserver
     guard: SignalGuard
     previous: list[StepRecord]  # this target's stored steps, oldest first
+    first_target: list[StepRecord]  # the run's first target's (the same list on that one)
 
     @property
     def cancel(self) -> CancelToken:
@@ -69,6 +70,7 @@ def execute_step(
         cancel=env.cancel,
         on_progress=on_progress,
         previous=list(env.previous),
+        first_target=list(env.first_target),
     )
     try:  # before the samplers start, so that it is not measured (a cold restart...)
         prepared = workload.prepare(ctx, dict(spec.params))

@@ -32,6 +32,8 @@ class StepContext:
     # Steps already stored for this target in this run, oldest first (a rate curve takes its
     # rates from the full-speed step before it).
     previous: list[StepRecord] = field(default_factory=list)
+    # The run's first target's stored steps (rate fractions of its maximum on every target).
+    first_target: list[StepRecord] = field(default_factory=list)
 
     @property
     def cores(self) -> int:

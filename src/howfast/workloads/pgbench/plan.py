@@ -119,6 +119,9 @@ class PgbenchStep(StepModel):
     rate_fractions: (
         Annotated[list[Annotated[float, Field(gt=0, le=10)]], Field(min_length=1)] | None
     ) = None
+    # Whose maximum the fractions are of: each target's own, or the run's first target's (the
+    # same offered load on every target: one holds it, a slower one piles up latency).
+    rate_basis: Literal["target", "first-target"] = "target"
     slo: str | None = None
 
     @field_validator("slo")
@@ -158,6 +161,8 @@ class PgbenchStep(StepModel):
         rate_keys = [k for k in ("rate", "rates", "rate_fractions") if getattr(self, k)]
         if len(rate_keys) > 1:
             problems.append((rate_keys[1], f"give one of {', '.join(rate_keys)}, not several"))
+        if "rate_basis" in self.model_fields_set and not self.rate_fractions:
+            problems.append(("rate_basis", "rate_basis applies to rate_fractions only"))
         if len(problems) == 1:
             raise conflict(*problems[0])
         if problems:  # a validator raises one error: name them all, at the step's header
@@ -262,7 +267,8 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
         if params.get("rate") is not None:
             text += f", rate {params['rate']}/s"
         elif isinstance(params.get("rate_fraction"), int | float):
-            text += f", rate {float(params['rate_fraction']):.0%} of the maximum"
+            whose = "the first target's " if params.get("rate_basis") == "first-target" else ""
+            text += f", rate {float(params['rate_fraction']):.0%} of {whose}the maximum"
         elif params.get("curve_role") == "max":
             text += ", full speed (the curve's maximum)"
         return text + _settings_text(params)
@@ -312,7 +318,12 @@ def _rate_variants(step: PgbenchStep, ctx: ExpandContext) -> list[dict[str, JSON
     if rates:
         variants: list[dict[str, JSONValue]] = [{"rate": r} for r in rates]
     elif step.rate_fractions and not overrides.rates:
-        variants = [{"curve_role": "max"}] + [{"rate_fraction": f} for f in step.rate_fractions]
+        basis: dict[str, JSONValue] = (
+            {"rate_basis": step.rate_basis} if step.rate_basis != "target" else {}
+        )
+        variants = [{"curve_role": "max"}] + [
+            {"rate_fraction": f, **basis} for f in step.rate_fractions
+        ]
     elif step.rate is not None:
         return [{"rate": step.rate}]
     else:

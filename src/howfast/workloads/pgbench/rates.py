@@ -31,16 +31,23 @@ def max_tps_before(params: dict[str, JSONValue], previous: Sequence[StepRecord])
     return None
 
 
-def resolve_rate(params: dict[str, JSONValue], previous: Sequence[StepRecord]) -> float | None:
+def resolve_rate(
+    params: dict[str, JSONValue],
+    previous: Sequence[StepRecord],
+    first_target: Sequence[StepRecord] = (),
+) -> float | None:
     """The offered rate of this step: its own `rate`, or `rate_fraction` of the maximum TPS
-    measured just before. Raises ValueError when a fraction has nothing to be taken of."""
+    measured just before, on this target or (`rate_basis: first-target`) on the run's first
+    target. Raises ValueError when a fraction has nothing to be taken of."""
     rate = params.get("rate")
     if isinstance(rate, int | float):
         return float(rate)
     fraction = params.get("rate_fraction")
     if not isinstance(fraction, int | float):
         return None
-    max_tps = max_tps_before(params, previous)
+    basis = first_target if params.get("rate_basis") == "first-target" else previous
+    max_tps = max_tps_before(params, basis)
     if not max_tps:
-        raise ValueError("no completed full-speed step before it to take the rate fraction of")
+        where = "on the run's first target" if basis is first_target else "before it"
+        raise ValueError(f"no completed full-speed step {where} to take the rate fraction of")
     return max(1.0, round(float(fraction) * max_tps, 1))

@@ -85,7 +85,7 @@ class PgbenchWorkload(Workload):
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         try:
-            offered = rates.resolve_rate(params, ctx.previous)
+            offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
         except ValueError as exc:
             return StepOutcome(status="failed", error=str(exc))
         resolved: dict[str, JSONValue] = {}
@@ -141,8 +141,9 @@ class PgbenchWorkload(Workload):
         note = ""
         if isinstance(params.get("rate_fraction"), int | float) and params.get("rate") is None:
             params = {**params, "rate": "RATE"}
+            whose = "the run's first target's" if params.get("rate_basis") else "the curve's"
             note = (
-                f"RATE: {float(params['rate_fraction']):.0%} of the TPS that the curve's "
+                f"RATE: {float(params['rate_fraction']):.0%} of the TPS that {whose} "
                 "full-speed step measures"
             )
         invocation = build.run_invocation(
