@@ -8,6 +8,7 @@ from pathlib import PurePath
 
 import pytest
 
+from howfast.analysis.emulation import latency_warning
 from howfast.targets.emulated.build import (
     Limits,
     delay_value,
@@ -17,7 +18,7 @@ from howfast.targets.emulated.build import (
     throttle_lines,
     variants,
 )
-from howfast.targets.emulated.target import latency_warning, write_latency_ms
+from howfast.targets.emulated.target import write_latency_ms
 
 IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
 
@@ -74,3 +75,25 @@ def test_asked_against_measured_latency():
 def test_write_latency_from_fio_json_after_a_notice():
     doc = {"jobs": [{"write": {"lat_ns": {"mean": 2480000.0}}}]}
     assert write_latency_ms("fio: some notice\n" + json.dumps(doc)) == pytest.approx(2.48)
+
+
+def test_a_run_read_later_says_when_the_volume_added_another_latency():
+    from howfast.analysis.derive import derive_run
+    from howfast.model import RunRecord, StepRecord, TargetRecord
+
+    emulation = {"asked_latency_ms": 2.0, "measured_added_latency_ms": 2.9}
+    targets = [
+        TargetRecord("d +2ms", "local", device={"emulation": emulation}),
+        TargetRecord("d +0ms", "local", device={"emulation": {"asked_latency_ms": 0.0,
+                                                              "measured_added_latency_ms": 0.02}}),
+    ]  # fmt: skip
+    steps = [
+        StepRecord(t, "seqread", {}, "completed", "a", "b") for t in ("d +2ms", "d +2ms", "d +0ms")
+    ]
+    run = RunRecord(1, "latency", "completed", "a", "b", {}, targets, steps)
+    derived = derive_run(run)
+    first, second, other = derived.steps
+    assert len(first.warnings) == 1 and "+45% off the 2 ms asked" in first.warnings[0]
+    assert second.warnings == [] and other.warnings == []
+    assert run.steps[0].warnings == []  # the stored run is not changed
+    assert derive_run(derived).steps[0].warnings == first.warnings  # said once

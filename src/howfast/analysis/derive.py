@@ -8,7 +8,8 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 - I/O, CPU and PostgreSQL figures of sampled steps, and their warnings (analysis/io.py);
 - rate, objective and curve verdicts of fixed-rate pgbench steps (analysis/rate_verdicts.py);
 - whether an "on-disk" step read the disk (analysis/working_set.py);
-- fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py).
+- fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py);
+- whether an emulated volume added the latency asked (analysis/emulation.py).
 
 Steps stored before schema 4 (`StepRecord.legacy`) carry such figures frozen at run time:
 the ones today's rules can derive again replace them. A derived warning already stored is
@@ -23,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from howfast.analysis import rate_verdicts
+from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
 from howfast.analysis.io import analyze_step
 from howfast.analysis.working_set import regime_warnings
@@ -73,7 +75,18 @@ def derive_run(run: RunRecord) -> RunRecord:
         before.append(derived)
         steps.append(derived)
     _summarise_curves(steps)
+    _warn_about_emulation(run, steps)
     return replace(run, steps=steps)
+
+
+def _warn_about_emulation(run: RunRecord, steps: list[StepRecord]) -> None:
+    """An emulated volume that added another latency than asked: said on the target's first
+    step, where a reader starts."""
+    for target in run.targets:
+        warning = emulation_warning(target.device)
+        first = next((s for s in steps if s.target == target.name), None)
+        if warning and first is not None and warning not in first.warnings:
+            first.warnings.insert(0, warning)
 
 
 def series_needed(run: RunRecord) -> set[str]:

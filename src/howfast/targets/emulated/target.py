@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from howfast.analysis.emulation import latency_warning
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
@@ -39,7 +40,6 @@ from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_b
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
 
-MISMATCH = 0.25  # warn when the measured added latency is this far from the asked one
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20
 
@@ -58,18 +58,6 @@ def write_latency_ms(fio_json: str) -> float:
     start = fio_json.find("{")
     job = json.loads(fio_json[start:])["jobs"][0]["write"]
     return float(job["lat_ns"]["mean"]) / 1e6
-
-
-def latency_warning(asked_ms: float, added_ms: float) -> str | None:
-    """Asked vs measured: more than MISMATCH apart (and more than 0.1 ms) is worth saying."""
-    if abs(added_ms - asked_ms) <= max(MISMATCH * asked_ms, 0.1):
-        return None
-    return (
-        f"the emulated volume added {added_ms:.2f} ms per 4 KiB write at queue depth 1, "
-        f"{added_ms / asked_ms - 1:+.0%} off the {asked_ms:g} ms asked"
-        if asked_ms
-        else f"the emulated volume added {added_ms:.2f} ms per write where none was asked"
-    )
 
 
 class EmulatedTarget(Target):
