@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.cli.progress import error_cause
 from tests.integration.conftest import (
     TINY_PLAN,
     Howfast,
@@ -167,8 +168,8 @@ def test_server_dying_mid_step_fails_that_step_and_the_run_goes_on(howfast, targ
     assert "pgbench exited" in failed["error"]
     assert "server is not running" in failed["error"]
     # The terminal shows why, not only "pgbench exited with status 2:".
-    cause = failed["error"].splitlines()[1].strip()
-    assert cause and cause in err
+    cause = error_cause(failed["error"])
+    assert cause and cause[-1].strip() in err
     assert list(target_dir.iterdir()) == []
     assert postgres_pids_under(target_dir) == []
     # The killed server's shared memory was removed by starting it once more before deletion.

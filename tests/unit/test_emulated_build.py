@@ -15,10 +15,10 @@ from howfast.targets.emulated.build import (
     losetup_argv,
     nbdfuse_argv,
     nbdkit_argv,
-    throttle_lines,
     variants,
 )
 from howfast.targets.emulated.target import write_latency_ms
+from howfast.targets.iolimits import IoLimits, throttle_lines
 
 IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
 
@@ -46,7 +46,7 @@ def test_nbdfuse_and_losetup():
 
 
 def test_cgroup_lines_for_v1_and_v2():
-    caps = Limits(latency_ms=0, iops=200)
+    caps = Limits(latency_ms=0, iops=200).io_limits()
     assert throttle_lines("v1", "7:0", caps) == {
         "blkio.throttle.read_iops_device": "7:0 200",
         "blkio.throttle.write_iops_device": "7:0 200",
@@ -54,9 +54,12 @@ def test_cgroup_lines_for_v1_and_v2():
     assert throttle_lines("v2", "7:0", caps) == {
         "io.max": "7:0 riops=200 wiops=200 rbps=max wbps=max"
     }
-    both = throttle_lines("v1", "7:3", Limits(iops=5, bps=1 << 20))
+    both = throttle_lines("v1", "7:3", Limits(iops=5, bps=1 << 20).io_limits())
     assert both["blkio.throttle.write_bps_device"] == "7:3 1048576"
-    assert throttle_lines("v1", "7:0", Limits(latency_ms=2)) == {}
+    assert throttle_lines("v1", "7:0", Limits(latency_ms=2).io_limits()) == {}
+    split = throttle_lines("v2", "8:0", IoLimits(read_iops=100, write_iops=50, weight=300))
+    assert split == {"io.max": "8:0 riops=100 wiops=50 rbps=max wbps=max", "io.weight": "300"}
+    assert throttle_lines("v1", "8:0", IoLimits(weight=300)) == {"blkio.bfq.weight": "300"}
 
 
 def test_variants_and_names():

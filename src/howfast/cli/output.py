@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from howfast.cli.context import CliEnv
-from howfast.cli.reading import read_run
+from howfast.cli.reading import read_run, run_document
 from howfast.errors import ExitStatus
 from howfast.report import terminal
 from howfast.runner import RunResult
@@ -24,7 +24,7 @@ def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None
         db.close()
     assert run is not None, f"run {run_id} was just stored"
     if as_json:
-        env.print_json(run.document())
+        env.print_json(run_document(run))
     else:
         env.out.print(terminal.run_summary(run))
 

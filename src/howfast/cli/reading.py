@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from howfast.analysis.derive import derive_run, series_needed
+from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
 from howfast.errors import UsageError
-from howfast.model import RunRecord
+from howfast.model import JSONValue, RunRecord
 from howfast.store import SqlStore
 from howfast.store.base import Store
 from howfast.store.series import attach_series
@@ -47,3 +48,16 @@ def read_run(
 def read_runs(db: Store, ids: list[int], *, series: Collection[str] = ()) -> list[RunRecord]:
     """The runs, derived; UsageError for an id the store does not have."""
     return [derived(db, run, series) for run in stored_runs(db, ids)]
+
+
+def run_document(run: RunRecord, *, with_series: bool = False) -> dict[str, JSONValue]:
+    """The JSON document of a derived run, with what is derived of the run as a whole: a
+    fleet's per-class figures and verdicts (docs/json.md#fleet)."""
+    doc = run.document(with_series=with_series)
+    if is_fleet(run):
+        figures = fleet_figures(run)
+        doc["fleet"] = {
+            "classes": [f.document() for f in figures],
+            "verdicts": fleet_verdicts(figures),
+        }
+    return doc

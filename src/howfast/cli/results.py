@@ -7,7 +7,7 @@ import click
 from howfast.analysis import steady
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
-from howfast.cli.reading import read_run
+from howfast.cli.reading import read_run, run_document
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report import terminal
@@ -73,7 +73,7 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
     if run is None:
         raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
     if as_json:
-        env.print_json(run.document(with_series=series))
+        env.print_json(run_document(run, with_series=series))
     else:
         env.out.print(terminal.run_details(run))
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv
+from howfast.cli.fleet_run import refuse_with_fleet, run_fleet
 from howfast.cli.live_metrics import live_metrics
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
@@ -223,6 +224,29 @@ def run_command(
     install = choose_install(pg_bin, need_server=needs_server)
     env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
+    if loaded.fleet is not None:
+        refuse_with_fleet(
+            storage_latency=storage_latency or loaded.storage,
+            storage_iops=storage_iops,
+            memory=memory_limit,
+            wal_dir=wal_dir,
+            keep=keep,
+            metrics_port=metrics_port,
+            prometheus=prometheus_url,
+        )
+        return run_fleet(
+            env,
+            loaded,
+            steps,
+            targets,
+            install,
+            settings=settings,
+            checksums=checksums,
+            store=store,
+            label=label,
+            dry_run=dry_run,
+            as_json=as_json,
+        )
     variants = storage_variants(storage_latency, storage_iops, loaded.storage)
     if variants and wal_dir is not None:
         raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from howfast.errors import UsageError
+from howfast.plans.fleet import FleetSection
 from howfast.sizing import dataset_value
 from howfast.units import (
     duration_seconds,
@@ -86,6 +87,7 @@ class Plan(BaseModel):
     # The server's memory cap (like --memory, which overrides it): emulates a smaller machine
     memory: Size | None = None
     storage: StorageSection | None = None
+    fleet: FleetSection | None = None  # many instances at once, in classes (plans/fleet.py)
     steps: Annotated[list[Step], Field(min_length=1)]
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
 from howfast.analysis.overview import Overview
 from howfast.analysis.stats import MIN_REPETITIONS
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
 from howfast.report import rate_section, tables
 from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
+from howfast.report.fleet_table import fleet_charts, fleet_tables
 
 Block = tables.Table | Chart | str
 
@@ -58,6 +60,12 @@ def build(view: Overview) -> ReportDocument:
         Section("runs", "Runs", [_how_to_read(view), tables.runs_table(view.runs)]),
         Section("environment", "Environment", [tables.environment_table(view.targets)]),
     ]
+    for run in view.runs:
+        if is_fleet(run):  # the classes side by side, before any instance's own figures
+            verdicts = fleet_verdicts(fleet_figures(run))
+            fleet: list[Block] = [*fleet_tables(run), *(f"Verdict: {v}" for v in verdicts)]
+            fleet += fleet_charts(run)
+            sections.insert(1, Section(f"fleet-{run.id}", f"Fleet, run {run.id}", fleet))
     if view.comparison is not None:
         blocks: list[Block] = [tables.comparison_table(view.comparison)]
         if view.comparison.environment:

@@ -6,12 +6,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from howfast.analysis.fleet import is_fleet
 from howfast.analysis.groups import StepGroup, rate_label
 from howfast.analysis.metrics import with_unit
 from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
 from howfast.analysis.summary import ModeRow, TargetSummary, summarize
 from howfast.model import RunRecord, RunSummary, StepRecord
-from howfast.report import figures, io_tables, rate_table, regimes_table
+from howfast.report import figures, fleet_table, io_tables, rate_table, regimes_table
 
 
 def _fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
@@ -355,6 +356,8 @@ def run_summary(run: RunRecord) -> RenderableType:
         f"run {run.id} ({run.plan}{', ' + run.label if run.label else ''}): {run.status}",
         style="bold",
     )
+    if is_fleet(run):  # a table per instance would bury the classes: `results show` has them
+        return Group(header, *fleet_table.fleet_parts(run))
     return Group(
         header,
         *[target_tables(s) for s in summarize(run)],

@@ -4,6 +4,7 @@ commit the record to the store at once."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +55,10 @@ def execute_step(
     connection: Connection | None,
     step_dir: Path,
     sampling: TargetSampling,
+    ready: Callable[[], None] | None = None,
 ) -> StepOutcome:
-    """One step with its samplers around it; they stop whatever happens."""
+    """One step with its samplers around it; they stop whatever happens. `ready` is called
+    just before the tool starts (a fleet's barrier: every instance starts together)."""
     observer = env.observer
 
     def on_progress(t: float, values: dict[str, float]) -> None:
@@ -80,6 +83,8 @@ def execute_step(
     ctx.on_tool_started = session.track_process
     try:
         try:
+            if ready is not None:
+                ready()
             outcome = workload.execute(ctx, dict(spec.params))
         except HowfastError as exc:
             outcome = StepOutcome(status="failed", error=str(exc))

@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from howfast.errors import HowfastError
+from howfast.targets.iolimits import (
+    IoCounters,
+    parse_v1_counters,
+    parse_v2_counters,
+)
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _spawn_lock = threading.RLock()  # re-entrant: a server may be spawned into two cgroups
@@ -261,6 +266,19 @@ class IoCgroup:
             return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
         except OSError:
             return []
+
+    def counters(self, devnum: str) -> IoCounters:
+        """What this cgroup's processes have asked of the device so far."""
+        try:
+            if self.version == "v2":
+                return parse_v2_counters((self.path / "io.stat").read_text(), devnum)
+            return parse_v1_counters(
+                (self.path / "blkio.throttle.io_serviced").read_text(),
+                (self.path / "blkio.throttle.io_service_bytes").read_text(),
+                devnum,
+            )
+        except OSError:
+            return IoCounters()
 
     def remove(self, timeout_s: float = 10.0) -> None:
         if not self._created:

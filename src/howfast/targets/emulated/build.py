@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from howfast.targets.iolimits import IoLimits
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -21,6 +23,10 @@ class Limits:
     latency_ms: float = 0.0
     iops: int | None = None  # read and write IOPS cap, each
     bps: int | None = None  # read and write bytes/s cap, each
+
+    def io_limits(self) -> IoLimits:
+        """The caps, for the volume's I/O cgroup: the same for reads and writes."""
+        return IoLimits(self.iops, self.iops, self.bps, self.bps)
 
     def describe(self) -> str:
         parts = [f"+{format_ms(self.latency_ms)}"]
@@ -75,29 +81,6 @@ def mkfs_argv(image: PurePath) -> list[str]:
 def losetup_argv(backing: PurePath) -> list[str]:
     """A loop device with direct I/O: without it the page cache would absorb the delay."""
     return ["losetup", "--find", "--show", "--direct-io=on", str(backing)]
-
-
-def throttle_lines(version: str, devnum: str, limits: Limits) -> dict[str, str]:
-    """What to write into the server's I/O cgroup: cgroup v1 blkio.throttle files, one line
-    each, or cgroup v2 io.max's single line. Empty when nothing is capped."""
-    if not limits.iops and not limits.bps:
-        return {}
-    if version == "v2":
-        fields = [
-            f"riops={limits.iops or 'max'}",
-            f"wiops={limits.iops or 'max'}",
-            f"rbps={limits.bps or 'max'}",
-            f"wbps={limits.bps or 'max'}",
-        ]
-        return {"io.max": f"{devnum} {' '.join(fields)}"}
-    lines = {}
-    if limits.iops:
-        lines["blkio.throttle.read_iops_device"] = f"{devnum} {limits.iops}"
-        lines["blkio.throttle.write_iops_device"] = f"{devnum} {limits.iops}"
-    if limits.bps:
-        lines["blkio.throttle.read_bps_device"] = f"{devnum} {limits.bps}"
-        lines["blkio.throttle.write_bps_device"] = f"{devnum} {limits.bps}"
-    return lines
 
 
 def variants(latencies: Sequence[float], iops: Sequence[int | None]) -> list[Limits]:

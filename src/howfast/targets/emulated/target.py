@@ -33,9 +33,9 @@ from howfast.targets.emulated.build import (
     mkfs_argv,
     nbdfuse_argv,
     nbdkit_argv,
-    throttle_lines,
 )
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
+from howfast.targets.iolimits import throttle_lines
 from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
@@ -144,7 +144,7 @@ class EmulatedTarget(Target):
     def _create_io_cgroup(self) -> None:
         assert self.volume is not None and self.volume.devnum is not None
         support = detect_io()
-        lines = throttle_lines(support.version or "v1", self.volume.devnum, self.limits)
+        lines = throttle_lines(support.version or "v1", self.volume.devnum, self.limits.io_limits())
         if not lines:
             return
         self.io_cgroup = IoCgroup(support, f"howfast-vol-{self.token}", lines)

@@ -1,0 +1,115 @@
+"""Progress of a fleet run: per class, how many instances run the step and their live total
+TPS; a summary line per class when the step ends on every instance. Events come from many
+threads at once (each instance's pgbench), hence the lock."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import defaultdict
+
+from rich.progress import Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from howfast.cli.context import CliEnv
+from howfast.cli.progress import error_cause
+from howfast.model import StepRecord
+from howfast.runner.observer import StepRef
+
+
+def class_of(step: StepRef) -> str:
+    klass = step.params.get("class")
+    return str(klass) if klass is not None else step.target
+
+
+class FleetProgressObserver:
+    def __init__(self, env: CliEnv) -> None:
+        self.env = env
+        self.lock = threading.Lock()
+        self.total_steps = 0
+        self.tps: dict[str, dict[str, float]] = defaultdict(dict)  # class -> instance -> tps
+        self.finished: dict[str, list[StepRecord]] = defaultdict(list)
+        self.running: dict[str, int] = defaultdict(int)  # class -> instances in this step
+        self.done = 0  # instance-steps finished
+        self.label = ""
+        self.progress: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
+
+    def run_started(self, run_id: int, steps: int, targets: int) -> None:
+        self.total_steps = steps
+        self.env.info(f"run {run_id}: a fleet of {targets} instances, {steps} steps in all")
+        if self.env.interactive:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                TextColumn("{task.fields[live]}"),
+                TimeElapsedColumn(),
+                console=self.env.err,
+                transient=True,
+            )
+            self.progress.start()
+
+    def step_started(self, step: StepRef, expected_s: float | None) -> None:
+        with self.lock:
+            klass = class_of(step)
+            if not any(self.running.values()):
+                scenario = step.params.get("scenario")
+                self.label = f"{scenario}: {step.label}" if scenario else step.label
+                if self.progress is None:
+                    self.env.info(f"[{self.done}/{step.total} done] {self.label}")
+            self.running[klass] += 1
+            self.tps[klass][step.target] = 0.0
+            if self.progress is not None:
+                description = f"{self.label} | {klass} x{self.running[klass]}"
+                if klass in self.tasks:
+                    self.progress.update(self.tasks[klass], description=description, live="")
+                else:
+                    self.tasks[klass] = self.progress.add_task(description, total=None, live="")
+
+    def step_progress(self, step: StepRef, t: float, values: dict[str, float]) -> None:
+        if "tps" not in values:
+            return
+        with self.lock:
+            klass = class_of(step)
+            self.tps[klass][step.target] = values["tps"]
+            if self.progress is not None and klass in self.tasks:
+                total = sum(self.tps[klass].values())
+                self.progress.update(self.tasks[klass], live=f"{total:,.0f} tps in all")
+
+    def step_finished(self, step: StepRef, record: StepRecord) -> None:
+        with self.lock:
+            klass = class_of(step)
+            self.finished[klass].append(record)
+            self.running[klass] -= 1
+            self.done += 1
+            if self.running[klass] == 0:
+                self._summary(klass, self.finished.pop(klass))
+                self.tps.pop(klass, None)
+
+    def _summary(self, klass: str, records: list[StepRecord]) -> None:
+        done = [r for r in records if r.status == "completed"]
+        tps = [
+            float(r.metrics["tps"]) for r in done if isinstance(r.metrics.get("tps"), int | float)
+        ]
+        text = f"    {klass}: {len(done)}/{len(records)} instances completed"
+        if tps:
+            text += (
+                f", {sum(tps):,.0f} TPS in all, {statistics.median(tps):,.0f} per instance "
+                f"(min {min(tps):,.0f}, max {max(tps):,.0f})"
+            )
+        self.message(text)
+        for record in records:
+            if record.status != "completed":
+                first = (record.error or "").splitlines()[:1]
+                self.message(f"      {record.target}: {record.status}: {''.join(first)}")
+                for line in error_cause(record.error)[-2:]:
+                    self.message(f"        {line}")
+
+    def message(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(text, markup=False)
+        else:
+            self.env.info(text)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

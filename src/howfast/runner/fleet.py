@@ -1,0 +1,353 @@
+"""A fleet run: for each scenario, many instances of one directory target started together,
+every step run on all of them at once (a barrier starts their tools together), and all of
+them stopped whatever happens. One howfast process drives them: a thread per instance only
+while a step runs, a small pool to start and stop them, and store writes in this thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from howfast import environment
+from howfast.clock import now
+from howfast.errors import Aborted, HowfastError
+from howfast.model import JSONValue, StepSpec, TargetRecord
+from howfast.plans.fleet import FleetScenario
+from howfast.runner.observer import RunObserver, StepRef
+from howfast.runner.run import RunResult
+from howfast.runner.signals import SignalGuard
+from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
+from howfast.runner.target_session import private_tmp
+from howfast.samplers.session import TargetSampling
+from howfast.store import liveness
+from howfast.store.base import Store
+from howfast.targets.base import Connection
+from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.fleet import (
+    FleetDevice,
+    FleetMember,
+    check_fleet_limits,
+    scenario_members,
+)
+from howfast.targets.iolimits import IoCounters
+from howfast.targets.local import check_earlier_clusters
+from howfast.targets.osuser import check_reachable, server_user
+from howfast.targets.pgbin import PgInstall
+from howfast.workloads import get_workload
+from howfast.workloads.base import StepOutcome, Workload
+
+POOL = 4  # instances started or stopped at once: initdb and start-up are CPU-heavy
+BARRIER_TIMEOUT_S = 600  # every instance reaches the start of a step well before this
+JOIN_POLL_S = 0.2  # the main thread wakes this often, so that signals are handled
+
+
+@dataclass
+class Live:
+    """A started instance and what its steps share."""
+
+    member: FleetMember
+    env: StepEnvironment
+    connection: Connection | None
+    failed_start: str | None = None
+
+
+@dataclass
+class StepResult:
+    outcome: StepOutcome
+    started: str
+    counters: IoCounters | None = None
+    seconds: float = 0.0
+    extra: dict[str, JSONValue] = field(default_factory=dict)
+
+
+class FleetRunner:
+    def __init__(
+        self,
+        store: Store,
+        directory: Path,
+        scenarios: Sequence[FleetScenario],
+        steps: list[StepSpec],
+        *,
+        plan_name: str,
+        install: PgInstall,
+        observer: RunObserver,
+        settings: dict[str, str],
+        checksums: bool = False,
+        label: str | None = None,
+    ) -> None:
+        self.store = store
+        self.directory = directory.absolute()
+        self.scenarios = list(scenarios)
+        self.steps = steps
+        self.plan_name = plan_name
+        self.install = install
+        self.observer = observer
+        self.settings = settings
+        self.checksums = checksums
+        self.label = label
+        self.guard = SignalGuard(observer)
+        self.device: FleetDevice | None = None
+        self.token = secrets.token_hex(4)
+        self.workspace = self.directory / f"howfast-fleet-{self.token}"
+
+    @property
+    def total_steps(self) -> int:
+        return sum(s.instances for s in self.scenarios) * len(self.steps)
+
+    def check(self) -> None:
+        """Everything that can be refused before the run exists."""
+        check_directory(self.directory, "target directory")
+        check_earlier_clusters(self.directory, "target directory")
+        check_reachable(server_user(), self.directory)
+        classes = [(c.name, c.limits()) for s in self.scenarios for c in s.classes]
+        self.device = check_fleet_limits(classes, self.directory)
+
+    def execute(self) -> RunResult:
+        guard = self.guard = SignalGuard(self.observer)
+        with guard.installed():
+            self.check()
+            run_id = self.store.create_run(
+                self.plan_name,
+                environment.capture(),
+                now(),
+                label=self.label,
+                writer=liveness.this_process().document(),
+            )
+            instances = sum(s.instances for s in self.scenarios)
+            self.observer.run_started(run_id, self.total_steps, instances)
+            status, failed = "completed", 0
+            claim: Claim | None = None
+            try:
+                claim = claim_directory(self.directory)
+                self.workspace.mkdir(mode=0o755)
+                first = 0
+                for scenario in self.scenarios:
+                    failed += self._scenario(run_id, scenario, first)
+                    first += scenario.instances * len(self.steps)
+            except Aborted as exc:
+                status = "aborted"
+                self.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
+            except BaseException:
+                status = "failed"
+                raise
+            finally:
+                guard.cleaning = True
+                with contextlib.suppress(OSError):
+                    self.workspace.rmdir()
+                if claim is not None:
+                    claim.release()
+                if status != "aborted" and failed:
+                    status = "failed"
+                self.store.finish_run(run_id, status, now())
+        return RunResult(run_id, status, failed)
+
+    # -- one scenario ---------------------------------------------------------------------
+    def _scenario(self, run_id: int, scenario: FleetScenario, first_index: int) -> int:
+        members = scenario_members(
+            self.workspace,
+            self.directory,
+            scenario,
+            self.install,
+            device=self.device,
+            settings=self.settings,
+            checksums=self.checksums,
+        )
+        for member in members:
+            member.directory.mkdir(mode=0o755)
+        work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=private_tmp()))
+        live: list[Live] = []
+        failed = 0
+        self.observer.message(
+            f"scenario {scenario.name}: starting {len(members)} instances "
+            + ", ".join(f"{c.name} x{c.count} ({c.limits().describe()})" for c in scenario.classes)
+        )
+        try:
+            for member in members:
+                self.store.add_target(run_id, TargetRecord(name=member.name, kind=member.kind))
+            live = self._start_all(run_id, members)
+            for offset, spec in enumerate(self.steps):
+                failed += self._step(run_id, live, spec, offset, first_index, work_root)
+        finally:
+            with self.guard.critical():
+                self._stop_all(members)
+                shutil.rmtree(work_root, ignore_errors=True)
+        return failed
+
+    def _start_all(self, run_id: int, members: list[FleetMember]) -> list[Live]:
+        def start(member: FleetMember) -> tuple[Connection | None, str | None]:
+            try:
+                member.check(will_init=True)
+                return member.start(), None
+            except (HowfastError, OSError) as exc:
+                return None, str(exc)
+
+        with ThreadPoolExecutor(POOL) as pool:
+            started = list(pool.map(start, members))
+        live = []
+        for member, (connection, problem) in zip(members, started, strict=True):
+            if problem is None:
+                self.store.update_target(run_id, member.record())
+            env = StepEnvironment(
+                run_id=run_id,
+                target=member,
+                host=member.host(self.install),
+                install=self.install,
+                store=self.store,
+                observer=self.observer,
+                guard=self.guard,
+                previous=[],
+                first_target=[],
+            )
+            live.append(Live(member, env, connection, problem))
+        return live
+
+    def _stop_all(self, members: list[FleetMember]) -> None:
+        def stop(member: FleetMember) -> str | None:
+            try:
+                member.stop()
+            except Exception as exc:  # report, and go on with the others
+                return f"warning: stopping {member.name} failed: {exc}"
+            finally:
+                shutil.rmtree(member.directory, ignore_errors=True)
+            return None
+
+        with ThreadPoolExecutor(POOL) as pool:
+            for problem in pool.map(stop, members):
+                if problem:
+                    self.observer.message(problem)
+
+    # -- one step on every instance at once ---------------------------------------------
+    def _step(
+        self,
+        run_id: int,
+        live: list[Live],
+        spec: StepSpec,
+        offset: int,
+        first_index: int,
+        work_root: Path,
+    ) -> int:
+        workload = get_workload(spec.workload)
+        running = [x for x in live if x.failed_start is None]
+        barrier = threading.Barrier(len(running) or 1, timeout=BARRIER_TIMEOUT_S)
+        results: dict[int, StepResult] = {}
+        refs = {}
+        for position, x in enumerate(live):
+            index = first_index + position * len(self.steps) + offset
+            params = {**spec.params, **fleet_params(x.member)}
+            refs[id(x)] = StepRef(index, self.total_steps, x.member.name,
+                                  workload.label(spec.params), spec.workload, params)  # fmt: skip
+        for x in live:
+            self.observer.step_started(refs[id(x)], expected(spec))
+        threads = [
+            threading.Thread(
+                target=self._run_one,
+                args=(x, workload, spec, refs[id(x)], work_root, barrier, results),
+                name=f"howfast-fleet-{x.member.klass}-{x.member.index}",
+                daemon=True,
+            )
+            for x in running
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(JOIN_POLL_S)
+        except Aborted:
+            barrier.abort()
+            for t in threads:  # their tools stop on the run's cancel token
+                t.join(30)
+            raise
+        failed = 0
+        for x in live:
+            result = results.get(id(x))
+            if result is None:
+                reason = x.failed_start or "the instance's step did not finish"
+                result = StepResult(StepOutcome(status="failed", error=reason), now())
+            outcome = result.outcome
+            outcome.resolved_params.update(result.extra)
+            if outcome.status == "failed":
+                failed += 1
+                if x.failed_start is None:
+                    tail = x.member.server_log_tail(10)
+                    if tail:
+                        outcome.error = f"{outcome.error}\n--- server log (last lines) ---\n{tail}"
+            fleet_spec = StepSpec(spec.workload, {**spec.params, **fleet_params(x.member)},
+                                  spec.repetition)  # fmt: skip
+            store_step(x.env, fleet_spec, refs[id(x)], outcome, result.started)
+        return failed
+
+    def _run_one(
+        self,
+        x: Live,
+        workload: Workload,
+        spec: StepSpec,
+        ref: StepRef,
+        work_root: Path,
+        barrier: threading.Barrier,
+        results: dict[int, StepResult],
+    ) -> None:
+        started = now()
+        step_dir = work_root / f"{x.member.klass}-{x.member.index}-step-{ref.index}"
+        step_dir.mkdir()
+        arrived = False
+        before: list[tuple[IoCounters | None, float]] = []
+
+        def ready() -> None:
+            nonlocal arrived
+            arrived = True
+            barrier.wait()
+            before.append((x.member.counters(), time.monotonic()))
+
+        sampling = TargetSampling(x.member, None, None)
+        try:
+            outcome = execute_step(
+                x.env, workload, spec, ref, x.connection, step_dir, sampling, ready
+            )
+        except threading.BrokenBarrierError:
+            outcome = StepOutcome(status="failed", error="the fleet's step was interrupted")
+        except Aborted as exc:
+            outcome = StepOutcome(status="failed", error=f"interrupted by {exc.signal_name}")
+        finally:
+            if not arrived:  # failed before the barrier: release the others all the same
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait()
+        result = StepResult(outcome, started)
+        if before:
+            counters, t0 = before[0]
+            after = x.member.counters()
+            if counters is not None and after is not None:
+                result.extra = own_io(after.minus(counters), time.monotonic() - t0)
+        results[id(x)] = result
+
+
+def fleet_params(member: FleetMember) -> dict[str, JSONValue]:
+    """What a step of an instance adds to its params: which scenario, class and instance,
+    and the class's limits (what was asked)."""
+    limits = {k: v for k, v in vars(member.limits).items() if v}
+    return {
+        "scenario": member.scenario,
+        "class": member.klass,
+        "instance": member.index,
+        **({"io_limits": limits} if limits else {}),
+    }
+
+
+def own_io(delta: IoCounters, seconds: float) -> dict[str, JSONValue]:
+    """The instance's own I/O during the step, from its cgroup: raw counts and the window."""
+    return {
+        "own_read_ios": delta.read_ios,
+        "own_write_ios": delta.write_ios,
+        "own_read_bytes": delta.read_bytes,
+        "own_write_bytes": delta.write_bytes,
+        "own_io_seconds": round(seconds, 3),
+    }

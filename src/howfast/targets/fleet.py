@@ -1,0 +1,181 @@
+"""The instances of a fleet: one throwaway cluster each, in its own subdirectory of the
+target directory, with its own port and its own I/O cgroup on the device behind the target
+(the class's limits, or none: the cgroup still counts what the instance did).
+
+    device = fleet_device(directory)        # the whole disk to limit, or why not
+    member = FleetMember(subdir, install, ..., klass="high", limits=..., device=device)
+    member.start() / member.stop()          # like a LocalTarget, with the cgroup around it
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from howfast.errors import UsageError
+from howfast.model import TargetRecord
+from howfast.plans.fleet import FleetScenario
+from howfast.targets.base import Connection
+from howfast.targets.cgroup import CgroupSupport, IoCgroup, detect_io
+from howfast.targets.fsinfo import describe_path
+from howfast.targets.iolimits import (
+    IoCounters,
+    IoLimits,
+    scheduler_of,
+    throttle_lines,
+    weight_problem,
+)
+from howfast.targets.local import LocalTarget
+from howfast.targets.pgbin import PgInstall
+
+
+@dataclass(frozen=True)
+class FleetDevice:
+    """The whole disk behind the target directory: where class limits apply."""
+
+    disk: str
+    devnum: str  # 'major:minor' of the whole disk, as the I/O controller wants it
+    scheduler: str | None
+
+
+def fleet_device(directory: Path, sys_root: Path = Path("/sys")) -> FleetDevice | str:
+    """The disk to put limits on, or why there is none (tmpfs, an unknown device)."""
+    device = describe_path(directory).get("device")
+    disk = device.get("disk") if isinstance(device, dict) else None
+    if not isinstance(disk, str):
+        return f"no block device behind {directory} (a memory or virtual filesystem)"
+    try:
+        devnum = (sys_root / "block" / disk / "dev").read_text().strip()
+    except OSError:
+        return f"cannot read the device number of {disk}"
+    return FleetDevice(disk, devnum, scheduler_of(disk, sys_root))
+
+
+def limits_problem(
+    limits: IoLimits, device: FleetDevice | str, support: CgroupSupport
+) -> str | None:
+    """Why a class's limits cannot be enforced here, or None: refused before the run."""
+    if not limits.caps and not limits.weight:
+        return None
+    if isinstance(device, str):
+        return device
+    if support.version is None:
+        return f"no cgroup I/O controller: {support.reason}"
+    if limits.weight:
+        return weight_problem(device.disk, device.scheduler)
+    return None
+
+
+COUNT_ONLY_IOPS = 10**9
+
+
+class FleetMember(LocalTarget):
+    """One instance of a fleet: a LocalTarget born in its own I/O cgroup."""
+
+    def __init__(
+        self,
+        directory: Path,
+        install: PgInstall,
+        *,
+        name: str,
+        scenario: str,
+        klass: str,
+        index: int,
+        limits: IoLimits,
+        device: FleetDevice | None,
+        support: CgroupSupport,
+        settings: dict[str, str],
+        checksums: bool = False,
+    ) -> None:
+        super().__init__(directory, install, settings=settings, checksums=checksums, name=name)
+        self.scenario = scenario
+        self.klass = klass
+        self.index = index
+        self.limits = limits
+        self.device = device
+        self.support = support
+
+    def start(self) -> Connection:
+        if self.device is not None and self.support.version is not None:
+            limits = self.limits
+            if self.support.version == "v1" and not limits.caps:
+                # cgroup v1 counts a cgroup's I/O on a device only while some throttle rule
+                # exists there: a limit no instance reaches turns the counting on.
+                limits = replace(limits, read_iops=COUNT_ONLY_IOPS, write_iops=COUNT_ONLY_IOPS)
+            lines = throttle_lines(self.support.version, self.device.devnum, limits)
+            group = IoCgroup(self.support, f"howfast-fleet-{secrets.token_hex(4)}", lines)
+            group.create()  # removed by stop(), which runs whatever happens
+            self.io_cgroup = group
+        return super().start()
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            if self.io_cgroup is not None:
+                self.io_cgroup.remove()
+                self.io_cgroup = None
+
+    def counters(self) -> IoCounters | None:
+        """What this instance's server has asked of the device so far (None: not counted)."""
+        if self.io_cgroup is None or self.device is None:
+            return None
+        return self.io_cgroup.counters(self.device.devnum)
+
+    def record(self) -> TargetRecord:
+        record = super().record()
+        record.device["fleet"] = {
+            "scenario": self.scenario,
+            "class": self.klass,
+            "instance": self.index,
+            "limits": {k: v for k, v in vars(self.limits).items() if v},
+            "limits_device": self.device.devnum if self.device else None,
+            "cgroup": str(self.io_cgroup.path) if self.io_cgroup else None,
+        }
+        return record
+
+
+def check_fleet_limits(classes: list[tuple[str, IoLimits]], directory: Path) -> FleetDevice | None:
+    """Refuse, before anything is created, a class limit that cannot be enforced here."""
+    device = fleet_device(directory)
+    support = detect_io()
+    for name, limits in classes:
+        problem = limits_problem(limits, device, support)
+        if problem:
+            raise UsageError(
+                f"fleet class {name} ({limits.describe()}) cannot be enforced: {problem}",
+                "drop the class's limits, or run where they can be (root, cgroups, a disk)",
+            )
+    return None if isinstance(device, str) else device
+
+
+def scenario_members(
+    workspace: Path,
+    directory: Path,
+    scenario: FleetScenario,
+    install: PgInstall,
+    *,
+    device: FleetDevice | None,
+    settings: dict[str, str],
+    checksums: bool,
+) -> list[FleetMember]:
+    """The instances of one scenario, class by class, in `workspace` (not created here)."""
+    support = detect_io()
+    return [
+        FleetMember(
+            workspace / f"{scenario.name}-{klass.name}-{n}",
+            install,
+            name=f"{directory} {scenario.name}/{klass.name}-{n}",
+            scenario=scenario.name,
+            klass=klass.name,
+            index=n,
+            limits=klass.limits(),
+            device=device,
+            support=support,
+            settings=settings,
+            checksums=checksums,
+        )
+        for klass in scenario.classes
+        for n in range(1, klass.count + 1)
+    ]
