@@ -199,6 +199,13 @@ def test_postgres_pgbench_fio_on_each_class(
             return kube("exec", "-n", ns, "pg", "--", *argv, timeout=timeout).stdout
 
         assert exec_("id", "-u").strip() == str(k8s_lab.pg_uid)
+        # The restricted context is really applied to the process, not only admitted.
+        status = dict(
+            line.split(":\t", 1) for line in exec_("cat", "/proc/self/status").splitlines()
+        )
+        assert status["Seccomp"].strip() == "2"  # filter mode: RuntimeDefault
+        assert status["NoNewPrivs"].strip() == "1"
+        assert int(status["CapEff"], 16) == 0
         # The pod's network namespace holds nothing but lo.
         interfaces = [
             ln.split(":")[0].strip() for ln in exec_("cat", "/proc/net/dev").splitlines()[2:]
@@ -209,6 +216,7 @@ def test_postgres_pgbench_fio_on_each_class(
         assert "done in" in init.stderr + init.stdout
         tps = _parse_tps(exec_("pgbench", *pg, "-c", "2", "-j", "2", "-T", "3", "postgres"))
         assert tps > 0
+        print(f"{storage_class}: pgbench -c2 -T3 tps={tps:.0f}")
 
         fio = exec_(
             "fio", "--name=lab", "--directory=/data", "--filename=fio.dat", "--size=32M",
@@ -217,6 +225,7 @@ def test_postgres_pgbench_fio_on_each_class(
         )  # fmt: skip
         job = json.loads(fio[fio.index("{") :])["jobs"][0]
         assert job["error"] == 0 and job["write"]["iops"] > 0
+        print(f"{storage_class}: fio randwrite 4k fsync=1 iops={job['write']['iops']:.0f}")
     finally:
         kube("delete", "namespace", ns, "--wait=true", timeout=180)
     # The claim's volume is released and its directory deleted by the provisioner.

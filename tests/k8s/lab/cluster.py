@@ -139,6 +139,9 @@ def run_blockers(paths: Paths) -> str | None:
     for exe in (ETCD, CONTAINERD, CTR, CNI_LOOPBACK, Path("/usr/sbin/runc")):
         if not exe.exists():
             return f"{exe} is missing (run `python -m tests.k8s.lab build`)"
+    sock = str(paths.containerd_sock) + ".ttrpc"
+    if len(sock.encode()) > 107:
+        return f"the cache dir path is too long for a unix socket path: {sock}"
     busy = [p for p in config.PORTS if _port_in_use(p)]
     if busy:
         return f"ports in use on 127.0.0.1 (another cluster or program?): {busy}"
@@ -209,25 +212,58 @@ def _cmd_ok(argv: list[str | os.PathLike[str]]) -> bool:
 # --- up -------------------------------------------------------------------------------------------
 
 
-def up(paths: Paths | None = None) -> ClusterFacts:
-    """Build what is missing, clean what a previous session left, start the cluster."""
+def _owner_alive(state: dict[str, Any]) -> bool:
+    owner = state.get("owner")
+    return owner is not None and is_same_process(owner["pid"], owner["start_time"])
+
+
+def running_facts(paths: Paths) -> ClusterFacts | None:
+    """The facts of a healthy lab started by hand (`python -m tests.k8s.lab up`) and still
+    running from this cache dir, else None. A lab that a test session started is never
+    adopted: its session tears it down, or it was killed and its lab is stale."""
+    state = _load_state(paths)
+    if state is None or not state["processes"] or state.get("owner", "?") is not None:
+        return None
+    alive = {p["name"] for p in state["processes"] if is_same_process(p["pid"], p["start_time"])}
+    wanted = {*STOP_ORDER, *STOP_ORDER_LATE}
+    if alive != wanted:
+        return None
+    if kubectl(paths, "get", "--raw", "/readyz", check=False, timeout=5).returncode != 0:
+        return None
+    return facts(paths)
+
+
+def up(paths: Paths | None = None, owner_pid: int | None = None) -> ClusterFacts:
+    """Build what is missing, clean what a previous session left, start the cluster.
+
+    owner_pid: the process whose life bounds the cluster's (a test session), None for a lab
+    started by hand. A healthy lab started by hand is returned as it is; a lab whose owner is
+    still alive belongs to another session (LabUnavailable); any other state is stale and is
+    cleaned up first."""
     paths = paths or Paths.default()
     build.ensure_built(paths)
-    if _load_state(paths) is not None or _our_processes(paths):
+    running = running_facts(paths)
+    if running is not None:
+        log("the lab is already running (started by hand): using it")
+        return running
+    state = _load_state(paths)
+    if state is not None and _owner_alive(state) and state["owner"]["pid"] != os.getpid():
+        raise LabUnavailable(f"the lab is in use by another session (pid {state['owner']['pid']})")
+    if state is not None or _our_processes(paths):
         log("state of an earlier lab found (killed session?): cleaning it up first")
         down(paths)
     blocker = run_blockers(paths)
     if blocker:
         raise LabUnavailable(blocker)
     try:
-        return _up(paths)
+        return _up(paths, owner_pid)
     except BaseException:
         log("start-up failed: tearing down what was started")
         down(paths)
         raise
 
 
-def _up(paths: Paths) -> ClusterFacts:
+def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
     t0 = time.monotonic()
     r, b, p = paths.run, paths.bin, paths.pki
     for d in ("logs", "cni-bin", "cni-conf", "containerd", "kubelet", "pod-logs", "runc"):
@@ -236,6 +272,9 @@ def _up(paths: Paths) -> ClusterFacts:
     state: dict[str, Any] = {"version": config.K8S_VERSION, "processes": [], "mounts": []}
     state.update(hoststate.snapshot())
     state["started_at"] = time.time()
+    state["owner"] = (
+        None if owner_pid is None else {"pid": owner_pid, "start_time": proc_start_time(owner_pid)}
+    )
     _save_state(paths, state)
     starter = _Starter(paths, state)
     cgroup_v1 = not state["cgroup_v2"]
@@ -481,7 +520,9 @@ def _our_processes(paths: Paths) -> list[tuple[str, int, int]]:
 
 def _pod_processes(state: dict[str, Any]) -> list[tuple[str, int, int]]:
     """Processes in the kubepods cgroups our kubelet made (absent before `up`)."""
-    before = set(state.get("kube_cgroups_before", []))
+    if "kube_cgroups_before" not in state:
+        return []
+    before = set(state["kube_cgroups_before"])
     procs = []
     for top in hoststate.kube_cgroups():
         if top in before:
@@ -524,10 +565,11 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
     left_mounts = hoststate.unmount_all_under(paths.run)
     if left_mounts:
         log(f"WARNING: still mounted below {paths.run}: {left_mounts}")
-    before = set(state.get("kube_cgroups_before", []))
-    for top in hoststate.kube_cgroups():
-        if top not in before and not hoststate.remove_cgroup_tree(Path(top)):
-            log(f"WARNING: cgroup {top} could not be removed")
+    if "kube_cgroups_before" in state:  # without the record, whose kubepods would it be?
+        before = set(state["kube_cgroups_before"])
+        for top in hoststate.kube_cgroups():
+            if top not in before and not hoststate.remove_cgroup_tree(Path(top)):
+                log(f"WARNING: cgroup {top} could not be removed")
     if "iptables" in state:
         hoststate.restore_iptables(state["iptables"])
     if "sysctls" in state:
@@ -589,6 +631,20 @@ def _rm(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def prune(paths: Paths | None = None) -> None:
+    """Free the disk that only a rebuild or a faster start needs; keeps bin/, images/, pki/."""
+    paths = paths or Paths.default()
+    if paths.go_root.exists():
+        shutil.rmtree(paths.go_root)
+        log(f"removed {paths.go_root}")
+    if _load_state(paths) is None and not _our_processes(paths) and paths.run.exists():
+        if hoststate.mount_points_under(paths.run):
+            log(f"not removing {paths.run}: something is mounted below it (run `down`)")
+        else:
+            shutil.rmtree(paths.run)
+            log(f"removed {paths.run}")
+
+
 # --- status ---------------------------------------------------------------------------------------
 
 
@@ -641,10 +697,11 @@ _HANDLED = (signal.SIGTERM, signal.SIGHUP)
 @contextlib.contextmanager
 def lab(paths: Paths | None = None) -> Iterator[ClusterFacts]:
     """The cluster for the duration of a `with` block; torn down however the block ends.
+    (A lab that is already running when the block starts is used and left running.)
 
-    SIGTERM and SIGHUP become KeyboardInterrupt-like exits through SystemExit, so the finally
-    clause runs; atexit covers an interpreter that exits some other way. A SIGKILL cannot be
-    caught: the next up() finds the state file and cleans up first.
+    SIGTERM and SIGHUP raise KeyboardInterrupt, as SIGINT does, so the finally clause runs
+    (and pytest stops the session); atexit covers an interpreter that exits some other way.
+    A SIGKILL cannot be caught: the next up() finds the state file and cleans up first.
     """
     paths = paths or Paths.default()
     torn_down = False
@@ -663,12 +720,18 @@ def lab(paths: Paths | None = None) -> Iterator[ClusterFacts]:
                 signal.signal(sig, handler)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
+        # What ^C does: pytest stops the session and runs every teardown.
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
+    running = running_facts(paths)
+    if running is not None:
+        log("the lab is already running (started by hand?): using it, leaving it up")
+        yield running
+        return
     previous = {sig: signal.signal(sig, on_signal) for sig in _HANDLED}
     atexit.register(teardown)
     try:
-        yield up(paths)
+        yield up(paths, owner_pid=os.getpid())
     finally:
         try:
             teardown()

@@ -35,7 +35,8 @@ def cgroup_hierarchies() -> list[Path]:
     found = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, _, right = line.partition(" - ")
-        if right.split(" ", 1)[0] == "cgroup":
+        # v1 controllers, plus the v2 tree a hybrid host mounts at /sys/fs/cgroup/unified
+        if right.split(" ", 1)[0] in ("cgroup", "cgroup2"):
             found.append(Path(left.split()[4]))
     return sorted(set(found))
 
