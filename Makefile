@@ -3,7 +3,7 @@ SCRATCH ?= /var/tmp/howfast-scratch
 HOWFAST := .venv/bin/howfast
 PY := .venv/bin/python
 
-.PHONY: setup setup-test run test lint typecheck unit clean
+.PHONY: setup setup-test run test lint typecheck unit clean k8s-lab
 
 setup:
 	@bash scripts/setup.sh
@@ -26,6 +26,11 @@ typecheck: setup
 
 test: setup-test lint typecheck
 	$(PY) -m pytest
+
+# Opt-in, not part of `make test`: the Kubernetes tests against a real single-node cluster on
+# loopback (tests/k8s/lab/README.md). Needs root; the first run builds Kubernetes (~15 min).
+k8s-lab: setup
+	HOWFAST_K8S_LAB=1 $(PY) -m pytest -m k8s tests/k8s --durations=0
 
 clean:
 	rm -rf .venv .tools .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,101 @@
+"""Kubernetes tests run against a real single-node cluster that tests/k8s/lab builds and starts.
+
+They are opt-in (the cluster needs root, ~20 s to start, ~15 min to build the first time):
+`make k8s-lab`, or `HOWFAST_K8S_LAB=1 pytest -m k8s tests/k8s`. Without the opt-in they are
+skipped with that hint. When the machine cannot run the lab (no root, no Go to build, ports in
+use, ...) they are skipped with the exact reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.lab import build, cluster
+from tests.k8s.lab.cluster import ClusterFacts
+from tests.k8s.lab.config import Paths
+from tests.k8s.lab.proc import LabUnavailable
+
+HERE = Path(__file__).resolve().parent
+# A cold build (~15 min) happens inside the first test's setup: give that test room for it.
+BUILD_TIMEOUT_S = 3600
+
+
+def _opted_in(config: pytest.Config) -> bool:
+    if os.environ.get("HOWFAST_K8S_LAB") == "1":
+        return True
+    markexpr = str(config.getoption("markexpr", "") or "")
+    return "k8s" in markexpr and "not k8s" not in markexpr
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    ours = [item for item in items if HERE in Path(str(item.path)).parents]
+    if not ours:
+        return
+    if not _opted_in(config):
+        skip = pytest.mark.skip(
+            reason="k8s lab tests are opt-in: `make k8s-lab` or HOWFAST_K8S_LAB=1 pytest -m k8s"
+        )
+        for item in ours:
+            item.add_marker(skip)
+        return
+    if not build.is_built(Paths.default()):
+        ours[0].add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+
+
+@dataclass
+class Kube:
+    """kubectl against the lab cluster, with argument lists only."""
+
+    facts: ClusterFacts
+
+    def __call__(
+        self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(self.facts.kubectl), "--kubeconfig", str(self.facts.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}{proc.stdout}"
+            )
+        return proc
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        self("apply", "-f", "-", input=json.dumps(obj))
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self("get", *args, "-o", "json").stdout)
+
+
+@pytest.fixture(scope="session")
+def k8s_lab() -> Iterator[ClusterFacts]:
+    """The running lab cluster for the whole session; always torn down afterwards."""
+    paths = Paths.default()
+    if not build.is_built(paths):
+        blocker = build.build_blockers(paths)
+        if blocker:
+            pytest.skip(f"k8s lab cannot be built here: {blocker}")
+    with contextlib.ExitStack() as stack:
+        try:
+            facts = stack.enter_context(cluster.lab(paths))
+        except LabUnavailable as exc:
+            pytest.skip(f"k8s lab cannot run here: {exc}")
+        yield facts
+
+
+@pytest.fixture(scope="session")
+def kube(k8s_lab: ClusterFacts) -> Kube:
+    return Kube(k8s_lab)

@@ -1,0 +1,192 @@
+"""Versions, ports and paths of the lab: one place to read or change them.
+
+Everything the lab builds lives outside the clone, in the user's cache directory, keyed by the
+Kubernetes version, so that every clone and every session on a machine shares one build:
+
+    ${XDG_CACHE_HOME:-$HOME/.cache}/howfast/k8s-lab/
+        go/mod, go/build                 Go module and build caches (only needed to rebuild)
+        k8s-1.34.4/
+            bin/                         kube-apiserver ... kubectl, local-path-provisioner,
+                                         lo-only (CNI plugin), pause
+            images/                      pause.tar, pgfio.tar (docker-archive tarballs) + stamps
+            pki/                         CA, certificates, kubeconfigs
+            gomod/                       the wrapper Go module that builds Kubernetes
+            logs/                        build logs; last-run/ keeps the logs of the last cluster
+            run/                         everything of a running cluster (removed by `down`)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+K8S_VERSION = "1.34.4"
+LOCAL_PATH_PROVISIONER_VERSION = "v0.0.30"
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+
+# Debian packages the lab runs with (containerd 1.6, runc 1.1, etcd 3.4, CNI loopback plugin) or
+# builds with (debootstrap, openssl). The Kubernetes binaries come from Go source.
+HOST_PACKAGES = (
+    "containerd",
+    "runc",
+    "etcd-server",
+    "etcd-client",
+    "containernetworking-plugins",
+    "debootstrap",
+    "openssl",
+    "iptables",
+)
+# What goes into the benchmark image (besides debootstrap's minbase).
+IMAGE_PACKAGES = ("postgresql-15", "fio", "procps")
+PG_IMAGE = "localhost/pgfio:15"
+PAUSE_IMAGE = "localhost/pause:3.10"
+# The image's postgres user: a fixed, non-root uid/gid like the official PostgreSQL images.
+PG_UID = 999
+PG_GID = 999
+PG_BINDIR = "/usr/lib/postgresql/15/bin"
+
+NODE_NAME = "localhost"
+API_PORT = 6443
+ETCD_CLIENT_PORT = 12379
+ETCD_PEER_PORT = 12380
+ETCD_METRICS_PORT = 12381
+KUBELET_PORT = 10250
+KUBELET_HEALTHZ_PORT = 10248
+CONTROLLER_MANAGER_PORT = 10257
+SCHEDULER_PORT = 10259
+PORTS = (
+    API_PORT,
+    ETCD_CLIENT_PORT,
+    ETCD_PEER_PORT,
+    ETCD_METRICS_PORT,
+    KUBELET_PORT,
+    KUBELET_HEALTHZ_PORT,
+    CONTROLLER_MANAGER_PORT,
+    SCHEDULER_PORT,
+)
+# The service range must be given and must not be a private or public range: loopback it is.
+SERVICE_CIDR = "127.100.0.0/16"
+TMPFS_SIZE = "2g"
+
+# StorageClasses the lab offers. Two are backed by a dynamic provisioner on different storage;
+# one has no provisioner at all, so that its claims stay Pending.
+SC_DISK = "lab-disk"
+SC_TMPFS = "lab-tmpfs"
+SC_NONE = "lab-no-provisioner"
+PROVISIONER_DISK = "lab.howfast/disk"
+PROVISIONER_TMPFS = "lab.howfast/tmpfs"
+PROVISIONER_NONE = "kubernetes.io/no-provisioner"
+
+# Host sysctls the kubelet sets to its liking; `up` records them and `down` restores them.
+WATCHED_SYSCTLS = (
+    "vm.overcommit_memory",
+    "vm.panic_on_oom",
+    "kernel.panic",
+    "kernel.panic_on_oops",
+    "kernel.keys.root_maxkeys",
+    "kernel.keys.root_maxbytes",
+)
+# Host paths the runtime components create on their own (hard-coded in them); `up` records which
+# are absent and `down` removes exactly those.
+HOST_PATHS_CREATED = (
+    "/run/containerd",
+    "/run/netns",
+    "/var/run/netns",
+    "/var/lib/cni",
+    "/var/log/containers",
+    "/var/log/pods",
+    "/var/lib/kubelet",
+    "/etc/kubernetes",
+)
+
+LAB_DIR = Path(__file__).resolve().parent
+GO_SOURCES = LAB_DIR / "go"
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "howfast" / "k8s-lab"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where each part of the lab lives; derived from one root."""
+
+    root: Path
+
+    @classmethod
+    def default(cls) -> Paths:
+        override = os.environ.get("HOWFAST_K8S_LAB_DIR")
+        root = Path(override) if override else cache_root() / f"k8s-{K8S_VERSION}"
+        return cls(root)
+
+    @property
+    def go_root(self) -> Path:
+        return self.root.parent / "go"
+
+    @property
+    def gomodcache(self) -> Path:
+        return self.go_root / "mod"
+
+    @property
+    def gocache(self) -> Path:
+        return self.go_root / "build"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def gomod(self) -> Path:
+        return self.root / "gomod"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def state_file(self) -> Path:
+        return self.run / "state.json"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.pki / "admin.kubeconfig"
+
+    @property
+    def kubectl(self) -> Path:
+        return self.bin / "kubectl"
+
+    @property
+    def containerd_sock(self) -> Path:
+        return self.run / "containerd" / "containerd.sock"
+
+    @property
+    def disk_volumes(self) -> Path:
+        return self.run / "volumes-disk"
+
+    @property
+    def tmpfs_volumes(self) -> Path:
+        return self.run / "volumes-tmpfs"
+
+
+K8S_BINARIES = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kubectl",
+)

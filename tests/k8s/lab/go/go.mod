@@ -1,0 +1,3 @@
+module howfast.lab/k8s-lab
+
+go 1.24

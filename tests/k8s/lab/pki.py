@@ -1,0 +1,131 @@
+"""Certificates and kubeconfigs of the lab (openssl, made once, kept in the cache)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.k8s.lab import config
+from tests.k8s.lab.proc import run
+
+API_URL = f"https://127.0.0.1:{config.API_PORT}"
+_DAYS = "3650"
+
+
+@dataclass(frozen=True)
+class Cert:
+    name: str
+    subject: str
+    server_names: tuple[str, ...] = ()  # subjectAltName entries; a server certificate if any
+
+
+CERTS = (
+    Cert(
+        "apiserver",
+        "/CN=kube-apiserver",
+        (
+            "IP:127.0.0.1",
+            "IP:127.100.0.1",
+            "DNS:localhost",
+            "DNS:kubernetes",
+            "DNS:kubernetes.default",
+            "DNS:kubernetes.default.svc",
+            "DNS:kubernetes.default.svc.cluster.local",
+        ),
+    ),
+    Cert("apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client"),
+    Cert("admin", "/O=system:masters/CN=howfast-lab-admin"),
+    Cert("controller-manager", "/CN=system:kube-controller-manager"),
+    Cert("scheduler", "/CN=system:kube-scheduler"),
+    Cert("kubelet-client", f"/O=system:nodes/CN=system:node:{config.NODE_NAME}"),
+    Cert("kubelet-serving", f"/CN={config.NODE_NAME}", (f"DNS:{config.NODE_NAME}", "IP:127.0.0.1")),
+    Cert("provisioner", "/O=system:masters/CN=howfast-lab-provisioner"),
+)
+# kubeconfig name -> certificate it authenticates with
+KUBECONFIGS = {
+    "admin": "admin",
+    "controller-manager": "controller-manager",
+    "scheduler": "scheduler",
+    "kubelet": "kubelet-client",
+    "provisioner": "provisioner",
+}
+
+
+def _key(path: Path) -> None:
+    run(["openssl", "genrsa", "-out", path, "2048"])
+    path.chmod(0o600)
+
+
+def _sign(pki: Path, cert: Cert) -> None:
+    key, crt = pki / f"{cert.name}.key", pki / f"{cert.name}.crt"
+    _key(key)
+    with tempfile.TemporaryDirectory(dir=pki) as tmp:
+        csr, ext = Path(tmp) / "req.csr", Path(tmp) / "ext.cnf"
+        run(["openssl", "req", "-new", "-key", key, "-subj", cert.subject, "-out", csr])
+        lines = ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment"]
+        if cert.server_names:
+            lines.append(f"subjectAltName={','.join(cert.server_names)}")
+            lines.append("extendedKeyUsage=serverAuth,clientAuth")
+        else:
+            lines.append("extendedKeyUsage=clientAuth")
+        ext.write_text("\n".join(lines) + "\n")
+        run(
+            [
+                "openssl", "x509", "-req", "-in", csr, "-CA", pki / "ca.crt",
+                "-CAkey", pki / "ca.key", "-CAcreateserial", "-days", _DAYS,
+                "-extfile", ext, "-out", crt,
+            ]
+        )  # fmt: skip
+
+
+def kubeconfig(pki: Path, user: str, cert: str) -> str:
+    """A kubeconfig (JSON is valid YAML) for `user`, authenticating with certificate `cert`."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "howfast-lab",
+                "cluster": {"server": API_URL, "certificate-authority": str(pki / "ca.crt")},
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate": str(pki / f"{cert}.crt"),
+                    "client-key": str(pki / f"{cert}.key"),
+                },
+            }
+        ],
+        "contexts": [{"name": "howfast-lab", "context": {"cluster": "howfast-lab", "user": user}}],
+        "current-context": "howfast-lab",
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def ensure_pki(pki: Path) -> None:
+    """Make the CA, the service-account key pair, every certificate and kubeconfig (once)."""
+    done = pki / ".complete"
+    if done.exists():
+        return
+    pki.mkdir(parents=True, exist_ok=True)
+    pki.chmod(0o700)
+    _key(pki / "ca.key")
+    run(
+        [
+            "openssl", "req", "-x509", "-new", "-key", pki / "ca.key",
+            "-subj", "/CN=howfast-k8s-lab-ca", "-days", _DAYS, "-out", pki / "ca.crt",
+        ]
+    )  # fmt: skip
+    _key(pki / "sa.key")
+    run(["openssl", "rsa", "-in", pki / "sa.key", "-pubout", "-out", pki / "sa.pub"])
+    for cert in CERTS:
+        _sign(pki, cert)
+    for name, cert_name in KUBECONFIGS.items():
+        path = pki / f"{name}.kubeconfig"
+        path.write_text(kubeconfig(pki, name, cert_name))
+        path.chmod(0o600)
+    done.write_text("ok\n")

@@ -1,0 +1,234 @@
+"""The lab cluster does what the Kubernetes target will need: an API server, StorageClasses
+whose claims bind, PostgreSQL in a pod under the "restricted" Pod Security Standard on a volume
+of each class, pgbench and fio inside that pod, and nothing left after deleting it all."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.conftest import Kube
+from tests.k8s.lab.cluster import ClusterFacts
+from tests.k8s.lab.config import SC_DISK, SC_TMPFS
+
+pytestmark = pytest.mark.k8s
+
+RESTRICTED = "restricted"
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    """A namespace that enforces the restricted Pod Security Standard at the latest version."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "pod-security.kubernetes.io/enforce": RESTRICTED,
+                "pod-security.kubernetes.io/enforce-version": "latest",
+            },
+        },
+    }
+
+
+def _pvc(ns: str, storage_class: str, size: str = "1Gi") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": ns},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+PG_START = """set -eu
+if [ ! -f "$PGDATA/PG_VERSION" ]; then
+  initdb -D "$PGDATA" -U postgres --auth=trust >/dev/null
+fi
+exec postgres -D "$PGDATA" -c listen_addresses=127.0.0.1 -c unix_socket_directories=/tmp \\
+  -c shared_buffers=64MB -c jit=off -c max_wal_size=256MB
+"""
+
+
+def _pg_pod(ns: str, facts: ClusterFacts) -> dict[str, Any]:
+    """PostgreSQL as the restricted standard wants it: non-root, RuntimeDefault seccomp, no
+    capability, no privilege escalation; its own network namespace (hostNetwork is forbidden)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "pg", "namespace": ns},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "dnsPolicy": "Default",
+            "terminationGracePeriodSeconds": 5,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": facts.pg_uid,
+                "runAsGroup": facts.pg_gid,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "pg",
+                    "image": facts.pg_image,
+                    "imagePullPolicy": "Never",
+                    "command": ["/bin/bash", "-c", PG_START],
+                    "env": [{"name": "PGDATA", "value": "/data/pgdata"}],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "readinessProbe": {
+                        "exec": {"command": ["pg_isready", "-h", "127.0.0.1", "-U", "postgres"]},
+                        "periodSeconds": 1,
+                    },
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                }
+            ],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+        },
+    }
+
+
+def _wait_for(what: str, check: Any, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def _mount_fstype(path: Path) -> str:
+    """Filesystem type of the mount holding `path` (longest mount-point prefix)."""
+    best, fstype = "", ""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        point = left.split()[4]
+        inside = str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, fstype = point, right.split()[0]
+    return fstype
+
+
+def test_api_server_answers(kube: Kube, k8s_lab: ClusterFacts) -> None:
+    assert kube("get", "--raw", "/readyz").stdout.strip() == "ok"
+    version = json.loads(kube("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"] == f"v{k8s_lab.k8s_version}"
+    node = kube.get("node", k8s_lab.node)
+    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready and ready[0]["status"] == "True"
+
+
+def test_storage_classes(kube: Kube, k8s_lab: ClusterFacts) -> None:
+    classes = {sc["metadata"]["name"]: sc for sc in kube.get("storageclass")["items"]}
+    assert set(k8s_lab.storage_classes) <= set(classes)
+    provisioners = {classes[name]["provisioner"] for name in k8s_lab.provisioned_classes}
+    assert len(provisioners) == 2  # two dynamic provisioners ...
+    disk, tmpfs = (k8s_lab.volume_dirs[name] for name in k8s_lab.provisioned_classes)
+    assert _mount_fstype(tmpfs) == "tmpfs"  # ... on different storage
+    assert _mount_fstype(disk) != "tmpfs"
+    none = classes[k8s_lab.no_provisioner_class]
+    assert none["provisioner"] == "kubernetes.io/no-provisioner"
+
+
+def test_restricted_namespace_refuses_a_root_pod(kube: Kube, k8s_lab: ClusterFacts) -> None:
+    """The admission check is really on: otherwise passing it would prove nothing."""
+    ns = f"lab-psa-{uuid.uuid4().hex[:6]}"
+    kube.apply(_namespace(ns))
+    try:
+        bad = _pg_pod(ns, k8s_lab)
+        bad["spec"]["securityContext"] = {}
+        bad["spec"]["containers"][0]["securityContext"] = {}
+        proc = kube("apply", "--dry-run=server", "-f", "-", input=json.dumps(bad), check=False)
+        assert proc.returncode != 0
+        assert "violates PodSecurity" in proc.stderr
+    finally:
+        kube("delete", "namespace", ns, "--wait=false")
+
+
+def test_claim_without_provisioner_stays_pending(kube: Kube, k8s_lab: ClusterFacts) -> None:
+    ns = f"lab-pending-{uuid.uuid4().hex[:6]}"
+    kube.apply(_namespace(ns))
+    try:
+        kube.apply(_pvc(ns, k8s_lab.no_provisioner_class))
+        time.sleep(2)
+        assert kube.get("pvc", "data", "-n", ns)["status"]["phase"] == "Pending"
+    finally:
+        kube("delete", "namespace", ns, "--wait=true", timeout=120)
+
+
+def _parse_tps(output: str) -> float:
+    match = re.search(r"^tps = ([0-9.]+)", output, re.M)
+    assert match, output
+    return float(match.group(1))
+
+
+@pytest.mark.parametrize("storage_class", [SC_DISK, SC_TMPFS])
+def test_postgres_pgbench_fio_on_each_class(
+    kube: Kube, k8s_lab: ClusterFacts, storage_class: str
+) -> None:
+    assert storage_class in k8s_lab.provisioned_classes
+    ns = f"lab-pg-{uuid.uuid4().hex[:6]}"
+    kube.apply(_namespace(ns))
+    try:
+        kube.apply(_pvc(ns, storage_class))
+        kube.apply(_pg_pod(ns, k8s_lab))  # admitted under "restricted"
+        kube("wait", "--for=condition=Ready", "pod/pg", "-n", ns, "--timeout=180s", timeout=200)
+
+        pvc = kube.get("pvc", "data", "-n", ns)
+        assert pvc["status"]["phase"] == "Bound"
+        pv = kube.get("pv", pvc["spec"]["volumeName"])
+        assert pv["spec"]["storageClassName"] == storage_class
+        host_dir = Path(pv["spec"].get("hostPath", pv["spec"].get("local", {}))["path"])
+        assert host_dir.parent == k8s_lab.volume_dirs[storage_class]
+        assert (host_dir / "pgdata" / "PG_VERSION").read_text().strip() == "15"
+
+        def exec_(*argv: str, timeout: float = 120) -> str:
+            return kube("exec", "-n", ns, "pg", "--", *argv, timeout=timeout).stdout
+
+        assert exec_("id", "-u").strip() == str(k8s_lab.pg_uid)
+        # The restricted context is really applied to the process, not only admitted.
+        status = dict(
+            line.split(":\t", 1) for line in exec_("cat", "/proc/self/status").splitlines()
+        )
+        assert status["Seccomp"].strip() == "2"  # filter mode: RuntimeDefault
+        assert status["NoNewPrivs"].strip() == "1"
+        assert int(status["CapEff"], 16) == 0
+        # The pod's network namespace holds nothing but lo.
+        interfaces = [
+            ln.split(":")[0].strip() for ln in exec_("cat", "/proc/net/dev").splitlines()[2:]
+        ]
+        assert interfaces == ["lo"]
+        pg = ["-h", "127.0.0.1", "-U", "postgres"]
+        init = kube("exec", "-n", ns, "pg", "--", "pgbench", *pg, "-i", "-s", "1", "postgres")
+        assert "done in" in init.stderr + init.stdout
+        tps = _parse_tps(exec_("pgbench", *pg, "-c", "2", "-j", "2", "-T", "3", "postgres"))
+        assert tps > 0
+        print(f"{storage_class}: pgbench -c2 -T3 tps={tps:.0f}")
+
+        fio = exec_(
+            "fio", "--name=lab", "--directory=/data", "--filename=fio.dat", "--size=32M",
+            "--rw=randwrite", "--bs=4k", "--ioengine=psync", "--fsync=1", "--runtime=3",
+            "--time_based", "--output-format=json",
+        )  # fmt: skip
+        job = json.loads(fio[fio.index("{") :])["jobs"][0]
+        assert job["error"] == 0 and job["write"]["iops"] > 0
+        print(f"{storage_class}: fio randwrite 4k fsync=1 iops={job['write']['iops']:.0f}")
+    finally:
+        kube("delete", "namespace", ns, "--wait=true", timeout=180)
+    # The claim's volume is released and its directory deleted by the provisioner.
+    _wait_for("no PersistentVolume left", lambda: not kube.get("pv")["items"], timeout=90)
+    leftover = list(k8s_lab.volume_dirs[storage_class].iterdir())
+    assert leftover == []
