@@ -31,7 +31,6 @@ from howfast.targets.memory import MemoryBasis, memory_basis
 from howfast.targets.pgbin import PgInstall
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-POLL_S = 0.2  # how often a waiting run looks at its cancel token
 STOP_GRACE_S = 5.0
 _DIRECT_PROBE_FILE = ".howfast-direct-io-probe"
 _DIRECT_BLOCK = 4096  # one aligned block: what every O_DIRECT-capable device accepts
@@ -103,18 +102,45 @@ def run_process(
 
 
 def _wait(proc: subprocess.Popen[str], timeout_s: float | None, cancel: CancelToken) -> None:
-    """Wait for the child, looking at the cancel token every POLL_S."""
-    waited = 0.0
-    while True:
-        try:
-            proc.wait(timeout=POLL_S)
-            return
-        except subprocess.TimeoutExpired:
-            waited += POLL_S
-        if cancel.cancelled:
-            raise Aborted(cancel.reason or "cancelled")
-        if timeout_s is not None and waited >= timeout_s:
-            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+    """Wait for the child without polling: cancellation and the time-out interrupt it (then
+    kill it after a grace period) from elsewhere, and the blocking wait returns."""
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        _interrupt(proc)
+
+    unregister = cancel.on_cancel(lambda: _interrupt(proc))
+    timer = threading.Timer(timeout_s, on_timeout) if timeout_s is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        proc.wait()
+    finally:
+        unregister()
+        if timer is not None:
+            timer.cancel()
+    if cancel.cancelled:
+        raise Aborted(cancel.reason or "cancelled")
+    if timed_out.is_set():
+        raise subprocess.TimeoutExpired(proc.args, timeout_s or 0.0)
+
+
+def _interrupt(proc: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGINT now, SIGKILL after `grace_s` if it still runs; returns at once (it may run in a
+    signal handler)."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGINT)
+
+    def kill() -> None:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    timer = threading.Timer(grace_s, kill)
+    timer.daemon = True
+    timer.start()
 
 
 def stop_process(proc: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> None:

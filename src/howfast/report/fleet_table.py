@@ -26,7 +26,7 @@ def cell_text(f: ClassFigures) -> str:
 
 
 def detail_text(f: ClassFigures) -> str:
-    parts = [f"{f.instances} instances"]
+    parts = [f"{f.instances} instance{'s' if f.instances != 1 else ''}"]
     if f.fairness is not None:
         parts.append(f"fairness {f.fairness:.3f}")
     if f.share is not None:

@@ -1,0 +1,142 @@
+"""Fleets on real instances: real PostgreSQL clusters started together, real cgroup I/O
+limits on the disk behind the target, an instance dying mid-step, and Ctrl-C with every
+instance running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from howfast.targets.cgroup import detect_io
+from howfast.targets.fleet import fleet_device
+from tests.integration.conftest import Howfast, postgres_pids_under
+
+pytestmark = pytest.mark.integration
+
+CGROUPS = detect_io()
+needs_limits = pytest.mark.skipif(
+    CGROUPS.version is None, reason=f"no cgroup I/O limits here: {CGROUPS.reason}"
+)
+
+FLEET = """
+[settings]
+shared_buffers = "16MB"
+max_connections = "20"
+[fleet]
+classes = [
+  {{ name = "capped", count = 2, write_iops = 200 }},
+  {{ name = "free", count = 2 }},
+]
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [2]
+duration = "{duration}"
+"""
+
+
+def howfast_cgroups() -> set[str]:
+    roots = [Path("/sys/fs/cgroup/blkio"), Path("/sys/fs/cgroup")]
+    return {str(p) for root in roots if root.is_dir() for p in root.rglob("howfast-fleet-*")}
+
+
+def assert_nothing_left(target_dir: Path, cgroups_before: set[str]) -> None:
+    assert list(target_dir.iterdir()) == []
+    assert postgres_pids_under(target_dir) == []
+    assert howfast_cgroups() == cgroups_before
+
+
+@needs_limits
+def test_a_capped_class_measures_at_its_cap_and_below_the_free_one(
+    howfast: Howfast, target_dir: Path
+):
+    if isinstance(fleet_device(target_dir), str):
+        pytest.skip(f"no disk to limit: {fleet_device(target_dir)}")
+    before = howfast_cgroups()
+    plan = howfast.plan(FLEET.format(duration="3s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--json", timeout=400)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert len(doc["targets"]) == 4
+    classes = {c["class"]: c for c in doc["fleet"]["classes"] if c["test"].startswith("pgbench")}
+    capped, free = classes["capped"], classes["free"]
+    assert capped["instances"] == free["instances"] == 2
+    assert max(capped["write_iops"]) <= 200 * 1.1, capped
+    assert max(capped["write_iops"]) < min(free["write_iops"]), (capped, free)
+    assert capped["tps_per_instance"]["max"] < free["tps_per_instance"]["min"]
+    assert capped["enforcement"] == [
+        f"the write limit held: at most {max(capped['write_iops']):,.0f} of 200 IOPS"
+    ]
+    # One progress line per class, with its total.
+    assert "capped: 2/2 instances completed" in out.stderr
+    assert "free: 2/2 instances completed" in out.stderr
+    assert_nothing_left(target_dir, before)
+
+
+def _wait_for(proc, text: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    seen = ""
+    while time.monotonic() < deadline and text not in seen:
+        seen += proc.stderr.readline()
+    assert text in seen, seen
+
+
+@needs_limits
+def test_one_dying_instance_fails_its_step_and_the_others_go_on(howfast: Howfast, target_dir: Path):
+    before = howfast_cgroups()
+    plan = howfast.plan(FLEET.format(duration="8s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--json")
+    _wait_for(proc, "tpcb-like")
+    time.sleep(2)
+    pidfile = next(target_dir.glob("howfast-fleet-*/classes-free-1/howfast-*/data/postmaster.pid"))
+    os.kill(int(pidfile.read_text().splitlines()[0]), signal.SIGKILL)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 1, err
+    doc = json.loads(out)
+    runs = {s["target"].rsplit(" ", 1)[1]: s for s in doc["steps"] if s["workload"] == "pgbench"}
+    assert runs["classes/free-1"]["status"] == "failed"
+    assert "server log" in runs["classes/free-1"]["error"]
+    assert [runs[n]["status"] for n in ("classes/capped-1", "classes/capped-2",
+                                        "classes/free-2")] == ["completed"] * 3  # fmt: skip
+    assert "classes/free-1: failed" in err
+    assert_nothing_left(target_dir, before)
+
+
+@needs_limits
+def test_interrupt_with_every_instance_running_leaves_nothing(howfast: Howfast, target_dir: Path):
+    before = howfast_cgroups()
+    plan = howfast.plan(FLEET.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(proc, "tpcb-like")
+    time.sleep(2)
+    assert len({p for p in postgres_pids_under(target_dir)}) >= 4
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    listed = json.loads(howfast("results", "list", "--json").stdout)
+    assert [r["status"] for r in listed] == ["aborted"]
+    assert_nothing_left(target_dir, before)
+
+
+def test_limits_that_cannot_hold_here_are_refused_before_anything(
+    howfast: Howfast, target_dir: Path
+):
+    weights = FLEET.format(duration="3s").replace("write_iops = 200", "weight = 500")
+    out = howfast("run", str(howfast.plan(weights)), "--target", str(target_dir))
+    device = fleet_device(target_dir)
+    if not isinstance(device, str) and device.scheduler == "bfq" and CGROUPS.version:
+        pytest.skip("this disk runs bfq: weights would be enforced")
+    assert out.returncode == 2, out.stderr
+    assert "fleet class capped (weight 500) cannot be enforced" in out.stderr
+    assert list(target_dir.iterdir()) == []
+    two = howfast("run", str(howfast.plan(FLEET.format(duration="3s"))), "--target",
+                  str(target_dir), "--target", str(target_dir))  # fmt: skip
+    assert two.returncode == 2 and "a fleet runs on one directory target" in two.stderr
