@@ -100,3 +100,39 @@ def test_a_run_read_later_says_when_the_volume_added_another_latency():
     assert second.warnings == [] and other.warnings == []
     assert run.steps[0].warnings == []  # the stored run is not changed
     assert derive_run(derived).steps[0].warnings == first.warnings  # said once
+
+
+def test_tps_by_added_latency_table_and_chart():
+    from howfast.analysis.emulation import latency_sweep
+    from howfast.model import RunRecord, StepRecord, TargetRecord
+    from howfast.report.sweep_table import sweep_charts, sweep_table
+
+    def target(name: str, asked: float, measured: float) -> TargetRecord:
+        emulation = {"asked_latency_ms": asked, "measured_added_latency_ms": measured,
+                     "io_limits": {"blkio.throttle.write_iops_device": "7:0 2000"}}  # fmt: skip
+        return TargetRecord(name, "local", device={"emulation": emulation})
+
+    def step(name: str, tps: float, p99: float, **extra: object) -> StepRecord:
+        params = {"mode": "tpcb-like", "clients": 16, **extra}
+        metrics = {"tps": tps, "latency_p99_ms": p99}
+        return StepRecord(name, "pgbench", params, "completed", "a", "b", metrics=metrics)
+
+    run = RunRecord(
+        7, "latency", "completed", "a", "b", {},
+        [target("d +0ms", 0.0, 0.05), target("d +2ms", 2.0, 2.5)],
+        [step("d +2ms", 400.0, 60.0), step("d +0ms", 1500.0, 20.0),
+         step("d +0ms", 1000.0, 15.0, rate=1050.0)],  # a fixed rate is not the volume's
+    )  # fmt: skip
+    points = latency_sweep(run)
+    assert [(p.asked_ms, p.tps, p.iops) for p in points] == [(0.0, 1500.0, 2000),
+                                                             (2.0, 400.0, 2000)]  # fmt: skip
+    table = sweep_table(run)
+    assert table is not None
+    assert [[c.text for c in row] for row in table.rows][1] == [
+        "pgbench tpcb-like, 16 clients", "+2 ms (2.50 measured), 2,000 IOPS", "400.0", "60.00"
+    ]  # fmt: skip
+    (chart,) = sweep_charts(run)
+    assert [t.name for t in chart.traces] == ["TPS", "p99"] and chart.traces[1].axis == "y2"
+    assert chart.traces[0].x == [0.0, 2.0] and chart.traces[0].y == [1500.0, 400.0]
+    single = RunRecord(8, "quick", "completed", "a", "b", {}, run.targets[:1], run.steps[1:2])
+    assert latency_sweep(single) == [] and sweep_table(single) is None

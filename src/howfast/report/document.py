@@ -13,6 +13,7 @@ from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
 from howfast.report import rate_section, tables
 from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
 from howfast.report.fleet_table import fleet_charts, fleet_tables
+from howfast.report.sweep_table import sweep_charts, sweep_table
 
 Block = tables.Table | Chart | str
 
@@ -61,6 +62,10 @@ def build(view: Overview) -> ReportDocument:
         Section("environment", "Environment", [tables.environment_table(view.targets)]),
     ]
     for run in view.runs:
+        latency = sweep_table(run)
+        if latency is not None:
+            by_latency: list[Block] = [latency, *sweep_charts(run)]
+            sections.insert(1, Section(f"latency-{run.id}", "By added storage latency", by_latency))
         if is_fleet(run):  # the classes side by side, before any instance's own figures
             verdicts = fleet_verdicts(fleet_figures(run))
             fleet: list[Block] = [*fleet_tables(run), *(f"Verdict: {v}" for v in verdicts)]

@@ -12,7 +12,14 @@ from howfast.analysis.metrics import with_unit
 from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
 from howfast.analysis.summary import ModeRow, TargetSummary, summarize
 from howfast.model import RunRecord, RunSummary, StepRecord
-from howfast.report import figures, fleet_table, io_tables, rate_table, regimes_table
+from howfast.report import (
+    figures,
+    fleet_table,
+    io_tables,
+    rate_table,
+    regimes_table,
+    sweep_table,
+)
 
 
 def _fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
@@ -361,6 +368,7 @@ def run_summary(run: RunRecord) -> RenderableType:
     return Group(
         header,
         *[target_tables(s) for s in summarize(run)],
+        *sweep_table.sweep_parts(run),
         *rate_table.rate_parts(run),
         *regimes_table.regimes_parts(run),
     )
