@@ -140,3 +140,25 @@ def test_limits_that_cannot_hold_here_are_refused_before_anything(
     two = howfast("run", str(howfast.plan(FLEET.format(duration="3s"))), "--target",
                   str(target_dir), "--target", str(target_dir))  # fmt: skip
     assert two.returncode == 2 and "a fleet runs on one directory target" in two.stderr
+
+
+def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, target_dir: Path):
+    """The plan's metrics_port serves /metrics while the fleet runs, labelled by class."""
+    import re
+    import urllib.request
+
+    from tests.conftest import free_port
+
+    port = free_port()
+    text = FLEET.format(duration="6s").replace(", write_iops = 200", "")
+    plan = howfast.plan(f"metrics_port = {port}\n" + text)
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(proc, "tpcb-like")
+    time.sleep(3)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        page = response.read().decode()
+    proc.communicate(timeout=240)
+    assert proc.returncode == 0
+    classes = set(re.findall(r'howfast_tps\{[^}]*class="([a-z-]+)"', page))
+    assert classes == {"capped", "free"}, page[:2000]
+    assert list(target_dir.iterdir()) == []

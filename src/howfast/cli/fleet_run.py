@@ -7,12 +7,15 @@ from pathlib import Path
 
 from howfast.cli.context import CliEnv
 from howfast.cli.fleet_progress import FleetProgressObserver
+from howfast.cli.live_metrics import live_metrics
 from howfast.cli.output import finish
 from howfast.cli.stores import open_results
 from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
+from howfast.metrics.live import LINGER_S
 from howfast.model import StepSpec
 from howfast.plans import Plan
+from howfast.runner.fanout import FanOut
 from howfast.runner.fleet import FleetRunner
 from howfast.targets.fleet import fleet_device, scenario_members
 from howfast.targets.pgbin import PgInstall
@@ -40,6 +43,7 @@ def run_fleet(
     label: str | None,
     dry_run: bool,
     as_json: bool,
+    metrics: tuple[int | None, str | None] = (None, None),
 ) -> int:
     assert plan.fleet is not None
     if len(targets) != 1 or kind_for(targets[0]).name != "local":
@@ -72,7 +76,8 @@ def run_fleet(
             write_text(document, "howfast run", env.stdout)
         return 0
     db = open_results(env, store)
-    observer = FleetProgressObserver(env)
+    progress = FleetProgressObserver(env)
+    live = live_metrics(env, plan.name, *metrics)  # labelled by class
     runner = FleetRunner(
         db,
         directory,
@@ -80,13 +85,17 @@ def run_fleet(
         steps,
         plan_name=plan.name,
         install=install,
-        observer=observer,
+        observer=FanOut(progress, live) if live else progress,
         settings=settings,
         checksums=checksums,
         label=label,
     )
+    linger_s = 0.0
     try:
         result = runner.execute()
+        linger_s = LINGER_S if result.status != "aborted" else 0.0
     finally:
-        observer.close()
+        progress.close()
+        if live:
+            live.close(linger_s=linger_s)
     return finish(env, db, result, as_json)

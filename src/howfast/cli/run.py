@@ -200,10 +200,12 @@ def run_command(
     if not targets:
         raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
     interval_s = _sample_interval(sample_interval)
-    if metrics_address and metrics_port is None:
-        raise UsageError("--metrics-address needs --metrics-port")
     extra_samplers = prometheus_samplers(prometheus_url) if prometheus_url else []
     loaded = load_plan(plan)
+    if metrics_port is None:
+        metrics_port = loaded.metrics_port
+    if metrics_address and metrics_port is None:
+        raise UsageError("--metrics-address needs --metrics-port (or the plan's metrics_port)")
     overrides = Overrides(
         scale=scale,
         clients=parse_int_list(clients, "--clients") if clients else None,
@@ -231,7 +233,6 @@ def run_command(
             memory=memory_limit,
             wal_dir=wal_dir,
             keep=keep,
-            metrics_port=metrics_port,
             prometheus=prometheus_url,
         )
         return run_fleet(
@@ -246,6 +247,7 @@ def run_command(
             label=label,
             dry_run=dry_run,
             as_json=as_json,
+            metrics=(metrics_port, metrics_address),
         )
     variants = storage_variants(storage_latency, storage_iops, loaded.storage)
     if variants and wal_dir is not None:

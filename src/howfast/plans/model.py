@@ -88,6 +88,8 @@ class Plan(BaseModel):
     memory: Size | None = None
     storage: StorageSection | None = None
     fleet: FleetSection | None = None  # many instances at once, in classes (plans/fleet.py)
+    # Serve live Prometheus metrics on this port while the run lasts (--metrics-port wins)
+    metrics_port: Annotated[int, Field(ge=0, le=65535)] | None = None
     steps: Annotated[list[Step], Field(min_length=1)]
 
 
