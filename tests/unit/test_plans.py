@@ -78,10 +78,13 @@ QUICK_PROBE = [fio("randrw-4k-qd1", 128 * 1024**2, 5), fio("wal-fsync", 128 * 10
 
 def test_builtin_plans_are_listed_with_descriptions() -> None:
     plans = dict(list_builtin_plans())
-    names = ["checkpoints", "quick", "rate-curve", "regimes", "sweep"]
+    names = ["checkpoints", "fleet", "latency", "quick", "rate-curve", "regimes", "sweep"]
     assert list(plans) == names == builtin_plan_names()
     assert "two minutes" in plans["quick"]
     assert "30 minutes" in plans["sweep"]
+    # Every built-in plan has its page.
+    docs = Path(__file__).parents[2] / "docs" / "plans"
+    assert [name for name in names if not (docs / f"{name}.md").exists()] == []
 
 
 def test_quick_expands_to_probe_then_init_then_two_modes_at_four_client_counts() -> None:
@@ -134,7 +137,8 @@ def test_missing_plan_file_names_it_and_lists_the_builtins(tmp_path: Path) -> No
     with pytest.raises(PlanError) as caught:
         load_plan(str(missing))
     assert f"no such plan file: {missing}" in str(caught.value)
-    assert "built-in plans: checkpoints, quick, rate-curve, regimes, sweep" in str(caught.value)
+    builtins = "checkpoints, fleet, latency, quick, rate-curve, regimes, sweep"
+    assert f"built-in plans: {builtins}" in str(caught.value)
 
 
 def test_a_name_without_suffix_is_a_file_when_it_exists(
