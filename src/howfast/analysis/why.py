@@ -85,6 +85,7 @@ class Profile:
     readings: int
     source: str | None
     idle_share: float | None  # of all session samples, the share not active (pg_stat_activity)
+    sessions: int = 0  # session samples, active or not
 
     def share(self, keys: frozenset[str]) -> float:
         return sum(s for t, e, s, _ in self.events if f"{t}:{e or ''}" in keys)
@@ -112,6 +113,7 @@ def wait_profile(postgres: Mapping[str, Any]) -> Profile | None:
         types[wait_type] = types.get(wait_type, 0.0) + share
     states = sampling.get("states")
     idle_share = None
+    total = 0
     if isinstance(states, Mapping):
         total = sum(int(v) for v in states.values() if isinstance(v, int | float))
         if total:
@@ -124,6 +126,7 @@ def wait_profile(postgres: Mapping[str, Any]) -> Profile | None:
         int(readings) if isinstance(readings, int | float) else 0,
         str(sampling.get("source")) if sampling.get("source") else None,
         idle_share,
+        total,
     )
 
 
@@ -474,7 +477,12 @@ def decide(f: StepFacts) -> Verdict:
         best.also = [v.verdict for _, v in candidates[1:]]
         return best
     # 7. The sessions mostly waited for pgbench: round trips and pgbench set the pace.
-    if enough and p and p.idle_share is not None and p.idle_share >= IDLE_SHARE:
+    if (
+        p is not None
+        and p.sessions >= MIN_ACTIVE_SAMPLES
+        and p.idle_share is not None
+        and p.idle_share >= IDLE_SHARE
+    ):
         return Verdict(
             "load generator",
             f"the sessions waited for pgbench {p.idle_share:.0%} of the time (idle between "
