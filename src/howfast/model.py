@@ -120,6 +120,8 @@ class RunRecord:
             }
             for section in STEP_SECTIONS:  # null for steps that were not sampled
                 doc[section] = s.sections.get(section)
+            # What limited the step (analysis/why.py): pgbench steps, derived when read.
+            doc["why"] = s.sections.get("why")
             if with_series:
                 # JSON has no NaN: a missing value is null.
                 doc["series"] = {

@@ -24,6 +24,7 @@ from howfast.samplers.cpu import CpuSampler
 from howfast.samplers.diskstats import DiskSampler
 from howfast.samplers.pgstats import PgStatsSampler
 from howfast.samplers.registry import SamplerSetup, create_samplers, samplers_for
+from howfast.samplers.waits import WaitEventSampler
 from howfast.targets.factory import is_dsn
 from howfast.targets.registry import TargetOptions, kind_for
 from howfast.workloads import get_workload, registry
@@ -215,11 +216,16 @@ class FakeTarget(SimpleNamespace):
     def memory_cgroup(self) -> object:
         return self.group
 
+    def server_io(self) -> object:
+        return None  # no server started here: no I/O of its own to read
+
 
 def test_samplers_watch_the_sampled_workloads_in_their_order() -> None:
-    names = ["cpu", "diskstats", "pgstats", "checkpoints", "cgroupmem"]
-    for workload in ("pgbench", "fio", "seqread"):
+    names = ["cpu", "diskstats", "serverio", "pgstats", "checkpoints", "cgroupmem"]
+    for workload in ("fio", "seqread"):
         assert [s.name for s in samplers_for(workload)] == names
+    # Wait events are sampled during pgbench steps only.
+    assert [s.name for s in samplers_for("pgbench")] == [*names[:4], "waits", *names[4:]]
     for workload in ("pgbench-init", "pg_test_fsync", "sysbench"):
         assert samplers_for(workload) == []
 
@@ -238,6 +244,7 @@ def test_a_sampler_is_made_only_where_the_target_has_something_for_it(tmp_path: 
         CpuSampler,
         DiskSampler,
         PgStatsSampler,
+        WaitEventSampler,
         CheckpointSampler,
         CgroupMemorySampler,
     ]

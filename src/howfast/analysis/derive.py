@@ -9,7 +9,8 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 - rate, objective and curve verdicts of fixed-rate pgbench steps (analysis/rate_verdicts.py);
 - whether an "on-disk" step read the disk (analysis/working_set.py);
 - fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py);
-- whether an emulated volume added the latency asked (analysis/emulation.py).
+- whether an emulated volume added the latency asked (analysis/emulation.py);
+- the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py).
 
 Steps stored before schema 4 (`StepRecord.legacy`) carry such figures frozen at run time:
 the ones today's rules can derive again replace them. A derived warning already stored is
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from howfast.analysis import rate_verdicts
+from howfast.analysis import rate_verdicts, why
 from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
 from howfast.analysis.io import analyze_step
@@ -67,11 +68,17 @@ def derive_run(run: RunRecord) -> RunRecord:
     """The run with every step's derived metrics, warnings and sections; `run` is not
     changed."""
     imported = {t.name for t in run.targets if t.kind == "import"}
+    settings = {t.name: t.settings for t in run.targets}
     done: dict[str, list[StepRecord]] = {}
     steps = []
     for step in run.steps:
         before = done.setdefault(step.target, [])
-        derived = derive_step(step, before, imported=step.target in imported)
+        derived = derive_step(
+            step,
+            before,
+            imported=step.target in imported,
+            target_settings=settings.get(step.target),
+        )
         before.append(derived)
         steps.append(derived)
     _summarise_curves(steps)
@@ -113,7 +120,11 @@ def derive_last(steps: Sequence[StepRecord]) -> StepRecord:
 
 
 def derive_step(
-    step: StepRecord, before: Sequence[StepRecord], *, imported: bool = False
+    step: StepRecord,
+    before: Sequence[StepRecord],
+    *,
+    imported: bool = False,
+    target_settings: Mapping[str, str] | None = None,
 ) -> StepRecord:
     """One step with what its own data says; `before`: the target's earlier steps, derived."""
     out = replace(
@@ -124,9 +135,11 @@ def derive_step(
     )
     if step.sections:
         _add_io_analysis(out)
+        _add_why_figures(out)
     if step.workload == "pgbench" and step.status == "completed":
         _add_rate_verdicts(out)
         _add_regime_warnings(out, before)
+        _add_verdict(out, before, target_settings)
     if step.workload == "fio":
         _add(out, fio_commit_metrics(step, imported), COMMIT_METRICS)
         _warn(out, fio_warnings(step, imported) if step.status == "completed" or imported else [])
@@ -152,6 +165,34 @@ def _add_io_analysis(step: StepRecord) -> None:
     per_role = {k for k in step.metrics if k.startswith("io_")}  # io_<role>_<figure>
     _add(step, {k: v for k, v in analysis.metrics.items() if v is not None}, IO_METRICS | per_role)
     _warn(step, analysis.warnings)
+
+
+def _add_why_figures(step: StepRecord) -> None:
+    """The wait profile, and PostgreSQL's own I/O beside the device's."""
+    postgres = step.sections.get("postgres")
+    if isinstance(postgres, dict):
+        profile = why.wait_profile(postgres)
+        if profile is not None:
+            postgres.update(why.profile_sections(profile))
+            _add(step, why.profile_metrics(profile), set())
+    io = step.sections.get("io")
+    if isinstance(io, dict):
+        wal = postgres.get("wal_bytes") if isinstance(postgres, dict) else None
+        found = why.attribute_io(io, wal if isinstance(wal, int) else None, step.metrics)
+        if found is not None:
+            _deep_merge(io.setdefault("postgres", {}), found.section)
+            _add(step, found.metrics, set())
+            _warn(step, found.warnings)
+
+
+def _add_verdict(
+    step: StepRecord, before: Sequence[StepRecord], settings: Mapping[str, str] | None
+) -> None:
+    """What limited the step (docs/why.md), in its `why` section."""
+    if step.all_params.get("warmup") is True:
+        return
+    verdict = why.decide(why.step_facts(step, before, settings))
+    step.sections["why"] = verdict.section()
 
 
 def _add_rate_verdicts(step: StepRecord) -> None:

@@ -12,6 +12,7 @@ from howfast.analysis.compare import Comparison, compare_runs
 from howfast.analysis.groups import StepGroup, group_steps, is_warmup, target_positions
 from howfast.analysis.probe import CommitCeiling, FsyncResult, commit_ceiling, fsync_result
 from howfast.analysis.summary import storage_summary
+from howfast.analysis.why import WhyLine, why_lines
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 
 # Beyond this many runs a comparison table is too wide to read; `howfast compare` remains.
@@ -55,6 +56,7 @@ class Overview:
     fsync: list[tuple[TargetView, FsyncResult]] = field(default_factory=list)
     ceilings: list[tuple[TargetView, CommitCeiling]] = field(default_factory=list)
     comparison: Comparison | None = None
+    why: list[WhyLine] = field(default_factory=list)  # what limited each pgbench test
 
     def of(self, workload: str, mode: str | None = None) -> list[Placed]:
         return [
@@ -101,6 +103,7 @@ def overview(runs: Sequence[RunRecord]) -> Overview:
         result.targets += views.values()
         result.tests += [Placed(views[g.target], g) for g in group_steps(run)]
         result.warmups += [(views[s.target], s) for s in run.steps if is_warmup(s)]
+        result.why += why_lines(run, {name: view.title for name, view in views.items()})
         for name, view in views.items():
             own = [s for s in run.steps if s.target == name]
             result.fsync += [(view, fsync_result(s)) for s in own if s.workload == "pg_test_fsync"]

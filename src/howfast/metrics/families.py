@@ -292,8 +292,8 @@ class RunMetrics:
         )
         self.wait_events = Gauge(
             metric_name("step_wait_event_ratio"),
-            "Share of sampled active sessions waiting on a wait event over the finished step "
-            "(filled once the wait-event sampler exists).",
+            "Share of sampled active sessions in each wait event over the finished step "
+            "(wait_event_type CPU: active without a wait event).",
             (*s, "wait_event_type", "wait_event"),
             registry=r,
         )
@@ -487,9 +487,8 @@ def checkpoint_times(record: StepRecord) -> list[tuple[float, float | None]]:
 
 
 def wait_event_shares(record: StepRecord) -> list[tuple[str, str, float]]:
-    """The hook for the wait-event sampler (not written yet): it is expected to put
-    `postgres.wait_events` = [{"wait_event_type": "IO", "wait_event": "WalSync",
-    "share": 0.42}, ...] in the step's sections; until then this returns nothing."""
+    """`postgres.wait_events` = [{"wait_event_type": "IO", "wait_event": "WALSync",
+    "share": 0.42}, ...], derived from the wait-event sampler's counts (analysis/why.py)."""
     postgres = record.sections.get("postgres") or {}
     events = postgres.get("wait_events") if isinstance(postgres, dict) else None
     out = []

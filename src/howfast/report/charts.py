@@ -15,6 +15,7 @@ import numpy as np
 from howfast.analysis.groups import StepGroup
 from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, metric
 from howfast.analysis.overview import Overview, Placed, TargetView
+from howfast.analysis.why import WhyLine
 from howfast.model import Sample, StepRecord
 
 IO_FIELDS = ("read_iops", "write_iops", "read_mbps", "write_mbps")
@@ -332,6 +333,43 @@ def init_phases(placed: list[Placed], ids: _Ids) -> Chart:
     return chart
 
 
+def wait_profiles(view: Overview, ids: _Ids) -> list[Chart]:
+    """Per target, a stacked bar per pgbench test: the share of active-session samples by wait
+    event type (mean over the repetitions), to read beside the verdict."""
+    charts = []
+    targets: dict[str, list[WhyLine]] = {}
+    for line in view.why:
+        if line.wait_types:
+            targets.setdefault(f"{line.run_id} {line.target}", []).append(line)
+    titles = {f"{t.run_id} {t.name}": t.title for t in view.targets}
+    for key, lines in targets.items():
+        chart = Chart(
+            ids(),
+            f"{titles.get(key, key)}: wait profile (share of active-session samples)",
+            "% of active time",
+            "",
+            bars="stack",
+            horizontal=True,
+            x_categories=True,
+        )
+        labels = [f"{line.label} — {line.verdict}" for line in lines]
+        types = sorted(
+            {t for line in lines for t in line.wait_types},
+            key=lambda t: -sum(line.wait_types.get(t, 0.0) for line in lines),
+        )
+        for wait_type in types:
+            chart.traces.append(
+                Trace(
+                    wait_type,
+                    list(labels),
+                    [_round(100 * line.wait_types.get(wait_type, 0.0)) for line in lines],
+                    kind="bar",
+                )
+            )
+        charts.append(chart)
+    return charts
+
+
 @dataclass
 class ReportCharts:
     """The report's charts by the section they belong to."""
@@ -340,17 +378,19 @@ class ReportCharts:
     per_second: list[tuple[Placed, list[Chart]]] = field(default_factory=list)
     fio: list[Chart] = field(default_factory=list)
     init: list[Chart] = field(default_factory=list)
+    why: list[Chart] = field(default_factory=list)
     per_second_drawn: bool = True  # False: too many tests, see MAX_PER_SECOND_TESTS
 
     def all(self) -> list[Chart]:
         found = [c for charts in self.by_mode.values() for c in charts]
         found += [c for _, charts in self.per_second for c in charts]
-        return found + self.fio + self.init
+        return self.why + found + self.fio + self.init
 
 
 def report_charts(view: Overview) -> ReportCharts:
     ids = _Ids()
     charts = ReportCharts(per_second_drawn=len(view.of("pgbench")) <= MAX_PER_SECOND_TESTS)
+    charts.why = wait_profiles(view, ids)
     for mode in view.pgbench_modes:
         # Fixed-rate steps have their own chart (latency vs offered load): against clients
         # they would stack up on one client count.

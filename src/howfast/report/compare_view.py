@@ -105,9 +105,36 @@ def environment_table(c: Comparison) -> Table:
     return table
 
 
+def group_verdict(group: StepGroup | None) -> str | None:
+    """The verdict most of a test's repetitions gave (analysis/why.py), or None."""
+    found: dict[str, int] = {}
+    for step in group.steps if group else []:
+        why = step.sections.get("why")
+        if isinstance(why, dict) and why.get("verdict"):
+            found[str(why["verdict"])] = found.get(str(why["verdict"]), 0) + 1
+    return max(found.items(), key=lambda kv: kv[1])[0] if found else None
+
+
+def why_lines(c: Comparison) -> list[RenderableType]:
+    """What limited each test in each run, first: a change of verdict explains a change."""
+    lines: list[RenderableType] = []
+    for test in c.tests:
+        verdicts = [group_verdict(g) for g in test.groups]
+        if not any(verdicts):
+            continue
+        runs = "; ".join(
+            f"run {r.id}: {v or figures.DASH}" for r, v in zip(c.runs, verdicts, strict=False)
+        )
+        changed = len({v for v in verdicts if v}) > 1
+        style = "yellow" if changed else ""
+        where = f" (target {test.target_index + 1})"
+        lines.append(Text(f"  {test.label}{where}: {runs}", style=style))
+    return [Text("Why", style="bold"), *lines] if lines else []
+
+
 def comparison_view(c: Comparison) -> RenderableType:
     notes = _Notes()
-    parts: list[RenderableType] = []
+    parts: list[RenderableType] = [*why_lines(c)]
     if c.tests:
         parts += [comparison_table(c, other, notes) for other in range(1, len(c.runs))]
         parts += notes.lines()

@@ -54,10 +54,22 @@ def _how_to_read(view: Overview) -> str:
     return text
 
 
+def _why_blocks(view: Overview) -> list[Block]:
+    """One sentence per target and test: what limited it, with its evidence (docs/why.md)."""
+    intro = (
+        "What limited each pgbench test, from the wait events of its sessions, the CPU, the "
+        "devices and the storage probe, by the rules of docs/why.md; 'unclear' when none holds."
+    )
+    return [intro, *[line.sentence for line in view.why]]
+
+
 def build(view: Overview) -> ReportDocument:
     charts = report_charts(view)
     run_ids = ", ".join(str(r.id) for r in view.runs)
-    sections = [
+    sections = []
+    if view.why:
+        sections.append(Section("why", "Why", [*_why_blocks(view), *charts.why]))
+    sections += [
         Section("runs", "Runs", [_how_to_read(view), tables.runs_table(view.runs)]),
         Section("environment", "Environment", [tables.environment_table(view.targets)]),
     ]

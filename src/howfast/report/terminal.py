@@ -11,6 +11,7 @@ from howfast.analysis.groups import StepGroup, rate_label
 from howfast.analysis.metrics import with_unit
 from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
 from howfast.analysis.summary import ModeRow, TargetSummary, summarize
+from howfast.analysis.why import why_lines
 from howfast.model import RunRecord, RunSummary, StepRecord
 from howfast.report import (
     figures,
@@ -367,11 +368,29 @@ def run_summary(run: RunRecord) -> RenderableType:
         return Group(header, *fleet_table.fleet_parts(run))
     return Group(
         header,
+        *why_parts(run),
         *[target_tables(s) for s in summarize(run)],
         *sweep_table.sweep_parts(run),
         *rate_table.rate_parts(run),
         *regimes_table.regimes_parts(run),
     )
+
+
+VERDICT_STYLE = {"unclear": "dim", "load generator": "yellow", "memory/cache": "yellow"}
+
+
+def why_parts(run: RunRecord) -> list[RenderableType]:
+    """The verdict first: one sentence per pgbench test, what limited it (docs/why.md)."""
+    lines = why_lines(run)
+    if not lines:
+        return []
+    parts: list[RenderableType] = [Text("Why", style="bold")]
+    for line in lines:
+        text = Text("  ")
+        text.append(f"[{line.verdict}] ", style=VERDICT_STYLE.get(line.verdict, "bold cyan"))
+        text.append(line.sentence)
+        parts.append(text)
+    return parts
 
 
 def run_list(runs: list[RunSummary]) -> Table:

@@ -49,6 +49,8 @@ STEP_SETTINGS = (
     "max_wal_size",
     "shared_buffers",
     "synchronous_commit",
+    "fsync",
+    "wal_sync_method",
     "full_page_writes",
     "wal_compression",
 )

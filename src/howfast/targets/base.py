@@ -13,6 +13,7 @@ from howfast.targets.cgroup import MemoryCgroup
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
     from howfast.targets.pgbin import PgInstall
+    from howfast.targets.serverio import ServerIo
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,11 @@ class Target(ABC):
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         """The memory-limited cgroup the server runs in (`--memory`), if any."""
+        return None
+
+    def server_io(self) -> ServerIo | None:
+        """Where PostgreSQL's own I/O can be read (its I/O cgroup, its processes): only for a
+        server howfast started on this machine."""
         return None
 
     def apply_step_settings(self, settings: dict[str, str]) -> str | None:

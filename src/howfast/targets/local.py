@@ -30,6 +30,7 @@ from howfast.targets.fsinfo import describe_path, same_filesystem
 from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
+from howfast.targets.serverio import IoAccount, ServerIo, open_accounting
 
 SUPERUSER = "howfast"
 START_TIMEOUT_S = 60
@@ -151,6 +152,11 @@ class LocalTarget(Target):
         self.cgroup: MemoryCgroup | None = None
         # I/O limits set by whoever built the storage (an emulated volume); not ours to remove
         self.io_cgroup: IoCgroup | None = None
+        # Where PostgreSQL's own I/O is counted (targets/serverio.py); the cgroup made for it
+        # (no limits) is ours to remove at stop.
+        self.io_account: IoAccount | None = None
+        self.io_account_note: str | None = None
+        self._accounting_cgroup: IoCgroup | None = None
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -241,11 +247,21 @@ class LocalTarget(Target):
                 self.cgroup_support, f"howfast-{self.token}", self.memory_limit
             )
             self.cgroup.create()  # removed by stop(), which the runner calls whatever happens
+        self._open_io_accounting()
         self._start_postmaster()
         self.connection = Connection(
             host=str(self.run_dir), port=self.port, user=SUPERUSER, dbname="postgres"
         )
         return self.connection
+
+    def _open_io_accounting(self) -> None:
+        """Always an I/O cgroup for the server, so its own I/O can be told from the device's."""
+        found = open_accounting(f"howfast-io-{self.token}", self.cgroup, self.io_cgroup)
+        self.io_account, self.io_account_note = found.account, found.warning
+        if found.created is not None:
+            self._accounting_cgroup = self.io_cgroup = found.created
+        if found.warning:
+            self.warnings.append(found.warning)
 
     def _initdb_argv(self) -> list[str]:
         argv = [
@@ -440,6 +456,14 @@ class LocalTarget(Target):
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup
 
+    def server_io(self) -> ServerIo | None:
+        if self.postmaster is None:
+            return None
+        return ServerIo(self.io_account, self._postmaster_pid, self.io_account_note)
+
+    def _postmaster_pid(self) -> int | None:
+        return self.postmaster.pid if self.alive() and self.postmaster else None
+
     def stop(self) -> None:
         try:
             crashed = self.postmaster is not None and self.postmaster.poll() is not None
@@ -466,12 +490,16 @@ class LocalTarget(Target):
         self._claims.clear()
 
     def _remove_cgroup(self) -> None:
-        if self.cgroup is None:
-            return
-        for pid in self.cgroup.pids():  # only our server's processes; none should be left
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        self.cgroup.remove()
+        accounting, self._accounting_cgroup = self._accounting_cgroup, None
+        if accounting is not None:
+            self.io_cgroup = self.io_account = None
+        for group in (self.cgroup, accounting):
+            if group is None:
+                continue
+            for pid in group.pids():  # only our server's processes; none should be left
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            group.remove()
         self.cgroup = None
 
     def _stop_postmaster(self, first: signal.Signals | None = None) -> None:

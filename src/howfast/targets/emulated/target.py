@@ -39,6 +39,7 @@ from howfast.targets.iolimits import throttle_lines
 from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
+from howfast.targets.serverio import ServerIo
 
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20
@@ -242,6 +243,9 @@ class EmulatedTarget(Target):
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.inner.memory_cgroup()
+
+    def server_io(self) -> ServerIo | None:
+        return self.inner.server_io()
 
     def planned_commands(self) -> list[tuple[str, list[str]]]:
         """The volume's layers, then the cluster's commands, for --dry-run."""
