@@ -9,6 +9,7 @@ from pathlib import PurePath
 import pytest
 
 from howfast.analysis.emulation import latency_warning
+from howfast.iolimits import IoLimits, throttle_lines
 from howfast.targets.emulated.build import (
     Limits,
     delay_value,
@@ -18,7 +19,6 @@ from howfast.targets.emulated.build import (
     variants,
 )
 from howfast.targets.emulated.target import write_latency_ms
-from howfast.targets.iolimits import IoLimits, throttle_lines
 
 IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
 

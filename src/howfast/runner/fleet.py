@@ -20,6 +20,7 @@ from pathlib import Path
 from howfast import environment
 from howfast.clock import now
 from howfast.errors import Aborted, HowfastError
+from howfast.iolimits import IoCounters
 from howfast.model import JSONValue, StepSpec, TargetRecord
 from howfast.plans.fleet import FleetScenario
 from howfast.runner.observer import RunObserver, StepRef
@@ -38,7 +39,6 @@ from howfast.targets.fleet import (
     check_fleet_limits,
     scenario_members,
 )
-from howfast.targets.iolimits import IoCounters
 from howfast.targets.local import check_earlier_clusters
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall

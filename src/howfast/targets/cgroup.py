@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from howfast.errors import HowfastError
-from howfast.targets.iolimits import (
+from howfast.iolimits import (
     IoCounters,
     parse_v1_counters,
     parse_v2_counters,

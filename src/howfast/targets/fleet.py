@@ -14,18 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from howfast.errors import UsageError
-from howfast.model import TargetRecord
-from howfast.plans.fleet import FleetScenario
-from howfast.targets.base import Connection
-from howfast.targets.cgroup import CgroupSupport, IoCgroup, detect_io
-from howfast.targets.fsinfo import describe_path
-from howfast.targets.iolimits import (
+from howfast.iolimits import (
     IoCounters,
     IoLimits,
     scheduler_of,
     throttle_lines,
     weight_problem,
 )
+from howfast.model import TargetRecord
+from howfast.plans.fleet import FleetScenario
+from howfast.targets.base import Connection
+from howfast.targets.cgroup import CgroupSupport, IoCgroup, detect_io
+from howfast.targets.fsinfo import describe_path
 from howfast.targets.local import LocalTarget
 from howfast.targets.pgbin import PgInstall
 

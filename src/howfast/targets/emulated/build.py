@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from howfast.targets.iolimits import IoLimits
+from howfast.iolimits import IoLimits
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from howfast.analysis.emulation import latency_warning
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
+from howfast.iolimits import throttle_lines
 from howfast.model import TargetRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.cgroup import IoCgroup, MemoryCgroup, detect_io
@@ -35,7 +36,6 @@ from howfast.targets.emulated.build import (
     nbdkit_argv,
 )
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
-from howfast.targets.iolimits import throttle_lines
 from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall

@@ -128,13 +128,13 @@ class EmulatedVolume:
         when an earlier one failed, and the first failure is raised at the end."""
         problems: list[str] = []
         if self._mounted:
-            problems += _try(["umount", str(self.mount_dir)], "umount")
+            problems += _retry(["umount", str(self.mount_dir)], "umount")
             self._mounted = bool(problems) and _is_mounted(self.mount_dir)
         if self.loop_device is not None:
             problems += _try(["losetup", "--detach", self.loop_device], "losetup --detach")
             self.loop_device = None
         if self._fuse_mounted:
-            problems += _unmount_fuse(self.fuse_dir)
+            problems += _unmount_fuse(self.fuse_dir)  # retried: the loop device may still close
             self._fuse_mounted = _is_mounted(self.fuse_dir)
         for proc in (self._nbdfuse, self._nbdkit):
             if proc is not None:
@@ -164,6 +164,16 @@ def _try(argv: list[str], what: str) -> list[str]:
     except HowfastError as exc:
         return [str(exc)]
     return []
+
+
+def _retry(argv: list[str], what: str, attempts: int = 25) -> list[str]:
+    """An unmount right after the server stopped can meet a process still closing its files
+    ("target is busy"): try again for a few seconds before giving up."""
+    for _ in range(attempts - 1):
+        if not _try(argv, what):
+            return []
+        time.sleep(0.2)
+    return _try(argv, what)
 
 
 def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -203,7 +213,7 @@ def _unmount_fuse(path: Path) -> list[str]:
     """fusermount3 -u where it exists (it is the documented way), else umount as root."""
     tool = shutil.which("fusermount3") or shutil.which("fusermount")
     argv = [tool, "-u", str(path)] if tool else ["umount", str(path)]
-    return _try(argv, "unmounting the FUSE file")
+    return _retry(argv, "unmounting the FUSE file")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
