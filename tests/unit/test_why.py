@@ -229,3 +229,31 @@ def test_derived_step_has_prometheus_shape_and_own_io_warning():
     assert any("something else used the disk" in w for w in out.warnings)
     assert out.sections["why"]["verdict"] == "storage latency"
     assert ("IO", "WALSync", 0.6) in wait_event_shares(out)  # what the Prometheus export reads
+
+
+def test_a_busy_shared_disk_is_not_a_verdict_on_a_test_that_did_no_io():
+    """Device IOPS above the probe's maximum, but PostgreSQL's own I/O was nil: the disk
+    was busy with someone else's work; and only a throughput profile counts as the maximum
+    (wal-fsync's rate is one commit at a time)."""
+    from howfast.analysis.why import decide, step_facts
+    from howfast.model import StepRecord
+
+    def fio(profile: str, iops: float, flushes: bool) -> StepRecord:
+        return StepRecord("t", "fio", {"profile": profile}, "completed", "a", "b",
+                          metrics={"write_iops": iops},
+                          resolved={"flushes_every_write": flushes})  # fmt: skip
+
+    metrics = {"tps": 7000.0, "io_data_read_iops": 2300.0, "io_data_write_iops": 10.0,
+               "pg_io_data_read_iops": 0.0, "pg_io_data_write_iops": 0.0}  # fmt: skip
+    step = StepRecord("t", "pgbench", {"mode": "select-only", "clients": 1}, "completed",
+                      "a", "b", metrics=metrics)  # fmt: skip
+    facts = step_facts(step, [fio("wal-fsync", 1900.0, True)])
+    assert facts.probe_max_iops is None  # wal-fsync is no throughput maximum
+    facts = step_facts(step, [fio("rand-read-4k-qd64", 2000.0, False)])
+    assert facts.probe_max_iops == 2000.0
+    assert decide(facts).verdict != "storage throughput"
+    # The same device figures without the server's own: judged on the device, as before.
+    legacy = {k: v for k, v in metrics.items() if not k.startswith("pg_")}
+    old = StepRecord("t", "pgbench", {"mode": "select-only", "clients": 1}, "completed",
+                     "a", "b", metrics=legacy)  # fmt: skip
+    assert "2,310" in decide(step_facts(old, [fio("rand-read-4k-qd64", 2000.0, False)])).reason

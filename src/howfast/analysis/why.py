@@ -16,6 +16,7 @@ Nothing here guesses: a rule that lacks its data does not fire.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ IDLE_SHARE = 0.50  # sessions idle more than this share of their time wait for p
 CEILING_SHARE = 0.80  # TPS per client this close to the commit ceiling: latency-bound
 PROBE_IOPS_SHARE = 0.90  # device IOPS this close to the probe's maximum: throughput-bound
 QUEUE_DEPTH = 4.0  # requests queued on average, with the device busy: throughput-bound
+OWN_IOPS_MIN = 50.0  # below this the server hardly used a device: its saturation is not ours
 UTIL_PCT = 90.0
 OTHERS_FACTOR = 2.0  # the device did this many times PostgreSQL's I/O: someone else did
 OTHERS_MIN_BYTES = 16 * 1024 * 1024  # and at least this much more
@@ -423,12 +425,15 @@ def decide(f: StepFacts) -> Verdict:
     for role, fig in f.device.items():
         util, queue = fig.get("util_pct"), fig.get("queue_depth")
         iops = (fig.get("read_iops") or 0.0) + (fig.get("write_iops") or 0.0)
+        if fig.get("own") and iops < OWN_IOPS_MIN:
+            continue  # the server hardly used this device: whatever kept it busy, not this test
         if util is not None and queue is not None and util >= UTIL_PCT and queue >= QUEUE_DEPTH:
             saturated.append(f"the {role} device {util:.0f}% busy with {queue:.1f} requests queued")
         if f.probe_max_iops and iops >= PROBE_IOPS_SHARE * f.probe_max_iops:
+            whose = "PostgreSQL's own I/O on the" if fig.get("own") else "the"
             saturated.append(
-                f"the {role} device at {_n(iops)} IOPS = {iops / f.probe_max_iops:.0%} of the "
-                f"probe's {_n(f.probe_max_iops)}"
+                f"{whose} {role} device at {_n(iops)} IOPS = {iops / f.probe_max_iops:.0%} of "
+                f"the probe's {_n(f.probe_max_iops)}"
             )
     if data_io >= WAIT_RULE_SHARE or saturated:
         parts = []
@@ -503,6 +508,19 @@ def _unclear(f: StepFacts) -> str:
     return f"no resource dominates: {describe_top(p)}{busy}".replace(" ;", ";")
 
 
+def _throughput_probe(step: StepRecord) -> bool:
+    """A fio profile that measures the most IOPS the storage gives: several I/Os in flight,
+    no flush after each write (not wal-fsync, not queue depth 1)."""
+    params = step.all_params
+    if params.get("flushes_every_write") is True:
+        return False
+    depth = params.get("iodepth")
+    if not isinstance(depth, int):
+        found = re.search(r"qd(\d+)", str(params.get("profile") or ""))
+        depth = int(found.group(1)) if found else None
+    return depth is not None and depth > 1
+
+
 def step_facts(
     step: StepRecord,
     before: Sequence[StepRecord],
@@ -539,7 +557,7 @@ def step_facts(
     probe_iops = [
         (_num(s.metrics.get("read_iops")) or 0.0) + (_num(s.metrics.get("write_iops")) or 0.0)
         for s in before
-        if s.workload == "fio" and s.status == "completed"
+        if s.workload == "fio" and s.status == "completed" and _throughput_probe(s)
     ]
     facts.probe_max_iops = max(probe_iops) if probe_iops and max(probe_iops) > 0 else None
     for role in ("data", "wal"):
@@ -548,6 +566,12 @@ def step_facts(
             for k in ("util_pct", "queue_depth", "read_iops", "write_iops")
             if (v := _num(m.get(f"io_{role}_{k}"))) is not None
         }
+        # The server's own IOPS where its cgroup counted them: on a shared disk the device's
+        # are everyone's, and a test that did no I/O is not limited by the disk.
+        own = [_num(m.get(f"pg_io_{role}_{d}_iops")) for d in ("read", "write")]
+        if fig and any(v is not None for v in own):
+            fig["read_iops"], fig["write_iops"] = own[0] or 0.0, own[1] or 0.0
+            fig["own"] = 1.0
         if fig:
             facts.device[role] = fig
     load = next((s for s in reversed(before) if s.workload == "pgbench-init"), None)
