@@ -94,7 +94,10 @@ class EmulatedTarget(Target):
         )
         self.keep = keep
         self.warnings: list[str] = []
-        self.emulation: dict[str, object] = {"asked_latency_ms": limits.latency_ms}
+        self.emulation: dict[str, object] = {
+            "asked_latency_ms": limits.latency_ms,
+            "volume": str(self.workspace / "volume.img"),
+        }
         self.volume: EmulatedVolume | None = None
         self.io_cgroup: IoCgroup | None = None
         self._claim: Claim | None = None
