@@ -370,7 +370,7 @@ def to_yaml(objects: list[dict[str, Any]]) -> str:
     """Manifests as a YAML stream, multi-line strings (the start script) as literal blocks."""
     import yaml
 
-    class Dumper(yaml.SafeDumper):
+    class Dumper(yaml.SafeDumper):  # type: ignore[misc]
         pass
 
     def text(dumper: Any, value: str) -> Any:

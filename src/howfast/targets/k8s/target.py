@@ -302,7 +302,7 @@ class K8sTarget(Target):
             ):
                 if volume is None:
                     continue
-                entry: dict[str, Any] = {"volume": volume.describe}
+                entry: dict[str, Any] = {"kind": volume.describe}
                 if volume.storage_class is not None and claim_name:
                     pvc = cluster.read("PersistentVolumeClaim", claim_name, self.namespace)
                     pv_name = ((pvc or {}).get("spec") or {}).get("volumeName")
