@@ -320,20 +320,21 @@ class Cluster:
             "Pod": self.core.list_namespaced_pod,
             "PersistentVolumeClaim": self.core.list_namespaced_persistent_volume_claim,
         }[kind]
-        watch = self.k8s.watch.Watch()
         while True:
+            watch = self.k8s.watch.Watch()
             found = lister(namespace, label_selector=label)
             left = {item.metadata.name for item in found.items}
             remaining = deadline - time.monotonic()
             if not left or remaining <= 0:
                 return sorted(left)
-            for event in watch.stream(
+            stream = watch.stream(
                 lister,
                 namespace,
                 label_selector=label,
                 resource_version=found.metadata.resource_version,
-                timeout_seconds=max(1, int(min(remaining, 30))),
-            ):
+                timeout_seconds=max(1, int(min(remaining, 10))),
+            )
+            for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
                     left.discard(event["object"].metadata.name)
                     if not left:
@@ -341,18 +342,19 @@ class Cluster:
                         return []
 
     def _wait_pv_gone(self, name: str, deadline: float) -> bool:
-        watch = self.k8s.watch.Watch()
         while time.monotonic() < deadline:
+            watch = self.k8s.watch.Watch()
             found = self.core.list_persistent_volume(field_selector=f"metadata.name={name}")
             if not found.items:
                 return True
             remaining = deadline - time.monotonic()
-            for event in watch.stream(
+            stream = watch.stream(
                 self.core.list_persistent_volume,
                 field_selector=f"metadata.name={name}",
                 resource_version=found.metadata.resource_version,
-                timeout_seconds=max(1, int(min(remaining, 30))),
-            ):
+                timeout_seconds=max(1, int(min(remaining, 10))),
+            )
+            for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
                     watch.stop()
                     return True
@@ -370,7 +372,6 @@ class Cluster:
         """Watch the pod until it is Ready. Fails at once when waiting cannot help (an image
         that cannot be pulled, a container that exits); after `timeout_s` says what is stuck."""
         deadline = time.monotonic() + timeout_s
-        watch = self.k8s.watch.Watch()
         selector = f"metadata.name={name}"
         last: dict[str, Any] | None = None
         while True:
@@ -378,13 +379,17 @@ class Cluster:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise HowfastError(self.stuck_message(namespace, name, claims, last, timeout_s))
+            # A new watch each time, from the current state (its first events): resuming
+            # from a resource version fails on some etcd versions ("Too large resource
+            # version").
+            watch = self.k8s.watch.Watch()
             stream = watch.stream(
                 self.core.list_namespaced_pod,
                 namespace,
                 field_selector=selector,
                 timeout_seconds=max(1, int(min(remaining, WATCH_CHUNK_S))),
             )
-            for event in stream:
+            for event in _events(stream, self.k8s):
                 last = self.plain(event["object"])
                 problem = pod_problem(last)
                 if problem:
@@ -511,6 +516,17 @@ class Cluster:
         finally:
             session.close()
         return ExecResult(int(code if code is not None else -1), "".join(out), "".join(err))
+
+
+def _events(stream: Iterator[dict[str, Any]], k8s: Any) -> Iterator[dict[str, Any]]:
+    """A watch's events; a watch the server ends with an error (an expired or too new
+    resource version, a time-out) just ends: the caller lists and watches again."""
+    try:
+        yield from stream
+    except k8s.client.exceptions.ApiException as exc:
+        if exc.status not in (410, 504, 500):
+            raise
+        time.sleep(0.5)
 
 
 def pod_ready(pod: dict[str, Any]) -> bool:
