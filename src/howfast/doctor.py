@@ -238,4 +238,12 @@ def all_checks(pg_bin: str | None = None) -> list[Check]:
         *cgroup_checks(),
         *emulated_volume_checks(),
         *system_checks(),
+        *_kubernetes_checks(),
     ]
+
+
+def _kubernetes_checks() -> list[Check]:
+    """The cluster, its StorageClasses and permissions, when a kubeconfig is present."""
+    from howfast.targets.k8s.doctor import kubeconfig_present, kubernetes_checks
+
+    return kubernetes_checks() if kubeconfig_present() else []

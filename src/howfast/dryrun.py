@@ -64,6 +64,8 @@ def plan_document(
                 "kind": target.kind,
                 "host": host.name,
                 "start": [{"what": what, "argv": argv} for what, argv in planned_commands],
+                # Kubernetes targets: every object start() creates, in order
+                "manifests": getattr(target, "planned_manifests", lambda: [])(),
                 "steps": entries,
             }
         )
@@ -79,6 +81,12 @@ def write_text(document: dict[str, JSONValue], command: str, out: TextIO) -> Non
         out.write(
             f"\n# ==== target {target['name']} ({target['kind']}, tools on {target['host']})\n"
         )
+        if target.get("manifests"):
+            from howfast.targets.k8s.manifests import to_yaml
+
+            out.write("# the objects created before the steps, in this order:\n")
+            out.write(to_yaml(target["manifests"]))
+            out.write("---\n")
         for start in target["start"]:
             out.write(f"# before the steps: {start['what']}\n{shlex.join(start['argv'])}\n")
         for step in target["steps"]:

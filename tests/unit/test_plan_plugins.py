@@ -270,11 +270,15 @@ def test_a_target_text_is_recognised_by_its_kind(text: str, kind: str) -> None:
 
 
 def test_an_unknown_target_is_refused_with_what_to_give() -> None:
-    with pytest.raises(UsageError, match="give a directory or a postgresql:// URI"):
+    with pytest.raises(
+        UsageError, match="give a directory or a k8s://STORAGECLASS or a postgresql:// URI"
+    ):
         kind_for("s3://bucket")
     options = TargetOptions(install=None)  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match="not supported yet"):
-        kind_for("k8s://longhorn").create("k8s://longhorn", options)
+    target = kind_for("k8s://longhorn").create("k8s://longhorn", options)  # nothing contacted
+    assert target.kind == "k8s" and target.name == "k8s://longhorn"
+    with pytest.raises(UsageError, match="k8s://CLASS\\?wal=CLASS2"):
+        kind_for("k8s://a").create("k8s://a", TargetOptions(install=None, wal_dir=Path("/w")))  # type: ignore[arg-type]
 
 
 # --- import directions -------------------------------------------------------------------

@@ -78,7 +78,17 @@ def _storage(target: TargetRecord | None, role: str) -> dict[str, str | None]:
         return {}
     dev = where.get("device") if isinstance(where.get("device"), dict) else {}
     assert isinstance(dev, dict)
+    sc = where.get("storage_class") if isinstance(where.get("storage_class"), dict) else {}
+    assert isinstance(sc, dict)
+    kubernetes = {  # k8s:// targets: the class and volume behind the role
+        "StorageClass": _text(sc.get("name")),
+        "provisioner": _text(sc.get("provisioner")),
+        "class parameters": _text(sc.get("parameters") or None),
+        "CSI driver": _text(where.get("csi_driver")),
+        "volume attributes": _text(where.get("volume_attributes") or None),
+    }
     return {
+        **{k: v for k, v in kubernetes.items() if v is not None},
         "filesystem": _text(where.get("fstype")),
         "mount options": _text(where.get("mount_options")),
         "device": _text(dev.get("disk") or dev.get("name") or where.get("source")),
@@ -125,6 +135,37 @@ def target_differences(
             )
             why = "a mount option lets writes skip the flush" if unsafe else None
             found.append(EnvDifference(scope, f"{role} {fact}", values, unsafe, why))
+    found += _kubernetes_differences(scope, targets)
+    return found
+
+
+# k8s:// targets: where the pod ran (device["kubernetes"]); (path, label, why it matters)
+KUBERNETES_FIELDS: tuple[tuple[tuple[str, ...], str, str | None], ...] = (
+    (("server_version",), "Kubernetes version", None),
+    (("node", "kernel"), "node kernel", "the kernel's I/O path and page cache differ"),
+    (("node", "os_image"), "node OS", None),
+    (("node", "labels"), "node instance type and zone", "another machine type or zone"),
+    (("node", "allocatable_cpu"), "node CPUs", "CPU count limits clients and pgbench threads"),
+    (("node", "allocatable_memory"), "node memory", "memory decides what fits in cache"),
+    (("pod", "qos_class"), "pod QoS class", None),
+    (("pod", "resources", "postgres"), "server resources", "the server had other CPU/memory"),
+)
+
+
+def _kubernetes_differences(
+    scope: str, targets: Sequence[TargetRecord | None]
+) -> list[EnvDifference]:
+    def pick(target: TargetRecord | None, path: tuple[str, ...]) -> str | None:
+        value: object = target.device.get("kubernetes") if target else None
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return _text(value) if value not in (None, {}, "") else None
+
+    found = []
+    for path, label, why in KUBERNETES_FIELDS:
+        values = tuple(pick(t, path) for t in targets)
+        if any(v is not None for v in values) and _differ(values):
+            found.append(EnvDifference(scope, label, values, why is not None, why))
     return found
 
 

@@ -5,7 +5,18 @@ from __future__ import annotations
 import click
 
 from howfast import __version__
-from howfast.cli import compare, doctor, export, imports, plans, probe, report, results, run
+from howfast.cli import (
+    cleanup,
+    compare,
+    doctor,
+    export,
+    imports,
+    plans,
+    probe,
+    report,
+    results,
+    run,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -28,3 +39,4 @@ cli.add_command(probe.probe_command)
 cli.add_command(compare.compare_command)
 cli.add_command(report.report_command)
 cli.add_command(export.export_group)
+cli.add_command(cleanup.cleanup_command)

@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv
+from howfast.cli.k8s_options import NAMES as K8S_NAMES
+from howfast.cli.k8s_options import build_options, kubernetes_options
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
@@ -21,6 +23,7 @@ from howfast.hosts.local import LocalHost
 from howfast.model import JSONValue, StepSpec
 from howfast.plans import parse_duration, parse_size
 from howfast.runner import Runner
+from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.workloads import fsync_probe
@@ -113,7 +116,7 @@ def print_dry_run(
 
 
 @click.command("probe")
-@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.argument("where", metavar="DIR|k8s://CLASS")
 @click.option(
     "--profile",
     "profiles",
@@ -148,10 +151,11 @@ def print_dry_run(
 @click.option("--keep", is_flag=True, help="Keep the howfast-* subdirectory (the files go).")
 @click.option("--pg-bin", metavar="DIR", help="Where to find pg_test_fsync [default: newest].")
 @click.option("--label", help="A note stored with the run, e.g. 'longhorn 3 replicas'.")
+@kubernetes_options
 @store_option
 @json_option
 def probe_command(
-    directory: Path,
+    where: str,
     profiles: tuple[str, ...],
     size: str,
     runtime: str,
@@ -162,21 +166,31 @@ def probe_command(
     label: str | None,
     store: str | None,
     as_json: bool,
+    **kube_values: str | None,
 ) -> int:
-    """Probe the storage behind DIR with fio and pg_test_fsync; store the result as a run.
+    """Probe the storage behind DIR (or k8s://CLASS) with fio and pg_test_fsync; store it.
 
     DIR must exist and be empty (or hold only howfast's files). The probe writes a test file
-    of --size in a subdirectory it creates, and removes both, also on Ctrl-C.
+    of --size in a subdirectory it creates, and removes both, also on Ctrl-C. With
+    k8s://CLASS it creates a volume of that class and a pod that mounts it, runs the probes
+    there, and deletes both.
 
     \b
     Examples:
       howfast probe /mnt/longhorn/bench
       howfast probe /mnt/nvme --profile wal-fsync --runtime 30s --json
       howfast probe /mnt/nvme --dry-run
+      howfast probe k8s://longhorn --size 1GiB
     """
     env = CliEnv()
     names = chosen_profiles(profiles)
     steps = probe_steps(names, _size(size), _runtime(runtime), fsync_seconds)
+    kube = build_options(
+        {k: kube_values.get(k) for k in K8S_NAMES}, has_k8s=where.startswith("k8s://")
+    )
+    if kube is not None:
+        return _probe_k8s(env, where, kube, steps, dry_run, keep, label, store, as_json)
+    directory = Path(where)
     target = PathTarget(directory.expanduser(), keep=keep)
     host = LocalHost()
     if dry_run:
@@ -195,6 +209,48 @@ def probe_command(
     install = probe_install(pg_bin)
     db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps)
+    observer = ProgressObserver(env, expected)
+    try:
+        runner = Runner(
+            db, [target], steps, plan_name="probe", install=install, observer=observer, label=label
+        )
+        result = runner.execute()
+    finally:
+        observer.close()
+    return finish(env, db, result, as_json)
+
+
+def _probe_k8s(
+    env: CliEnv,
+    where: str,
+    kube: K8sOptions,
+    steps: list[StepSpec],
+    dry_run: bool,
+    keep: bool,
+    label: str | None,
+    store: str | None,
+    as_json: bool,
+) -> int:
+    """The probes in a pod on a volume of the class (a PVC of --volume-size), deleted after."""
+    from howfast.targets.k8s.spec import parse_target
+    from howfast.targets.k8s.target import K8sTarget
+
+    spec = parse_target(where)
+    if spec.wal is not None:
+        raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
+    if keep:
+        raise UsageError("--keep applies to directories: a probe's volume is always deleted")
+    target = K8sTarget(spec, kube, server=False)
+    install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
+    if dry_run:
+        document = plan_document([target], steps, install)
+        if as_json:
+            env.print_json(document)
+        else:
+            write_text(document, "howfast probe", env.stdout)
+        return 0
+    db = open_results(env, store)
+    expected = sum(expected_seconds(s.workload, s.params) or TESTS * 2 for s in steps)
     observer = ProgressObserver(env, expected)
     try:
         runner = Runner(

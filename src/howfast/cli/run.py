@@ -8,6 +8,8 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.fleet_run import refuse_with_fleet, run_fleet
+from howfast.cli.k8s_options import NAMES as K8S_NAMES
+from howfast.cli.k8s_options import build_options, kubernetes_options
 from howfast.cli.live_metrics import live_metrics
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import finish
@@ -34,7 +36,8 @@ from howfast.samplers.prometheus import prometheus_samplers
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
-from howfast.targets.pgbin import choose_install
+from howfast.targets.kinds.k8s import is_k8s
+from howfast.targets.pgbin import PgInstall, choose_install
 from howfast.workloads.pgbench.build import expected_seconds
 
 
@@ -45,9 +48,11 @@ from howfast.workloads.pgbench.build import expected_seconds
     "targets",
     multiple=True,
     metavar="T",
-    help="A directory (howfast creates a throwaway cluster inside it) or a postgresql:// URI "
-    "of an existing server. Repeat to compare targets in one run.",
+    help="A directory (howfast creates a throwaway cluster inside it), a postgresql:// URI "
+    "of an existing server, or k8s://STORAGECLASS (a pod on a volume of that class; "
+    "k8s://CLASS?wal=CLASS2, k8s://emptyDir[?medium=Memory]). Repeat to compare targets.",
 )
+@kubernetes_options
 @store_option
 @click.option(
     "--set",
@@ -67,7 +72,8 @@ from howfast.workloads.pgbench.build import expected_seconds
     "--memory",
     metavar="SIZE",
     help="Run each directory target's server in a cgroup capped at SIZE (e.g. 1GiB): "
-    "emulates a machine with that much memory. Needs root and cgroups.",
+    "emulates a machine with that much memory. Needs root and cgroups. k8s:// targets: the "
+    "server container's memory request and limit.",
 )
 @click.option(
     "--storage-latency",
@@ -186,6 +192,7 @@ def run_command(
     metrics_address: str | None,
     prometheus_url: str | None,
     as_json: bool,
+    **kube_values: str | None,
 ) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
 
@@ -195,6 +202,8 @@ def run_command(
       howfast run quick --target postgresql://bench@db:5432/bench --yes
       howfast run sweep --target /mnt/a --clients 1,4,16 --duration 60s
       howfast run quick --target /mnt/a --dry-run
+      howfast run quick --target k8s://longhorn --target k8s://longhorn-noreplica
+      howfast run sweep --target k8s://fast-ssd?wal=local-nvme --namespace bench
     """
     env = CliEnv()
     if not targets:
@@ -222,9 +231,17 @@ def run_command(
     if dataset and not any(s.workload == "pgbench-init" for s in steps):
         raise UsageError(f"--dataset: plan {loaded.name!r} loads no data (no pgbench-init step)")
     memory_limit = parse_size(memory, "--memory") if memory else loaded.memory
-    needs_server = any(not is_dsn(t) for t in targets)
-    install = choose_install(pg_bin, need_server=needs_server)
-    env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
+    kube = build_options(
+        {k: kube_values.get(k) for k in K8S_NAMES},
+        has_k8s=any(is_k8s(t) for t in targets),
+        memory_bytes=memory_limit,
+    )
+    if all(is_k8s(t) for t in targets):  # every tool runs in the pods, from their image
+        install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
+    else:
+        needs_server = any(not is_dsn(t) and not is_k8s(t) for t in targets)
+        install = choose_install(pg_bin, need_server=needs_server)
+        env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
     if loaded.fleet is not None:
         refuse_with_fleet(
@@ -276,6 +293,7 @@ def run_command(
                 overwrite=yes,
                 checksums=checksums,
                 memory_limit=memory_limit,
+                kubernetes=kube,
             )
             for t in targets
         ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from howfast.targets.base import Target
+from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.pgbin import PgInstall
 from howfast.targets.registry import TargetOptions, kind_for
 
@@ -27,6 +28,7 @@ def make_target(
     overwrite: bool,
     checksums: bool,
     memory_limit: int | None = None,
+    kubernetes: K8sOptions | None = None,
 ) -> Target:
     options = TargetOptions(
         install,
@@ -36,5 +38,6 @@ def make_target(
         overwrite=overwrite,
         checksums=checksums,
         memory_limit=memory_limit,
+        kubernetes=kubernetes,
     )
     return kind_for(text).create(text, options)

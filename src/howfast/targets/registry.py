@@ -20,6 +20,7 @@ from howfast.errors import UsageError
 
 if TYPE_CHECKING:
     from howfast.targets.base import Target
+    from howfast.targets.k8s.spec import K8sOptions
     from howfast.targets.pgbin import PgInstall
 
 
@@ -34,6 +35,7 @@ class TargetOptions:
     overwrite: bool = False
     checksums: bool = False
     memory_limit: int | None = None
+    kubernetes: K8sOptions | None = None  # --namespace, --kube-context, ... (k8s:// only)
 
 
 class TargetKind(ABC):

@@ -1,0 +1,269 @@
+"""A pod as a host: tools run by exec in one of the pod's containers (never through a
+port-forward from here), and facts come from the pod, its node and its volumes.
+
+    host = PodHost(target)                   # bound to a started K8sTarget
+    host.run(invocation, work_dir)           # inputs written in the pod first, outputs back
+
+An invocation's work directory is a directory in the pod's memory-backed `work` volume (never
+the storage under test), named after the local one; the files it collects come back through
+the API (tar, base64) into the local work directory, where the parsers read them. The password
+is never sent: the tools container has PGPASSWORD from the run's Secret, so an invocation's
+secret environment stays here. Cancellation interrupts the tool by its PID in the pod (SIGINT,
+then SIGKILL), as LocalHost does here.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import shlex
+import tarfile
+import time
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from howfast.cancel import NEVER, CancelToken
+from howfast.errors import Aborted, HowfastError
+from howfast.hosts.base import Host, Invocation, LineHandler, StartHandler, ToolResult
+from howfast.samplers.devices import RoleDevice
+from howfast.targets.k8s import manifests as m
+from howfast.targets.memory import MemoryBasis
+
+if TYPE_CHECKING:
+    from howfast.targets.k8s.target import K8sTarget
+
+PID_FILE = ".howfast-pid"
+STOP_GRACE_S = 5.0
+SECRET_NAMES = {"PGPASSWORD"}  # given to the tools by the container, from the Secret
+# cd to the work directory, leave the PID where a stop can find it, then become the tool.
+WRAPPER = (
+    'd="$1"; shift; cd "$d" || exit 127; echo $$ > '
+    + PID_FILE
+    + "; "
+    + m.PATH_SETUP
+    + '; exec env "$@"'
+)
+
+
+def pod_work_dir(work_dir: Path) -> PurePosixPath:
+    """The pod directory of a local work directory: its last parts, under the work volume."""
+    return PurePosixPath(m.WORK_MOUNT, *work_dir.parts[-3:])
+
+
+def setup_script(directory: PurePosixPath, invocation: Invocation) -> str:
+    """A shell script that makes the work directory and writes the invocation's inputs."""
+    q = shlex.quote
+    lines = [f"set -e; mkdir -p {q(str(directory))}"]
+    for sub in invocation.dirs:
+        lines.append(f"mkdir -p {q(str(directory / sub))}")
+    for name, text in invocation.inputs.items():
+        lines.append(f"printf '%s' {q(text)} > {q(str(directory / name))}")
+    return "\n".join(lines)
+
+
+def collect_script(directory: PurePosixPath, patterns: tuple[str, ...]) -> str:
+    """A shell script that prints the files matching `patterns` as a base64 tar."""
+    globs = " ".join(_glob_quote(p) for p in patterns)
+    return (
+        f"cd {shlex.quote(str(directory))} || exit 0; set --; "
+        f'for f in {globs}; do [ -f "$f" ] && set -- "$@" "$f"; done; '
+        '[ "$#" -eq 0 ] && exit 0; tar cf - -- "$@" | base64'
+    )
+
+
+def _glob_quote(pattern: str) -> str:
+    """Quote a glob pattern for sh, leaving * and ? to expand."""
+    return "".join(c if c in "*?" else shlex.quote(c) for c in pattern)
+
+
+def unpack(text: str, into: Path) -> dict[str, Path]:
+    """The base64 tar of collect_script, extracted under `into`: name -> local path."""
+    data = base64.b64decode("".join(text.split()))
+    if not data:
+        return {}
+    files: dict[str, Path] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(into, filter="data")
+        for member in archive.getmembers():
+            if member.isfile():
+                files[member.name] = into / member.name
+    return files
+
+
+class PodHost(Host):
+    name = "pod"
+
+    def __init__(self, target: K8sTarget) -> None:
+        self.target = target
+
+    # -- where things run --------------------------------------------------------------
+    def _container(self, program: str) -> str:
+        if program == "fio" and self.target.options.fio_image != self.target.options.image:
+            return m.FIO
+        return m.TOOLS
+
+    def _exec(self, command: list[str], *, container: str = m.TOOLS, timeout_s: float = 60) -> Any:
+        cluster, namespace, pod = self.target.exec_place()
+        return cluster.exec(namespace, pod, container, command, timeout_s=timeout_s)
+
+    def _sh(self, script: str, *, container: str = m.TOOLS, timeout_s: float = 60) -> Any:
+        return self._exec(["/bin/sh", "-c", script], container=container, timeout_s=timeout_s)
+
+    def run(
+        self,
+        invocation: Invocation,
+        work_dir: Path,
+        *,
+        cancel: CancelToken = NEVER,
+        on_line: LineHandler | None = None,
+        on_start: StartHandler | None = None,
+    ) -> ToolResult:
+        """The tool runs in the pod; `on_start` is not called: its PID means nothing here."""
+        unknown = set(invocation.secret_env) - SECRET_NAMES
+        if unknown:
+            raise HowfastError(f"a pod cannot be given {', '.join(sorted(unknown))} safely")
+        cluster, namespace, pod = self.target.exec_place()
+        container = self._container(invocation.program)
+        directory = pod_work_dir(work_dir)
+        setup = self._sh(setup_script(directory, invocation), container=container)
+        if setup.returncode != 0:
+            raise HowfastError(f"cannot prepare {directory} in pod {pod}: {setup.stderr.strip()}")
+        env = [f"{k}={v}" for k, v in invocation.env.items()]
+        command = ["/bin/sh", "-c", WRAPPER, "howfast", str(directory), *env, *invocation.argv]
+        try:
+            session = cluster.exec_stream(namespace, pod, container, command)
+            out: list[str] = []
+            err: list[str] = []
+            partial = ""
+            started = time.monotonic()
+            try:
+                while session.is_open():
+                    session.update(timeout=0.2)
+                    if session.peek_stdout():
+                        out.append(session.read_stdout())
+                    if session.peek_stderr():
+                        chunk = session.read_stderr()
+                        err.append(chunk)
+                        partial += chunk
+                        *lines, partial = partial.split("\n")
+                        for line in lines:
+                            if on_line:
+                                on_line(line)
+                    if cancel.cancelled:
+                        raise Aborted(cancel.reason or "cancelled")
+                    timeout = invocation.timeout_s
+                    if timeout is not None and time.monotonic() - started > timeout:
+                        raise HowfastError(
+                            f"{invocation.program} did not finish within {timeout:g} s in pod {pod}"
+                        )
+                out.append(session.read_stdout() or "")
+                rest = session.read_stderr() or ""
+                err.append(rest)
+                partial += rest
+                if partial and on_line:
+                    for line in partial.splitlines():
+                        on_line(line)
+                code = session.returncode
+            except BaseException:
+                self._stop_tool(directory, container)
+                raise
+            finally:
+                session.close()
+            files: dict[str, Path] = {}
+            if invocation.outputs:
+                collected = self._sh(
+                    collect_script(directory, invocation.outputs),
+                    container=container,
+                    timeout_s=300,
+                )
+                if collected.returncode != 0:
+                    raise HowfastError(
+                        f"cannot collect {invocation.program}'s files from pod {pod}: "
+                        f"{collected.stderr.strip()}"
+                    )
+                files = unpack(collected.stdout, work_dir)
+            return ToolResult(
+                int(code if code is not None else -1), "".join(out), "".join(err), files
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                self._sh(f"rm -rf {shlex.quote(str(directory))}", container=container)
+
+    def _stop_tool(self, directory: PurePosixPath, container: str) -> None:
+        """SIGINT, then SIGKILL, to the tool's PID in the pod (the pod may be gone already)."""
+        pid_file = shlex.quote(str(directory / PID_FILE))
+        script = (
+            f'p=$(cat {pid_file} 2>/dev/null) || exit 0; kill -INT "$p" 2>/dev/null || exit 0; '
+            f'i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt {int(STOP_GRACE_S * 10)} ]; do '
+            'sleep 0.1; i=$((i+1)); done; kill -KILL "$p" 2>/dev/null; exit 0'
+        )
+        with contextlib.suppress(Exception):
+            self._sh(script, container=container, timeout_s=STOP_GRACE_S + 10)
+
+    # -- facts -----------------------------------------------------------------------------
+    def program(self, name: str) -> str | None:
+        return name  # on the image's PATH (or in /usr/lib/postgresql/N/bin, added to it)
+
+    def cores(self) -> int:
+        """pgbench runs in the tools container, which has no CPU limit: the node's cores."""
+        return self.target.node_cores() or 1
+
+    def server_memory(self, cap_bytes: int | None) -> MemoryBasis | str:
+        limit = self.target.options.memory_bytes or cap_bytes
+        if limit:
+            return MemoryBasis(limit, "--memory")
+        node = self.target.node_memory()
+        if node:
+            return MemoryBasis(node, "ram")
+        return (
+            "the memory of a pod without a limit is the node's, unknown until it is scheduled; "
+            "give --memory SIZE (the server container's request and limit)"
+        )
+
+    def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
+        # The node's /proc/diskstats is not this machine's: the samplers here would read the
+        # wrong disks. The devices are described in the target record instead.
+        return []
+
+    def device_sectors_read(self, device: str) -> int | None:
+        return None
+
+    def drop_caches(self) -> str | None:
+        return (
+            "a pod cannot drop its node's page cache (that needs root on the node, which the "
+            "restricted Pod Security Standard forbids)"
+        )
+
+    def free_bytes(self, directory: Path) -> int | None:
+        out = self._sh(f"stat -f -c '%a %S' {shlex.quote(str(directory))}")
+        try:
+            available, block = (int(v) for v in out.stdout.split())
+        except ValueError:
+            return None
+        return available * block if out.returncode == 0 else None
+
+    def fstype(self, path: Path) -> str | None:
+        out = self._sh(f"stat -f -c %T {shlex.quote(str(path))}")
+        return out.stdout.strip() or None if out.returncode == 0 else None
+
+    def direct_io_refused(self, directory: Path) -> bool:
+        probe = shlex.quote(str(directory / ".howfast-direct-io-probe"))
+        out = self._sh(
+            f"dd if=/dev/zero of={probe} bs=4096 count=1 oflag=direct 2>&1; rc=$?; rm -f {probe}; "
+            "exit $rc"
+        )
+        return out.returncode != 0 and "Invalid argument" in out.stdout + out.stderr
+
+    def same_filesystem(self, a: Path, b: Path) -> bool:
+        inside = [str(p).startswith(m.MOUNT_ROOT + "/") for p in (a, b)]
+        if not all(inside):
+            return False  # a local work directory: not on any volume of the pod
+        out = self._sh(f"stat -c %d {shlex.quote(str(a))} {shlex.quote(str(b))}")
+        devices = out.stdout.split()
+        return out.returncode == 0 and len(devices) == 2 and devices[0] == devices[1]
+
+    def remove_file(self, path: Path) -> None:
+        with contextlib.suppress(HowfastError):
+            self._sh(f"rm -f {shlex.quote(str(path))}")

@@ -1,0 +1,75 @@
+"""What killed runs left in a cluster, found by howfast's labels only.
+
+Each run's objects share `howfast.dev/run=<token>`; its owner Secret carries the howfast
+process that created it (host, boot id, PID, start time: store/liveness.py). A run is a
+leftover when that process is certainly gone; a run of a live process is left alone, and one
+from another machine (whose process cannot be seen from here) only with --force.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from howfast.store import liveness
+from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s.cluster import Cluster
+
+
+@dataclass
+class RunObjects:
+    namespace: str
+    token: str
+    objects: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
+    target: str | None = None
+    state: str = "unknown"  # "gone" (a leftover), "running", "unknown" (another machine)
+    writer: str | None = None
+
+
+def classify(writer_text: str | None, here: liveness.Writer) -> tuple[str, str | None]:
+    """(state, who): gone, running or unknown, from the owner's writer annotation."""
+    if not writer_text:
+        return "gone", None  # no owner (it went first) or no writer: nothing runs it
+    try:
+        writer = liveness.Writer.from_document(json.loads(writer_text))
+    except ValueError:
+        writer = None
+    if writer is None:
+        return "unknown", None
+    who = f"pid {writer.pid} on {writer.host}"
+    if liveness.is_gone(writer, here):
+        return "gone", who
+    if writer.host == here.host and writer.pid_ns == here.pid_ns:
+        return "running", who
+    return "unknown", who
+
+
+def group(objects: list[dict[str, Any]], here: liveness.Writer) -> list[RunObjects]:
+    runs: dict[tuple[str, str], RunObjects] = {}
+    writers: dict[tuple[str, str], str | None] = defaultdict(lambda: None)
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        token = (meta.get("labels") or {}).get(m.RUN_LABEL)
+        if not token:
+            continue
+        key = (str(meta["namespace"]), str(token))
+        run = runs.setdefault(key, RunObjects(*key))
+        run.objects.append((str(obj["kind"]), str(meta["name"])))
+        annotations = meta.get("annotations") or {}
+        if obj["kind"] == "Secret":
+            writers[key] = annotations.get(m.WRITER_ANNOTATION)
+            run.target = annotations.get(m.TARGET_ANNOTATION)
+    for key, run in runs.items():
+        run.state, run.writer = classify(writers[key], here)
+    return sorted(runs.values(), key=lambda r: (r.namespace, r.token))
+
+
+def find(cluster: Cluster, namespace: str | None) -> list[RunObjects]:
+    """Every run with objects labelled by howfast (in one namespace, or all)."""
+    return group(cluster.list_labelled(namespace, m.selector()), liveness.this_process())
+
+
+def remove(cluster: Cluster, run: RunObjects) -> list[str]:
+    return cluster.delete_run(run.namespace, run.token)

@@ -1,0 +1,381 @@
+"""Every object a Kubernetes target creates, built as plain dicts. Pure: the same functions
+build what --dry-run prints and what is created.
+
+One run of one target is a set of objects sharing the label `howfast.dev/run=<token>`:
+
+    Secret     howfast-<token>        created first, the owner of the rest; holds the password
+    ConfigMap  howfast-<token>        the start script and postgresql.conf settings
+    PVC        howfast-<token>-data   a volume of the class under test (unless emptyDir)
+    PVC        howfast-<token>-wal    ?wal=CLASS: WAL on a volume of another class
+    Pod        howfast-<token>        containers: postgres (the server; --cpu/--memory),
+                                      tools (pgbench, pg_test_fsync), fio (when its image differs)
+
+Every object carries `app.kubernetes.io/managed-by=howfast` and the run label; all but the
+Secret have an ownerReference to it, so that deleting the Secret lets the garbage collector
+remove the rest. The pod passes the "restricted" Pod Security Standard: non-root (the
+image's postgres user, uid 999), seccomp RuntimeDefault, every capability dropped, no privilege
+escalation, no host namespaces; PostgreSQL listens on 127.0.0.1 inside the pod only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from howfast.targets.k8s.spec import K8sOptions, K8sSpec, VolumeSpec, kube_quantity_bytes
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "howfast"
+RUN_LABEL = "howfast.dev/run"
+TARGET_ANNOTATION = "howfast.dev/target"
+WRITER_ANNOTATION = "howfast.dev/writer"  # the howfast process: host, boot id, PID (liveness)
+
+PG_UID = 999  # the postgres user of the official image (and of deploy/Dockerfile's)
+SUPERUSER = "howfast"
+PASSWORD_KEY = "password"
+
+MOUNT_ROOT = "/howfast"
+DATA_MOUNT = f"{MOUNT_ROOT}/data"
+WAL_MOUNT = f"{MOUNT_ROOT}/wal"
+RUN_MOUNT = f"{MOUNT_ROOT}/run"  # the socket, the server log: memory, not the storage under test
+WORK_MOUNT = f"{MOUNT_ROOT}/work"  # the tools' work directories: memory too
+CONFIG_MOUNT = "/etc/howfast"
+PGDATA = f"{DATA_MOUNT}/pgdata"
+WAL_DIR = f"{WAL_MOUNT}/pg_wal"
+SCRATCH = f"{DATA_MOUNT}/scratch"  # fio's and pg_test_fsync's files: on the data volume
+SERVER_LOG = f"{RUN_MOUNT}/server.log"
+WORK_LIMIT = "1Gi"
+RUN_LIMIT = "64Mi"
+
+POSTGRES = "postgres"
+TOOLS = "tools"
+FIO = "fio"
+
+# PostgreSQL's programs are on the PATH of the official image; Debian-style images keep them
+# in /usr/lib/postgresql/N/bin: the newest such directory joins the PATH.
+PATH_SETUP = (
+    'for d in /usr/lib/postgresql/*/bin; do [ -d "$d" ] && PG_BIN_DIR="$d"; done; '
+    'PATH="$PATH${PG_BIN_DIR:+:$PG_BIN_DIR}"; export PATH'
+)
+
+START_SCRIPT = """#!/bin/sh
+# PostgreSQL for howfast: initdb on the volume the first time, then the server under pg_ctl,
+# so that howfast can restart it (per-step settings, cold reads) without a new container.
+set -eu
+{path_setup}
+PGDATA={pgdata}; export PGDATA
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  umask 077
+  printf '%s\\n' "$HOWFAST_PASSWORD" > {run}/pwfile
+  initdb -D "$PGDATA" -U {user} --pwfile={run}/pwfile --auth-local=trust \\
+    --auth-host=scram-sha-256 --encoding=UTF8 --locale=C {initdb_extra}>{run}/initdb.log 2>&1 \\
+    || {{ cat {run}/initdb.log >&2; rm -f {run}/pwfile; exit 1; }}
+  rm -f {run}/pwfile
+  echo "include '{config}/postgresql.conf'" >> "$PGDATA/postgresql.conf"
+fi
+mkdir -p {scratch}
+stop() {{ pg_ctl -D "$PGDATA" stop -m fast -w -t 60 || true; exit 0; }}
+trap stop TERM INT
+pg_ctl -D "$PGDATA" -l {log} -w -t 600 start || {{ tail -n 20 {log} >&2; exit 1; }}
+while :; do sleep 1 & wait $! || true; done
+"""
+
+IDLE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+
+
+def labels(token: str) -> dict[str, str]:
+    return {MANAGED_BY: MANAGER, RUN_LABEL: token}
+
+
+def selector(token: str | None = None) -> str:
+    """The label selector of one run's objects (or of every howfast object)."""
+    base = f"{MANAGED_BY}={MANAGER}"
+    return f"{base},{RUN_LABEL}={token}" if token else base
+
+
+def base_settings(port: int | str) -> dict[str, str]:
+    return {
+        "listen_addresses": "127.0.0.1",  # inside the pod only
+        "port": str(port),
+        "unix_socket_directories": RUN_MOUNT,
+        "log_checkpoints": "on",
+        "log_line_prefix": "%m [%p] ",
+        "log_timezone": "UTC",
+        "logging_collector": "off",
+    }
+
+
+def conf_text(settings: Mapping[str, str]) -> str:
+    out = ["# set by howfast"]
+    for name, value in settings.items():
+        quoted = value.replace("\\", "\\\\").replace("'", "''")
+        out.append(f"{name} = '{quoted}'")
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a target's manifests depend on."""
+
+    token: str
+    namespace: str
+    spec: K8sSpec
+    options: K8sOptions
+    port: int | str  # the port PostgreSQL listens on in the pod (PORT before start)
+    settings: Mapping[str, str] = field(default_factory=dict)
+    server: bool = True  # False: a storage probe, tools only
+    checksums: bool = False
+    target_name: str = ""
+    writer: str = ""  # JSON of the howfast process (liveness.Writer)
+
+    @property
+    def name(self) -> str:
+        return f"howfast-{self.token}"
+
+    @property
+    def data_claim(self) -> str | None:
+        return f"{self.name}-data" if self.spec.data.storage_class else None
+
+    @property
+    def wal_claim(self) -> str | None:
+        return f"{self.name}-wal" if self.spec.wal is not None and self.server else None
+
+
+def _meta(plan: Plan, name: str, owner: Mapping[str, str] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": plan.namespace, "labels": labels(plan.token)}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Secret", "name": owner["name"], "uid": owner["uid"]}
+        ]
+    return meta
+
+
+def owner_secret(plan: Plan, password: str) -> dict[str, Any]:
+    """The owner of the run's objects, created first; holds the server's password."""
+    meta = _meta(plan, plan.name, None)
+    meta["annotations"] = {TARGET_ANNOTATION: plan.target_name or plan.spec.text}
+    if plan.writer:
+        meta["annotations"][WRITER_ANNOTATION] = plan.writer
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": meta,
+        "type": "Opaque",
+        "stringData": {PASSWORD_KEY: password},
+    }
+
+
+def config_map(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
+    initdb_extra = ""
+    if plan.checksums:
+        initdb_extra += "--data-checksums "
+    if plan.wal_claim:
+        initdb_extra += f"--waldir={WAL_DIR} "
+    script = START_SCRIPT.format(
+        path_setup=PATH_SETUP,
+        pgdata=PGDATA,
+        run=RUN_MOUNT,
+        user=SUPERUSER,
+        initdb_extra=initdb_extra,
+        config=CONFIG_MOUNT,
+        scratch=SCRATCH,
+        log=SERVER_LOG,
+    )
+    settings = {**base_settings(plan.port), **plan.settings}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(plan, plan.name, owner),
+        "data": {"start.sh": script, "postgresql.conf": conf_text(settings)},
+    }
+
+
+def claim(
+    plan: Plan, name: str, volume: VolumeSpec, owner: Mapping[str, str] | None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(plan, name, owner),
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": volume.storage_class,
+            "resources": {"requests": {"storage": plan.options.volume_size}},
+        },
+    }
+
+
+def claims(plan: Plan, owner: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    out = []
+    if plan.data_claim:
+        out.append(claim(plan, plan.data_claim, plan.spec.data, owner))
+    if plan.wal_claim and plan.spec.wal is not None:
+        out.append(claim(plan, plan.wal_claim, plan.spec.wal, owner))
+    return out
+
+
+def _restricted() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+    }
+
+
+def _container(plan: Plan, name: str, image: str, command: list[str]) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "command": command,
+        "securityContext": _restricted(),
+        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
+    }
+    if plan.options.pull_policy:
+        container["imagePullPolicy"] = plan.options.pull_policy
+    if plan.wal_claim:
+        container["volumeMounts"].append({"name": "wal", "mountPath": WAL_MOUNT})
+    return container
+
+
+def _password_env(plan: Plan, variable: str) -> dict[str, Any]:
+    return {
+        "name": variable,
+        "valueFrom": {"secretKeyRef": {"name": plan.name, "key": PASSWORD_KEY}},
+    }
+
+
+def server_resources(options: K8sOptions) -> dict[str, Any]:
+    """--cpu and --memory: requests = limits, so the server gets what it is measured with."""
+    amounts: dict[str, str] = {}
+    if options.cpu:
+        amounts["cpu"] = options.cpu
+    if options.memory_bytes:
+        amounts["memory"] = kube_quantity_bytes(options.memory_bytes)
+    return {"requests": dict(amounts), "limits": dict(amounts)} if amounts else {}
+
+
+def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
+    containers = []
+    if plan.server:
+        server = _container(
+            plan, POSTGRES, plan.options.image, ["/bin/sh", f"{CONFIG_MOUNT}/start.sh"]
+        )
+        server["env"] = [_password_env(plan, "HOWFAST_PASSWORD")]
+        server["volumeMounts"] += [
+            {"name": "run", "mountPath": RUN_MOUNT},
+            {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+        ]
+        server["readinessProbe"] = {
+            "exec": {
+                "command": [
+                    "/bin/sh",
+                    "-c",
+                    f"{PATH_SETUP}; pg_isready -q -h 127.0.0.1 -p {plan.port} -U {SUPERUSER}",
+                ]
+            },
+            "periodSeconds": 2,
+            "failureThreshold": 1,
+        }
+        resources = server_resources(plan.options)
+        if resources:
+            server["resources"] = resources
+        containers.append(server)
+    tools = _container(plan, TOOLS, plan.options.image, ["/bin/sh", "-c", IDLE_SCRIPT])
+    tools["volumeMounts"].append({"name": "work", "mountPath": WORK_MOUNT})
+    if plan.server:  # the tools connect with the password, from the Secret, never in argv
+        tools["env"] = [_password_env(plan, "PGPASSWORD")]
+    containers.append(tools)
+    if plan.options.fio_image != plan.options.image:
+        fio = _container(plan, FIO, plan.options.fio_image, ["/bin/sh", "-c", IDLE_SCRIPT])
+        fio["volumeMounts"].append({"name": "work", "mountPath": WORK_MOUNT})
+        containers.append(fio)
+    data: dict[str, Any] = {"name": "data"}
+    if plan.data_claim:
+        data["persistentVolumeClaim"] = {"claimName": plan.data_claim}
+    else:
+        empty: dict[str, Any] = {"sizeLimit": plan.options.volume_size}
+        if plan.spec.data.medium:
+            empty["medium"] = plan.spec.data.medium
+        data["emptyDir"] = empty
+    volumes: list[dict[str, Any]] = [
+        data,
+        {"name": "work", "emptyDir": {"medium": "Memory", "sizeLimit": WORK_LIMIT}},
+    ]
+    if plan.wal_claim:
+        volumes.append({"name": "wal", "persistentVolumeClaim": {"claimName": plan.wal_claim}})
+    if plan.server:
+        volumes += [
+            {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": RUN_LIMIT}},
+            {"name": "config", "configMap": {"name": plan.name, "defaultMode": 0o555}},
+        ]
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": PG_UID,
+            "runAsGroup": PG_UID,
+            "fsGroup": PG_UID,
+            "fsGroupChangePolicy": "OnRootMismatch",
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": containers,
+        "volumes": volumes,
+    }
+    if plan.options.node:  # through the scheduler, so that WaitForFirstConsumer volumes bind
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {
+                                    "key": "metadata.name",
+                                    "operator": "In",
+                                    "values": [plan.options.node],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _meta(plan, plan.name, owner),
+        "spec": spec,
+    }
+
+
+def dependents(plan: Plan, owner: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    """Everything after the owner Secret, in creation order."""
+    out: list[dict[str, Any]] = []
+    if plan.server:
+        out.append(config_map(plan, owner))
+    return out + claims(plan, owner) + [pod(plan, owner)]
+
+
+def all_manifests(plan: Plan, password: str = "PASSWORD") -> list[dict[str, Any]]:
+    """What --dry-run prints: the owner, then its dependents (ownerReferences need the
+    owner's uid, known once it exists: UID here)."""
+    owner = {"name": plan.name, "uid": "UID"}
+    return [owner_secret(plan, password), *dependents(plan, owner)]
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """Manifests as a YAML stream, multi-line strings (the start script) as literal blocks."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):  # type: ignore[misc]
+        pass
+
+    def text(dumper: Any, value: str) -> Any:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return str(yaml.dump_all(objects, Dumper=Dumper, sort_keys=False))

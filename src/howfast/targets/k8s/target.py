@@ -1,0 +1,341 @@
+"""`k8s://CLASS`: PostgreSQL in a pod whose data (and WAL) live on volumes of a StorageClass.
+
+start() creates the run's objects (manifests.py) owner first, waits for the pod with watches,
+and forwards a loopback port to the server for howfast's own SQL; the tools run in the pod
+(hosts/pod.py). stop() deletes every object carrying the run's label and waits until they,
+and the volumes bound to their claims, are gone. Nothing else in the cluster is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import socket
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from howfast.errors import HowfastError, UsageError
+from howfast.model import TargetRecord
+from howfast.targets import pgquery
+from howfast.targets.base import Connection, PlannedConnection, Target
+from howfast.targets.k8s import facts
+from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
+from howfast.targets.k8s.spec import K8sOptions, K8sSpec, parse_quantity_bytes
+from howfast.targets.memory import cap_problem
+
+if TYPE_CHECKING:
+    from howfast.hosts.base import Host
+    from howfast.targets.pgbin import PgInstall
+
+RESTART_TIMEOUT_S = 300
+
+
+class K8sTarget(Target):
+    kind = "k8s"
+
+    def __init__(
+        self,
+        spec: K8sSpec,
+        options: K8sOptions,
+        *,
+        settings: dict[str, str] | None = None,
+        checksums: bool = False,
+        server: bool = True,
+        name: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.options = options
+        self.settings = dict(settings or {})
+        self.checksums = checksums
+        self.server = server
+        self.name = name or spec.text
+        self.token = secrets.token_hex(4)
+        # Resolved without any network access (--dry-run works without a cluster).
+        self.namespace = options.namespace or kubeconfig_namespace(options.context) or "default"
+        self.cluster: Cluster | None = None
+        self.connection: Connection | None = None
+        self.forward: PortForward | None = None
+        self.pod: dict[str, Any] | None = None
+        self.node: dict[str, Any] | None = None
+        self.step_settings: dict[str, str] = {}
+        self.warnings: list[str] = []
+        self._host: Host | None = None
+        self._started = False
+
+    # -- plan -------------------------------------------------------------------------------
+    def plan(self, port: int | str = "PORT", writer: str = "") -> m.Plan:
+        return m.Plan(
+            token=self.token,
+            namespace=self.namespace,
+            spec=self.spec,
+            options=self.options,
+            port=port,
+            settings=self.settings,
+            server=self.server,
+            checksums=self.checksums,
+            target_name=self.name,
+            writer=writer,
+        )
+
+    def planned_manifests(self) -> list[dict[str, Any]]:
+        return m.all_manifests(self.plan(), password="GENERATED-AT-RUN-TIME")
+
+    def planned_connection(self) -> Connection | None:
+        if not self.server:
+            return None
+        return PlannedConnection(
+            host="127.0.0.1", port=0, user=m.SUPERUSER, dbname="postgres", password="",
+            port_text="PORT",
+        )  # fmt: skip
+
+    def planned_scratch_dir(self) -> Path | None:
+        return Path(m.SCRATCH) if self.server else Path(m.DATA_MOUNT)
+
+    def host(self, install: PgInstall) -> Host:
+        if self._host is None:
+            from howfast.hosts.pod import PodHost
+
+            self._host = PodHost(self)
+        return self._host
+
+    # -- checks -----------------------------------------------------------------------------
+    def connect(self) -> Cluster:
+        if self.cluster is None:
+            self.cluster = Cluster(self.options.context)
+        return self.cluster
+
+    def check(self, *, will_init: bool) -> None:
+        cluster = self.connect()
+        cluster.server_version()  # reachable at all
+        if not cluster.namespace_exists(self.namespace):
+            raise UsageError(
+                f"namespace {self.namespace!r} does not exist (howfast creates none)",
+                "create it, or give --namespace",
+            )
+        for volume in (self.spec.data, self.spec.wal):
+            if volume is None or volume.storage_class is None:
+                continue
+            if cluster.storage_class(volume.storage_class) is None:
+                known = ", ".join(str(sc["metadata"]["name"]) for sc in cluster.storage_classes())
+                raise UsageError(
+                    f"{self.name}: no StorageClass {volume.storage_class!r}",
+                    f"the cluster has: {known or 'none'}",
+                )
+        if self.options.memory_bytes and self.server:
+            problem = cap_problem(self.options.memory_bytes, self.settings)
+            if problem:
+                raise UsageError(problem, "raise --memory, or lower the settings with --set")
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> Connection | None:
+        from howfast.store import liveness
+
+        cluster = self.connect()
+        listener: socket.socket | None = PortForward.reserve() if self.server else None
+        port: int | str = int(listener.getsockname()[1]) if listener else "PORT"
+        plan = self.plan(port, json.dumps(liveness.this_process().document()))
+        password = secrets.token_urlsafe(24)
+        try:
+            self._started = True
+            owner = cluster.create(m.owner_secret(plan, password))
+            ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
+            for manifest in m.dependents(plan, ref):
+                cluster.create(manifest)
+            claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+            self.pod = cluster.wait_pod_ready(
+                self.namespace, plan.name, claims, self.options.start_timeout_s
+            )
+            node_name = (self.pod.get("spec") or {}).get("nodeName")
+            self.node = cluster.read("Node", str(node_name)) if node_name else None
+        except BaseException:
+            if listener is not None:
+                listener.close()
+            raise
+        if listener is None:
+            return None
+        self.forward = PortForward(cluster, self.namespace, plan.name, listener)
+        self.forward.start()
+        self.connection = Connection(
+            host="127.0.0.1",
+            port=int(port),
+            user=m.SUPERUSER,
+            dbname="postgres",
+            password=password,
+        )
+        self._wait_sql(30.0)
+        return self.connection
+
+    def _wait_sql(self, timeout_s: float) -> None:
+        """Until the server answers through the forward (a restart may still be ending)."""
+        assert self.connection is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with pgquery.connect(self.connection, timeout_s=5) as db:
+                    db.execute("SELECT 1")
+                return
+            except HowfastError as exc:
+                if time.monotonic() > deadline:
+                    raise HowfastError(f"{self.name}: the server does not answer: {exc}") from None
+                time.sleep(0.3)
+
+    def exec_place(self) -> tuple[Cluster, str, str]:
+        if self.cluster is None or self.pod is None:
+            raise HowfastError(f"{self.name}: the pod is not running")
+        return self.cluster, self.namespace, f"howfast-{self.token}"
+
+    def stop(self) -> None:
+        """Delete every object of this run (by its label), wait until they are gone."""
+        if self.forward is not None:
+            self.forward.close()
+            self.forward = None
+        self.connection = None
+        if not self._started or self.cluster is None:
+            return
+        self._started = False
+        warnings = self.cluster.delete_run(self.namespace, self.token)
+        self.pod = None
+        if warnings:
+            raise HowfastError("; ".join(warnings))
+
+    def alive(self) -> bool:
+        if self.cluster is None or self.pod is None:
+            return False
+        pod = self.cluster.read("Pod", f"howfast-{self.token}", self.namespace)
+        for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
+            if status.get("name") == m.POSTGRES:
+                return "running" in (status.get("state") or {})
+        return False
+
+    def server_log_tail(self, lines: int = 20) -> str | None:
+        if self.cluster is None or self.pod is None or not self.server:
+            return None
+        with contextlib.suppress(HowfastError):
+            cluster, namespace, pod = self.exec_place()
+            out = cluster.exec(namespace, pod, m.POSTGRES, ["tail", "-n", str(lines), m.SERVER_LOG])
+            return out.stdout.rstrip() or None
+        return None
+
+    def scratch_dir(self) -> Path | None:
+        if self.pod is None:
+            return None
+        return Path(m.SCRATCH) if self.server else Path(m.DATA_MOUNT)
+
+    def storage_paths(self) -> dict[str, Path]:
+        if self.pod is None:
+            return {}
+        wal = m.WAL_DIR if self.spec.wal else f"{m.PGDATA}/pg_wal"
+        return {"data": Path(m.PGDATA), "wal": Path(wal)}
+
+    # -- restarts and per-step settings ------------------------------------------------------
+    def restart(self) -> str | None:
+        """pg_ctl restart in the server container: a clean checkpoint, shared_buffers empty."""
+        if not self.server:
+            return "a storage probe has no server"
+        cluster, namespace, pod = self.exec_place()
+        script = (
+            f"{m.PATH_SETUP}; pg_ctl -D {m.PGDATA} -l {m.SERVER_LOG} -w -t {RESTART_TIMEOUT_S} "
+            "restart -m fast >/dev/null"
+        )
+        out = cluster.exec(
+            namespace, pod, m.POSTGRES, ["/bin/sh", "-c", script], timeout_s=RESTART_TIMEOUT_S + 30
+        )
+        if out.returncode != 0:
+            raise HowfastError(
+                f"restarting PostgreSQL in pod {pod} failed: {out.stderr.strip()}\n"
+                + (self.server_log_tail(10) or "")
+            )
+        if self.connection is not None:
+            self._wait_sql(60.0)
+        return None
+
+    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+        """ALTER SYSTEM, then a reload, or a restart for settings that need one."""
+        if settings == self.step_settings:
+            return None
+        if self.connection is None:
+            return "the server is not running"
+        try:
+            restart = pgquery.alter_system(self.connection, settings, reset=set(self.step_settings))
+        except HowfastError:
+            self.step_settings = {}
+            with contextlib.suppress(HowfastError):
+                pgquery.alter_system_reset_all(self.connection)
+                pgquery.reload_and_wait(self.connection)
+            raise
+        self.step_settings = dict(settings)
+        if restart:
+            self.restart()
+        else:
+            pgquery.reload_and_wait(self.connection)
+        return None
+
+    # -- facts --------------------------------------------------------------------------------
+    def node_cores(self) -> int | None:
+        allocatable = ((self.node or {}).get("status") or {}).get("allocatable") or {}
+        return facts.cpu_cores(str(allocatable.get("cpu", ""))) if allocatable else None
+
+    def node_memory(self) -> int | None:
+        allocatable = ((self.node or {}).get("status") or {}).get("allocatable") or {}
+        try:
+            return parse_quantity_bytes(str(allocatable["memory"]))
+        except (KeyError, ValueError):
+            return None
+
+    def record(self) -> TargetRecord:
+        device: dict[str, Any] = {}
+        kube: dict[str, Any] = {"namespace": self.namespace, "run_label": self.token}
+        if self.cluster is not None and self.pod is not None:
+            cluster = self.cluster
+            with contextlib.suppress(HowfastError):
+                kube["server_version"] = cluster.server_version()
+            pod = cluster.read("Pod", f"howfast-{self.token}", self.namespace) or self.pod
+            kube["pod"] = facts.pod_facts(pod)
+            kube["node"] = facts.node_facts(self.node)
+            plan = self.plan()
+            for role, volume, claim_name in (
+                ("data", self.spec.data, plan.data_claim),
+                ("wal", self.spec.wal, plan.wal_claim),
+            ):
+                if volume is None:
+                    continue
+                entry: dict[str, Any] = {"kind": volume.describe}
+                if volume.storage_class is not None and claim_name:
+                    pvc = cluster.read("PersistentVolumeClaim", claim_name, self.namespace)
+                    pv_name = ((pvc or {}).get("spec") or {}).get("volumeName")
+                    pv = cluster.read("PersistentVolume", str(pv_name)) if pv_name else None
+                    entry["storage_class"] = facts.storage_class_facts(
+                        cluster.storage_class(volume.storage_class)
+                    )
+                    entry.update(facts.volume_facts(pvc, pv))
+                else:
+                    entry["medium"] = volume.medium or "disk"
+                    entry["size_limit"] = self.options.volume_size
+                host = self._host
+                if host is not None:
+                    mount = m.DATA_MOUNT if role == "data" else m.WAL_MOUNT
+                    with contextlib.suppress(HowfastError):
+                        entry["fstype"] = host.fstype(Path(mount))
+                device[role] = entry
+            if "wal" not in device and "data" in device:
+                device["wal"] = dict(device["data"])
+            device["wal_on_data_device"] = self.spec.wal is None
+        if self.options.memory_bytes:
+            device["memory_limit_bytes"] = self.options.memory_bytes
+        device["kubernetes"] = kube
+        version: str | None = None
+        settings: dict[str, str] = {}
+        if self.connection is not None:
+            with contextlib.suppress(HowfastError):
+                version, settings = pgquery.server_facts(self.connection)
+        return TargetRecord(
+            name=self.name,
+            kind=self.kind,
+            pg_version=version,
+            settings=settings,
+            device=device,
+            location=f"{self.spec.text} (namespace {self.namespace})",
+        )

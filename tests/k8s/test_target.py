@@ -1,0 +1,286 @@
+"""k8s://CLASS targets end to end on the lab cluster: runs, compare, probe, --dry-run against
+the API server's own validation, Ctrl-C, a Pending claim, a missing image, and the clean-up of
+a SIGKILLed run. Every test ends with nothing of howfast's left in the cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.conftest import Kube
+from tests.k8s.lab.cluster import ClusterFacts
+from tests.k8s.lab.config import SC_DISK, SC_TMPFS
+
+pytestmark = pytest.mark.k8s
+
+LABEL = "app.kubernetes.io/managed-by=howfast"
+TINY_PLAN = """
+description = "tiny"
+[settings]
+shared_buffers = "32MB"
+[[steps]]
+workload = "fio"
+profiles = ["wal-fsync"]
+size = "16MiB"
+runtime = "2s"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only", "tpcb-like"]
+clients = [2]
+duration = "3s"
+"""
+LONG_PLAN = """
+description = "long"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only"]
+clients = [2]
+duration = "120s"
+"""
+
+
+@pytest.fixture
+def howfast_env(k8s_lab: ClusterFacts, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KUBECONFIG": str(k8s_lab.kubeconfig),
+        "HOWFAST_K8S_PULL_POLICY": "Never",
+        "HOWFAST_STORE": str(tmp_path / "store.db"),
+    }
+
+
+def _images(facts: ClusterFacts) -> list[str]:
+    return ["--image", facts.pg_image, "--fio-image", facts.pg_image]
+
+
+def _howfast(
+    env: dict[str, str], *args: str, timeout: float = 600, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "howfast", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"howfast {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+def _leftovers(kube: Kube) -> dict[str, list[str]]:
+    found = {}
+    for kind in ("pod", "pvc", "configmap", "secret"):
+        items = kube.get(kind, "-A", "-l", LABEL)["items"]
+        found[kind] = [i["metadata"]["name"] for i in items]
+    found["pv"] = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
+    return {k: v for k, v in found.items() if v}
+
+
+def _assert_clean(kube: Kube, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while (left := _leftovers(kube)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert left == {}
+
+
+def _plan(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_tiny_run_on_one_class(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    out = _howfast(
+        howfast_env, "run", _plan(tmp_path, TINY_PLAN), "--target", f"k8s://{SC_DISK}",
+        *_images(k8s_lab), "--memory", "512MiB", "--cpu", "1", "--json",
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "completed", out.stderr
+    assert [s["status"] for s in doc["steps"]] == ["completed"] * 4
+    target = doc["targets"][0]
+    assert target["kind"] == "k8s" and target["pg_version"].startswith("15.")
+    assert target["settings"]["shared_buffers"] == "32MB"
+    kubernetes = target["device"]["kubernetes"]
+    assert kubernetes["server_version"] == f"v{k8s_lab.k8s_version}"
+    assert kubernetes["pod"]["resources"]["postgres"]["limits"] == {"cpu": "1", "memory": "512Mi"}
+    assert target["device"]["data"]["storage_class"]["provisioner"]
+    tps = [s["metrics"]["tps"] for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert all(t > 0 for t in tps)
+    assert "PGPASSWORD" not in out.stderr
+    print(f"tiny run on {SC_DISK}: {time.monotonic() - started:.1f} s, tps {tps}")
+    _assert_clean(kube)
+
+
+def test_two_classes_and_compare(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    plan = _plan(tmp_path, TINY_PLAN)
+    runs = []
+    for _ in range(2):
+        out = _howfast(
+            howfast_env, "run", plan, "--target", f"k8s://{SC_DISK}",
+            "--target", f"k8s://{SC_TMPFS}", *_images(k8s_lab), "--json",
+        )  # fmt: skip
+        doc = json.loads(out.stdout)
+        assert doc["status"] == "completed"
+        assert [t["name"] for t in doc["targets"]] == [f"k8s://{SC_DISK}", f"k8s://{SC_TMPFS}"]
+        runs.append(str(doc["id"]))
+    compared = json.loads(_howfast(howfast_env, "compare", *runs, "--json").stdout)
+    assert compared
+    text = _howfast(howfast_env, "compare", *runs).stdout
+    assert "select-only" in text
+    _assert_clean(kube)
+
+
+def test_probe_a_class(k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str]) -> None:
+    out = _howfast(
+        howfast_env, "probe", f"k8s://{SC_DISK}", "--size", "16MiB", "--runtime", "2s",
+        "--profile", "randrw-4k-qd1", "--profile", "pg_test_fsync", "--fsync-seconds", "1",
+        *_images(k8s_lab), "--json",
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "completed", doc
+    fio = doc["steps"][0]["metrics"]
+    assert fio["read_iops"] > 0 and fio["write_iops"] > 0
+    assert doc["steps"][1]["metrics"]
+    _assert_clean(kube)
+
+
+def test_dry_run_manifests_pass_server_side_dry_run(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str]
+) -> None:
+    """The printed objects are what the API server (admission: restricted Pod Security
+    included) accepts; nothing is created."""
+    ns = "howfast-dry"
+    kube("create", "namespace", ns)
+    try:
+        kube(
+            "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/enforce-version=latest",
+        )  # fmt: skip
+        env = {**howfast_env, "KUBECONFIG": "/nonexistent"}  # no cluster needed to print
+        out = _howfast(
+            env, "run", "quick", "--target", f"k8s://{SC_DISK}?wal={SC_TMPFS}",
+            "--namespace", ns, *_images(k8s_lab), "--memory", "1GiB", "--dry-run", "--json",
+        )  # fmt: skip
+        (target,) = json.loads(out.stdout)["targets"]
+        manifests: list[dict[str, Any]] = target["manifests"]
+        assert manifests[0]["kind"] == "Secret"
+        for manifest in manifests:
+            manifest["metadata"].pop("ownerReferences", None)  # the owner's uid: UID here
+            manifest["metadata"]["name"] += "-dry"  # names need not exist
+        text = "\n".join(json.dumps(m) for m in manifests)
+        proc = kube("apply", "--dry-run=server", "-f", "-", input=text)
+        assert proc.stdout.count("(server dry run)") == len(manifests)
+        assert _leftovers(kube) == {}
+    finally:
+        kube("delete", "namespace", ns, "--wait=false")
+
+
+def test_ctrl_c_during_pgbench_leaves_nothing(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "howfast", "run", _plan(tmp_path, LONG_PLAN),
+         "--target", f"k8s://{SC_DISK}", *_images(k8s_lab)],
+        env=howfast_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "select-only" in line and "[2/2]" in line:
+                break
+            assert time.monotonic() < deadline
+        time.sleep(4)  # pgbench is running in the pod
+        assert kube.get("pod", "-A", "-l", LABEL)["items"]
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert _leftovers(kube) == {}  # stop() waited for the pod, the claim and the volume
+
+
+def test_pending_claim_fails_with_the_reason(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**howfast_env, "HOWFAST_K8S_START_TIMEOUT": "15"}
+    started = time.monotonic()
+    out = _howfast(
+        env, "run", _plan(tmp_path, TINY_PLAN), "--target", f"k8s://{k8s_lab.no_provisioner_class}",
+        *_images(k8s_lab), "--json", check=False,
+    )  # fmt: skip
+    assert time.monotonic() - started < 90
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "failed"
+    error = doc["steps"][0]["error"]
+    assert "PersistentVolumeClaim" in error and "Pending" in error
+    assert "kubernetes.io/no-provisioner" in error
+    _assert_clean(kube)
+
+
+def test_missing_image_fails_clearly(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    out = _howfast(
+        howfast_env, "run", _plan(tmp_path, TINY_PLAN), "--target", "k8s://emptyDir",
+        "--image", "localhost/no-such-image:1", "--fio-image", k8s_lab.pg_image, "--json",
+        check=False,
+    )  # fmt: skip
+    assert time.monotonic() - started < 90
+    doc = json.loads(out.stdout)
+    error = doc["steps"][0]["error"]
+    assert "localhost/no-such-image:1" in error and "ErrImageNeverPull" in error
+    _assert_clean(kube)
+
+
+def test_cleanup_removes_what_a_killed_run_left(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "howfast", "run", _plan(tmp_path, LONG_PLAN),
+         "--target", f"k8s://{SC_TMPFS}", *_images(k8s_lab)],
+        env=howfast_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "[2/2]" in line:
+                break
+        listed = _howfast(howfast_env, "cleanup", "--json").stdout
+        (running,) = json.loads(listed)["runs"]
+        assert running["state"] == "running" and not running["removed"]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _leftovers(kube)  # SIGKILL cannot be caught: the objects stay
+    out = json.loads(_howfast(howfast_env, "cleanup", "--yes", "--json").stdout)
+    (run,) = out["runs"]
+    assert run["state"] == "gone" and run["removed"]
+    assert {o["kind"] for o in run["objects"]} >= {"Pod", "PersistentVolumeClaim", "Secret"}
+    assert _leftovers(kube) == {}
+    again = json.loads(_howfast(howfast_env, "cleanup", "--json").stdout)
+    assert again["runs"] == []
