@@ -17,19 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from howfast import environment
 from howfast.clock import now
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
 from howfast.model import JSONValue, StepSpec, TargetRecord
 from howfast.plans.fleet import FleetScenario
 from howfast.runner.observer import RunObserver, StepRef
-from howfast.runner.run import RunResult
+from howfast.runner.run import RunInfo, RunResult, record_run
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
 from howfast.runner.target_session import private_tmp
 from howfast.samplers.session import TargetSampling
-from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.targets.base import Connection
 from howfast.targets.claim import Claim, check_directory, claim_directory
@@ -112,43 +110,27 @@ class FleetRunner:
         self.device = check_fleet_limits(classes, self.directory)
 
     def execute(self) -> RunResult:
-        guard = self.guard = SignalGuard(self.observer)
-        with guard.installed():
-            self.check()
-            run_id = self.store.create_run(
-                self.plan_name,
-                environment.capture(),
-                now(),
-                label=self.label,
-                writer=liveness.this_process().document(),
-            )
-            instances = sum(s.instances for s in self.scenarios)
-            self.observer.run_started(run_id, self.total_steps, instances)
-            status, failed = "completed", 0
-            claim: Claim | None = None
-            try:
-                claim = claim_directory(self.directory)
-                self.workspace.mkdir(mode=0o755)
-                first = 0
-                for scenario in self.scenarios:
-                    failed += self._scenario(run_id, scenario, first)
-                    first += scenario.instances * len(self.steps)
-            except Aborted as exc:
-                status = "aborted"
-                self.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
-            except BaseException:
-                status = "failed"
-                raise
-            finally:
-                guard.cleaning = True
-                with contextlib.suppress(OSError):
-                    self.workspace.rmdir()
-                if claim is not None:
-                    claim.release()
-                if status != "aborted" and failed:
-                    status = "failed"
-                self.store.finish_run(run_id, status, now())
-        return RunResult(run_id, status, failed)
+        self.guard = SignalGuard(self.observer)
+        instances = sum(s.instances for s in self.scenarios)
+        claim: list[Claim] = []
+
+        def scenarios(run_id: int) -> int:
+            claim.append(claim_directory(self.directory))
+            self.workspace.mkdir(mode=0o755)
+            failed, first = 0, 0
+            for scenario in self.scenarios:
+                failed += self._scenario(run_id, scenario, first)
+                first += scenario.instances * len(self.steps)
+            return failed
+
+        def cleanup() -> None:
+            with contextlib.suppress(OSError):
+                self.workspace.rmdir()
+            for c in claim:
+                c.release()
+
+        info = RunInfo(self.plan_name, self.label, self.total_steps, instances)
+        return record_run(self.store, self.guard, info, self.check, scenarios, cleanup)
 
     # -- one scenario ---------------------------------------------------------------------
     def _scenario(self, run_id: int, scenario: FleetScenario, first_index: int) -> int:

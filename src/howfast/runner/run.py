@@ -8,7 +8,7 @@ mark the run aborted with its completed steps kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from howfast import environment
@@ -77,53 +77,89 @@ class Runner:
                 raise UsageError(f"--dataset {regimes[0]} on {target.name}: {memory}")
 
     def execute(self) -> RunResult:
-        guard = self.guard = SignalGuard(self.observer)
-        with guard.installed():
-            self.check()
-            run_id = self.store.create_run(
-                self.plan_name,
-                environment.capture(),
-                now(),
-                label=self.label,
-                writer=liveness.this_process().document(),
+        self.guard = SignalGuard(self.observer)
+        total = len(self.steps) * len(self.targets)
+        return record_run(
+            self.store,
+            self.guard,
+            RunInfo(self.plan_name, self.label, total, len(self.targets)),
+            self.check,
+            self._targets,
+        )
+
+    def _targets(self, run_id: int) -> int:
+        """Each target's session in turn; how many steps failed."""
+        total = len(self.steps) * len(self.targets)
+        failed = 0
+        first_target: list[StepRecord] | None = None
+        for position, target in enumerate(self.targets):
+            previous: list[StepRecord] = []
+            first_target = previous if first_target is None else first_target
+            session = TargetSession(
+                StepEnvironment(
+                    run_id=run_id,
+                    target=target,
+                    host=target.host(self.install),
+                    install=self.install,
+                    store=self.store,
+                    observer=self.observer,
+                    guard=self.guard,
+                    previous=previous,
+                    first_target=first_target,
+                ),
+                self.steps,
+                first_index=position * len(self.steps),
+                total_steps=total,
+                sample_interval_s=self.sample_interval_s,
+                extra_samplers=self.extra_samplers,
             )
-            total = len(self.steps) * len(self.targets)
-            self.observer.run_started(run_id, total, len(self.targets))
-            failed = 0
-            status = "completed"
-            first_target: list[StepRecord] | None = None
-            try:
-                for position, target in enumerate(self.targets):
-                    previous: list[StepRecord] = []
-                    first_target = previous if first_target is None else first_target
-                    session = TargetSession(
-                        StepEnvironment(
-                            run_id=run_id,
-                            target=target,
-                            host=target.host(self.install),
-                            install=self.install,
-                            store=self.store,
-                            observer=self.observer,
-                            guard=guard,
-                            previous=previous,
-                            first_target=first_target,
-                        ),
-                        self.steps,
-                        first_index=position * len(self.steps),
-                        total_steps=total,
-                        sample_interval_s=self.sample_interval_s,
-                        extra_samplers=self.extra_samplers,
-                    )
-                    failed += session.run()
-            except Aborted as exc:
-                status = "aborted"
-                self.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
-            except BaseException:
-                status = "failed"  # a bug or an unexpected error: never leave it "completed"
-                raise
-            finally:
-                guard.cleaning = True
-                if status != "aborted" and failed:
-                    status = "failed"
-                self.store.finish_run(run_id, status, now())
-        return RunResult(run_id, status, failed)
+            failed += session.run()
+        return failed
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    plan_name: str
+    label: str | None
+    steps: int  # in the whole run, for progress
+    targets: int
+
+
+def record_run(
+    store: Store,
+    guard: SignalGuard,
+    info: RunInfo,
+    check: Callable[[], None],
+    body: Callable[[int], int],
+    cleanup: Callable[[], None] = lambda: None,
+) -> RunResult:
+    """What every kind of run owes: validate before the run row exists, create it, run
+    `body(run_id)` (which returns how many steps failed) under the signal handlers, and
+    finish the row with the right status whatever happens (`cleanup` first)."""
+    with guard.installed():
+        check()
+        run_id = store.create_run(
+            info.plan_name,
+            environment.capture(),
+            now(),
+            label=info.label,
+            writer=liveness.this_process().document(),
+        )
+        guard.observer.run_started(run_id, info.steps, info.targets)
+        failed = 0
+        status = "completed"
+        try:
+            failed = body(run_id)
+        except Aborted as exc:
+            status = "aborted"
+            guard.observer.message(f"{exc.signal_name}: stopping, the completed steps are kept")
+        except BaseException:
+            status = "failed"  # a bug or an unexpected error: never leave it "completed"
+            raise
+        finally:
+            guard.cleaning = True
+            cleanup()
+            if status != "aborted" and failed:
+                status = "failed"
+            store.finish_run(run_id, status, now())
+    return RunResult(run_id, status, failed)

@@ -1,9 +1,10 @@
-"""A memory-limited cgroup for the local server, so that its page cache is capped and a
-database larger than the cap is really larger than memory (emulating a smaller machine).
+"""Cgroups howfast creates for the servers and tools it starts: a memory cap (`--memory`: the
+page cache is capped, so a database larger than the cap is really larger than memory) and I/O
+limits or counting on a device (emulated volumes, fleets, the server's own I/O).
 
-Works with the cgroup v1 memory controller or cgroup v2 `memory.max`, whichever this machine
-offers; `detect()` says which, or why neither can be used, so callers refuse `--memory` with
-that reason instead of silently running without a cap. Parsers are pure; the class is thin.
+Works with cgroup v1 or v2, whichever this machine offers; `detect()` / `detect_io()` say
+which, or why neither can be used, so callers refuse with that reason instead of silently
+running without the limit. Parsers are pure; the classes are thin.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ class CgroupSupport:
     reason: str  # what was found, or why it cannot be used
 
 
-def detect(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
+def _detect(
+    v2_controller: str, v1_dir: str, v1_probe: str | None, root: Path, proc_cgroup: str | None
+) -> CgroupSupport:
+    """Where cgroups of a controller can be made beside howfast's own: cgroup v2 when it offers
+    the controller, else v1's hierarchy for it (`v1_probe`: a file that must exist there)."""
     if proc_cgroup is None:
         try:
             proc_cgroup = Path("/proc/self/cgroup").read_text()
@@ -57,71 +62,82 @@ def detect(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSu
             proc_cgroup = ""
     own = parse_proc_cgroup(proc_cgroup)
     v2_controllers = root / "cgroup.controllers"
-    if v2_controllers.exists() and "memory" in v2_controllers.read_text().split():
+    if v2_controllers.exists() and v2_controller in v2_controllers.read_text().split():
         parent = root / own.get("", "/").lstrip("/")
         if not os.access(parent, os.W_OK):
             return CgroupSupport(None, None, f"cgroup v2 at {parent} is not writable (not root?)")
-        return CgroupSupport("v2", parent, f"cgroup v2 memory controller under {parent}")
-    v1_root = root / "memory"
-    if v1_root.is_dir():
-        parent = v1_root / own.get("memory", "/").lstrip("/")
+        return CgroupSupport("v2", parent, f"cgroup v2 {v2_controller} controller under {parent}")
+    v1_root = root / v1_dir
+    if v1_root.is_dir() and (v1_probe is None or (v1_root / v1_probe).exists()):
+        parent = v1_root / own.get(v1_dir, "/").lstrip("/")
         if not parent.is_dir():
             parent = v1_root
         if not os.access(parent, os.W_OK):
-            why = f"cgroup v1 memory at {parent} is not writable (not root?)"
+            why = f"cgroup v1 {v1_dir} at {parent} is not writable (not root?)"
             return CgroupSupport(None, None, why)
-        return CgroupSupport("v1", parent, f"cgroup v1 memory controller under {parent}")
-    return CgroupSupport(None, None, "no cgroup memory controller is mounted")
+        return CgroupSupport("v1", parent, f"cgroup v1 {v1_dir} controller under {parent}")
+    return CgroupSupport(None, None, f"no cgroup {v2_controller} controller is mounted")
 
 
-class MemoryCgroup:
-    """One cgroup that howfast creates, puts the server in, and removes."""
+def detect(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
+    """The memory controller: v2 memory.max, or v1 memory."""
+    return _detect("memory", "memory", None, root, proc_cgroup)
 
-    def __init__(self, support: CgroupSupport, name: str, limit_bytes: int) -> None:
-        if support.version is None or support.parent is None:
-            raise HowfastError(
-                f"--memory needs a cgroup memory controller: {support.reason}",
-                "run as root on a machine with cgroups, or drop --memory",
-            )
+
+def detect_io(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
+    """The I/O controller: v2 io (io.max), or v1 blkio with throttling."""
+    found = _detect("io", "blkio", "blkio.throttle.write_iops_device", root, proc_cgroup)
+    if found.version is None and found.reason.startswith("no cgroup"):
+        return CgroupSupport(None, None, "no cgroup I/O controller (v2 io or v1 blkio throttling)")
+    return found
+
+
+class Cgroup:
+    """One cgroup that howfast creates, starts processes in, and removes. Subclasses write
+    their controller's files after the directory exists (`configure`)."""
+
+    controller = ""  # as cgroup v2's cgroup.subtree_control names it
+
+    def __init__(self, support: CgroupSupport, name: str) -> None:
+        assert support.version is not None and support.parent is not None
         self.version = support.version
         self.parent = support.parent
         self.path = support.parent / name
-        self.limit_bytes = limit_bytes
         self._created = False
 
     def create(self) -> None:
         if self.version == "v2":
-            self._enable_memory_in_parent()
+            self._enable_in_parent()
         try:
             self.path.mkdir()
         except OSError as exc:
             raise HowfastError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
         self._created = True
-        limit_file = "memory.max" if self.version == "v2" else "memory.limit_in_bytes"
         try:
-            (self.path / limit_file).write_text(str(self.limit_bytes))
-            if self.version == "v2" and (self.path / "memory.swap.max").exists():
-                # Swapping the cache out would hide the cap's effect.
-                (self.path / "memory.swap.max").write_text("0")
+            self.configure()
         except OSError as exc:
             self.remove()
-            raise HowfastError(f"cannot set the memory limit of {self.path}: {exc}") from None
+            raise HowfastError(f"cannot set the limits of {self.path}: {exc}") from None
 
-    def _enable_memory_in_parent(self) -> None:
+    def configure(self) -> None:
+        """Write the controller's settings (the directory exists)."""
+
+    def _enable_in_parent(self) -> None:
         control = self.parent / "cgroup.subtree_control"
-        if "memory" in control.read_text().split():
+        if self.controller in control.read_text().split():
             return
         try:
-            control.write_text("+memory")
+            control.write_text(f"+{self.controller}")
         except OSError as exc:
             raise HowfastError(
-                f"cannot enable the memory controller below {self.parent}: {exc.strerror}",
+                f"cannot enable the {self.controller} controller below {self.parent}: "
+                f"{exc.strerror}",
                 "cgroup v2 needs a delegated subtree (e.g. run howfast in its own systemd scope)",
             ) from None
 
     def spawn(self, start: Callable[[], T]) -> T:
-        """Call `start()` (which forks the server) with this process temporarily inside the
-        cgroup, so the server and all it forks are born inside; then move back. Children
+        """Call `start()` (which forks a process) with this process temporarily inside the
+        cgroup, so the child and all it forks are born inside; then move back. Children
         inherit the cgroup at fork, which closes the window a later move would leave."""
         procs = self.path / "cgroup.procs"
         home = self.parent / "cgroup.procs"
@@ -134,10 +150,60 @@ class MemoryCgroup:
 
     def pids(self) -> list[int]:
         try:
-            text = (self.path / "cgroup.procs").read_text()
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
         except OSError:
             return []
-        return [int(p) for p in text.split()]
+
+    def remove(self, timeout_s: float = 10.0) -> None:
+        """Remove the cgroup once its processes are gone (the caller stops them first)."""
+        if not self._created:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise HowfastError(
+                        f"cannot remove cgroup {self.path}: {exc.strerror}"
+                    ) from None
+                self.before_retry()
+                time.sleep(0.1)
+                continue
+            self._created = False
+            return
+
+    def before_retry(self) -> None:
+        """Called while rmdir says busy."""
+
+
+class MemoryCgroup(Cgroup):
+    """The --memory cap of a server: its page cache is capped too."""
+
+    controller = "memory"
+
+    def __init__(self, support: CgroupSupport, name: str, limit_bytes: int) -> None:
+        if support.version is None or support.parent is None:
+            raise HowfastError(
+                f"--memory needs a cgroup memory controller: {support.reason}",
+                "run as root on a machine with cgroups, or drop --memory",
+            )
+        super().__init__(support, name)
+        self.limit_bytes = limit_bytes
+
+    def configure(self) -> None:
+        limit_file = "memory.max" if self.version == "v2" else "memory.limit_in_bytes"
+        (self.path / limit_file).write_text(str(self.limit_bytes))
+        if self.version == "v2" and (self.path / "memory.swap.max").exists():
+            # Swapping the cache out would hide the cap's effect.
+            (self.path / "memory.swap.max").write_text("0")
+
+    def before_retry(self) -> None:
+        if self.version == "v1":  # v1 keeps charged page cache; emptying it frees the rmdir
+            with contextlib.suppress(OSError):
+                (self.path / "memory.force_empty").write_text("0")
 
     def usage_bytes(self) -> int | None:
         name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
@@ -164,108 +230,22 @@ class MemoryCgroup:
             return False
         return True
 
-    def remove(self, timeout_s: float = 10.0) -> None:
-        """Remove the cgroup once its processes are gone (the caller stops them first)."""
-        if not self._created:
-            return
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                self.path.rmdir()
-                self._created = False
-                return
-            except FileNotFoundError:
-                self._created = False
-                return
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                    raise HowfastError(
-                        f"cannot remove cgroup {self.path}: {exc.strerror}"
-                    ) from None
-                with contextlib.suppress(OSError):
-                    # v1 keeps charged page cache; emptying it lets rmdir succeed sooner.
-                    if self.version == "v1":
-                        (self.path / "memory.force_empty").write_text("0")
-                time.sleep(0.1)
 
+class IoCgroup(Cgroup):
+    """A cgroup with I/O limits on one device (`lines`: what throttle_lines built; none: it
+    only counts), in which howfast starts a server or the storage probes."""
 
-def detect_io(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
-    """Where I/O limits can be set: cgroup v2's io controller (io.max) or v1's blkio
-    (blkio.throttle.*), beside howfast's own cgroup; or why neither can be used."""
-    if proc_cgroup is None:
-        try:
-            proc_cgroup = Path("/proc/self/cgroup").read_text()
-        except OSError:
-            proc_cgroup = ""
-    own = parse_proc_cgroup(proc_cgroup)
-    v2_controllers = root / "cgroup.controllers"
-    if v2_controllers.exists() and "io" in v2_controllers.read_text().split():
-        parent = root / own.get("", "/").lstrip("/")
-        if not os.access(parent, os.W_OK):
-            return CgroupSupport(None, None, f"cgroup v2 at {parent} is not writable (not root?)")
-        return CgroupSupport("v2", parent, f"cgroup v2 io controller under {parent}")
-    v1_root = root / "blkio"
-    if (v1_root / "blkio.throttle.write_iops_device").exists():
-        parent = v1_root / own.get("blkio", "/").lstrip("/")
-        if not parent.is_dir():
-            parent = v1_root
-        if not os.access(parent, os.W_OK):
-            return CgroupSupport(None, None, f"cgroup v1 blkio at {parent} is not writable")
-        return CgroupSupport("v1", parent, f"cgroup v1 blkio controller under {parent}")
-    return CgroupSupport(None, None, "no cgroup I/O controller (v2 io or v1 blkio throttling)")
-
-
-class IoCgroup:
-    """A cgroup with I/O limits on one device that howfast creates, runs the server (and the
-    storage probes) in, and removes. `lines` are what throttle_lines built."""
+    controller = "io"
 
     def __init__(self, support: CgroupSupport, name: str, lines: dict[str, str]) -> None:
         if support.version is None or support.parent is None:
             raise HowfastError(f"I/O limits need a cgroup I/O controller: {support.reason}")
-        self.version = support.version
-        self.parent = support.parent
-        self.path = support.parent / name
+        super().__init__(support, name)
         self.lines = lines
-        self._created = False
 
-    def create(self) -> None:
-        if self.version == "v2":
-            control = self.parent / "cgroup.subtree_control"
-            if "io" not in control.read_text().split():
-                try:
-                    control.write_text("+io")
-                except OSError as exc:
-                    raise HowfastError(
-                        f"cannot enable the io controller below {self.parent}: {exc.strerror}"
-                    ) from None
-        try:
-            self.path.mkdir()
-        except OSError as exc:
-            raise HowfastError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
-        self._created = True
-        try:
-            for name, line in self.lines.items():
-                (self.path / name).write_text(line)
-        except OSError as exc:
-            self.remove()
-            raise HowfastError(f"cannot set I/O limits in {self.path}: {exc}") from None
-
-    def spawn(self, start: Callable[[], T]) -> T:
-        """Like MemoryCgroup.spawn: the child is born inside the cgroup."""
-        procs = self.path / "cgroup.procs"
-        home = self.parent / "cgroup.procs"
-        with _spawn_lock:
-            procs.write_text(str(os.getpid()))
-            try:
-                return start()
-            finally:
-                home.write_text(str(os.getpid()))
-
-    def pids(self) -> list[int]:
-        try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+    def configure(self) -> None:
+        for name, line in self.lines.items():
+            (self.path / name).write_text(line)
 
     def counters(self, devnum: str) -> IoCounters:
         """What this cgroup's processes have asked of the device so far."""
@@ -279,22 +259,3 @@ class IoCgroup:
             )
         except OSError:
             return IoCounters()
-
-    def remove(self, timeout_s: float = 10.0) -> None:
-        if not self._created:
-            return
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                self.path.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                    raise HowfastError(
-                        f"cannot remove cgroup {self.path}: {exc.strerror}"
-                    ) from None
-                time.sleep(0.1)
-                continue
-            self._created = False
-            return
