@@ -238,3 +238,59 @@ def test_sigkilled_run_is_closed_by_the_next_command_and_its_server_refused(
             shutil.rmtree(directory, ignore_errors=True)
     assert postgres_pids_under(target_dir) == []
     assert postgres_shared_memory() - shared_memory == set()
+
+
+def test_ctrl_c_while_howfast_loads_is_an_interruption(howfast: Howfast, target_dir: Path):
+    """A Ctrl-C before the run starts (the modules take a second or more to load on a busy
+    machine) ends with "interrupted" and status 130, not a traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "howfast", "run", "--target", str(target_dir)],
+        env=howfast.env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=howfast.workdir,
+    )
+    assert proc.stderr is not None
+    seen = ""
+    while "howfast.cli" not in seen:  # the interpreter is up and loading howfast's modules
+        line = proc.stderr.readline()
+        assert line, seen
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, rest
+    assert "Traceback" not in rest and "howfast: interrupted" in rest
+    assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("phase", ["initdb", "server start"])
+def test_ctrl_c_during_start_up(howfast: Howfast, target_dir: Path, phase: str):
+    """Ctrl-C (to the whole process group, as a terminal sends it) while initdb runs or the
+    server starts: a clear interruption, the run aborted, nothing left behind."""
+    import subprocess
+
+    plan = howfast.plan(LONG_PLAN)
+    proc = subprocess.Popen(
+        howfast.argv("run", str(plan), "--target", str(target_dir)),
+        env=howfast.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=howfast.workdir,
+        start_new_session=True,
+    )
+    pattern = "howfast-*/data/base" if phase == "initdb" else "howfast-*/data/postmaster.pid"
+    deadline = time.monotonic() + 120
+    while not list(target_dir.glob(pattern)) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    runs = runs_in_store(howfast)
+    assert [r["status"] for r in runs] in ([], ["aborted"])

@@ -22,6 +22,7 @@ from howfast.errors import HowfastError, UsageError
 from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
 from howfast.model import TargetRecord
+from howfast.redact import redact_dsn
 from howfast.targets.base import Connection, Target
 from howfast.targets.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.targets.claim import Claim, check_directory, claim_directory
@@ -280,8 +281,8 @@ def emulated_variants(
     for text in texts:
         if "://" in text or "=" in text:
             raise UsageError(
-                f"--storage-latency/--storage-iops need directory targets: {text.split(':')[0]}:"
-                "// targets are storage howfast does not build",
+                f"--storage-latency/--storage-iops need directory targets: {redact_dsn(text)} "
+                "is a server, storage howfast does not build",
             )
         for limits in variants:
             targets.append(
