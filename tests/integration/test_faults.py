@@ -294,3 +294,45 @@ def test_ctrl_c_during_start_up(howfast: Howfast, target_dir: Path, phase: str):
     assert list(target_dir.iterdir()) == []
     runs = runs_in_store(howfast)
     assert [r["status"] for r in runs] in ([], ["aborted"])
+
+
+SHORT_PLAN = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only"]
+clients = [1]
+duration = "6s"
+"""
+
+
+def test_two_runs_started_together_on_one_directory(howfast: Howfast, target_dir: Path):
+    """Only one proceeds; the other is refused, naming it, and told nothing about stopping."""
+    plan = howfast.plan(SHORT_PLAN)
+    procs = [howfast.popen("run", str(plan), "--target", str(target_dir)) for _ in range(2)]
+    errs = [p.communicate(timeout=240)[1] for p in procs]
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 2], errs
+    winner = procs[codes.index(0)]
+    refused = errs[codes.index(2)]
+    assert "is in use by" in refused and f"(PID {winner.pid})" in refused, refused
+    assert "pg_ctl" not in refused and "stop it" not in refused
+    assert [r["status"] for r in runs_in_store(howfast)] == ["completed"]
+    assert list(target_dir.iterdir()) == []
+
+
+def test_a_run_started_later_names_the_live_run(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(SHORT_PLAN.replace('"6s"', '"20s"'))
+    first = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(first, "[2/2]")
+    again = howfast("run", str(plan), "--target", str(target_dir))
+    first.send_signal(signal.SIGINT)
+    first.communicate(timeout=90)
+    assert again.returncode == 2
+    assert f"in use by run 1 (PID {first.pid}) since " in again.stderr, again.stderr
+    assert "pg_ctl" not in again.stderr
+    assert [r["status"] for r in runs_in_store(howfast)] == ["aborted"]
+    assert list(target_dir.iterdir()) == []
+    assert postgres_pids_under(target_dir) == []

@@ -87,6 +87,8 @@ class Runner:
                 label=self.label,
                 writer=liveness.this_process().document(),
             )
+            for target in self.targets:
+                target.note_run(run_id)
             total = len(self.steps) * len(self.targets)
             self.observer.run_started(run_id, total, len(self.targets))
             failed = 0

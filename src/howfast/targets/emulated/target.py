@@ -26,6 +26,7 @@ from howfast.redact import redact_dsn
 from howfast.targets.base import Connection, Target
 from howfast.targets.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.emulated.build import (
     Limits,
     delay_value,
@@ -98,6 +99,7 @@ class EmulatedTarget(Target):
         self.volume: EmulatedVolume | None = None
         self.io_cgroup: IoCgroup | None = None
         self._claim: Claim | None = None
+        self._lock: DirectoryLock | None = None
         self._run_dir: Path | None = None
         self._host: LocalHost | None = None
 
@@ -112,6 +114,8 @@ class EmulatedTarget(Target):
             except ValueError as exc:
                 raise UsageError(f"--storage-latency: {exc}") from None
         check_directory(self.directory, "target directory")
+        if self._lock is None:  # the same lock as a cluster's directory: one run at a time
+            self._lock = lock_directory(self.directory, "target directory")
         self.warnings = check_earlier_clusters(self.directory, "target directory")
         check_reachable(server_user(), self.directory)
         free = shutil.disk_usage(self.directory).free
@@ -215,6 +219,13 @@ class EmulatedTarget(Target):
         if self._claim is not None:
             self._claim.release()
             self._claim = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def note_run(self, run_id: int) -> None:
+        if self._lock is not None:
+            self._lock.note_run(run_id)
 
     # What the steps and samplers need comes from the cluster on the volume.
     def alive(self) -> bool:
