@@ -336,3 +336,18 @@ def test_a_run_started_later_names_the_live_run(howfast: Howfast, target_dir: Pa
     assert [r["status"] for r in runs_in_store(howfast)] == ["aborted"]
     assert list(target_dir.iterdir()) == []
     assert postgres_pids_under(target_dir) == []
+
+
+def test_a_running_run_cannot_be_deleted(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(LONG_PLAN.replace('"60s"', '"20s"'))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(proc, "[2/3]")
+    refused = howfast("results", "delete", "1")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=90)
+    assert refused.returncode == 2, refused.stderr
+    assert f"run 1 is still running (howfast PID {proc.pid})" in refused.stderr
+    assert [r["status"] for r in runs_in_store(howfast)] == ["aborted"]
+    deleted = howfast("results", "delete", "1")  # once it has ended
+    assert deleted.returncode == 0, deleted.stderr
+    assert runs_in_store(howfast) == []
