@@ -351,3 +351,35 @@ def test_a_running_run_cannot_be_deleted(howfast: Howfast, target_dir: Path):
     deleted = howfast("results", "delete", "1")  # once it has ended
     assert deleted.returncode == 0, deleted.stderr
     assert runs_in_store(howfast) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mounts a read-only filesystem")
+def test_read_only_target_says_read_only(howfast: Howfast, target_dir: Path):
+    import subprocess
+
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "howfast-ro", str(target_dir)])
+    try:
+        out = howfast("run", "quick", "--target", str(target_dir))
+    finally:
+        subprocess.run(["umount", str(target_dir)], check=True)
+    assert out.returncode == 2
+    assert "read-only filesystem" in out.stderr and "not writable by this user" not in out.stderr
+    assert runs_in_store(howfast) == []
+
+
+def test_server_log_has_no_readiness_probe_noise(howfast: Howfast, target_dir: Path):
+    """pg_isready's probes must not fill the server log (and every error's log tail) with
+    FATAL "database ... does not exist"."""
+    plan = howfast.plan('[[steps]]\nworkload = "pgbench-init"\nscale = 1\n')
+    out = howfast("run", str(plan), "--target", str(target_dir), "--keep")
+    try:
+        assert out.returncode == 0, out.stderr
+        (log,) = target_dir.glob("howfast-*/server.log")
+        text = log.read_text()
+        assert "database system is ready to accept connections" in text
+        assert "does not exist" not in text, text
+    finally:
+        for cluster in target_dir.glob("howfast-*"):
+            shutil.rmtree(cluster)
+        for name in (".howfast-owned", ".howfast-lock"):
+            (target_dir / name).unlink(missing_ok=True)

@@ -45,6 +45,11 @@ def check_directory(directory: Path, role: str) -> None:
         )
     if not directory.is_dir():
         raise UsageError(f"{role} {directory} is not a directory")
+    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+        raise UsageError(
+            f"{role} {directory} is on a read-only filesystem",
+            "remount it read-write, or give a directory on writable storage",
+        )
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UsageError(f"{role} {directory} is not writable by this user")
     if (directory / MARKER).exists():

@@ -326,8 +326,11 @@ class LocalTarget(Target):
 
     def _isready(self, pg_isready: Path) -> int:
         """pg_isready's status: 0 accepting, 1 rejecting (starting up), 2 no response."""
+        # -d postgres: without it the probe asks for a database named after the user, and the
+        # server logs a FATAL "database does not exist" for every probe (and every log tail)
+        where = ["-h", str(self.run_dir), "-p", str(self.port), "-U", SUPERUSER, "-d", "postgres"]
         out = subprocess.run(
-            [str(pg_isready), "-q", "-h", str(self.run_dir), "-p", str(self.port), "-U", SUPERUSER],
+            [str(pg_isready), "-q", *where],
             capture_output=True,
             check=False,
         )
