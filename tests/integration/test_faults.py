@@ -383,3 +383,41 @@ def test_server_log_has_no_readiness_probe_noise(howfast: Howfast, target_dir: P
             shutil.rmtree(cluster)
         for name in (".howfast-owned", ".howfast-lock"):
             (target_dir / name).unlink(missing_ok=True)
+
+
+SETTINGS_PLAN = """
+[settings]
+shared_bufers = "32MB"
+wal_level = "bogus"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only"]
+clients = [1]
+duration = "2s"
+settings = { work_mem = "lots", "auto_explain.log_min_duration" = "1s" }
+"""
+
+
+def test_settings_are_checked_by_postgresql_before_the_run(howfast: Howfast, target_dir: Path):
+    """Misspelt names and values the server refuses, in the plan, a step and --set: exit 2,
+    every one named where it was written, the closest name suggested, nothing created."""
+    plan = howfast.plan(SETTINGS_PLAN, "settings.toml")
+    out = howfast(
+        "run", str(plan), "--target", str(target_dir),
+        "--set", "max_conections=10", "--set", "fsync=maybe",
+        "--set", "zero_damaged_pages=off",  # a developer option: known, though not listed
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    err = out.stderr
+    assert "settings.toml:3: settings.shared_bufers: unknown setting" in err
+    assert "did you mean 'shared_buffers'" in err
+    assert 'settings.toml:4: settings.wal_level: invalid value for parameter "wal_level"' in err
+    assert "settings.toml:13: steps[1].settings.work_mem: invalid value" in err
+    assert "--set max_conections=10: unknown setting" in err and "'max_connections'" in err
+    assert "--set fsync=maybe:" in err and "zero_damaged_pages" not in err
+    assert "auto_explain" not in err  # an extension's setting is the extension's business
+    assert runs_in_store(howfast) == []
+    assert list(target_dir.iterdir()) == []

@@ -26,6 +26,7 @@ from howfast.plans import (
     parse_set_option,
     parse_size,
 )
+from howfast.plans.load import setting_locations
 from howfast.plans.model import StorageSection
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
@@ -34,6 +35,7 @@ from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.pgbin import choose_install
+from howfast.targets.pgsettings import SettingSource, check_settings
 from howfast.workloads.pgbench.build import expected_seconds
 
 
@@ -223,6 +225,12 @@ def run_command(
     install = choose_install(pg_bin, need_server=needs_server)
     env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
+    if needs_server:  # the settings of clusters howfast creates: checked before anything is
+        check_settings(  # created or stored, by the PostgreSQL that would read them
+            install,
+            [SettingSource(*located) for located in setting_locations(plan, loaded)]
+            + [SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()],
+        )
     variants = storage_variants(storage_latency, storage_iops, loaded.storage)
     if variants and wal_dir is not None:
         raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
