@@ -421,3 +421,28 @@ def test_settings_are_checked_by_postgresql_before_the_run(howfast: Howfast, tar
     assert "auto_explain" not in err  # an extension's setting is the extension's business
     assert runs_in_store(howfast) == []
     assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mounts a small filesystem")
+def test_a_scale_that_cannot_fit_is_refused_before_loading(howfast: Howfast, target_dir: Path):
+    """A huge --scale used to fill the filesystem until PostgreSQL PANICked."""
+    import subprocess
+
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=160m,mode=0755", "howfast-small", str(target_dir)],
+        check=True,
+    )
+    try:
+        plan = howfast.plan(SHORT_PLAN.replace('"6s"', '"1s"'))
+        out = howfast("run", str(plan), "--target", str(target_dir), "--scale", "40", "--json")
+        leftovers = list(target_dir.iterdir())
+    finally:
+        subprocess.run(["umount", str(target_dir)], check=True)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    init = doc["steps"][0]
+    assert init["status"] == "failed"
+    assert "scale 40 needs about" in init["error"] and "per scale unit, measured" in init["error"]
+    assert "free: not loaded" in init["error"]
+    assert "PANIC" not in out.stderr and "No space left" not in init["error"]
+    assert leftovers == []
