@@ -446,3 +446,54 @@ def test_a_scale_that_cannot_fit_is_refused_before_loading(howfast: Howfast, tar
     assert "free: not loaded" in init["error"]
     assert "PANIC" not in out.stderr and "No space left" not in init["error"]
     assert leftovers == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: --memory creates a cgroup")
+def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
+    howfast: Howfast, target_dir: Path
+):
+    from howfast.targets.cgroup import detect
+
+    parent = detect().parent
+    if parent is None:
+        pytest.skip("no writable memory cgroup")
+    plan = howfast.plan(LONG_PLAN)
+    proc = howfast.popen(
+        "run", str(plan), "--target", str(target_dir), "--memory", "256MiB",
+        "--set", "shared_buffers=32MB", "--set", "maintenance_work_mem=16MB",
+    )  # fmt: skip
+    _wait_for(proc, "[2/3]")
+    time.sleep(1)
+    leftovers = _children(proc.pid)
+    cluster = next(target_dir.glob("howfast-*"))
+    cgroup = parent / cluster.name
+    token = cluster.name.removeprefix("howfast-")
+    memory_dirs = [*Path("/dev/shm").glob(f"howfast-run-{token}-*")]
+    for pid in leftovers:  # pgbench works in the killed run's work directory
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        if cwd.is_relative_to("/dev/shm/"):
+            memory_dirs.append(Path("/dev/shm") / cwd.relative_to("/dev/shm").parts[0])
+    assert cgroup.is_dir()
+    proc.kill()
+    proc.communicate(timeout=30)
+    foreign = target_dir.parent / "foreign"
+    foreign.mkdir()
+    (foreign / "data").write_text("not howfast's")
+    try:
+        busy = howfast("run", "quick", "--target", str(foreign))
+        assert busy.returncode == 2 and cgroup.is_dir()  # its server still runs in it
+    finally:
+        for pid, name in leftovers.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGQUIT if name == "postgres" else signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while postgres_pids_under(target_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for directory in memory_dirs:
+            assert directory.name.startswith("howfast-"), directory
+            shutil.rmtree(directory, ignore_errors=True)
+    out = howfast("run", "quick", "--target", str(foreign))
+    assert out.returncode == 2
+    said = out.stderr.replace("\n", "")  # a long path may be wrapped at any character
+    assert f"removed {cgroup}: an empty memory cgroup" in said, out.stderr
+    assert not cgroup.exists()

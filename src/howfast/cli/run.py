@@ -31,6 +31,7 @@ from howfast.plans.model import StorageSection
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
+from howfast.targets.cgroup import detect, remove_abandoned
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
@@ -270,6 +271,7 @@ def run_command(
             write_text(document, "howfast run", env.stdout)
         return 0
     db = open_results(env, store)
+    _remove_abandoned_cgroups(env)
     expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps)
     progress = ProgressObserver(env, expected * len(target_objs))
     live = live_metrics(env, loaded.name, metrics_port, metrics_address)
@@ -322,6 +324,13 @@ def storage_variants(
 
 
 DEFAULT_VOLUME_BYTES = 4 * 1024**3
+
+
+def _remove_abandoned_cgroups(env: CliEnv) -> None:
+    """The empty memory cgroups that howfasts killed with SIGKILL left (--memory)."""
+    parent = detect().parent
+    for path in remove_abandoned(parent) if parent is not None else []:
+        env.info(f"removed {path}: an empty memory cgroup left by a howfast that was killed")
 
 
 def _sample_interval(text: str) -> float | None:

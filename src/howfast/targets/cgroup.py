@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -83,13 +86,17 @@ class MemoryCgroup:
         self.path = support.parent / name
         self.limit_bytes = limit_bytes
         self._created = False
+        self._owner: int | None = None  # the fd of its owner lock (see remove_abandoned)
 
     def create(self) -> None:
         if self.version == "v2":
             self._enable_memory_in_parent()
+        self._owner = own(self.path.name)
         try:
             self.path.mkdir()
         except OSError as exc:
+            disown(self.path.name, self._owner)
+            self._owner = None
             raise HowfastError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
         self._created = True
         limit_file = "memory.max" if self.version == "v2" else "memory.limit_in_bytes"
@@ -168,9 +175,11 @@ class MemoryCgroup:
             try:
                 self.path.rmdir()
                 self._created = False
+                self._disown()
                 return
             except FileNotFoundError:
                 self._created = False
+                self._disown()
                 return
             except OSError as exc:
                 if exc.errno != errno.EBUSY or time.monotonic() > deadline:
@@ -182,6 +191,61 @@ class MemoryCgroup:
                     if self.version == "v1":
                         (self.path / "memory.force_empty").write_text("0")
                 time.sleep(0.1)
+
+    def _disown(self) -> None:
+        if self._owner is not None:
+            disown(self.path.name, self._owner)
+            self._owner = None
+
+
+# A howfast killed with SIGKILL leaves its memory cgroup behind, empty once its server is
+# stopped. Each cgroup howfast creates has an owner lock, flock'ed by the creating process for
+# the cgroup's life (the kernel releases it when that process dies): a later howfast removes
+# the empty `howfast-XXXXXXXX` cgroups whose lock it can take. Cgroups without a lock file
+# (not made this way) are left alone.
+_ABANDONED_NAME = re.compile(r"howfast-[0-9a-f]{8}")
+
+
+def owner_lock_path(name: str) -> Path:
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    return base / f"howfast-cgroup-{name}.lock"
+
+
+def own(name: str) -> int:
+    fd = os.open(owner_lock_path(name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def disown(name: str, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        owner_lock_path(name).unlink()
+    os.close(fd)
+
+
+def remove_abandoned(parent: Path) -> list[Path]:
+    """Remove the empty memory cgroups under `parent` that a killed howfast left; return them."""
+    removed = []
+    for path in sorted(parent.glob("howfast-*")):
+        lock = owner_lock_path(path.name)
+        if not _ABANDONED_NAME.fullmatch(path.name) or not path.is_dir() or not lock.exists():
+            continue
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its howfast is gone
+            if (path / "cgroup.procs").read_text().strip():
+                continue  # its server still runs: not ours to kill
+            path.rmdir()
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        lock.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
 
 
 def detect_io(root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CgroupSupport:
