@@ -9,6 +9,7 @@ rather than too little.
 from __future__ import annotations
 
 import re
+import urllib.parse
 
 MASK = "***"
 
@@ -41,3 +42,21 @@ def redact_text(text: str, *secrets: str | None) -> str:
         if secret:
             redacted = redacted.replace(secret, MASK)
     return redacted
+
+
+def passwords_in(text: str) -> list[str]:
+    """The passwords a connection text holds, as written and as libpq would decode them, even
+    when the text is malformed (an unclosed `[`, a bad percent escape): a driver's error
+    message may quote any part of it, so `redact_text` can hide them wherever they appear."""
+    found: list[str] = []
+    for match in _URI_USERINFO.finditer(text):
+        found.append(text[match.end("head") : match.end()])
+    found += [m[0].split("=", 1)[1] for m in _QUERY_PARAM.finditer(text)]
+    for m in _KEYWORD.finditer(text):
+        value = m[0][len(m["head"]) :]
+        found.append(value)
+        if value.startswith("'"):
+            found.append(re.sub(r"\\(.)", r"\1", value.strip("'")))
+    decoded = [urllib.parse.unquote(value) for value in found]
+    # Longest first: a password that contains another is replaced whole.
+    return sorted({v for v in found + decoded if v}, key=len, reverse=True)

@@ -77,3 +77,20 @@ def test_doctor_reports_tools_and_capabilities(howfast: Howfast):
     assert all(c["disables"] for c in missing), "each missing piece says what it disables"
     table = howfast("doctor")
     assert "pgbench" in table.stdout and "results store" in table.stdout
+
+
+def test_store_without_its_version_row_is_left_alone(howfast: Howfast):
+    import sqlite3
+
+    assert howfast("results", "list").returncode == 0  # creates the store
+    with sqlite3.connect(howfast.store) as db:
+        db.execute("DELETE FROM schema_version")
+        before = db.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+    out = howfast("results", "list")
+    assert out.returncode == 1
+    assert "duplicate column" not in out.stderr
+    assert "no version row" in out.stderr and "will not touch it" in out.stderr
+    assert str(howfast.store) in out.stderr and "INSERT INTO schema_version" in out.stderr
+    with sqlite3.connect(howfast.store) as db:
+        assert db.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall() == before
+        assert db.execute("SELECT count(*) FROM schema_version").fetchone() == (0,)

@@ -239,3 +239,262 @@ def test_sigkilled_run_is_closed_by_the_next_command_and_its_server_refused(
             shutil.rmtree(directory, ignore_errors=True)
     assert postgres_pids_under(target_dir) == []
     assert postgres_shared_memory() - shared_memory == set()
+
+
+def test_ctrl_c_while_howfast_loads_is_an_interruption(howfast: Howfast, target_dir: Path):
+    """A Ctrl-C before the run starts (the modules take a second or more to load on a busy
+    machine) ends with "interrupted" and status 130, not a traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "howfast", "run", "--target", str(target_dir)],
+        env=howfast.env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=howfast.workdir,
+    )
+    assert proc.stderr is not None
+    seen = ""
+    while "howfast.cli" not in seen:  # the interpreter is up and loading howfast's modules
+        line = proc.stderr.readline()
+        assert line, seen
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, rest
+    assert "Traceback" not in rest and "howfast: interrupted" in rest
+    assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("phase", ["initdb", "server start"])
+def test_ctrl_c_during_start_up(howfast: Howfast, target_dir: Path, phase: str):
+    """Ctrl-C (to the whole process group, as a terminal sends it) while initdb runs or the
+    server starts: a clear interruption, the run aborted, nothing left behind."""
+    import subprocess
+
+    plan = howfast.plan(LONG_PLAN)
+    proc = subprocess.Popen(
+        howfast.argv("run", str(plan), "--target", str(target_dir)),
+        env=howfast.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=howfast.workdir,
+        start_new_session=True,
+    )
+    pattern = "howfast-*/data/base" if phase == "initdb" else "howfast-*/data/postmaster.pid"
+    deadline = time.monotonic() + 120
+    while not list(target_dir.glob(pattern)) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    runs = runs_in_store(howfast)
+    assert [r["status"] for r in runs] in ([], ["aborted"])
+
+
+SHORT_PLAN = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only"]
+clients = [1]
+duration = "6s"
+"""
+
+
+def test_two_runs_started_together_on_one_directory(howfast: Howfast, target_dir: Path):
+    """Only one proceeds; the other is refused, naming it, and told nothing about stopping."""
+    plan = howfast.plan(SHORT_PLAN)
+    procs = [howfast.popen("run", str(plan), "--target", str(target_dir)) for _ in range(2)]
+    errs = [p.communicate(timeout=240)[1] for p in procs]
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 2], errs
+    winner = procs[codes.index(0)]
+    refused = errs[codes.index(2)]
+    assert "is in use by" in refused and f"(PID {winner.pid})" in refused, refused
+    assert "pg_ctl" not in refused and "stop it" not in refused
+    assert [r["status"] for r in runs_in_store(howfast)] == ["completed"]
+    assert list(target_dir.iterdir()) == []
+
+
+def test_a_run_started_later_names_the_live_run(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(SHORT_PLAN.replace('"6s"', '"20s"'))
+    first = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(first, "[2/2]")
+    again = howfast("run", str(plan), "--target", str(target_dir))
+    first.send_signal(signal.SIGINT)
+    first.communicate(timeout=90)
+    assert again.returncode == 2
+    assert f"in use by run 1 (PID {first.pid}) since " in again.stderr, again.stderr
+    assert "pg_ctl" not in again.stderr
+    assert [r["status"] for r in runs_in_store(howfast)] == ["aborted"]
+    assert list(target_dir.iterdir()) == []
+    assert postgres_pids_under(target_dir) == []
+
+
+def test_a_running_run_cannot_be_deleted(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(LONG_PLAN.replace('"60s"', '"20s"'))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir))
+    _wait_for(proc, "[2/3]")
+    refused = howfast("results", "delete", "1")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=90)
+    assert refused.returncode == 2, refused.stderr
+    assert f"run 1 is still running (howfast PID {proc.pid})" in refused.stderr
+    assert [r["status"] for r in runs_in_store(howfast)] == ["aborted"]
+    deleted = howfast("results", "delete", "1")  # once it has ended
+    assert deleted.returncode == 0, deleted.stderr
+    assert runs_in_store(howfast) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mounts a read-only filesystem")
+def test_read_only_target_says_read_only(howfast: Howfast, target_dir: Path):
+    import subprocess
+
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "howfast-ro", str(target_dir)])
+    try:
+        out = howfast("run", "quick", "--target", str(target_dir))
+    finally:
+        subprocess.run(["umount", str(target_dir)], check=True)
+    assert out.returncode == 2
+    assert "read-only filesystem" in out.stderr and "not writable by this user" not in out.stderr
+    assert runs_in_store(howfast) == []
+
+
+def test_server_log_has_no_readiness_probe_noise(howfast: Howfast, target_dir: Path):
+    """pg_isready's probes must not fill the server log (and every error's log tail) with
+    FATAL "database ... does not exist"."""
+    plan = howfast.plan('[[steps]]\nworkload = "pgbench-init"\nscale = 1\n')
+    out = howfast("run", str(plan), "--target", str(target_dir), "--keep")
+    try:
+        assert out.returncode == 0, out.stderr
+        (log,) = target_dir.glob("howfast-*/server.log")
+        text = log.read_text()
+        assert "database system is ready to accept connections" in text
+        assert "does not exist" not in text, text
+    finally:
+        for cluster in target_dir.glob("howfast-*"):
+            shutil.rmtree(cluster)
+        for name in (".howfast-owned", ".howfast-lock"):
+            (target_dir / name).unlink(missing_ok=True)
+
+
+SETTINGS_PLAN = """
+[settings]
+shared_bufers = "32MB"
+wal_level = "bogus"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["select-only"]
+clients = [1]
+duration = "2s"
+settings = { work_mem = "lots", "auto_explain.log_min_duration" = "1s" }
+"""
+
+
+def test_settings_are_checked_by_postgresql_before_the_run(howfast: Howfast, target_dir: Path):
+    """Misspelt names and values the server refuses, in the plan, a step and --set: exit 2,
+    every one named where it was written, the closest name suggested, nothing created."""
+    plan = howfast.plan(SETTINGS_PLAN, "settings.toml")
+    out = howfast(
+        "run", str(plan), "--target", str(target_dir),
+        "--set", "max_conections=10", "--set", "fsync=maybe",
+        "--set", "zero_damaged_pages=off",  # a developer option: known, though not listed
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    err = out.stderr
+    assert "settings.toml:3: settings.shared_bufers: unknown setting" in err
+    assert "did you mean 'shared_buffers'" in err
+    assert 'settings.toml:4: settings.wal_level: invalid value for parameter "wal_level"' in err
+    assert "settings.toml:13: steps[1].settings.work_mem: invalid value" in err
+    assert "--set max_conections=10: unknown setting" in err and "'max_connections'" in err
+    assert "--set fsync=maybe:" in err and "zero_damaged_pages" not in err
+    assert "auto_explain" not in err  # an extension's setting is the extension's business
+    assert runs_in_store(howfast) == []
+    assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mounts a small filesystem")
+def test_a_scale_that_cannot_fit_is_refused_before_loading(howfast: Howfast, target_dir: Path):
+    """A huge --scale used to fill the filesystem until PostgreSQL PANICked."""
+    import subprocess
+
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=160m,mode=0755", "howfast-small", str(target_dir)],
+        check=True,
+    )
+    try:
+        plan = howfast.plan(SHORT_PLAN.replace('"6s"', '"1s"'))
+        out = howfast("run", str(plan), "--target", str(target_dir), "--scale", "40", "--json")
+        leftovers = list(target_dir.iterdir())
+    finally:
+        subprocess.run(["umount", str(target_dir)], check=True)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    init = doc["steps"][0]
+    assert init["status"] == "failed"
+    assert "scale 40 needs about" in init["error"] and "per scale unit, measured" in init["error"]
+    assert "free: not loaded" in init["error"]
+    assert "PANIC" not in out.stderr and "No space left" not in init["error"]
+    assert leftovers == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: --memory creates a cgroup")
+def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
+    howfast: Howfast, target_dir: Path
+):
+    from howfast.targets.cgroup import detect
+
+    parent = detect().parent
+    if parent is None:
+        pytest.skip("no writable memory cgroup")
+    plan = howfast.plan(LONG_PLAN)
+    proc = howfast.popen(
+        "run", str(plan), "--target", str(target_dir), "--memory", "256MiB",
+        "--set", "shared_buffers=32MB", "--set", "maintenance_work_mem=16MB",
+    )  # fmt: skip
+    _wait_for(proc, "[2/3]")
+    time.sleep(1)
+    leftovers = _children(proc.pid)
+    cluster = next(target_dir.glob("howfast-*"))
+    cgroup = parent / cluster.name
+    token = cluster.name.removeprefix("howfast-")
+    memory_dirs = [*Path("/dev/shm").glob(f"howfast-run-{token}-*")]
+    for pid in leftovers:  # pgbench works in the killed run's work directory
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        if cwd.is_relative_to("/dev/shm/"):
+            memory_dirs.append(Path("/dev/shm") / cwd.relative_to("/dev/shm").parts[0])
+    assert cgroup.is_dir()
+    proc.kill()
+    proc.communicate(timeout=30)
+    foreign = target_dir.parent / "foreign"
+    foreign.mkdir()
+    (foreign / "data").write_text("not howfast's")
+    try:
+        busy = howfast("run", "quick", "--target", str(foreign))
+        assert busy.returncode == 2 and cgroup.is_dir()  # its server still runs in it
+    finally:
+        for pid, name in leftovers.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGQUIT if name == "postgres" else signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while postgres_pids_under(target_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for directory in memory_dirs:
+            assert directory.name.startswith("howfast-"), directory
+            shutil.rmtree(directory, ignore_errors=True)
+    out = howfast("run", "quick", "--target", str(foreign))
+    assert out.returncode == 2
+    said = out.stderr.replace("\n", "")  # a long path may be wrapped at any character
+    assert f"removed {cgroup}: an empty memory cgroup" in said, out.stderr
+    assert not cgroup.exists()

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import PASSWORD, PgServer
 from tests.integration.conftest import TINY_PLAN, Howfast
+from tests.integration.test_faults import runs_in_store
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +76,51 @@ def test_store_in_postgresql(howfast: Howfast, pg_server: PgServer, target_dir: 
     assert json.loads(shown.stdout)["steps"][1]["metrics"]["tps"] > 0
     assert PASSWORD not in out.stderr + shown.stderr
     pg_server.psql("DROP DATABASE howfast_results")
+
+
+MALFORMED = [
+    # an unclosed IPv6 bracket: libpq's message quotes the whole URI
+    "postgresql://bench:{pw}@[::1/postgres",
+    # a bad percent escape in the password: libpq quotes the token, the password itself
+    "postgresql://bench:{pw}%zz@127.0.0.1/postgres",
+    # a bad percent escape elsewhere
+    "postgresql://bench:{pw}@127.0.0.1/postgres?application_name=%zz",
+    # a port that is not a number, and several servers (valid libpq, refused with the reason)
+    "postgresql://bench:{pw}@127.0.0.1:abc/postgres",
+    "postgresql://bench:{pw}@127.0.0.1:5432,127.0.0.2:5433/postgres",
+    "host=127.0.0.1 port=bad password={pw} dbname=postgres",
+    "host=127.0.0.1,127.0.0.2 password='{pw}' dbname=postgres",
+]
+
+
+@pytest.mark.parametrize("template", MALFORMED)
+def test_malformed_server_text_is_refused_without_its_password(howfast: Howfast, template: str):
+    out = howfast("run", "quick", "--target", template.format(pw=PASSWORD))
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert PASSWORD not in out.stderr + out.stdout
+    assert "howfast: error:" in out.stderr
+    assert "directory" not in out.stderr  # a server text is never taken for a directory
+    assert runs_in_store(howfast) == []
+
+
+def test_multi_host_uri_says_why(howfast: Howfast):
+    out = howfast("run", "quick", "--target", "postgresql://b@h1:5432,h2:5433/db")
+    assert out.returncode == 2
+    assert "several servers" in out.stderr and "one host" in out.stderr
+
+
+def test_key_value_connection_string_is_a_server_target(howfast: Howfast, pg_server: PgServer):
+    conninfo = (
+        f"host=127.0.0.1 port={pg_server.port} user={pg_server.user} "
+        f"password={PASSWORD} dbname=postgres"
+    )
+    plan = howfast.plan(PLAN.replace('"select-only", "tpcb-like"', '"select-only"'))
+    out = howfast("run", str(plan), "--target", conninfo, "--yes", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["targets"][0]["kind"] == "dsn"
+    assert "password=***" in doc["targets"][0]["location"]
+    assert [s["status"] for s in doc["steps"]] == ["completed"] * 2
+    assert PASSWORD not in out.stdout + out.stderr
+    assert PASSWORD.encode() not in Path(howfast.store).read_bytes()

@@ -11,6 +11,7 @@ from howfast.cli.reading import read_run, run_document
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report import terminal
+from howfast.store.liveness import still_running
 
 
 @click.group("results")
@@ -88,6 +89,15 @@ def delete_command(run_id: str, store: str | None) -> int:
     rid = parse_run_id(run_id)
     db = open_results(env, store)
     try:
+        # Its writer would fail at its next step: refuse while it runs (the runs whose
+        # howfast is gone were just marked aborted by open_results).
+        running = still_running(db, rid)
+        if running:
+            raise UsageError(
+                f"{running}: deleting it would make its next step fail",
+                "wait until it ends, or interrupt it (Ctrl-C, or kill -INT its PID), "
+                "then delete it",
+            )
         deleted = db.delete_run(rid)
     finally:
         db.close()

@@ -29,15 +29,18 @@ from howfast.plans import (
     parse_set_option,
     parse_size,
 )
+from howfast.plans.load import setting_locations
 from howfast.plans.model import StorageSection
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
+from howfast.targets.cgroup import detect, detect_io, remove_abandoned
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.kinds.k8s import is_k8s
 from howfast.targets.pgbin import PgInstall, choose_install
+from howfast.targets.pgsettings import SettingSource, check_settings
 from howfast.workloads.pgbench.build import expected_seconds
 
 
@@ -236,13 +239,21 @@ def run_command(
         has_k8s=any(is_k8s(t) for t in targets),
         memory_bytes=memory_limit,
     )
+    needs_server = any(not is_dsn(t) and not is_k8s(t) for t in targets)
     if all(is_k8s(t) for t in targets):  # every tool runs in the pods, from their image
         install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
     else:
-        needs_server = any(not is_dsn(t) and not is_k8s(t) for t in targets)
         install = choose_install(pg_bin, need_server=needs_server)
         env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
+    if needs_server:  # the settings of clusters howfast creates: checked before anything is
+        check_settings(  # created or stored, by the PostgreSQL that would read them
+            install,
+            [SettingSource(*located) for located in setting_locations(plan, loaded)]
+            + [SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()],
+        )
+    if not dry_run:
+        _remove_abandoned_cgroups(env)
     if loaded.fleet is not None:
         refuse_with_fleet(
             storage_latency=storage_latency or loaded.storage,
@@ -358,6 +369,15 @@ def storage_variants(
 
 
 DEFAULT_VOLUME_BYTES = 4 * 1024**3
+
+
+def _remove_abandoned_cgroups(env: CliEnv) -> None:
+    """The empty cgroups (memory caps, I/O limits and accounting) that a howfast killed with
+    SIGKILL left behind."""
+    parents = {support.parent for support in (detect(), detect_io())}
+    for parent in sorted(p for p in parents if p is not None):
+        for path in remove_abandoned(parent):
+            env.info(f"removed {path}: an empty cgroup left by a howfast that was killed")
 
 
 def _sample_interval(text: str) -> float | None:

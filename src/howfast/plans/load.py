@@ -461,3 +461,32 @@ class _KeyScanner:
             self._skip(newlines=True)
             if self._peek() == "," or self.pos == start:  # the latter: never loop in place
                 self.pos += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Where each setting of a plan is written, for checks made after loading (the server's own).
+
+
+def setting_locations(name_or_path: str, plan: Plan) -> list[tuple[str, str, str]]:
+    """(name, value, `file:line: key`) for the plan's [settings] and every step's `settings`."""
+    if name_or_path in builtin_plan_names():
+        source, text = f"{name_or_path}.toml", builtin_plan_text(name_or_path)
+    else:
+        source = name_or_path
+        try:
+            text = Path(name_or_path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+    lines = key_lines(text)
+    found: list[tuple[KeyPath, str, str]] = [
+        (("settings", name), name, value) for name, value in plan.settings.items()
+    ]
+    for index, step in enumerate(plan.steps):
+        for name, value in (getattr(step, "settings", None) or {}).items():
+            found.append((("steps", index, "settings", name), name, value))
+    located = []
+    for path, name, value in found:
+        line = line_of(lines, path)
+        where = f"{source}:{line}" if line is not None else source
+        located.append((name, value, f"{where}: {format_path(path)}"))
+    return located

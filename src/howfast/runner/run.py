@@ -90,6 +90,8 @@ class Runner:
     def _targets(self, run_id: int) -> int:
         """Each target's session in turn; how many steps failed."""
         total = len(self.steps) * len(self.targets)
+        for target in self.targets:  # their directory locks say which run holds them
+            target.note_run(run_id)
         failed = 0
         first_target: list[StepRecord] | None = None
         for position, target in enumerate(self.targets):

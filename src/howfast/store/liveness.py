@@ -131,3 +131,25 @@ def close_abandoned_runs(store: Store, here: Writer | None = None) -> list[Aband
         if writer is not None and is_gone(writer, here) and store.abandon_run(run_id):
             closed.append(AbandonedRun(run_id, writer))
     return closed
+
+
+def still_running(store: Store, run_id: int, here: Writer | None = None) -> str | None:
+    """Why run `run_id` must be left alone: its status is `running` and its writer is not
+    certainly gone (alive here, or on another host or container where it cannot be told);
+    None when nothing writes it any more."""
+    here = here or this_process()
+    for running_id, document in store.running_runs():
+        if running_id != run_id:
+            continue
+        writer = Writer.from_document(document)
+        if writer is None:
+            return f"run {run_id} is marked running and does not say which process writes it"
+        if is_gone(writer, here):
+            return None
+        if writer.host != here.host or writer.pid_ns != here.pid_ns:
+            return (
+                f"run {run_id} is running on {writer.host} (PID {writer.pid}), where this "
+                "howfast cannot tell whether it still does"
+            )
+        return f"run {run_id} is still running (howfast PID {writer.pid})"
+    return None

@@ -141,11 +141,24 @@ MIGRATIONS: tuple[Migration, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def read_version(connection: Connection) -> int | None:
+def read_version(connection: Connection, where: str = "") -> int | None:
     """The database's schema version; None when howfast has never initialised it."""
     if not inspect(connection).has_table(schema_version.name):
         return None
-    return int(connection.scalar(select(schema_version.c.version)) or 0)
+    rows = connection.execute(select(schema_version.c.version)).scalars().all()
+    if len(rows) != 1 or rows[0] is None:
+        # Migrating from a guessed version would fail half-way ("duplicate column") or worse.
+        found = "no version row" if not rows else f"{len(rows)} version rows"
+        raise HowfastError(
+            f"{_named('the results store', where)}: its schema_version table has {found} (one "
+            "is expected): the store was damaged or edited by hand, and howfast will not "
+            "touch it",
+            hint="restore it from a backup, or put back the one row of the howfast version "
+            "that wrote it (this howfast writes version "
+            f"{len(MIGRATIONS)}: DELETE FROM schema_version; INSERT INTO schema_version "
+            f"VALUES ({len(MIGRATIONS)})), or give another --store",
+        )
+    return int(rows[0])
 
 
 def migrate(
@@ -159,7 +172,7 @@ def migrate(
     # A plain read first: the usual case is an up-to-date database, and a reader should not
     # queue behind a writer for the write lock just to find that out.
     with engine.connect() as connection:
-        current = read_version(connection)
+        current = read_version(connection, where)
     if current is not None:
         _refuse_newer(current, newest, where)
         if current == newest:
@@ -169,7 +182,8 @@ def migrate(
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
             )
-        current = read_version(connection)  # again: another process may have migrated meanwhile
+        # Again: another process may have migrated meanwhile.
+        current = read_version(connection, where)
         if current is None:
             _refuse_foreign_tables(connection, where)
             schema_version.create(connection)

@@ -108,6 +108,11 @@ class Target(ABC):
     def stop(self) -> None:
         """Stop what start() started and remove what it created (unless kept). Idempotent."""
 
+    def note_run(self, run_id: int) -> None:
+        """The run this target belongs to, once it is created (a directory target records it
+        beside its lock, for the message another howfast gives)."""
+        del run_id  # nothing to record for other targets
+
     def alive(self) -> bool:
         """Whether the server still runs (a local target checks its postmaster)."""
         return True

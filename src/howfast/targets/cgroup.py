@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -104,13 +107,16 @@ class Cgroup:
         self.parent = support.parent
         self.path = support.parent / name
         self._created = False
+        self._owner: int | None = None  # the owner lock's descriptor while it exists
 
     def create(self) -> None:
         if self.version == "v2":
             self._enable_in_parent()
+        self._owner = own(self.path.name)
         try:
             self.path.mkdir()
         except OSError as exc:
+            self._disown()
             raise HowfastError(f"cannot create cgroup {self.path}: {exc.strerror}") from None
         self._created = True
         try:
@@ -173,7 +179,13 @@ class Cgroup:
                 time.sleep(0.1)
                 continue
             self._created = False
+            self._disown()
             return
+
+    def _disown(self) -> None:
+        if self._owner is not None:
+            disown(self.path.name, self._owner)
+            self._owner = None
 
     def before_retry(self) -> None:
         """Called while rmdir says busy."""
@@ -259,3 +271,53 @@ class IoCgroup(Cgroup):
             )
         except OSError:
             return IoCounters()
+
+
+# A howfast killed with SIGKILL leaves its cgroups behind, empty once their processes are
+# stopped. Each cgroup howfast creates has an owner lock, flock'ed by the creating process for
+# the cgroup's life (the kernel releases it when that process dies): a later howfast removes
+# the empty `howfast-...` cgroups whose lock it can take. Cgroups without a lock file (not
+# made this way) are left alone.
+_ABANDONED_NAME = re.compile(r"howfast-(?:[a-z]+-)?[0-9a-f]{8}")
+
+
+def owner_lock_path(name: str) -> Path:
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    return base / f"howfast-cgroup-{name}.lock"
+
+
+def own(name: str) -> int:
+    fd = os.open(owner_lock_path(name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def disown(name: str, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        owner_lock_path(name).unlink()
+    os.close(fd)
+
+
+def remove_abandoned(parent: Path) -> list[Path]:
+    """Remove the empty cgroups under `parent` that a killed howfast left; return them."""
+    removed = []
+    for path in sorted(parent.glob("howfast-*")):
+        lock = owner_lock_path(path.name)
+        if not _ABANDONED_NAME.fullmatch(path.name) or not path.is_dir() or not lock.exists():
+            continue
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its howfast is gone
+            if (path / "cgroup.procs").read_text().strip():
+                continue  # its processes still run: not ours to kill
+            path.rmdir()
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        lock.unlink(missing_ok=True)
+        removed.append(path)
+    return removed

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import UsageError
+from howfast.targets.dirlock import INFO as LOCK_INFO
 
 MARKER = ".howfast-owned"
 # What a fresh filesystem has at its root; harmless to sit beside.
@@ -28,7 +29,9 @@ class Claim:
         marker = self.directory / MARKER
         if not self.created_marker or not marker.exists():
             return
-        others = [p for p in self.directory.iterdir() if p.name not in {MARKER, *IGNORABLE}]
+        others = [
+            p for p in self.directory.iterdir() if p.name not in {MARKER, LOCK_INFO, *IGNORABLE}
+        ]
         if not others:
             marker.unlink()
 
@@ -42,6 +45,11 @@ def check_directory(directory: Path, role: str) -> None:
         )
     if not directory.is_dir():
         raise UsageError(f"{role} {directory} is not a directory")
+    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+        raise UsageError(
+            f"{role} {directory} is on a read-only filesystem",
+            "remount it read-write, or give a directory on writable storage",
+        )
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UsageError(f"{role} {directory} is not writable by this user")
     if (directory / MARKER).exists():
@@ -49,7 +57,8 @@ def check_directory(directory: Path, role: str) -> None:
     foreign = [
         p.name
         for p in directory.iterdir()
-        if not (p.name in IGNORABLE and p.is_dir() and not any(p.iterdir()))
+        if p.name != LOCK_INFO  # who holds the run lock (targets/dirlock.py)
+        and not (p.name in IGNORABLE and p.is_dir() and not any(p.iterdir()))
     ]
     if foreign:
         shown = ", ".join(sorted(foreign)[:3]) + (" ..." if len(foreign) > 3 else "")

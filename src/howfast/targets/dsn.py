@@ -9,7 +9,7 @@ from howfast.errors import UsageError
 from howfast.hosts.base import Host
 from howfast.hosts.local import ClientHost
 from howfast.model import TargetRecord
-from howfast.redact import redact_dsn
+from howfast.redact import passwords_in, redact_dsn, redact_text
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
@@ -18,17 +18,30 @@ _CORE_KEYS = {"host", "hostaddr", "port", "user", "dbname", "password"}
 
 
 def parse_dsn(dsn: str) -> Connection:
+    """A URI or key=value connection string, as libpq reads it. Every message about it is
+    redacted: libpq quotes the part it could not read, which may be the password."""
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        raise UsageError(f"invalid connection URI {redact_dsn(dsn)}: {exc}") from None
+        message = f"invalid connection string {redact_dsn(dsn)}: {exc}"
+        raise UsageError(redact_text(message, *passwords_in(dsn))) from None
+    shown = redact_dsn(dsn)
     host = str(params.get("host") or params.get("hostaddr") or "localhost")
+    port_text = str(params.get("port") or 5432)
+    if any("," in str(params.get(key) or "") for key in ("host", "hostaddr", "port")):
+        raise UsageError(
+            f"{shown} names several servers ({host}, ports {port_text}): howfast measures one "
+            "server, and libpq would connect each tool to whichever answers first",
+            "give one host and port",
+        )
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UsageError(f"{shown}: port {port_text!r} is not a port number (1-65535)")
     user = str(params.get("user") or "postgres")
     options = {k: str(v) for k, v in params.items() if k not in _CORE_KEYS and v is not None}
     password = params.get("password")
     return Connection(
         host=host,
-        port=int(str(params.get("port") or 5432)),
+        port=int(port_text),
         user=user,
         dbname=str(params.get("dbname") or user),
         password=str(password) if password is not None else None,

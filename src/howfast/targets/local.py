@@ -26,6 +26,7 @@ from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, Target
 from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fsinfo import describe_path, same_filesystem
 from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
@@ -63,9 +64,10 @@ def check_earlier_clusters(directory: Path, role: str) -> list[str]:
         pids = processes_in(cluster)
         if pids:
             raise UsageError(
-                f"{role} {directory} holds {cluster.name} from an earlier run, and its server "
-                f"is still running (PIDs {', '.join(map(str, sorted(pids)))}); it would "
-                "compete for the storage under test",
+                f"{role} {directory} holds {cluster.name} from an earlier run whose howfast "
+                "is gone, and its server is still running (PIDs "
+                f"{', '.join(map(str, sorted(pids)))}); it would compete for the storage under "
+                "test",
                 f"stop it, e.g. `pg_ctl -D {cluster / 'data'} stop -m fast` as its OS user, "
                 f"then remove {cluster} if you no longer need it",
             )
@@ -144,6 +146,7 @@ class LocalTarget(Target):
         self.connection: Connection | None = None
         self.port = 0  # set by start(): the port the server listens on
         self._claims: list[Claim] = []
+        self._locks: list[DirectoryLock] = []  # one run at a time per directory
         self._created: list[Path] = []
         self.warnings: list[str] = []
         self.step_settings: dict[str, str] = {}  # ALTER SYSTEM overrides now in force
@@ -161,9 +164,13 @@ class LocalTarget(Target):
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
         check_directory(self.directory, "target directory")
+        if not self._locks:  # before looking for servers: a live run's are not "earlier"
+            self._locks.append(lock_directory(self.directory, "target directory"))
         self.warnings = check_earlier_clusters(self.directory, "target directory")
         if self.wal_root:
             check_directory(self.wal_root, "WAL directory")
+            if len(self._locks) < 2:
+                self._locks.append(lock_directory(self.wal_root, "WAL directory"))
             self.warnings += check_earlier_clusters(self.wal_root, "WAL directory")
         missing = [p for p in ("initdb", "postgres", "pgbench") if not self.install.program(p)]
         if missing:
@@ -335,8 +342,11 @@ class LocalTarget(Target):
 
     def _isready(self, pg_isready: Path) -> int:
         """pg_isready's status: 0 accepting, 1 rejecting (starting up), 2 no response."""
+        # -d postgres: without it the probe asks for a database named after the user, and the
+        # server logs a FATAL "database does not exist" for every probe (and every log tail)
+        where = ["-h", str(self.run_dir), "-p", str(self.port), "-U", SUPERUSER, "-d", "postgres"]
         out = subprocess.run(
-            [str(pg_isready), "-q", "-h", str(self.run_dir), "-p", str(self.port), "-U", SUPERUSER],
+            [str(pg_isready), "-q", *where],
             capture_output=True,
             check=False,
         )
@@ -464,7 +474,19 @@ class LocalTarget(Target):
     def _postmaster_pid(self) -> int | None:
         return self.postmaster.pid if self.alive() and self.postmaster else None
 
+    def note_run(self, run_id: int) -> None:
+        for lock in self._locks:
+            lock.note_run(run_id)
+
     def stop(self) -> None:
+        try:
+            self._stop()
+        finally:  # the directories are free for the next run once all is removed
+            for lock in self._locks:
+                lock.release()
+            self._locks.clear()
+
+    def _stop(self) -> None:
         try:
             crashed = self.postmaster is not None and self.postmaster.poll() is not None
             self._stop_postmaster()

@@ -23,9 +23,11 @@ from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
 from howfast.iolimits import throttle_lines
 from howfast.model import TargetRecord
+from howfast.redact import redact_dsn
 from howfast.targets.base import Connection, Target
 from howfast.targets.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.emulated.build import (
     Limits,
     delay_value,
@@ -101,6 +103,7 @@ class EmulatedTarget(Target):
         self.volume: EmulatedVolume | None = None
         self.io_cgroup: IoCgroup | None = None
         self._claim: Claim | None = None
+        self._lock: DirectoryLock | None = None
         self._run_dir: Path | None = None
         self._host: LocalHost | None = None
 
@@ -115,6 +118,8 @@ class EmulatedTarget(Target):
             except ValueError as exc:
                 raise UsageError(f"--storage-latency: {exc}") from None
         check_directory(self.directory, "target directory")
+        if self._lock is None:  # the same lock as a cluster's directory: one run at a time
+            self._lock = lock_directory(self.directory, "target directory")
         self.warnings = check_earlier_clusters(self.directory, "target directory")
         check_reachable(server_user(), self.directory)
         free = shutil.disk_usage(self.directory).free
@@ -218,6 +223,13 @@ class EmulatedTarget(Target):
         if self._claim is not None:
             self._claim.release()
             self._claim = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def note_run(self, run_id: int) -> None:
+        if self._lock is not None:
+            self._lock.note_run(run_id)
 
     # What the steps and samplers need comes from the cluster on the volume.
     def alive(self) -> bool:
@@ -287,8 +299,8 @@ def emulated_variants(
     for text in texts:
         if "://" in text or "=" in text:
             raise UsageError(
-                f"--storage-latency/--storage-iops need directory targets: {text.split(':')[0]}:"
-                "// targets are storage howfast does not build",
+                f"--storage-latency/--storage-iops need directory targets: {redact_dsn(text)} "
+                "is a server, storage howfast does not build",
             )
         for limits in variants:
             targets.append(

@@ -1,21 +1,41 @@
-"""`--target postgresql://...`: an existing server, reached by a libpq URI."""
+"""`--target postgresql://...` or `--target "host=db dbname=bench"`: an existing server,
+reached by a libpq URI or key=value connection string."""
 
 from __future__ import annotations
+
+import functools
+import re
 
 from howfast.errors import UsageError
 from howfast.targets.base import Target
 from howfast.targets.registry import TargetKind, TargetOptions
 
 SCHEMES = ("postgresql://", "postgres://")
+_FIRST_KEY = re.compile(r"\s*([A-Za-z_]+)\s*=")
+
+
+@functools.cache
+def libpq_keywords() -> frozenset[str]:
+    """Every connection keyword this libpq knows (host, port, dbname, sslmode...)."""
+    from psycopg import pq
+
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults())
+
+
+def is_conninfo(text: str) -> bool:
+    """Whether `text` is a key=value connection string: it starts with a libpq keyword and
+    `=` (a directory of that name must be written `./host=...`)."""
+    match = _FIRST_KEY.match(text)
+    return match is not None and match[1].lower() in libpq_keywords()
 
 
 class DsnKind(TargetKind):
     name = "dsn"
     order = 10
-    usage = "a postgresql:// URI"
+    usage = "a postgresql:// URI (or key=value connection string)"
 
     def matches(self, text: str) -> bool:
-        return text.startswith(SCHEMES)
+        return text.startswith(SCHEMES) or is_conninfo(text)
 
     def create(self, text: str, options: TargetOptions) -> Target:
         from howfast.targets.dsn import DsnTarget

@@ -156,3 +156,37 @@ def finish(outcome: StepOutcome, sizing: Sizing | None) -> StepOutcome:
             f"{human_bytes(expected)} expected from the measured size of one scale unit"
         )
     return outcome
+
+
+# What one scale unit takes with its indexes, on the generous side (PostgreSQL 13-17 at the
+# default fillfactor: about 15 MiB): below half the free space with it, no need to measure.
+GENEROUS_BYTES_PER_SCALE = 16 * 2**20
+
+
+def check_scale_room(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> None:
+    """Refuse an explicit --scale that cannot fit on the target's filesystem, before loading
+    it: a full disk makes PostgreSQL PANIC. When a generous estimate leaves any doubt, load
+    scale 1 and measure what a unit takes on this server, as --dataset does."""
+    scale = params.get("scale")
+    data = ctx.target.storage_paths().get("data")
+    if not isinstance(scale, int) or data is None:
+        return  # an existing server: its disks are not visible
+    free_now = ctx.host.free_bytes(data)
+    if free_now is None or GENEROUS_BYTES_PER_SCALE * scale * SPACE_MARGIN < free_now / 2:
+        return
+    server = ctx.server()
+    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
+        raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
+    _, unit, _ = measure(server)
+    free = (ctx.host.free_bytes(data) or free_now) + unit  # the load drops what is there
+    need = int(scale * unit * SPACE_MARGIN)
+    if need > free:
+        drop_tables(server)  # later steps must not quietly measure the scale-1 tables
+        raise HowfastError(
+            f"scale {scale} needs about {human_bytes(need)} ({human_bytes(unit)} per scale "
+            f"unit, measured, plus {SPACE_MARGIN - 1:.0%} for WAL and index builds) but "
+            f"{data} has {human_bytes(free)} free: not loaded",
+            "lower --scale, or free space on the target",
+        )

@@ -52,6 +52,8 @@ class PgbenchInitWorkload(Workload):
         if dataset.wanted(params):  # measure one scale unit here, then load the chosen scale
             sizing = dataset.size_for(ctx, params, _pgbench(ctx))
             params = {**params, "scale": sizing.plan.scale}
+        else:  # an explicit scale: refused before loading when it cannot fit
+            dataset.check_scale_room(ctx, params, _pgbench(ctx))
         result = ctx.run(build.init_invocation(_pgbench(ctx), params, ctx.server()))
         init = parse.parse_init(result.stdout + "\n" + result.stderr)
         metrics: dict[str, JSONValue] = dict(init.metrics())
