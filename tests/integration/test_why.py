@@ -184,3 +184,38 @@ def test_postgres_own_io_on_a_device_another_process_writes_to(
     assert m["io_data_write_bytes"] > 2 * m["pg_write_bytes"]
     assert any("something else used the disk" in w for w in step["warnings"]), step["warnings"]
     assert m["pg_write_amplification"] < m["io_write_amplification"]
+
+
+HOT_ROW = """
+memory = "96MiB"
+[settings]
+shared_buffers = "16MB"
+maintenance_work_mem = "16MB"
+[[steps]]
+workload = "pgbench-init"
+dataset = "on-disk"
+[[steps]]
+workload = "pgbench"
+scripts = ["hot.sql"]
+clients = [2]
+duration = "4s"
+"""
+
+
+def test_an_on_disk_step_served_by_memory_is_called_so(howfast: Howfast, target_dir: Path):
+    """An on-disk dataset (4x the 96 MiB cap) read through one hot row: shared_buffers serves
+    it all, so the step measured memory, not the storage, and the verdict says so."""
+    from tests.integration.test_regimes import _cgroups_usable
+
+    if _cgroups_usable() is not None:
+        pytest.skip(f"no usable memory cgroup: {_cgroups_usable()}")
+    (howfast.workdir / "hot.sql").write_text(
+        "\\set aid 1\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+    )
+    out = howfast("run", str(howfast.plan(HOT_ROW)), "--target", str(target_dir), "--json")
+    assert out.returncode == 0, out.stderr
+    init, step = json.loads(out.stdout)["steps"]
+    assert init["metrics"]["db_size_bytes"] > 3 * 96 * 2**20  # really larger than memory
+    assert step["why"]["verdict"] == "memory/cache", step["why"]
+    assert "read (almost) nothing from the device" in step["why"]["verdict_reason"]
+    assert step["metrics"]["cache_hit_ratio"] >= 0.99
