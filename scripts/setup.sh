@@ -68,6 +68,17 @@ if ((${#APT_PACKAGES[@]})); then
     fi
 fi
 
+# The tests read wait events through pg_wait_sampling too, where Debian packages it for the
+# installed PostgreSQL (postgresql-NN-pg-wait-sampling); without it that test is skipped.
+if [[ $PURPOSE == test && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    major=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort -V | tail -n 1)
+    if [[ -n $major && ! -e /usr/lib/postgresql/$major/lib/pg_wait_sampling.so ]]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "postgresql-$major-pg-wait-sampling" >/dev/null 2>&1 ||
+            echo "setup: postgresql-$major-pg-wait-sampling is not available; its test is skipped" >&2
+    fi
+fi
+
 # uv: the one on PATH, else a private copy from PyPI in .tools/ (no system pip needed).
 if command -v uv >/dev/null; then
     UV=$(command -v uv)

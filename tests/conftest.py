@@ -4,6 +4,7 @@ here independently of howfast's own local target so that tests do not lean on th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -102,8 +103,10 @@ class PgServer:
         return out.stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+@contextlib.contextmanager
+def running_cluster(extra_options: str = "") -> Iterator[PgServer]:
+    """A real PostgreSQL cluster on a loopback port with a password for `bench`, started with
+    pg_ctl (extra server options appended: `-c name=value ...`) and removed afterwards."""
     bindir = pg_bindir()
     if bindir is None:
         pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
@@ -139,27 +142,26 @@ def pg_server() -> Iterator[PgServer]:
     port = free_port()
     opts = (
         f"-c listen_addresses=127.0.0.1 -c port={port} "
-        f"-c unix_socket_directories={sock} -c fsync=off"
-    )
-    subprocess.run(
-        [
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-l",
-            str(base / "log"),
-            "-o",
-            opts,
-            "-w",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-        **run_as,  # type: ignore[call-overload]
-    )
-    server = PgServer(bindir=bindir, port=port, socket_dir=sock, data=data)
+        f"-c unix_socket_directories={sock} -c fsync=off {extra_options}"
+    ).strip()
     try:
-        yield server
+        subprocess.run(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(base / "log"),
+                "-o",
+                opts,
+                "-w",
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+            **run_as,  # type: ignore[call-overload]
+        )
+        yield PgServer(bindir=bindir, port=port, socket_dir=sock, data=data)
     finally:
         subprocess.run(
             [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
@@ -167,3 +169,9 @@ def pg_server() -> Iterator[PgServer]:
             **run_as,  # type: ignore[call-overload]
         )
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    with running_cluster() as server:
+        yield server

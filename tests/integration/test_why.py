@@ -219,3 +219,29 @@ def test_an_on_disk_step_served_by_memory_is_called_so(howfast: Howfast, target_
     assert step["why"]["verdict"] == "memory/cache", step["why"]
     assert "read (almost) nothing from the device" in step["why"]["verdict_reason"]
     assert step["metrics"]["cache_hit_ratio"] >= 0.99
+
+
+def test_wait_events_come_from_pg_wait_sampling_when_installed(howfast: Howfast):
+    """On a server with the extension loaded and created, the wait profile is its profile
+    (sampled inside the server), and the document says which source was used."""
+    from tests.conftest import PASSWORD, pg_bindir, running_cluster
+
+    bindir = pg_bindir()
+    if bindir is None or not (bindir.parent / "lib" / "pg_wait_sampling.so").exists():
+        pytest.skip(
+            "pg_wait_sampling is not installed (apt-get install postgresql-15-pg-wait-sampling)"
+        )
+    with running_cluster("-c shared_preload_libraries=pg_wait_sampling") as server:
+        server.psql("CREATE EXTENSION pg_wait_sampling")
+        dsn = f"postgresql://bench:{PASSWORD}@127.0.0.1:{server.port}/postgres"
+        plan = howfast.plan(
+            '[[steps]]\nworkload = "pgbench-init"\nscale = 1\n[[steps]]\nworkload = "pgbench"\n'
+            'modes = ["tpcb-like"]\nclients = [2]\nduration = "4s"\n'
+        )
+        out = howfast("run", str(plan), "--target", dsn, "--yes", "--json")
+    assert out.returncode == 0, out.stderr
+    step = json.loads(out.stdout)["steps"][1]
+    postgres = step["postgres"]
+    assert postgres["wait_sampling"]["source"] == "pg_wait_sampling", postgres["wait_sampling"]
+    assert sum(postgres["wait_sampling"]["counts"].values()) > 0
+    assert step["why"]["verdict"]  # a verdict from that profile
