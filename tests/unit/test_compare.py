@@ -176,3 +176,29 @@ def test_mount_options_that_skip_flushes_matter() -> None:
         for d in target_differences(0, [target("rw", "sda"), target("rw,nobarrier", "sda")])
     }
     assert found["data mount options"].matters
+
+
+def test_the_json_says_what_limited_each_test_in_each_run(db: SqlStore) -> None:
+    """Verdicts are derived on read: a compared test carries the verdict most of its
+    repetitions got, per run."""
+    from dataclasses import replace
+
+    run_a, run_b = two_runs(db)
+
+    def with_verdict(run: RunRecord, verdict: str) -> RunRecord:
+        steps = [
+            replace(s, sections={**s.sections, "why": {"verdict": verdict}})
+            if s.workload == "pgbench" else s
+            for s in run.steps
+        ]  # fmt: skip
+        return replace(run, steps=steps)
+
+    doc = compare_runs([with_verdict(run_a, "storage latency"), with_verdict(run_b, "server CPU")])
+    tests = doc.document()["tests"]
+    assert [t["why"] for t in tests if t["workload"] == "pgbench"] == [
+        ["storage latency", "server CPU"],
+        ["storage latency", "server CPU"],
+    ]
+    assert [t["why"] for t in tests if t["workload"] == "pgbench-init"] == [[None, None]]
+    plain = compare_runs([run_a, run_b]).document()["tests"]
+    assert all(t["why"] == [None, None] for t in plain)

@@ -71,6 +71,10 @@ class MatchedTest:
     def few_repetitions(self) -> bool:
         return min(g.n for g in self.groups if g) < MIN_REPETITIONS
 
+    def verdicts(self) -> list[str | None]:
+        """What limited the test in each run (analysis/why.py), for reading the differences."""
+        return [group_verdict(g) for g in self.groups]
+
     def document(self) -> dict[str, JSONValue]:
         return {
             "target_index": self.target_index,
@@ -80,8 +84,19 @@ class MatchedTest:
             "label": self.label,
             "repetitions": [g.n if g else 0 for g in self.groups],
             "metrics": [m.document() for m in self.metrics],
+            "why": self.verdicts(),
             "warnings": list(self.warnings),
         }
+
+
+def group_verdict(group: StepGroup | None) -> str | None:
+    """The verdict most of a test's repetitions gave (analysis/why.py), or None."""
+    found: dict[str, int] = {}
+    for step in group.steps if group else []:
+        why = step.sections.get("why")
+        if isinstance(why, dict) and why.get("verdict"):
+            found[str(why["verdict"])] = found.get(str(why["verdict"]), 0) + 1
+    return max(found.items(), key=lambda kv: kv[1])[0] if found else None
 
 
 @dataclass(frozen=True)

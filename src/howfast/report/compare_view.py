@@ -105,21 +105,11 @@ def environment_table(c: Comparison) -> Table:
     return table
 
 
-def group_verdict(group: StepGroup | None) -> str | None:
-    """The verdict most of a test's repetitions gave (analysis/why.py), or None."""
-    found: dict[str, int] = {}
-    for step in group.steps if group else []:
-        why = step.sections.get("why")
-        if isinstance(why, dict) and why.get("verdict"):
-            found[str(why["verdict"])] = found.get(str(why["verdict"]), 0) + 1
-    return max(found.items(), key=lambda kv: kv[1])[0] if found else None
-
-
 def why_lines(c: Comparison) -> list[RenderableType]:
     """What limited each test in each run, first: a change of verdict explains a change."""
     lines: list[RenderableType] = []
     for test in c.tests:
-        verdicts = [group_verdict(g) for g in test.groups]
+        verdicts = test.verdicts()
         if not any(verdicts):
             continue
         runs = "; ".join(
