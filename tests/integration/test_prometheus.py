@@ -158,7 +158,9 @@ def _substitute(expr: str, run_id: str) -> str:
         expr.replace("$run_id", run_id)
         .replace("$target", ".*")
         .replace("$node", ".*")
-        .replace("$__rate_interval", "4s")
+        # Grafana's $__rate_interval is 4 scrape intervals at least; 10 s keeps two samples in
+        # every window even when a loaded machine delays scrapes.
+        .replace("$__rate_interval", "10s")
     )
 
 
