@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -72,9 +73,8 @@ def test_a_capped_class_measures_at_its_cap_and_below_the_free_one(
     assert max(capped["write_iops"]) <= 200 * 1.1, capped
     assert max(capped["write_iops"]) < min(free["write_iops"]), (capped, free)
     assert capped["tps_per_instance"]["max"] < free["tps_per_instance"]["min"]
-    assert capped["enforcement"] == [
-        f"the write limit held: at most {max(capped['write_iops']):,.0f} of 200 IOPS"
-    ]
+    (held,) = capped["enforcement"]
+    assert re.fullmatch(r"the write limit held: at most (19\d|2[01]\d|220) of 200 IOPS", held)
     # One progress line per class, with its total.
     assert "capped: 2/2 instances completed" in out.stderr
     assert "free: 2/2 instances completed" in out.stderr
