@@ -440,21 +440,10 @@ class LocalTarget(Target):
         if settings == self.step_settings:
             return None
         assert self.connection is not None
-        try:
-            restart = pgquery.alter_system(self.connection, settings, reset=set(self.step_settings))
-        except HowfastError:
-            # Some may have been set before the refusal: back to the plan's settings.
-            self.step_settings = {}
-            with contextlib.suppress(HowfastError):
-                pgquery.alter_system_reset_all(self.connection)
-                pgquery.reload_and_wait(self.connection)
-            raise
-        self.step_settings = dict(settings)
-        if restart:
-            self._stop_postmaster(signal.SIGINT)
-            self._start_postmaster()
-        else:
-            pgquery.reload_and_wait(self.connection)
+        in_force, self.step_settings = self.step_settings, {}  # the plan's, if refused
+        self.step_settings = pgquery.apply_step_settings(
+            self.connection, settings, in_force, self.restart
+        )
         return None
 
     def restart(self) -> str | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
@@ -156,6 +158,31 @@ def alter_system_reset_all(conn: Connection) -> None:
             db.execute("ALTER SYSTEM RESET ALL")
     except psycopg.Error as exc:
         raise HowfastError(f"resetting the settings failed: {_first_line(exc)}") from None
+
+
+def apply_step_settings(
+    conn: Connection,
+    settings: dict[str, str],
+    in_force: dict[str, str],
+    restart: Callable[[], object],
+) -> dict[str, str]:
+    """Make `settings` the step's own over the plan's (ALTER SYSTEM; `in_force` are the ones
+    set before), then reload, or `restart()` when one only takes effect at server start
+    (shared_buffers...). Returns the settings now in force. When the server refuses one,
+    everything goes back to the plan's (some may have been set before the refusal) and the
+    error is raised."""
+    try:
+        needs_restart = alter_system(conn, settings, reset=set(in_force))
+    except HowfastError:
+        with contextlib.suppress(HowfastError):
+            alter_system_reset_all(conn)
+            reload_and_wait(conn)
+        raise
+    if needs_restart:
+        restart()
+    else:
+        reload_and_wait(conn)
+    return dict(settings)
 
 
 def reload_and_wait(conn: Connection, timeout_s: float = 10.0) -> None:

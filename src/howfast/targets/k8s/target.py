@@ -258,6 +258,13 @@ class K8sTarget(Target):
             return None
         if self.connection is None:
             return "the server is not running"
+        in_force, self.step_settings = self.step_settings, {}  # the plan's, if refused
+        self.step_settings = pgquery.apply_step_settings(
+            self.connection, settings, in_force, self.restart
+        )
+        return None
+        if self.connection is None:
+            return "the server is not running"
         try:
             restart = pgquery.alter_system(self.connection, settings, reset=set(self.step_settings))
         except HowfastError:
