@@ -340,6 +340,11 @@ class RunMetrics:
         self.set_state(labels, "running")
         if expected_s:
             self.step_expected.labels(*labels.values()).set(expected_s)
+        if labels.workload == "pgbench":
+            # Counters exist from 0 as the step starts, so that rate() over the step has
+            # samples from its beginning, not only from the step's end (a failure-free step).
+            self.transactions.labels(*labels.values())
+            self.failures.labels(*labels.values())
 
     def step_progress(self, labels: StepLabels, t: float, values: Mapping[str, float]) -> float:
         """One progress report; returns the transactions it counted (tps x interval)."""
