@@ -42,13 +42,16 @@ def test_rate_curve_below_and_above_capacity(howfast: Howfast, target_dir: Path)
     m = low["metrics"]
     assert m["rate_met"] is True, m["rate_verdict"]
     assert m["tps"] == pytest.approx(low["params"]["rate"], rel=0.2)
-    assert m["schedule_lag_avg_ms"] < 10
+    # Below capacity transactions start on schedule; a loaded shared machine can still stall
+    # pgbench's thread for tens of ms, so the bound is loose and the sharp test is the ratio
+    # to the overloaded step below, whose lag piles up for the whole step (~1 s on average).
+    assert m["schedule_lag_avg_ms"] < 200
     assert m["slo_met"] is True and m["slo_limit_ms"] == 1000.0
 
     m = high["metrics"]
     assert m["rate_met"] is False
     assert m["tps"] < 0.6 * high["params"]["rate"]
-    assert m["schedule_lag_avg_ms"] > low["metrics"]["schedule_lag_avg_ms"]
+    assert m["schedule_lag_avg_ms"] > 5 * low["metrics"]["schedule_lag_avg_ms"]
     assert m["slo_met"] is False  # a rate not achieved meets no objective
     assert any("not met" in w for w in high["warnings"])
     # The curve's summary sits on its last step.
