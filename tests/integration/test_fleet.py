@@ -162,3 +162,34 @@ def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, ta
     classes = set(re.findall(r'howfast_tps\{[^}]*class="([a-z-]+)"', page))
     assert classes == {"capped", "free"}, page[:2000]
     assert list(target_dir.iterdir()) == []
+
+
+def test_a_kubernetes_fleet_dry_run_prints_every_instance_without_a_cluster(
+    howfast: Howfast, monkeypatch: pytest.MonkeyPatch
+):
+    """No cluster here: a dry run needs none (the lab tests run the same fleet for real)."""
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent")
+    plan = howfast.plan(
+        FLEET.format(duration="3s").replace(
+            '{ name = "capped", count = 2, write_iops = 200 }',
+            '{ name = "gold", count = 2, storage_class = "fast", volume_attributes_class = "g" }',
+        )
+    )
+    out = howfast("run", str(plan), "--target", "k8s://slow", "--namespace", "bench",
+                  "--dry-run", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    targets = json.loads(out.stdout)["targets"]
+    assert [t["name"] for t in targets] == [
+        "k8s://slow classes/gold-1", "k8s://slow classes/gold-2",
+        "k8s://slow classes/free-1", "k8s://slow classes/free-2",
+    ]  # fmt: skip
+    claims = [
+        m["spec"] for t in targets for m in t["manifests"] if m["kind"] == "PersistentVolumeClaim"
+    ]
+    assert [c["storageClassName"] for c in claims] == ["fast", "fast", "slow", "slow"]
+    assert [c.get("volumeAttributesClassName") for c in claims] == ["g", "g", None, None]
+    runs = {m["metadata"]["labels"]["howfast.dev/run"] for t in targets for m in t["manifests"]}
+    assert len(runs) == 4  # each instance its own run label, so each is removed on its own
+    capped = howfast.plan(FLEET.format(duration="3s"), name="capped.toml")
+    refused = howfast("run", str(capped), "--target", "k8s://slow", "--dry-run")
+    assert refused.returncode == 2 and "cannot cap a pod's I/O" in refused.stderr

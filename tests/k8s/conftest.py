@@ -12,6 +12,8 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabUnavailable
 
 HERE = Path(__file__).resolve().parent
+LABEL = "app.kubernetes.io/managed-by=howfast"
 # A cold build (~15 min) happens inside the first test's setup: give that test room for it.
 BUILD_TIMEOUT_S = 3600
 
@@ -99,3 +102,54 @@ def k8s_lab() -> Iterator[ClusterFacts]:
 @pytest.fixture(scope="session")
 def kube(k8s_lab: ClusterFacts) -> Kube:
     return Kube(k8s_lab)
+
+
+@pytest.fixture
+def howfast_env(k8s_lab: ClusterFacts, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KUBECONFIG": str(k8s_lab.kubeconfig),
+        "HOWFAST_K8S_PULL_POLICY": "Never",
+        "HOWFAST_STORE": str(tmp_path / "store.db"),
+    }
+
+
+def lab_images(facts: ClusterFacts) -> list[str]:
+    return ["--image", facts.pg_image, "--fio-image", facts.pg_image]
+
+
+def run_howfast(
+    env: dict[str, str], *args: str, timeout: float = 600, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "howfast", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"howfast {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+def leftovers(kube: Kube) -> dict[str, list[str]]:
+    found = {}
+    for kind in ("pod", "pvc", "configmap", "secret"):
+        items = kube.get(kind, "-A", "-l", LABEL)["items"]
+        found[kind] = [i["metadata"]["name"] for i in items]
+    found["pv"] = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
+    return {k: v for k, v in found.items() if v}
+
+
+def assert_clean(kube: Kube, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while (left := leftovers(kube)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert left == {}
+
+
+def write_plan(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    return str(path)

@@ -5,7 +5,6 @@ a SIGKILLed run. Every test ends with nothing of howfast's left in the cluster."
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,13 +14,20 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.conftest import Kube
+from tests.k8s.conftest import (
+    LABEL,
+    Kube,
+    assert_clean,
+    lab_images,
+    leftovers,
+    run_howfast,
+    write_plan,
+)
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK, SC_TMPFS
 
 pytestmark = pytest.mark.k8s
 
-LABEL = "app.kubernetes.io/managed-by=howfast"
 TINY_PLAN = """
 description = "tiny"
 [settings]
@@ -53,64 +59,13 @@ duration = "120s"
 """
 
 
-@pytest.fixture
-def howfast_env(k8s_lab: ClusterFacts, tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "KUBECONFIG": str(k8s_lab.kubeconfig),
-        "HOWFAST_K8S_PULL_POLICY": "Never",
-        "HOWFAST_STORE": str(tmp_path / "store.db"),
-    }
-
-
-def _images(facts: ClusterFacts) -> list[str]:
-    return ["--image", facts.pg_image, "--fio-image", facts.pg_image]
-
-
-def _howfast(
-    env: dict[str, str], *args: str, timeout: float = 600, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "howfast", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"howfast {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
-    return proc
-
-
-def _leftovers(kube: Kube) -> dict[str, list[str]]:
-    found = {}
-    for kind in ("pod", "pvc", "configmap", "secret"):
-        items = kube.get(kind, "-A", "-l", LABEL)["items"]
-        found[kind] = [i["metadata"]["name"] for i in items]
-    found["pv"] = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
-    return {k: v for k, v in found.items() if v}
-
-
-def _assert_clean(kube: Kube, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while (left := _leftovers(kube)) and time.monotonic() < deadline:
-        time.sleep(1)
-    assert left == {}
-
-
-def _plan(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "plan.toml"
-    path.write_text(text)
-    return str(path)
-
-
 def test_tiny_run_on_one_class(
     k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    out = _howfast(
-        howfast_env, "run", _plan(tmp_path, TINY_PLAN), "--target", f"k8s://{SC_DISK}",
-        *_images(k8s_lab), "--memory", "512MiB", "--cpu", "1", "--json",
+    out = run_howfast(
+        howfast_env, "run", write_plan(tmp_path, TINY_PLAN), "--target", f"k8s://{SC_DISK}",
+        *lab_images(k8s_lab), "--memory", "512MiB", "--cpu", "1", "--json",
     )  # fmt: skip
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr
@@ -126,42 +81,42 @@ def test_tiny_run_on_one_class(
     assert all(t > 0 for t in tps)
     assert "PGPASSWORD" not in out.stderr
     print(f"tiny run on {SC_DISK}: {time.monotonic() - started:.1f} s, tps {tps}")
-    _assert_clean(kube)
+    assert_clean(kube)
 
 
 def test_two_classes_and_compare(
     k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
-    plan = _plan(tmp_path, TINY_PLAN)
+    plan = write_plan(tmp_path, TINY_PLAN)
     runs = []
     for _ in range(2):
-        out = _howfast(
+        out = run_howfast(
             howfast_env, "run", plan, "--target", f"k8s://{SC_DISK}",
-            "--target", f"k8s://{SC_TMPFS}", *_images(k8s_lab), "--json",
+            "--target", f"k8s://{SC_TMPFS}", *lab_images(k8s_lab), "--json",
         )  # fmt: skip
         doc = json.loads(out.stdout)
         assert doc["status"] == "completed"
         assert [t["name"] for t in doc["targets"]] == [f"k8s://{SC_DISK}", f"k8s://{SC_TMPFS}"]
         runs.append(str(doc["id"]))
-    compared = json.loads(_howfast(howfast_env, "compare", *runs, "--json").stdout)
+    compared = json.loads(run_howfast(howfast_env, "compare", *runs, "--json").stdout)
     assert compared
-    text = _howfast(howfast_env, "compare", *runs).stdout
+    text = run_howfast(howfast_env, "compare", *runs).stdout
     assert "select-only" in text
-    _assert_clean(kube)
+    assert_clean(kube)
 
 
 def test_probe_a_class(k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str]) -> None:
-    out = _howfast(
+    out = run_howfast(
         howfast_env, "probe", f"k8s://{SC_DISK}", "--size", "16MiB", "--runtime", "2s",
         "--profile", "randrw-4k-qd1", "--profile", "pg_test_fsync", "--fsync-seconds", "1",
-        *_images(k8s_lab), "--json",
+        *lab_images(k8s_lab), "--json",
     )  # fmt: skip
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", doc
     fio = doc["steps"][0]["metrics"]
     assert fio["read_iops"] > 0 and fio["write_iops"] > 0
     assert doc["steps"][1]["metrics"]
-    _assert_clean(kube)
+    assert_clean(kube)
 
 
 def test_dry_run_manifests_pass_server_side_dry_run(
@@ -177,9 +132,9 @@ def test_dry_run_manifests_pass_server_side_dry_run(
             "pod-security.kubernetes.io/enforce-version=latest",
         )  # fmt: skip
         env = {**howfast_env, "KUBECONFIG": "/nonexistent"}  # no cluster needed to print
-        out = _howfast(
+        out = run_howfast(
             env, "run", "quick", "--target", f"k8s://{SC_DISK}?wal={SC_TMPFS}",
-            "--namespace", ns, *_images(k8s_lab), "--memory", "1GiB", "--dry-run", "--json",
+            "--namespace", ns, *lab_images(k8s_lab), "--memory", "1GiB", "--dry-run", "--json",
         )  # fmt: skip
         (target,) = json.loads(out.stdout)["targets"]
         manifests: list[dict[str, Any]] = target["manifests"]
@@ -190,7 +145,7 @@ def test_dry_run_manifests_pass_server_side_dry_run(
         text = "\n".join(json.dumps(m) for m in manifests)
         proc = kube("apply", "--dry-run=server", "-f", "-", input=text)
         assert proc.stdout.count("(server dry run)") == len(manifests)
-        assert _leftovers(kube) == {}
+        assert leftovers(kube) == {}
     finally:
         kube("delete", "namespace", ns, "--wait=false")
 
@@ -199,8 +154,8 @@ def test_ctrl_c_during_pgbench_leaves_nothing(
     k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "howfast", "run", _plan(tmp_path, LONG_PLAN),
-         "--target", f"k8s://{SC_DISK}", *_images(k8s_lab)],
+        [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
+         "--target", f"k8s://{SC_DISK}", *lab_images(k8s_lab)],
         env=howfast_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -218,7 +173,7 @@ def test_ctrl_c_during_pgbench_leaves_nothing(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
-    assert _leftovers(kube) == {}  # stop() waited for the pod, the claim and the volume
+    assert leftovers(kube) == {}  # stop() waited for the pod, the claim and the volume
 
 
 def test_pending_claim_fails_with_the_reason(
@@ -226,9 +181,9 @@ def test_pending_claim_fails_with_the_reason(
 ) -> None:
     env = {**howfast_env, "HOWFAST_K8S_START_TIMEOUT": "15"}
     started = time.monotonic()
-    out = _howfast(
-        env, "run", _plan(tmp_path, TINY_PLAN), "--target", f"k8s://{k8s_lab.no_provisioner_class}",
-        *_images(k8s_lab), "--json", check=False,
+    out = run_howfast(
+        env, "run", write_plan(tmp_path, TINY_PLAN), "--target", f"k8s://{k8s_lab.no_provisioner_class}",
+        *lab_images(k8s_lab), "--json", check=False,
     )  # fmt: skip
     assert time.monotonic() - started < 90
     doc = json.loads(out.stdout)
@@ -236,15 +191,15 @@ def test_pending_claim_fails_with_the_reason(
     error = doc["steps"][0]["error"]
     assert "PersistentVolumeClaim" in error and "Pending" in error
     assert "kubernetes.io/no-provisioner" in error
-    _assert_clean(kube)
+    assert_clean(kube)
 
 
 def test_missing_image_fails_clearly(
     k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    out = _howfast(
-        howfast_env, "run", _plan(tmp_path, TINY_PLAN), "--target", "k8s://emptyDir",
+    out = run_howfast(
+        howfast_env, "run", write_plan(tmp_path, TINY_PLAN), "--target", "k8s://emptyDir",
         "--image", "localhost/no-such-image:1", "--fio-image", k8s_lab.pg_image, "--json",
         check=False,
     )  # fmt: skip
@@ -252,15 +207,15 @@ def test_missing_image_fails_clearly(
     doc = json.loads(out.stdout)
     error = doc["steps"][0]["error"]
     assert "localhost/no-such-image:1" in error and "ErrImageNeverPull" in error
-    _assert_clean(kube)
+    assert_clean(kube)
 
 
 def test_cleanup_removes_what_a_killed_run_left(
     k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "howfast", "run", _plan(tmp_path, LONG_PLAN),
-         "--target", f"k8s://{SC_TMPFS}", *_images(k8s_lab)],
+        [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
+         "--target", f"k8s://{SC_TMPFS}", *lab_images(k8s_lab)],
         env=howfast_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -268,7 +223,7 @@ def test_cleanup_removes_what_a_killed_run_left(
         for line in proc.stderr:
             if "[2/2]" in line:
                 break
-        listed = _howfast(howfast_env, "cleanup", "--json").stdout
+        listed = run_howfast(howfast_env, "cleanup", "--json").stdout
         (running,) = json.loads(listed)["runs"]
         assert running["state"] == "running" and not running["removed"]
         proc.send_signal(signal.SIGKILL)
@@ -276,11 +231,11 @@ def test_cleanup_removes_what_a_killed_run_left(
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert _leftovers(kube)  # SIGKILL cannot be caught: the objects stay
-    out = json.loads(_howfast(howfast_env, "cleanup", "--yes", "--json").stdout)
+    assert leftovers(kube)  # SIGKILL cannot be caught: the objects stay
+    out = json.loads(run_howfast(howfast_env, "cleanup", "--yes", "--json").stdout)
     (run,) = out["runs"]
     assert run["state"] == "gone" and run["removed"]
     assert {o["kind"] for o in run["objects"]} >= {"Pod", "PersistentVolumeClaim", "Secret"}
-    assert _leftovers(kube) == {}
-    again = json.loads(_howfast(howfast_env, "cleanup", "--json").stdout)
+    assert leftovers(kube) == {}
+    again = json.loads(run_howfast(howfast_env, "cleanup", "--json").stdout)
     assert again["runs"] == []

@@ -120,3 +120,83 @@ def test_limits_that_cannot_be_enforced_are_refused_with_the_reason(tmp_path):
     (tmp_path / "block" / "vdb" / "queue").mkdir(parents=True)
     (tmp_path / "block" / "vdb" / "queue" / "scheduler").write_text("none [mq-deadline] bfq\n")
     assert scheduler_of("vdb", tmp_path) == "mq-deadline"
+
+
+def test_kubernetes_classes_name_a_storage_class_and_are_checked_by_key():
+    plan = parse_plan(
+        '[fleet]\nclasses = [\n{ name = "high", count = 2, storage_class = "fast-ssd", '
+        'volume_attributes_class = "gold" },\n{ name = "be", count = 3 }]\n' + STEP,
+        source="f.toml",
+    )
+    assert plan.fleet is not None
+    high, be = plan.fleet.all_scenarios()[0].classes
+    assert high.on_kubernetes and not be.on_kubernetes
+    assert high.describe() == "StorageClass fast-ssd, attributes gold"
+    assert be.describe() == "no limits"
+    for text, message in [
+        ('[fleet]\nclasses = [{ name = "a", volume_attributes_class = "gold" }]\n',
+         r"f\.toml:2: fleet\.classes\[0\]\.volume_attributes_class: .*needs its storage_class"),
+        ('[fleet]\nclasses = [{ name = "a", storage_class = "Fast_SSD" }]\n',
+         r"fleet\.classes\[0\]\.storage_class"),
+    ]:  # fmt: skip
+        with pytest.raises(PlanError, match=message):
+            parse_plan(text + STEP, source="f.toml")
+
+
+def test_kubernetes_members_take_their_class_storage_and_refuse_cgroup_limits():
+    from howfast.errors import UsageError
+    from howfast.targets.k8s import manifests
+    from howfast.targets.k8s.fleet import K8sFleet
+    from howfast.targets.k8s.spec import K8sOptions, parse_target
+
+    plan = parse_plan(
+        '[fleet]\nclasses = [\n{ name = "high", count = 1, storage_class = "fast", '
+        'volume_attributes_class = "gold" },\n{ name = "be", count = 2 }]\n' + STEP,
+        source="f.toml",
+    )
+    assert plan.fleet is not None
+    scenario = plan.fleet.all_scenarios()[0]
+    place = K8sFleet(parse_target("k8s://slow?wal=walclass"), K8sOptions(namespace="bench"),
+                     settings={})  # fmt: skip
+    members = place.members(scenario, planned=True)
+    assert [m.name for m in members] == [
+        "k8s://slow?wal=walclass classes/high-1",
+        "k8s://slow?wal=walclass classes/be-1",
+        "k8s://slow?wal=walclass classes/be-2",
+    ]
+    assert members[0].fleet_params() == {
+        "scenario": "classes", "class": "high", "instance": 1, "storage_class": "fast",
+        "volume_attributes_class": "gold",
+    }  # fmt: skip
+    assert members[1].fleet_params()["storage_class"] == "slow"
+    claims = [o for o in members[0].planned_manifests() if o["kind"] == "PersistentVolumeClaim"]
+    by_name = {c["metadata"]["name"].rsplit("-", 1)[1]: c["spec"] for c in claims}
+    assert by_name["data"]["storageClassName"] == "fast"
+    assert by_name["data"]["volumeAttributesClassName"] == "gold"
+    assert by_name["wal"]["storageClassName"] == "walclass"  # the target's WAL class stays
+    assert "volumeAttributesClassName" not in by_name["wal"]
+    tokens = {c["metadata"]["labels"][manifests.RUN_LABEL] for c in claims}
+    assert len(tokens) == 1  # one run label per instance, on all its objects
+    capped = parse_plan('[fleet]\nclasses = [{ name = "a", iops = 100 }]\n' + STEP, source="f")
+    assert capped.fleet is not None
+    with pytest.raises(UsageError, match="cannot cap a pod's I/O"):
+        place.check(capped.fleet.all_scenarios())
+
+
+def test_kubernetes_class_figures_say_the_storage_class_sets_the_limits():
+    steps = [_step("high", n, 500.0, 4.0, 100) for n in (1, 2)]
+    for step in steps:
+        step.params["storage_class"] = "fast"
+    steps += [_step("high", 1, 450.0, 5.0, 100, scenario="again")]
+    steps[-1].params["storage_class"] = "fast"
+    run = RunRecord(1, "fleet", "completed", "a", "b", {}, [], steps)
+    figures = fleet_figures(run)
+    assert figures[0].storage_class == "fast"
+    assert figures[0].enforcement() == [
+        "limits are StorageClass fast's: not verifiable from outside the node"
+    ]
+    verdicts = fleet_verdicts(figures)
+    assert verdicts == [
+        "high: limits are StorageClass fast's: not verifiable from outside the node"
+    ]
+    assert figures[0].document()["storage_class"] == "fast"

@@ -46,6 +46,7 @@ class ClassFigures:
     limits: dict[str, int] = field(default_factory=dict)
     read_iops: list[float] = field(default_factory=list)  # achieved, per instance
     write_iops: list[float] = field(default_factory=list)
+    storage_class: str | None = None  # k8s:// fleets: what sets the class's limits
 
     @property
     def total_tps(self) -> float:
@@ -56,7 +57,13 @@ class ClassFigures:
         return statistics.median(self.tps) if self.tps else None
 
     def enforcement(self) -> list[str]:
-        """Per capped direction: held, not reached, or did not hold, with the figures."""
+        """Per capped direction: held, not reached, or did not hold, with the figures. On
+        Kubernetes the StorageClass sets the limits, which howfast cannot see being applied."""
+        if self.storage_class is not None:
+            return [
+                f"limits are StorageClass {self.storage_class}'s: not verifiable from outside "
+                "the node"
+            ]
         out = []
         for direction, achieved in (("read", self.read_iops), ("write", self.write_iops)):
             cap = self.limits.get(f"{direction}_iops")
@@ -93,6 +100,7 @@ class ClassFigures:
             "fairness": self.fairness,
             "share": self.share,
             "limits": dict(self.limits),
+            "storage_class": self.storage_class,
             "read_iops": [round(v, 1) for v in self.read_iops],
             "write_iops": [round(v, 1) for v in self.write_iops],
             "enforcement": self.enforcement(),
@@ -125,6 +133,8 @@ def fleet_figures(run: RunRecord) -> list[ClassFigures]:
         limits = steps[0].params.get("io_limits")
         if isinstance(limits, dict):
             figures.limits = {str(k): int(v) for k, v in limits.items()}
+        storage_class = steps[0].params.get("storage_class")
+        figures.storage_class = str(storage_class) if storage_class is not None else None
         p50s: list[float] = []
         p99s: list[float] = []
         for step in steps:
@@ -157,8 +167,15 @@ def fleet_figures(run: RunRecord) -> list[ClassFigures]:
 def fleet_verdicts(figures: Sequence[ClassFigures]) -> list[str]:
     """One sentence per finding: limits held or not, and starved classes."""
     out = []
+    said: set[tuple[str, str]] = set()
     for f in figures:
         for finding in f.enforcement():
+            if f.storage_class is not None:  # the same for every test: said once per class
+                if (f.klass, finding) in said:
+                    continue
+                said.add((f.klass, finding))
+                out.append(f"{f.klass}: {finding}")
+                continue
             out.append(f"{f.scenario}, {f.test}, {f.klass}: {finding}")
     by_test: dict[tuple[str, str], list[ClassFigures]] = {}
     for f in figures:

@@ -1,5 +1,6 @@
-"""`howfast run` of a plan with a `[fleet]`: many instances of one directory target at once,
-in classes, scenario after scenario (docs/plans/fleet.md)."""
+"""`howfast run` of a plan with a `[fleet]`: many instances of one target at once (a
+directory, or a k8s:// StorageClass), in classes, scenario after scenario
+(docs/plans/fleet.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from howfast.model import StepSpec
 from howfast.plans import Plan
 from howfast.runner.fanout import FanOut
 from howfast.runner.fleet import FleetRunner
-from howfast.targets.fleet import fleet_device, scenario_members
+from howfast.targets.fleet import LocalFleet
+from howfast.targets.fleet_base import FleetPlace
+from howfast.targets.k8s.fleet import K8sFleet, check_classes
+from howfast.targets.k8s.spec import K8sOptions, parse_target
 from howfast.targets.pgbin import PgInstall
 from howfast.targets.registry import kind_for
 
@@ -44,31 +48,15 @@ def run_fleet(
     dry_run: bool,
     as_json: bool,
     metrics: tuple[int | None, str | None] = (None, None),
+    kubernetes: K8sOptions | None = None,
 ) -> int:
     assert plan.fleet is not None
-    if len(targets) != 1 or kind_for(targets[0]).name != "local":
-        raise UsageError(
-            "a fleet runs on one directory target: its instances live in subdirectories of it",
-            "give one --target DIR",
-        )
-    directory = Path(targets[0]).expanduser()
     scenarios = plan.fleet.all_scenarios()
+    place = fleet_place(targets, install, settings, checksums, kubernetes, dry_run=dry_run)
+    if isinstance(place, K8sFleet):
+        check_classes(scenarios)  # before a dry run too: no cluster needed to refuse
     if dry_run:
-        device = fleet_device(directory)
-        workspace = directory.absolute() / "howfast-fleet-XXXXXXXX"
-        members = [
-            member
-            for scenario in scenarios
-            for member in scenario_members(
-                workspace,
-                directory.absolute(),
-                scenario,
-                install,
-                device=None if isinstance(device, str) else device,
-                settings=settings,
-                checksums=checksums,
-            )
-        ]
+        members = [m for s in scenarios for m in place.members(s, planned=True)]
         document = plan_document(members, steps, install)
         if as_json:
             env.print_json(document)
@@ -80,14 +68,12 @@ def run_fleet(
     live = live_metrics(env, plan.name, *metrics)  # labelled by class
     runner = FleetRunner(
         db,
-        directory,
+        place,
         scenarios,
         steps,
         plan_name=plan.name,
         install=install,
         observer=FanOut(progress, live) if live else progress,
-        settings=settings,
-        checksums=checksums,
         label=label,
     )
     linger_s = 0.0
@@ -99,3 +85,28 @@ def run_fleet(
         if live:
             live.close(linger_s=linger_s)
     return finish(env, db, result, as_json)
+
+
+def fleet_place(
+    targets: tuple[str, ...],
+    install: PgInstall,
+    settings: dict[str, str],
+    checksums: bool,
+    kubernetes: K8sOptions | None,
+    *,
+    dry_run: bool,
+) -> FleetPlace:
+    """Where the fleet's instances live: subdirectories of a directory, or pods of a cluster."""
+    kind = kind_for(targets[0]).name if len(targets) == 1 else None
+    if kind == "k8s" and kubernetes is not None:
+        return K8sFleet(parse_target(targets[0]), kubernetes, settings=settings,
+                        checksums=checksums)  # fmt: skip
+    if kind != "local":
+        raise UsageError(
+            "a fleet runs on one target: a directory (its instances live in subdirectories of "
+            "it) or a k8s:// StorageClass (one pod each)",
+            "give one --target DIR or --target k8s://CLASS",
+        )
+    directory = Path(targets[0]).expanduser()
+    return LocalFleet(directory, install, settings=settings, checksums=checksums,
+                      token="XXXXXXXX" if dry_run else None)  # fmt: skip

@@ -258,7 +258,7 @@ def run_command(
         refuse_with_fleet(
             storage_latency=storage_latency or loaded.storage,
             storage_iops=storage_iops,
-            memory=memory_limit,
+            memory=memory_limit if kube is None else None,  # a pod's limit: fine on k8s
             wal_dir=wal_dir,
             keep=keep,
             prometheus=prometheus_url,
@@ -276,6 +276,7 @@ def run_command(
             dry_run=dry_run,
             as_json=as_json,
             metrics=(metrics_port, metrics_address),
+            kubernetes=kube,
         )
     variants = storage_variants(storage_latency, storage_iops, loaded.storage)
     if variants and wal_dir is not None:

@@ -7,7 +7,9 @@ one or more scenarios compared in one run (docs/plans/format.md#fleet).
       { name = "best-effort", count = 6 },
     ]
 
-or several `[[fleet.scenarios]]`, each with a `name` and its `classes`.
+or several `[[fleet.scenarios]]`, each with a `name` and its `classes`. On a k8s:// target a
+class names its `storage_class` (and optionally a `volume_attributes_class`) instead of limits:
+the cluster, not howfast, enforces them there.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from howfast.iolimits import IoLimits
 from howfast.workloads.fields import PositiveInt, Size, conflict, no_duplicates
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$")]
+# DNS-1123 subdomain, as Kubernetes names StorageClasses and VolumeAttributesClasses
+KubeName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")]
 MAX_INSTANCES = 256
 
 
@@ -39,6 +43,8 @@ class FleetClass(_Strict):
     read_bps: Size | None = None
     write_bps: Size | None = None
     weight: Annotated[int, Field(ge=1, le=1000)] | None = None  # a share, under bfq only
+    storage_class: KubeName | None = None  # k8s:// targets: the class's volumes
+    volume_attributes_class: KubeName | None = None  # k8s:// targets, with storage_class
 
     @model_validator(mode="after")
     def _one_spelling(self) -> Self:
@@ -46,7 +52,22 @@ class FleetClass(_Strict):
             raise conflict("iops", "give iops or read_iops/write_iops, not both")
         if self.bps is not None and (self.read_bps or self.write_bps):
             raise conflict("bps", "give bps or read_bps/write_bps, not both")
+        if self.volume_attributes_class and not self.storage_class:
+            raise conflict(
+                "volume_attributes_class", "a VolumeAttributesClass needs its storage_class"
+            )
         return self
+
+    @property
+    def on_kubernetes(self) -> bool:
+        return self.storage_class is not None
+
+    def describe(self) -> str:
+        """What sets the class apart: its limits, or its StorageClass."""
+        if self.storage_class:
+            vac = self.volume_attributes_class
+            return f"StorageClass {self.storage_class}" + (f", attributes {vac}" if vac else "")
+        return self.limits().describe()
 
     def limits(self) -> IoLimits:
         return IoLimits(

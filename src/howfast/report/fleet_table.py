@@ -33,6 +33,8 @@ def detail_text(f: ClassFigures) -> str:
         parts.append(f"{f.share:.0%} of the total")
     if f.limits:
         parts.append("limits " + ", ".join(f"{k} {v:,}" for k, v in f.limits.items()))
+    if f.storage_class:
+        parts.append(f"StorageClass {f.storage_class}")
     return ", ".join(parts)
 
 

@@ -1,13 +1,13 @@
-"""A fleet run: for each scenario, many instances of one directory target started together,
-every step run on all of them at once (a barrier starts their tools together), and all of
-them stopped whatever happens. One howfast process drives them: a thread per instance only
-while a step runs, a small pool to start and stop them, and store writes in this thread.
+"""A fleet run: for each scenario, many instances of one target (a directory's subdirectories,
+or pods in a namespace) started together, every step run on all of them at once (a barrier
+starts their tools together), and all of them stopped whatever happens. One howfast process
+drives them: a thread per instance only while a step runs, a small pool to start and stop
+them, and store writes in this thread.
 """
 
 from __future__ import annotations
 
 import contextlib
-import secrets
 import shutil
 import tempfile
 import threading
@@ -30,15 +30,7 @@ from howfast.runner.target_session import private_tmp
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection
-from howfast.targets.claim import Claim, check_directory, claim_directory
-from howfast.targets.fleet import (
-    FleetDevice,
-    FleetMember,
-    check_fleet_limits,
-    scenario_members,
-)
-from howfast.targets.local import check_earlier_clusters
-from howfast.targets.osuser import check_reachable, server_user
+from howfast.targets.fleet_base import FleetInstance, FleetPlace
 from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome, Workload
@@ -52,7 +44,7 @@ JOIN_POLL_S = 0.2  # the main thread wakes this often, so that signals are handl
 class Live:
     """A started instance and what its steps share."""
 
-    member: FleetMember
+    member: FleetInstance
     env: StepEnvironment
     connection: Connection | None
     failed_start: str | None = None
@@ -71,31 +63,24 @@ class FleetRunner:
     def __init__(
         self,
         store: Store,
-        directory: Path,
+        place: FleetPlace,
         scenarios: Sequence[FleetScenario],
         steps: list[StepSpec],
         *,
         plan_name: str,
         install: PgInstall,
         observer: RunObserver,
-        settings: dict[str, str],
-        checksums: bool = False,
         label: str | None = None,
     ) -> None:
         self.store = store
-        self.directory = directory.absolute()
+        self.place = place
         self.scenarios = list(scenarios)
         self.steps = steps
         self.plan_name = plan_name
         self.install = install
         self.observer = observer
-        self.settings = settings
-        self.checksums = checksums
         self.label = label
         self.guard = SignalGuard(observer)
-        self.device: FleetDevice | None = None
-        self.token = secrets.token_hex(4)
-        self.workspace = self.directory / f"howfast-fleet-{self.token}"
 
     @property
     def total_steps(self) -> int:
@@ -103,20 +88,14 @@ class FleetRunner:
 
     def check(self) -> None:
         """Everything that can be refused before the run exists."""
-        check_directory(self.directory, "target directory")
-        check_earlier_clusters(self.directory, "target directory")
-        check_reachable(server_user(), self.directory)
-        classes = [(c.name, c.limits()) for s in self.scenarios for c in s.classes]
-        self.device = check_fleet_limits(classes, self.directory)
+        self.place.check(self.scenarios)
 
     def execute(self) -> RunResult:
         self.guard = SignalGuard(self.observer)
         instances = sum(s.instances for s in self.scenarios)
-        claim: list[Claim] = []
 
         def scenarios(run_id: int) -> int:
-            claim.append(claim_directory(self.directory))
-            self.workspace.mkdir(mode=0o755)
+            self.place.open()
             failed, first = 0, 0
             for scenario in self.scenarios:
                 failed += self._scenario(run_id, scenario, first)
@@ -124,33 +103,22 @@ class FleetRunner:
             return failed
 
         def cleanup() -> None:
-            with contextlib.suppress(OSError):
-                self.workspace.rmdir()
-            for c in claim:
-                c.release()
+            self.place.close()
 
         info = RunInfo(self.plan_name, self.label, self.total_steps, instances)
         return record_run(self.store, self.guard, info, self.check, scenarios, cleanup)
 
     # -- one scenario ---------------------------------------------------------------------
     def _scenario(self, run_id: int, scenario: FleetScenario, first_index: int) -> int:
-        members = scenario_members(
-            self.workspace,
-            self.directory,
-            scenario,
-            self.install,
-            device=self.device,
-            settings=self.settings,
-            checksums=self.checksums,
-        )
+        members = self.place.members(scenario)
         for member in members:
-            member.directory.mkdir(mode=0o755)
+            self.place.prepare(member)
         work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=private_tmp()))
         live: list[Live] = []
         failed = 0
         self.observer.message(
             f"scenario {scenario.name}: starting {len(members)} instances "
-            + ", ".join(f"{c.name} x{c.count} ({c.limits().describe()})" for c in scenario.classes)
+            + ", ".join(f"{c.name} x{c.count} ({c.describe()})" for c in scenario.classes)
         )
         try:
             for member in members:
@@ -164,8 +132,8 @@ class FleetRunner:
                 shutil.rmtree(work_root, ignore_errors=True)
         return failed
 
-    def _start_all(self, run_id: int, members: list[FleetMember]) -> list[Live]:
-        def start(member: FleetMember) -> tuple[Connection | None, str | None]:
+    def _start_all(self, run_id: int, members: list[FleetInstance]) -> list[Live]:
+        def start(member: FleetInstance) -> tuple[Connection | None, str | None]:
             try:
                 member.check(will_init=True)
                 return member.start(), None
@@ -192,14 +160,14 @@ class FleetRunner:
             live.append(Live(member, env, connection, problem))
         return live
 
-    def _stop_all(self, members: list[FleetMember]) -> None:
-        def stop(member: FleetMember) -> str | None:
+    def _stop_all(self, members: list[FleetInstance]) -> None:
+        def stop(member: FleetInstance) -> str | None:
             try:
                 member.stop()
             except Exception as exc:  # report, and go on with the others
                 return f"warning: stopping {member.name} failed: {exc}"
             finally:
-                shutil.rmtree(member.directory, ignore_errors=True)
+                self.place.discard(member)
             return None
 
         with ThreadPoolExecutor(POOL) as pool:
@@ -224,7 +192,7 @@ class FleetRunner:
         refs = {}
         for position, x in enumerate(live):
             index = first_index + position * len(self.steps) + offset
-            params = {**spec.params, **fleet_params(x.member)}
+            params = {**spec.params, **x.member.fleet_params()}
             refs[id(x)] = StepRef(index, self.total_steps, x.member.name,
                                   workload.label(spec.params), spec.workload, params)  # fmt: skip
         for x in live:
@@ -263,7 +231,7 @@ class FleetRunner:
                     tail = x.member.server_log_tail(10)
                     if tail:
                         outcome.error = f"{outcome.error}\n--- server log (last lines) ---\n{tail}"
-            fleet_spec = StepSpec(spec.workload, {**spec.params, **fleet_params(x.member)},
+            fleet_spec = StepSpec(spec.workload, {**spec.params, **x.member.fleet_params()},
                                   spec.repetition)  # fmt: skip
             store_step(x.env, fleet_spec, refs[id(x)], outcome, result.started)
         return failed
@@ -310,18 +278,6 @@ class FleetRunner:
             if counters is not None and after is not None:
                 result.extra = own_io(after.minus(counters), time.monotonic() - t0)
         results[id(x)] = result
-
-
-def fleet_params(member: FleetMember) -> dict[str, JSONValue]:
-    """What a step of an instance adds to its params: which scenario, class and instance,
-    and the class's limits (what was asked)."""
-    limits = {k: v for k, v in vars(member.limits).items() if v}
-    return {
-        "scenario": member.scenario,
-        "class": member.klass,
-        "instance": member.index,
-        **({"io_limits": limits} if limits else {}),
-    }
 
 
 def own_io(delta: IoCounters, seconds: float) -> dict[str, JSONValue]:

@@ -2,14 +2,19 @@
 target directory, with its own port and its own I/O cgroup on the device behind the target
 (the class's limits, or none: the cgroup still counts what the instance did).
 
-    device = fleet_device(directory)        # the whole disk to limit, or why not
-    member = FleetMember(subdir, install, ..., klass="high", limits=..., device=device)
-    member.start() / member.stop()          # like a LocalTarget, with the cgroup around it
+    place = LocalFleet(directory, install, settings=..., checksums=False)
+    place.check(scenarios)                  # refuses limits this machine cannot enforce
+    place.open()                            # claims the directory, makes the workspace
+    for member in place.members(scenario):  # FleetMember: a LocalTarget in its own cgroup
+        place.prepare(member); member.start() ... member.stop(); place.discard(member)
+    place.close()
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,12 +26,15 @@ from howfast.iolimits import (
     throttle_lines,
     weight_problem,
 )
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.plans.fleet import FleetScenario
 from howfast.targets.base import Connection
 from howfast.targets.cgroup import CgroupSupport, IoCgroup, detect_io
+from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.fleet_base import FleetInstance
 from howfast.targets.fsinfo import describe_path
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalTarget, check_earlier_clusters
+from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
 
 
@@ -70,7 +78,7 @@ def limits_problem(
 COUNT_ONLY_IOPS = 10**9
 
 
-class FleetMember(LocalTarget):
+class FleetMember(LocalTarget, FleetInstance):
     """One instance of a fleet: a LocalTarget born in its own I/O cgroup."""
 
     def __init__(
@@ -117,6 +125,15 @@ class FleetMember(LocalTarget):
                 self.io_cgroup.remove()
                 self.io_cgroup = None
 
+    def fleet_params(self) -> dict[str, JSONValue]:
+        limits = {k: v for k, v in vars(self.limits).items() if v}
+        return {
+            "scenario": self.scenario,
+            "class": self.klass,
+            "instance": self.index,
+            **({"io_limits": limits} if limits else {}),
+        }
+
     def counters(self) -> IoCounters | None:
         """What this instance's server has asked of the device so far (None: not counted)."""
         if self.io_cgroup is None or self.device is None:
@@ -134,6 +151,71 @@ class FleetMember(LocalTarget):
             "cgroup": str(self.io_cgroup.path) if self.io_cgroup else None,
         }
         return record
+
+
+class LocalFleet:
+    """A fleet's place on a local directory: its instances in a workspace inside it."""
+
+    def __init__(
+        self,
+        directory: Path,
+        install: PgInstall,
+        *,
+        settings: dict[str, str],
+        checksums: bool = False,
+        token: str | None = None,
+    ) -> None:
+        self.directory = directory.absolute()
+        self.description = str(self.directory)
+        self.install = install
+        self.settings = settings
+        self.checksums = checksums
+        self.workspace = self.directory / f"howfast-fleet-{token or secrets.token_hex(4)}"
+        self.device: FleetDevice | None = None
+        self._claim: Claim | None = None
+
+    def check(self, scenarios: list[FleetScenario]) -> None:
+        check_directory(self.directory, "target directory")
+        check_earlier_clusters(self.directory, "target directory")
+        check_reachable(server_user(), self.directory)
+        for klass in (c for s in scenarios for c in s.classes):
+            if klass.on_kubernetes:
+                raise UsageError(
+                    f"fleet class {klass.name}: storage_class applies to k8s:// targets only",
+                    "give the class I/O limits (iops, read_iops, ...) on a directory target",
+                )
+        self.device = check_fleet_limits(
+            [(c.name, c.limits()) for s in scenarios for c in s.classes], self.directory
+        )
+
+    def open(self) -> None:
+        self._claim = claim_directory(self.directory)
+        self.workspace.mkdir(mode=0o755)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.workspace.rmdir()
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
+    def members(self, scenario: FleetScenario, *, planned: bool = False) -> list[FleetInstance]:
+        device = self.device
+        if planned:
+            found = fleet_device(self.directory)
+            device = None if isinstance(found, str) else found
+        return list(scenario_members(
+            self.workspace, self.directory, scenario, self.install,
+            device=device, settings=self.settings, checksums=self.checksums,
+        ))  # fmt: skip
+
+    def prepare(self, member: FleetInstance) -> None:
+        assert isinstance(member, FleetMember)
+        member.directory.mkdir(mode=0o755)
+
+    def discard(self, member: FleetInstance) -> None:
+        assert isinstance(member, FleetMember)
+        shutil.rmtree(member.directory, ignore_errors=True)
 
 
 def check_fleet_limits(classes: list[tuple[str, IoLimits]], directory: Path) -> FleetDevice | None:

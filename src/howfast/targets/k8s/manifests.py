@@ -194,15 +194,18 @@ def config_map(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
 def claim(
     plan: Plan, name: str, volume: VolumeSpec, owner: Mapping[str, str] | None
 ) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": volume.storage_class,
+        "resources": {"requests": {"storage": plan.options.volume_size}},
+    }
+    if volume.attributes_class:
+        spec["volumeAttributesClassName"] = volume.attributes_class
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": _meta(plan, name, owner),
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": volume.storage_class,
-            "resources": {"requests": {"storage": plan.options.volume_size}},
-        },
+        "spec": spec,
     }
 
 

@@ -32,6 +32,7 @@ class VolumeSpec:
 
     storage_class: str | None  # None: an emptyDir
     medium: str = ""  # emptyDir only: "" (the node's disk) or "Memory"
+    attributes_class: str | None = None  # a VolumeAttributesClass for the claim (fleets)
 
     @property
     def describe(self) -> str:

@@ -263,22 +263,6 @@ class K8sTarget(Target):
             self.connection, settings, in_force, self.restart
         )
         return None
-        if self.connection is None:
-            return "the server is not running"
-        try:
-            restart = pgquery.alter_system(self.connection, settings, reset=set(self.step_settings))
-        except HowfastError:
-            self.step_settings = {}
-            with contextlib.suppress(HowfastError):
-                pgquery.alter_system_reset_all(self.connection)
-                pgquery.reload_and_wait(self.connection)
-            raise
-        self.step_settings = dict(settings)
-        if restart:
-            self.restart()
-        else:
-            pgquery.reload_and_wait(self.connection)
-        return None
 
     # -- facts --------------------------------------------------------------------------------
     def node_cores(self) -> int | None:
