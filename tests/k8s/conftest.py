@@ -149,7 +149,7 @@ def assert_clean(kube: Kube, timeout: float = 60) -> None:
     assert left == {}
 
 
-def write_plan(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "plan.toml"
+def write_plan(tmp_path: Path, text: str, name: str = "plan.toml") -> str:
+    path = tmp_path / name
     path.write_text(text)
     return str(path)

@@ -39,7 +39,9 @@ def test_a_fleet_of_two_storage_classes(
     k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     plan = write_plan(tmp_path, FLEET_PLAN)
-    capped = write_plan(tmp_path, FLEET_PLAN.replace("count = 1,", "count = 1, iops = 100,"))
+    capped = write_plan(
+        tmp_path, FLEET_PLAN.replace("count = 1,", "count = 1, iops = 100,"), "capped.toml"
+    )
     refused = run_howfast(
         howfast_env, "run", capped, "--target", f"k8s://{SC_DISK}", *lab_images(k8s_lab),
         check=False,

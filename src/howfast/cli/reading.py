@@ -9,9 +9,7 @@ from howfast.analysis.derive import derive_run, series_needed
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
 from howfast.errors import UsageError
 from howfast.model import JSONValue, RunRecord
-from howfast.store import SqlStore
 from howfast.store.base import Store
-from howfast.store.series import attach_series
 
 
 def stored_runs(db: Store, ids: list[int]) -> list[RunRecord]:
@@ -27,6 +25,9 @@ def stored_runs(db: Store, ids: list[int]) -> list[RunRecord]:
 
 def derived(db: Store, run: RunRecord, series: Collection[str] = ()) -> RunRecord:
     """A run read without series, with these series and the derivation's, derived."""
+    from howfast.store.series import attach_series
+    from howfast.store.sql import SqlStore  # SQLAlchemy: loaded once a store is read
+
     if isinstance(db, SqlStore):
         attach_series(db, run, {*series, *series_needed(run)})  # only these: stores are large
     else:

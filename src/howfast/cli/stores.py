@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from howfast.cli.context import CliEnv
 from howfast.errors import HowfastError
-from howfast.store import SqlStore, open_store
+from howfast.store import open_store
 from howfast.store.liveness import close_abandoned_runs
+
+if TYPE_CHECKING:
+    from howfast.store.sql import SqlStore
 
 
 def open_results(env: CliEnv, url: str | None) -> SqlStore:

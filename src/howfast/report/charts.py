@@ -10,8 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-
 from howfast.analysis.groups import StepGroup
 from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, metric
 from howfast.analysis.overview import Overview, Placed, TargetView
@@ -76,6 +74,8 @@ def _round(value: float | None) -> float | None:
 def _significant(values: Iterable[float]) -> list[float | None]:
     """Each value to SIGNIFICANT_DIGITS significant digits, NaN as None: vectorised, since a
     report has tens of thousands of per-second points."""
+    import numpy as np  # loaded when a chart is drawn, not when a command starts
+
     v = np.fromiter(values, dtype=float)
     finite = np.isfinite(v) & (v != 0)
     magnitude = np.floor(np.log10(np.abs(v, where=finite, out=np.ones_like(v))))

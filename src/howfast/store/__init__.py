@@ -5,10 +5,11 @@ Callers use `open_store(url)` and the `Store` interface; the rest is how it is d
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from howfast.errors import HowfastError
-from howfast.store.base import Store
 from howfast.store.location import (
     ENV_VAR,
     StoreLocation,
@@ -17,8 +18,28 @@ from howfast.store.location import (
     parse_store_url,
     resolve_store_location,
 )
-from howfast.store.migrations import MIGRATIONS, SCHEMA_VERSION, Migration
-from howfast.store.sql import SqlStore
+
+if TYPE_CHECKING:
+    from howfast.store.base import Store
+    from howfast.store.migrations import MIGRATIONS, SCHEMA_VERSION, Migration
+    from howfast.store.sql import SqlStore
+
+# Loaded on first use (PEP 562): importing howfast.store.base or .location must not load
+# SQLAlchemy, which a command that fails on its arguments never needs.
+_LAZY = {
+    "Store": "howfast.store.base",
+    "MIGRATIONS": "howfast.store.migrations",
+    "SCHEMA_VERSION": "howfast.store.migrations",
+    "Migration": "howfast.store.migrations",
+    "SqlStore": "howfast.store.sql",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'howfast.store' has no attribute {name!r}")
+
 
 __all__ = [
     "ENV_VAR",
@@ -36,7 +57,9 @@ __all__ = [
 ]
 
 
-def open_store(url: str | None = None, *, migrations: Sequence[Migration] = MIGRATIONS) -> SqlStore:
+def open_store(
+    url: str | None = None, *, migrations: Sequence[Migration] | None = None
+) -> SqlStore:
     """Open (creating or migrating) the store: `url`, else `$HOWFAST_STORE`, else the default
     SQLite file. Accepts a file path, `sqlite:///path` or `postgresql://…`.
 
@@ -52,4 +75,7 @@ def open_store(url: str | None = None, *, migrations: Sequence[Migration] = MIGR
                 f"cannot create the results directory {directory}: {exc.strerror}",
                 hint=f"set --store or ${ENV_VAR} to a file elsewhere",
             ) from None
-    return SqlStore(location, migrations)
+    from howfast.store.migrations import MIGRATIONS
+    from howfast.store.sql import SqlStore
+
+    return SqlStore(location, MIGRATIONS if migrations is None else migrations)

@@ -9,13 +9,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
 
 from howfast.errors import UsageError
 from howfast.redact import redact_dsn
+
+if TYPE_CHECKING:  # SQLAlchemy loads when a store is resolved, not when this module is
+    from sqlalchemy.engine import URL
 
 ENV_VAR = "HOWFAST_STORE"
 DEFAULT_FILENAME = "howfast.db"
@@ -64,7 +66,7 @@ def resolve_store_location(url: str | None) -> StoreLocation:
         return parse_store_url(from_env, origin=f"${ENV_VAR}")
     path = default_store_path()
     return StoreLocation(
-        url=URL.create("sqlite", database=str(path)),
+        url=_sqlite_url(path),
         display=str(path),
         sqlite_path=path,
         is_default=True,
@@ -102,7 +104,16 @@ def parse_store_url(text: str, *, origin: str = "the store URL") -> StoreLocatio
     )
 
 
+def _sqlite_url(path: Path) -> URL:
+    from sqlalchemy.engine import URL
+
+    return URL.create("sqlite", database=str(path))
+
+
 def _make_url(text: str, origin: str) -> URL:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(text)
     except (ArgumentError, ValueError):
@@ -119,6 +130,4 @@ def _sqlite_location(path: Path, origin: str) -> StoreLocation:
             f"{origin} {path}: directory {path.parent} does not exist",
             hint="create it first, or pick another path",
         )
-    return StoreLocation(
-        url=URL.create("sqlite", database=str(path)), display=str(path), sqlite_path=path
-    )
+    return StoreLocation(url=_sqlite_url(path), display=str(path), sqlite_path=path)

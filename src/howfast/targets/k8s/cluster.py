@@ -86,6 +86,13 @@ class Cluster:
                 ) from None
         self.k8s = k8s
         self.core = k8s.client.CoreV1Api(self.api_client)
+        # kubernetes.stream swaps its API client's request function while an exec or a
+        # port-forward connects: streams get a client of their own, one connecting at a
+        # time, so that REST calls from other threads never go through a websocket.
+        self._stream_core = k8s.client.CoreV1Api(
+            k8s.client.ApiClient(configuration=self.api_client.configuration)
+        )
+        self._stream_lock = threading.Lock()
         self.storage = k8s.client.StorageV1Api(self.api_client)
         self.context = context
         self.host = str(self.api_client.configuration.host)
@@ -470,20 +477,33 @@ class Cluster:
         """An exec session (the client's WSClient), not yet read."""
         from kubernetes.stream import stream
 
-        return self.call(
-            f"exec in pod {pod}",
-            stream,
-            self.core.connect_get_namespaced_pod_exec,
-            pod,
-            namespace,
-            container=container,
-            command=command,
-            stdin=False,
-            stdout=True,
-            stderr=True,
-            tty=False,
-            _preload_content=False,
-        )
+        with self._stream_lock:
+            return self.call(
+                f"exec in pod {pod}",
+                stream,
+                self._stream_core.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=container,
+                command=command,
+                stdin=False,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            )
+
+    def port_forward(self, namespace: str, pod: str, port: int) -> Any:
+        """A port-forward session to one port of the pod (the client's PortForward)."""
+        from kubernetes.stream import portforward
+
+        with self._stream_lock:
+            return portforward(
+                self._stream_core.connect_get_namespaced_pod_portforward,
+                pod,
+                namespace,
+                ports=str(port),
+            )
 
     def exec(
         self,
@@ -601,15 +621,8 @@ class PortForward:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
-        from kubernetes.stream import portforward
-
         try:
-            forward = portforward(
-                self.cluster.core.connect_get_namespaced_pod_portforward,
-                self.pod,
-                self.namespace,
-                ports=str(self.port),
-            )
+            forward = self.cluster.port_forward(self.namespace, self.pod, self.port)
             remote = forward.socket(self.port)
             remote.setblocking(True)
         except Exception:
