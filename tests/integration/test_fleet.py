@@ -139,7 +139,11 @@ def test_limits_that_cannot_hold_here_are_refused_before_anything(
     assert list(target_dir.iterdir()) == []
     two = howfast("run", str(howfast.plan(FLEET.format(duration="3s"))), "--target",
                   str(target_dir), "--target", str(target_dir))  # fmt: skip
-    assert two.returncode == 2 and "a fleet runs on one directory target" in two.stderr
+    assert two.returncode == 2 and "a fleet runs on one target: a directory" in two.stderr
+    k8s_class = FLEET.format(duration="3s").replace("write_iops = 200", 'storage_class = "fast"')
+    out = howfast("run", str(howfast.plan(k8s_class)), "--target", str(target_dir))
+    assert out.returncode == 2 and "storage_class applies to k8s:// targets only" in out.stderr
+    assert list(target_dir.iterdir()) == []
 
 
 def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, target_dir: Path):
