@@ -24,12 +24,13 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
+# Every test, the Kubernetes lab tests (tests/k8s: a real single-node cluster on loopback,
+# tests/k8s/lab/README.md) beside the others; the first run on a machine builds the lab
+# (~15-30 min, cached in ~/.cache/howfast). HOWFAST_K8S_LAB=0 skips the lab tests.
 test: setup-test lint typecheck
-	$(PY) -m pytest
+	@bash scripts/test.sh
 
-# Opt-in, not part of `make test`: the Kubernetes tests against a real single-node cluster on
-# loopback (tests/k8s/lab/README.md). Needs root; the first run builds Kubernetes (~15-30 min).
-# With the lab cached: ~6.5 min (14 tests, of which tests/k8s/test_target.py ~5.3 min).
+# The Kubernetes lab tests alone.
 k8s-lab: setup
 	HOWFAST_K8S_LAB=1 $(PY) -m pytest -m k8s tests/k8s --durations=0
 

@@ -1,9 +1,10 @@
 """Kubernetes tests run against a real single-node cluster that tests/k8s/lab builds and starts.
 
-They are opt-in (the cluster needs root, ~20 s to start, ~15 min to build the first time):
-`make k8s-lab`, or `HOWFAST_K8S_LAB=1 pytest -m k8s tests/k8s`. Without the opt-in they are
-skipped with that hint. When the machine cannot run the lab (no root, no Go to build, ports in
-use, ...) they are skipped with the exact reason.
+`make test` runs them (scripts/test.sh), as do `make k8s-lab` and
+`HOWFAST_K8S_LAB=1 pytest -m k8s tests/k8s`; a plain `pytest` skips them with that hint (the
+cluster needs root, ~15 s to start, ~15 min to build the first time). When the machine
+cannot run the lab (no root, no Go to build, ports in use, ...) they are skipped with the
+exact reason.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not _opted_in(config):
         skip = pytest.mark.skip(
-            reason="k8s lab tests are opt-in: `make k8s-lab` or HOWFAST_K8S_LAB=1 pytest -m k8s"
+            reason="k8s lab tests run in `make test`, `make k8s-lab` or "
+            "HOWFAST_K8S_LAB=1 pytest -m k8s"
         )
         for item in ours:
             item.add_marker(skip)
