@@ -1,0 +1,47 @@
+"""--node on the lab cluster: the pod lands on the node asked for (through the scheduler), and a
+node that does not exist fails with the scheduler's own message, not a bare time-out."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.k8s.conftest import Kube, assert_clean, lab_images, run_howfast, write_plan
+from tests.k8s.lab.cluster import ClusterFacts
+from tests.k8s.lab.config import SC_DISK
+
+pytestmark = pytest.mark.k8s
+
+INIT_ONLY = '[settings]\nshared_buffers = "16MB"\n[[steps]]\nworkload = "pgbench-init"\nscale = 1\n'
+
+
+def test_node_pins_the_pod_and_an_unknown_node_says_why(
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
+) -> None:
+    plan = write_plan(tmp_path, INIT_ONLY)
+    out = run_howfast(
+        howfast_env, "run", plan, "--target", f"k8s://{SC_DISK}", "--node", k8s_lab.node,
+        *lab_images(k8s_lab), "--json",
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "completed", out.stderr
+    kubernetes = doc["targets"][0]["device"]["kubernetes"]
+    assert kubernetes["node"]["name"] == k8s_lab.node
+    assert_clean(kube)
+
+    env = {**howfast_env, "HOWFAST_K8S_START_TIMEOUT": "15"}
+    started = time.monotonic()
+    out = run_howfast(
+        env, "run", plan, "--target", f"k8s://{SC_DISK}", "--node", "no-such-node",
+        *lab_images(k8s_lab), "--json", check=False,
+    )  # fmt: skip
+    assert time.monotonic() - started < 90
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "failed"
+    error = doc["steps"][0]["error"]
+    # the scheduler's message for a pod no node can take: "0/1 nodes are available: ..."
+    assert "0/1 nodes are available" in error, error
+    assert_clean(kube)
