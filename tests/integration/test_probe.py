@@ -516,7 +516,10 @@ def test_every_profile_and_pg_test_fsync_make_one_step_each(every_profile_probe)
     fsync = steps[-1]
     assert fsync["metrics"]["fdatasync_ops_s"] > 0 and fsync["params"]["seconds"] == 1
     assert_left_clean(probe_dir)
-    assert elapsed < 60
+    # Not a speed goal (benchmarks/ hold those): a probe that ignored its 1 s runtimes (fio's
+    # default is to run until the file is done, pg_test_fsync's 5 s per test) would take far
+    # longer than seven 1 s steps, even on a loaded machine.
+    assert elapsed < 240
 
     # Series and histograms are stored; the table shows every profile and the ceiling.
     with open_store(str(howfast.store)) as db:
