@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -63,6 +64,18 @@ class Howfast:
             text=True,
             cwd=self.workdir,
         )
+
+    def in_private_shm(self, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+        """Run howfast with a /dev/shm of its own (tests/integration/private_shm.py); returns
+        what it left there. Root only."""
+        result = self.workdir / "shm-left.json"
+        wrapper = str(Path(__file__).with_name("private_shm.py"))
+        argv = ["unshare", "--mount", "--propagation", "private", sys.executable, wrapper,
+                str(result), "--", *self.argv(*args)]  # fmt: skip
+        out = subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=240,
+                             cwd=self.workdir)  # fmt: skip
+        left = json.loads(result.read_text()) if result.exists() else ["(the wrapper failed)"]
+        return out, left
 
     def plan(self, text: str, name: str = "tiny.toml") -> Path:
         path = self.workdir / name

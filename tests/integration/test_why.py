@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from howfast.analysis.why import MIN_WAL_BYTES
 from howfast.targets.emulated.volume import available
 from tests.integration.conftest import Howfast
 from tests.integration.test_samplers import loop_devices  # noqa: F401  (a fixture)
@@ -191,7 +192,10 @@ def test_postgres_own_io_on_a_device_another_process_writes_to(
     # The device wrote what the other process did as well: the warning says so.
     assert m["io_data_write_bytes"] > 2 * m["pg_write_bytes"]
     assert any("something else used the disk" in w for w in step["warnings"]), step["warnings"]
-    assert m["pg_write_amplification"] < m["io_write_amplification"]
+    if m["wal_bytes"] >= MIN_WAL_BYTES:  # a starved step (a loaded machine) may write less
+        assert m["pg_write_amplification"] < m["io_write_amplification"]
+    else:  # and then neither ratio is given: bytes per WAL byte of so little WAL mean nothing
+        assert "pg_write_amplification" not in m and "io_write_amplification" not in m
 
 
 HOT_ROW = """
