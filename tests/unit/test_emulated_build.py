@@ -150,3 +150,15 @@ def test_tps_by_added_latency_table_and_chart():
     assert chart.traces[0].x == [0.0, 2.0] and chart.traces[0].y == [1500.0, 400.0]
     single = RunRecord(8, "quick", "completed", "a", "b", {}, run.targets[:1], run.steps[1:2])
     assert latency_sweep(single) == [] and sweep_table(single) is None
+
+
+def test_without_nbdkits_python_plugin_the_backend_says_what_to_install(monkeypatch, tmp_path):
+    from howfast.targets.emulated import volume
+
+    if volume.available().name is None:
+        pytest.skip(f"no emulated volumes here: {volume.available().reason}")
+    monkeypatch.setattr(volume, "NBDKIT_PLUGIN_DIRS", (str(tmp_path),))  # no plugin there
+    backend = volume.available()
+    assert backend.name is None
+    assert backend.reason == "nbdkit's python plugin is not installed (nbdkit-plugin-python)"
+    assert "nbdkit-plugin-python" in volume.INSTALL_HINT

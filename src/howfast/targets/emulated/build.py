@@ -46,18 +46,15 @@ def format_ms(value: float) -> str:
 
 
 def nbdkit_argv(
-    image: PurePath,
-    socket: PurePath,
-    pidfile: PurePath,
-    latency_ms: float,
-    plugin: PurePath = DELAY_PLUGIN,
+    image: PurePath, socket: PurePath, pidfile: PurePath, latency_ms: float
 ) -> list[str]:
     """nbdkit in the foreground (stopped by its PID), serving the image on a unix socket only,
     through the delay plugin: reads, writes, zeroes and flushes each wait `latency_ms` (which
-    may be a fraction). Zero still goes through the plugin, so variants differ only by delay."""
+    may be a fraction, passed exactly). +0 ms goes through the plugin too, so that variants
+    differ only by the delay."""
     return [
         "nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile),
-        "python", str(plugin), f"file={image}", f"delay-ms={float(latency_ms)!r}",
+        "python", str(DELAY_PLUGIN), f"file={image}", f"delay-ms={float(latency_ms)!r}",
     ]  # fmt: skip
 
 
