@@ -65,8 +65,8 @@ def available() -> Backend:
         return Backend(None, "/dev/loop-control is missing (no loop devices here)")
     return Backend(
         BACKEND,
-        "nbdkit with howfast's delay plugin (reads, writes and flushes delayed), "
-        "through nbdfuse and a loop device",
+        f"{BACKEND}: nbdkit with howfast's delay plugin (reads, writes and flushes "
+        "delayed), through nbdfuse and a loop device",
     )
 
 
