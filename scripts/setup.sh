@@ -31,6 +31,10 @@ if [[ $PURPOSE == test ]]; then
         APT_PACKAGES+=(chromium)
     # Emulated volumes (--storage-latency): their tests build real layers.
     command -v nbdkit >/dev/null || APT_PACKAGES+=(nbdkit)
+    # nbdkit's python plugin runs howfast's delay plugin (it delays flushes too).
+    compgen -G '/usr/lib*/*nbdkit/plugins/nbdkit-python-plugin.so' >/dev/null ||
+        compgen -G '/usr/lib/*/nbdkit/plugins/nbdkit-python-plugin.so' >/dev/null ||
+        APT_PACKAGES+=(nbdkit-plugin-python)
     command -v nbdfuse >/dev/null || APT_PACKAGES+=(libnbd-bin)
     # Prometheus and node_exporter for tests/integration/test_prometheus.py, which starts its
     # own instances on loopback ports; the system services are never started (below).

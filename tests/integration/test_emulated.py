@@ -1,5 +1,5 @@
-"""Emulated volumes on real layers: nbdkit's delay filter, nbdfuse, a loop device, ext4 and
-the cgroup I/O controller, built and taken down by howfast around a real cluster."""
+"""Emulated volumes on real layers: nbdkit with howfast's delay plugin, nbdfuse, a loop device,
+ext4 and the cgroup I/O controller, built and taken down by howfast around a real cluster."""
 
 from __future__ import annotations
 
@@ -82,27 +82,43 @@ def assert_nothing_left(target_dir: Path, tokens: set[str]) -> None:
     ] == []
 
 
-def test_two_ms_slows_every_commit_of_one_client_and_leaves_nothing(
+def test_added_latency_slows_every_commit_of_one_client_and_leaves_nothing(
     howfast: Howfast, target_dir: Path
 ):
     plan = howfast.plan(ONE_CLIENT.format(duration="5s"))
-    out = howfast("run", str(plan), "--target", str(target_dir), "--storage-latency", "0,2ms",
-                  "--storage-size", "512MiB", "--json", timeout=400)  # fmt: skip
+    out = howfast("run", str(plan), "--target", str(target_dir), "--storage-latency",
+                  "0,0.5ms,2ms", "--storage-size", "512MiB", "--json", timeout=600)  # fmt: skip
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    fast, slow = doc["targets"]
-    assert fast["name"].endswith("+0ms") and slow["name"].endswith("+2ms")
-    added = slow["device"]["emulation"]["measured_added_latency_ms"]
-    assert 1.5 <= added <= 4.0, slow["device"]["emulation"]
-    assert fast["device"]["emulation"]["measured_added_latency_ms"] < 1.0
+    fast, half, slow = doc["targets"]
+    assert [t["name"].rsplit(" ", 1)[1] for t in doc["targets"]] == ["+0ms", "+0.5ms", "+2ms"]
+    emulation = {t["name"]: t["device"]["emulation"] for t in doc["targets"]}
+    for target, asked in ((fast, 0.0), (half, 0.5), (slow, 2.0)):
+        record = emulation[target["name"]]
+        assert record["backend"] == "nbdkit-python"
+        assert record["asked_latency_ms"] == record["asked_flush_latency_ms"] == asked
+    # What the QD1 checks measured: writes and flushes both delayed, a fraction of a
+    # millisecond too (generous bounds: the layers and a loaded machine add their own).
+    assert 1.5 <= emulation[slow["name"]]["measured_added_latency_ms"] <= 4.0, emulation
+    assert 0.25 <= emulation[half["name"]]["measured_added_latency_ms"] <= 1.5, emulation
+    assert emulation[fast["name"]]["measured_added_latency_ms"] < 1.0, emulation
+    # A flush through the loop device reaches the delay plugin and waits at least its delay
+    # (the image's fdatasync comes on top: 0.4-2.4 ms at +0 ms on this busy machine, so this
+    # alone cannot tell a delayed flush from a slow disk; the commits below can).
+    flush = {name: record["measured_flush_latency_ms"] for name, record in emulation.items()}
+    assert flush[slow["name"]] >= 1.9 and flush[half["name"]] >= 0.45, flush
     runs = {s["target"]: s["metrics"] for s in doc["steps"] if s["workload"] == "pgbench"}
     tps = {name: m["tps"] for name, m in runs.items()}
-    # Each commit waits for one delayed write (nbdkit 1.32 cannot delay the flush after it):
-    # a transaction takes at least 1.5 ms longer, and TPS falls by half or more (measured on a
-    # quiet machine: 781 -> 292 TPS). The issue's 3x needs the flush delayed too (open).
+    # A commit is a WAL write then a flush, both delayed: each transaction waits two added
+    # delays, 4 ms at +2 ms (measured 3.8-5.7 ms more at a load of 4-6). One delay, as when
+    # the flush was not delayed, gave 2.1 ms: asking for 3 ms tells the two apart.
     slower_by = runs[slow["name"]]["latency_avg_ms"] - runs[fast["name"]]["latency_avg_ms"]
-    assert slower_by >= 1.5, runs
-    assert tps[fast["name"]] >= 2 * tps[slow["name"]], tps
+    assert slower_by >= 3.0, runs
+    # The issue's "TPS falls by 3x" is that added time over the +0 ms transaction, which the
+    # load of other work on this shared machine lengthens: 3.8-3.9x at a load of 5, 2.0-3.0x
+    # in runs whose +0 ms variant was slowed to 255-450 TPS. A ratio of speeds is no test's
+    # to assert here: benchmarks/emulated-volume checks the 3x goal, interleaved.
+    assert tps[fast["name"]] > tps[slow["name"]] and tps[half["name"]] > tps[slow["name"]], tps
     volumes = [Path(t["device"]["emulation"]["volume"]).parent.name for t in doc["targets"]]
     assert_nothing_left(target_dir, {v.removeprefix("howfast-vol-") for v in volumes})
 
@@ -156,7 +172,7 @@ def test_without_the_tools_it_is_refused_with_what_to_install(
                          env=env, capture_output=True, text=True, cwd=howfast.workdir)  # fmt: skip
     assert out.returncode == 1, out.stderr
     assert "cannot emulate a slower volume: missing nbdkit, nbdfuse" in out.stderr
-    assert "apt-get install -y nbdkit libnbd-bin" in out.stderr
+    assert "apt-get install -y nbdkit nbdkit-plugin-python libnbd-bin" in out.stderr
     assert list(target_dir.iterdir()) == []
     assert (
         not howfast.store.exists() or json.loads(howfast("results", "list", "--json").stdout) == []

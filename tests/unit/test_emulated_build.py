@@ -11,11 +11,12 @@ import pytest
 from howfast.analysis.emulation import latency_warning
 from howfast.iolimits import IoLimits, throttle_lines
 from howfast.targets.emulated.build import (
+    DELAY_PLUGIN,
     Limits,
-    delay_value,
     losetup_argv,
     nbdfuse_argv,
     nbdkit_argv,
+    plain_nbdkit_argv,
     variants,
 )
 from howfast.targets.emulated.target import write_latency_ms
@@ -23,19 +24,32 @@ from howfast.targets.emulated.target import write_latency_ms
 IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
 
 
-def test_nbdkit_serves_the_image_on_a_unix_socket_with_the_delay_filter():
+def test_nbdkit_serves_the_image_on_a_unix_socket_through_the_delay_plugin():
     argv = nbdkit_argv(IMG, SOCK, PID, 2.0)
     assert argv[:6] == ["nbdkit", "--foreground", "--unix", str(SOCK), "--pidfile", str(PID)]
-    assert argv[6:] == ["--filter=delay", "file", str(IMG), "rdelay=2ms", "wdelay=2ms"]
-    assert "--filter=delay" not in nbdkit_argv(IMG, SOCK, PID, 0.0)  # same layers, no delay
+    assert argv[6:] == ["python", str(DELAY_PLUGIN), f"file={IMG}", "delay-ms=2.0"]
+    # Zero added is the same layers, only the delay differs.
+    assert nbdkit_argv(IMG, SOCK, PID, 0.0)[6:] == ["python", str(DELAY_PLUGIN), f"file={IMG}",
+                                                    "delay-ms=0.0"]  # fmt: skip
     assert not any(a.startswith(("-i", "--ipaddr", "-p", "--port")) for a in argv)  # no TCP
 
 
-def test_the_delay_filter_takes_whole_milliseconds_only():
-    assert delay_value(2.0) == "2ms"
-    # nbdkit 1.32 reads "0.5ms" as 0 ms without a word: refuse it rather than lie.
-    with pytest.raises(ValueError, match="whole milliseconds"):
-        delay_value(0.5)
+def test_the_reference_server_is_nbdkits_file_plugin_without_delay():
+    assert plain_nbdkit_argv(IMG, SOCK, PID)[6:] == ["file", str(IMG)]
+
+
+def test_the_delay_plugin_takes_fractions_of_a_millisecond_exactly():
+    assert nbdkit_argv(IMG, SOCK, PID, 0.5)[-1] == "delay-ms=0.5"
+    assert nbdkit_argv(IMG, SOCK, PID, 1234.5678)[-1] == "delay-ms=1234.5678"
+    assert nbdkit_argv(IMG, SOCK, PID, 2)[-1] == "delay-ms=2.0"
+
+
+def test_the_delay_plugin_ships_inside_the_package():
+    assert DELAY_PLUGIN.is_file() and DELAY_PLUGIN.parent.name == "emulated"
+    text = DELAY_PLUGIN.read_text()
+    # nbdkit calls these by name: the flush is delayed like reads and writes.
+    for callback in ("def pread(", "def pwrite(", "def flush(", "def zero(", "def open("):
+        assert callback in text
 
 
 def test_nbdfuse_and_losetup():
@@ -136,3 +150,15 @@ def test_tps_by_added_latency_table_and_chart():
     assert chart.traces[0].x == [0.0, 2.0] and chart.traces[0].y == [1500.0, 400.0]
     single = RunRecord(8, "quick", "completed", "a", "b", {}, run.targets[:1], run.steps[1:2])
     assert latency_sweep(single) == [] and sweep_table(single) is None
+
+
+def test_without_nbdkits_python_plugin_the_backend_says_what_to_install(monkeypatch, tmp_path):
+    from howfast.targets.emulated import volume
+
+    if volume.available().name is None:
+        pytest.skip(f"no emulated volumes here: {volume.available().reason}")
+    monkeypatch.setattr(volume, "NBDKIT_PLUGIN_DIRS", (str(tmp_path),))  # no plugin there
+    backend = volume.available()
+    assert backend.name is None
+    assert backend.reason == "nbdkit's python plugin is not installed (nbdkit-plugin-python)"
+    assert "nbdkit-plugin-python" in volume.INSTALL_HINT

@@ -82,7 +82,8 @@ from howfast.workloads.pgbench.build import expected_seconds
     "--storage-latency",
     metavar="2ms|0,1ms,2ms",
     help="Put each directory target's cluster on an emulated volume with this much added "
-    "latency per read and write (whole ms); a list runs one variant per value. Needs root.",
+    "latency per read, write and flush (0.5ms works); a list runs one variant per value. "
+    "Needs root.",
 )
 @click.option(
     "--storage-iops",

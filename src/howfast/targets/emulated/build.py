@@ -1,7 +1,8 @@
 """Pure builders for emulated volumes: what to run and what to write, never run or written.
 
 The nbdkit backend: the volume image (a sparse file in the target directory, formatted as
-ext4 before anything serves it) is served by nbdkit with its delay filter on a unix socket;
+ext4 before anything serves it) is served by nbdkit on a unix socket, through howfast's own
+plugin (delay_plugin.py, run by nbdkit's python plugin) that delays reads, writes and flushes;
 nbdfuse shows it as a file, which a loop device with direct I/O turns into a block device
 that is mounted. IOPS and bandwidth caps are the I/O controller's limits on that block device.
 """
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from howfast.iolimits import IoLimits
+
+DELAY_PLUGIN = Path(__file__).with_name("delay_plugin.py")
 
 
 @dataclass(frozen=True)
@@ -42,26 +45,27 @@ def format_ms(value: float) -> str:
     return f"{value:g}ms"
 
 
-def delay_value(latency_ms: float) -> str:
-    """nbdkit's delay filter takes whole milliseconds ('NNms') or seconds."""
-    if latency_ms != int(latency_ms):
-        raise ValueError(
-            f"the nbdkit backend adds whole milliseconds only, not {latency_ms:g} ms "
-            "(device-mapper's delay target takes them too)"
-        )
-    return f"{int(latency_ms)}ms"
-
-
 def nbdkit_argv(
     image: PurePath, socket: PurePath, pidfile: PurePath, latency_ms: float
 ) -> list[str]:
     """nbdkit in the foreground (stopped by its PID), serving the image on a unix socket only,
-    reads and writes (and zero/trim) delayed by the added latency."""
-    argv = ["nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile)]
-    if latency_ms > 0:
-        delay = delay_value(latency_ms)
-        return [*argv, "--filter=delay", "file", str(image), f"rdelay={delay}", f"wdelay={delay}"]
-    return [*argv, "file", str(image)]
+    through the delay plugin: reads, writes, zeroes and flushes each wait `latency_ms` (which
+    may be a fraction, passed exactly). +0 ms goes through the plugin too, so that variants
+    differ only by the delay."""
+    return [
+        "nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile),
+        "python", str(DELAY_PLUGIN), f"file={image}", f"delay-ms={float(latency_ms)!r}",
+    ]  # fmt: skip
+
+
+def plain_nbdkit_argv(image: PurePath, socket: PurePath, pidfile: PurePath) -> list[str]:
+    """nbdkit's own file plugin, no delay: not used for volumes (the variants of a sweep all go
+    through the delay plugin), only as the reference benchmarks/emulated-volume measures the
+    delay plugin's own cost against."""
+    return [
+        "nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile),
+        "file", str(image),
+    ]  # fmt: skip
 
 
 def nbdfuse_argv(mount_dir: PurePath, socket: PurePath, pidfile: PurePath) -> list[str]:

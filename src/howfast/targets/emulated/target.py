@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import shutil
+import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from howfast.analysis.emulation import latency_warning
@@ -30,7 +33,6 @@ from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.emulated.build import (
     Limits,
-    delay_value,
     format_ms,
     losetup_argv,
     mkfs_argv,
@@ -45,6 +47,7 @@ from howfast.targets.serverio import ServerIo
 
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20
+FLUSH_CHECKS = 20
 
 
 def qd1_check_argv(path: Path) -> list[str]:
@@ -61,6 +64,23 @@ def write_latency_ms(fio_json: str) -> float:
     start = fio_json.find("{")
     job = json.loads(fio_json[start:])["jobs"][0]["write"]
     return float(job["lat_ns"]["mean"]) / 1e6
+
+
+def flush_latency_ms(device: str, count: int = FLUSH_CHECKS) -> float:
+    """The median time of an fsync of the block device with nothing to write: one flush
+    request through every layer (loop device, FUSE, nbdkit), its delay and the image's
+    fdatasync. The median, because a flush that meets writes the image still had in the
+    page cache (the new filesystem zeroing its inode tables) takes the storage's time."""
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            os.fsync(fd)
+            times.append((time.perf_counter() - start) * 1000)
+        return statistics.median(times)
+    finally:
+        os.close(fd)
 
 
 class EmulatedTarget(Target):
@@ -97,7 +117,8 @@ class EmulatedTarget(Target):
         self.keep = keep
         self.warnings: list[str] = []
         self.emulation: dict[str, object] = {
-            "asked_latency_ms": limits.latency_ms,
+            "asked_latency_ms": limits.latency_ms,  # added to each read and write
+            "asked_flush_latency_ms": limits.latency_ms,  # and to each flush
             "volume": str(self.workspace / "volume.img"),
         }
         self.volume: EmulatedVolume | None = None
@@ -112,11 +133,6 @@ class EmulatedTarget(Target):
             raise UsageError("--keep cannot keep a cluster on an emulated volume: it is removed")
         backend = require_backend()
         self.emulation["backend"] = backend.name
-        if self.limits.latency_ms:
-            try:
-                delay_value(self.limits.latency_ms)
-            except ValueError as exc:
-                raise UsageError(f"--storage-latency: {exc}") from None
         check_directory(self.directory, "target directory")
         if self._lock is None:  # the same lock as a cluster's directory: one run at a time
             self._lock = lock_directory(self.directory, "target directory")
@@ -164,15 +180,18 @@ class EmulatedTarget(Target):
 
     def _measure_added_latency(self) -> None:
         """A short QD1 write test on the volume and on the directory under it: the difference
-        is what the volume adds. Both files are removed."""
+        is what the volume adds to a write. Both files are removed. Then a few flushes of the
+        volume alone, timed: whether the flush is delayed too."""
         assert self.volume is not None
         on_volume = self._qd1_ms(self.volume.mount_dir / ".howfast-qd1-check")
         baseline = self._qd1_ms(self.workspace / ".howfast-qd1-check")
         added = max(0.0, on_volume - baseline)
+        assert self.volume.loop_device is not None
         self.emulation.update(
             measured_write_latency_ms=round(on_volume, 4),
             baseline_write_latency_ms=round(baseline, 4),
             measured_added_latency_ms=round(added, 4),
+            measured_flush_latency_ms=round(flush_latency_ms(self.volume.loop_device), 4),
         )
         warning = latency_warning(self.limits.latency_ms, added)
         if warning:
@@ -270,7 +289,8 @@ class EmulatedTarget(Target):
         return [
             (f"format the {self.size_bytes // 2**20} MiB volume image", mkfs_argv(image)),
             (
-                f"serve it with {format_ms(self.limits.latency_ms)} added",
+                f"serve it with {format_ms(self.limits.latency_ms)} added to each read, "
+                "write and flush",
                 nbdkit_argv(image, socket, run_dir / "nbdkit.pid", self.limits.latency_ms),
             ),
             ("show it as a file", nbdfuse_argv(run_dir / "fuse", socket, run_dir / "nbdfuse.pid")),

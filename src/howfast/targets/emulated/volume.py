@@ -23,6 +23,7 @@ from pathlib import Path
 
 from howfast.errors import HowfastError, MissingToolError
 from howfast.targets.emulated.build import (
+    DELAY_PLUGIN,
     Limits,
     losetup_argv,
     mkfs_argv,
@@ -31,32 +32,42 @@ from howfast.targets.emulated.build import (
 )
 
 READY_TIMEOUT_S = 20
-NBDKIT_FILTER_DIRS = ("/usr/lib/x86_64-linux-gnu/nbdkit/filters", "/usr/lib/nbdkit/filters")
-INSTALL_HINT = "install them with: sudo apt-get install -y nbdkit libnbd-bin fuse3"
+NBDKIT_PLUGIN_DIRS = ("/usr/lib/x86_64-linux-gnu/nbdkit/plugins", "/usr/lib/nbdkit/plugins")
+INSTALL_HINT = (
+    "install them with: sudo apt-get install -y nbdkit nbdkit-plugin-python libnbd-bin fuse3"
+)
+BACKEND = "nbdkit-python"
 
 
 @dataclass(frozen=True)
 class Backend:
-    name: str | None  # "nbdkit" or None when none works here
+    name: str | None  # BACKEND, or None when none works here
     reason: str  # what was found, or why none can be used
 
 
 def available() -> Backend:
-    """The nbdkit backend needs root (loop devices, mounts), /dev/fuse, nbdkit with its delay
-    filter, nbdfuse, losetup and mkfs.ext4. device-mapper's delay target is not used: this
-    project's machines have no device-mapper, so that path could not be tested (docs say so)."""
+    """The nbdkit backend needs root (loop devices, mounts), /dev/fuse, nbdkit with its python
+    plugin (which runs howfast's delay plugin), nbdfuse, losetup and mkfs.ext4. nbdkit's delay
+    filter is not used: it cannot delay flushes. device-mapper's delay target is not used
+    either: this project's machines have no device-mapper, so that path could not be tested."""
     if os.geteuid() != 0:
         return Backend(None, "emulated volumes need root (loop devices and mounts)")
     missing = [p for p in ("nbdkit", "nbdfuse", "losetup", "mkfs.ext4") if not shutil.which(p)]
     if missing:
         return Backend(None, f"missing {', '.join(missing)}")
-    if not any(Path(d, "nbdkit-delay-filter.so").exists() for d in NBDKIT_FILTER_DIRS):
-        return Backend(None, "nbdkit's delay filter is not installed")
+    if not any(Path(d, "nbdkit-python-plugin.so").exists() for d in NBDKIT_PLUGIN_DIRS):
+        return Backend(None, "nbdkit's python plugin is not installed (nbdkit-plugin-python)")
+    if not DELAY_PLUGIN.is_file():  # a howfast installed without its package data
+        return Backend(None, f"howfast's delay plugin {DELAY_PLUGIN} is missing")
     if not Path("/dev/fuse").exists():
         return Backend(None, "/dev/fuse is missing (no FUSE in this kernel or container)")
     if not Path("/dev/loop-control").exists():
         return Backend(None, "/dev/loop-control is missing (no loop devices here)")
-    return Backend("nbdkit", "nbdkit's delay filter through nbdfuse and a loop device")
+    return Backend(
+        BACKEND,
+        f"{BACKEND}: nbdkit with howfast's delay plugin (reads, writes and flushes "
+        "delayed), through nbdfuse and a loop device",
+    )
 
 
 def require_backend() -> Backend:
@@ -76,6 +87,10 @@ class EmulatedVolume:
         self.mount_dir = workspace / "mnt"
         self.fuse_dir = run_dir / "fuse"
         self.socket = run_dir / "nbdkit.sock"
+        # What serves the image: the delay plugin (a benchmark may put another server here).
+        self.nbdkit_argv = nbdkit_argv(
+            self.image, self.socket, run_dir / "nbdkit.pid", limits.latency_ms
+        )
         self.loop_device: str | None = None
         self._nbdkit: subprocess.Popen[bytes] | None = None
         self._nbdfuse: subprocess.Popen[bytes] | None = None
@@ -103,12 +118,7 @@ class EmulatedVolume:
             f.truncate(self.size_bytes)  # sparse: takes space only as it is written
         _run(mkfs_argv(self.image), "mkfs.ext4")
         self.fuse_dir.mkdir()
-        self._nbdkit = _start(
-            nbdkit_argv(
-                self.image, self.socket, self.run_dir / "nbdkit.pid", self.limits.latency_ms
-            ),
-            self.run_dir / "nbdkit.log",
-        )
+        self._nbdkit = _start(self.nbdkit_argv, self.run_dir / "nbdkit.log")
         _wait_for(lambda: self.socket.exists(), self._nbdkit, "nbdkit", self.run_dir / "nbdkit.log")
         self._nbdfuse = _start(
             nbdfuse_argv(self.fuse_dir, self.socket, self.run_dir / "nbdfuse.pid"),

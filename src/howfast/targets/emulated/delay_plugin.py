@@ -1,0 +1,127 @@
+"""An nbdkit plugin (run by nbdkit's python plugin, never imported by howfast): serves an image
+file and adds a fixed delay to every read, write, zero and **flush**, the way a slower device
+would. nbdkit 1.32's delay filter cannot delay flushes, and a PostgreSQL commit is a WAL write
+then a flush: without the flush delayed, a commit waits one added delay instead of two.
+
+    nbdkit python delay_plugin.py file=IMAGE delay-ms=2
+
+The requests run in parallel (thread model parallel; sleeping and file I/O release Python's
+lock), so concurrent requests overlap their delays like requests queued on a real device. The
+delay is slept before the request is done on the image: the real cost of the file below comes
+on top of it, as under the delay filter. A flush is an fdatasync of the image file, so data
+the client flushed is on the storage under test, as with nbdkit's file plugin.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import time
+
+import nbdkit  # type: ignore[import-not-found]  # exists only inside nbdkit
+
+API_VERSION = 2
+ZERO_CHUNK = 1 << 20  # zeroes written per pwrite when asked to zero a range
+
+image_path: str | None = None
+delay_s = 0.0
+
+
+def config(key: str, value: str) -> None:
+    global image_path, delay_s
+    if key == "file":
+        image_path = os.path.abspath(value)
+    elif key == "delay-ms":
+        ms = float(value)
+        if not math.isfinite(ms) or ms < 0:
+            raise ValueError(f"delay-ms must be a number of milliseconds >= 0, not {value!r}")
+        delay_s = ms / 1000
+    else:
+        raise ValueError(f"unknown parameter {key!r} (file=IMAGE delay-ms=MS)")
+
+
+def config_complete() -> None:
+    if image_path is None:
+        raise ValueError("file=IMAGE is required")
+
+
+def thread_model() -> int:
+    return int(nbdkit.THREAD_MODEL_PARALLEL)
+
+
+def open(readonly: bool) -> int:  # the name nbdkit calls; builtins.open is not used here
+    assert image_path is not None
+    return os.open(image_path, os.O_RDONLY if readonly else os.O_RDWR)
+
+
+def close(h: int) -> None:
+    os.close(h)
+
+
+def get_size(h: int) -> int:
+    return os.fstat(h).st_size
+
+
+def can_multi_conn(h: int) -> bool:
+    """A flush on any connection is an fdatasync of the one image: it covers them all."""
+    return True
+
+
+def can_flush(h: int) -> bool:
+    return True
+
+
+def can_zero(h: int) -> bool:
+    return True
+
+
+def can_fua(h: int) -> int:
+    """A write with FUA is one delayed request, then fdatasync (not a write and a flush)."""
+    return int(nbdkit.FUA_NATIVE)
+
+
+def _delay() -> None:
+    if delay_s:
+        time.sleep(delay_s)
+
+
+def pread(h: int, buf: memoryview, offset: int, flags: int) -> None:
+    _delay()
+    done = 0
+    while done < len(buf):
+        n = os.preadv(h, [buf[done:]], offset + done)
+        if n == 0:
+            raise OSError(errno.EIO, f"read beyond the end of {image_path}")
+        done += n
+
+
+def pwrite(h: int, buf: memoryview, offset: int, flags: int) -> None:
+    _delay()
+    _write_all(h, buf, offset)
+    if flags & nbdkit.FLAG_FUA:
+        os.fdatasync(h)
+
+
+def zero(h: int, count: int, offset: int, flags: int) -> None:
+    """One delay for the whole range, like one request to a device."""
+    _delay()
+    zeroes = bytes(min(count, ZERO_CHUNK))
+    while count > 0:
+        n = min(count, len(zeroes))
+        _write_all(h, memoryview(zeroes)[:n], offset)
+        offset += n
+        count -= n
+    if flags & nbdkit.FLAG_FUA:
+        os.fdatasync(h)
+
+
+def flush(h: int, flags: int) -> None:
+    _delay()
+    os.fdatasync(h)
+
+
+def _write_all(h: int, buf: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(buf):
+        done += os.pwrite(h, buf[done:], offset + done)
