@@ -119,6 +119,12 @@ def test_added_latency_slows_every_commit_of_one_client_and_leaves_nothing(
     # in runs whose +0 ms variant was slowed to 255-450 TPS. A ratio of speeds is no test's
     # to assert here: benchmarks/emulated-volume checks the 3x goal, interleaved.
     assert tps[fast["name"]] > tps[slow["name"]] and tps[half["name"]] > tps[slow["name"]], tps
+    # Where the +0 ms variant ran unhindered (a transaction of 2 ms or less: 781 TPS on a quiet
+    # machine), the 3x is judged here too; a starved one says why it is not.
+    if tps[fast["name"]] >= 500:
+        assert tps[fast["name"]] >= 3 * tps[slow["name"]], tps
+    else:
+        print(f"3x not judged: +0 ms reached only {tps[fast['name']]:.0f} TPS (a busy machine)")
     volumes = [Path(t["device"]["emulation"]["volume"]).parent.name for t in doc["targets"]]
     assert_nothing_left(target_dir, {v.removeprefix("howfast-vol-") for v in volumes})
 
