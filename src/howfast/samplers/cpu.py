@@ -1,7 +1,9 @@
 """CPU and memory of the machine (/proc/stat, /proc/meminfo) and the CPU the load generator
 itself used (/proc/PID/stat and its threads).
 
-Parsers and the per-interval arithmetic are pure; `CpuSampler` reads the files each tick.
+Parsers and the per-interval arithmetic are pure; `CpuSampler` reads the files each tick,
+through the target's host when it has one (a pod's: the node's /proc/stat, by exec), and the
+load generator's /proc/PID files only where its PID is a process of this machine.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """PostgreSQL's own I/O during a step: its I/O cgroup's counters per device, and /proc/PID/io of
 its processes, beside the whole device's counters of the diskstats sampler.
 
-Only for a server howfast started on this machine (`Target.server_io()`); see
-targets/serverio.py for where the figures come from and what each source misses.
+For a server howfast started on this machine (`Target.server_io()`; see targets/serverio.py
+for where the figures come from and what each source misses), and, as ContainerServerSampler,
+for a server in a pod: its container's own cgroup (I/O, CPU and throttling) and processes, read
+through the host (`Host.server_counters()`, by exec; docs/kubernetes.md).
 
 /proc/PID/io of the postmaster includes what its children did once they exited (the kernel
 adds a reaped child's counters to its parent's), so the step's bytes are
