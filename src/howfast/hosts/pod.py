@@ -52,11 +52,11 @@ if TYPE_CHECKING:
 
 PID_FILE = ".howfast-pid"
 STOP_GRACE_S = 5.0
-EXEC_TIMEOUT_S = 10.0
+EXEC_TIMEOUT_S = 10.0  # a sampler's reading: never long enough to hold a step up
 # The node's /proc files the samplers read each tick (disk counters, CPU, memory): one exec
 # reads them all, shared by the samplers whose ticks fall within PROC_SHARE_S of it.
 NODE_PROC = ("diskstats", "stat", "meminfo")
-PROC_SHARE_S = 0.25  # a sampler's reading: never long enough to hold a step up
+PROC_SHARE_S = 0.25
 SECRET_NAMES = {"PGPASSWORD"}  # given to the tools by the container, from the Secret
 # cd to the work directory, leave the PID where a stop can find it, then become the tool.
 WRAPPER = (
@@ -114,21 +114,30 @@ def unpack(text: str, into: Path) -> dict[str, Path]:
 
 
 class PodServerCounters(ServerCounters):
-    """The server container's cgroup and processes, one exec per reading."""
+    """The server container's cgroup and processes, one exec per reading. Which cgroup
+    version, and so which files, is found at the first reading (an exec that fails there
+    turns the sampler off with a warning, never the step)."""
 
-    def __init__(self, host: PodHost, version: str, cgroup: str) -> None:
+    def __init__(self, host: PodHost) -> None:
         self.host = host
-        self.version = version
-        self.cgroup = cgroup
-        self.files = (
-            dict(podread.CGROUP_V1_FILES) if version == "v1" else podread.cgroup_v2_files("/")
-        )
-        what = "blkio.throttle, cpuacct" if version == "v1" else "io.stat, cpu.stat"
+        self.version = ""
+        self.cgroup = ""
+        self.files: dict[str, str] = {}
+        self.source = f"the server container's cgroup + /proc/PID/io, {host._where(m.POSTGRES)}"
+
+    def _detect(self) -> None:
+        out = self.host._exec(["cat", "/proc/self/cgroup"], container=m.POSTGRES)
+        if out.returncode != 0:
+            raise HowfastError(f"cannot read the server container's cgroup: {out.stderr}")
+        self.version, self.cgroup = podread.own_cgroup_path(out.stdout)
+        v1 = self.version == "v1"
+        self.files = dict(podread.CGROUP_V1_FILES) if v1 else podread.cgroup_v2_files("/")
+        what = "blkio.throttle, cpuacct" if v1 else "io.stat, cpu.stat"
         self.source = (
-            f"cgroup {version} of the server container ({what}) + /proc/PID/io, "
-            f"{host._where(m.POSTGRES)}"
+            f"cgroup {self.version} of the server container ({what}) + /proc/PID/io, "
+            f"{self.host._where(m.POSTGRES)}"
         )
-        if version == "v1":
+        if v1:
             self.note = (
                 "cgroup v1 charges the kernel's writeback to the root cgroup: cgroup_total is "
                 "what the server's processes submitted themselves (fsync, direct I/O); proc "
@@ -136,6 +145,8 @@ class PodServerCounters(ServerCounters):
             )
 
     def read(self) -> ServerReading:
+        if not self.version:
+            self._detect()
         argv = podread.server_argv(self.files, m.PGDATA)
         out = self.host._exec(argv, container=m.POSTGRES, timeout_s=EXEC_TIMEOUT_S)
         if out.returncode != 0:
@@ -336,11 +347,7 @@ class PodHost(Host):
         if not self.target.server:
             return None
         if self._counters is None:
-            out = self._exec(["cat", "/proc/self/cgroup"], container=m.POSTGRES)
-            if out.returncode != 0:
-                raise HowfastError(f"cannot read the server container's cgroup: {out.stderr}")
-            version, path = podread.own_cgroup_path(out.stdout)
-            self._counters = PodServerCounters(self, version, path)
+            self._counters = PodServerCounters(self)
         return self._counters
 
     def device_number(self, device: str) -> str | None:
