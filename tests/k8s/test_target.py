@@ -80,7 +80,30 @@ def test_tiny_run_on_one_class(
     tps = [s["metrics"]["tps"] for s in doc["steps"] if s["workload"] == "pgbench"]
     assert all(t > 0 for t in tps)
     assert "PGPASSWORD" not in out.stderr
-    print(f"tiny run on {SC_DISK}: {time.monotonic() - started:.1f} s, tps {tps}")
+    # Samplers in the pod: the claim's disk on the node, the node's CPU, the server
+    # container's own cgroup, each saying where its figures came from.
+    shown = run_howfast(howfast_env, "results", "show", str(doc["id"]), "--json", "--series")
+    tpcb = next(
+        s for s in json.loads(shown.stdout)["steps"] if s["params"].get("mode") == "tpcb-like"
+    )
+    io, cpu, series = tpcb["io"], tpcb["cpu"], tpcb["series"]
+    data = io["roles"]["data"]
+    assert data["device"] and data["fstype"] == "ext4", io
+    assert io["source"].startswith("the node's /proc/diskstats, by exec in pod")
+    write_iops = [v for _, v in series["io.data.write_iops"]]
+    assert max(write_iops) > 0 and tpcb["metrics"]["io_data_write_iops"] > 0
+    assert cpu["source"].startswith("the node's /proc/stat") and cpu["idle_pct"] < 100
+    assert [k for k in series if k.startswith("cpu.") and k.endswith("_pct")]
+    assert "load_generator" not in cpu and "tools container" in cpu["load_generator_note"]
+    server = cpu["server_container"]
+    assert server["cpu_s"] > 0 and server["source"].startswith("cgroup v1 of the server")
+    pg = io["postgres"]
+    assert pg["cgroup"].startswith("/kubepods") and pg["proc"]["write_bytes"] > 0, pg
+    print(
+        f"tiny run on {SC_DISK}: {time.monotonic() - started:.1f} s, tps {tps}, "
+        f"{data['device']} write IOPS {tpcb['metrics']['io_data_write_iops']}, "
+        f"server CPU {server['cpu_pct']}% of a core, pg wrote {pg['proc']['write_bytes']} B"
+    )
     assert_clean(kube)
 
 

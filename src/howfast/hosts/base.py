@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from howfast.cancel import NEVER, CancelToken
+from howfast.hosts.podread import ServerReading
 from howfast.model import JSONValue
 from howfast.samplers.devices import RoleDevice
 from howfast.targets.memory import MemoryBasis
@@ -60,6 +61,22 @@ class ToolResult:
     files: dict[str, Path] = field(default_factory=dict)
 
 
+class ServerCounters(ABC):
+    """The server container's own I/O and CPU counters, read on demand."""
+
+    version: str  # cgroup "v1" or "v2"
+    cgroup: str  # the cgroup's path, as the container's /proc/self/cgroup says it
+    source: str  # where the figures come from, as a record says it
+    note: str | None = None  # what they miss
+
+    @abstractmethod
+    def read(self) -> ServerReading: ...
+
+    @abstractmethod
+    def device_number(self, device: str) -> str | None:
+        """MAJ:MIN of a device named as /proc/diskstats names it."""
+
+
 LineHandler = Callable[[str], None]
 StartHandler = Callable[[int], None]
 
@@ -102,6 +119,27 @@ class Host(ABC):
     @abstractmethod
     def device_sectors_read(self, device: str) -> int | None:
         """The device's sectors-read counter, for before/after differences."""
+
+    @abstractmethod
+    def read_proc(self, *names: str) -> dict[str, str]:
+        """Files of /proc on the machine the server runs on ("diskstats", "stat",
+        "meminfo"), read together: name -> text. Calls made at the same moment may share
+        one reading (the samplers of a tick, on a pod: one exec); device_sectors_read always
+        reads anew. Raises OSError or HowfastError when a file cannot be read."""
+
+    @abstractmethod
+    def proc_source(self, name: str) -> str:
+        """Where read_proc reads a file, as a record says it ("/proc/diskstats")."""
+
+    def process_cpu_note(self) -> str | None:
+        """None when the PIDs given to `on_start` are processes whose CPU /proc/PID/stat
+        shows here; else why the load generator's CPU is not sampled."""
+        return None
+
+    def server_counters(self) -> ServerCounters | None:
+        """The server's own cgroup and processes, read through this host (a pod's server
+        container); None where the target reads them itself (Target.server_io) or cannot."""
+        return None
 
     @abstractmethod
     def drop_caches(self) -> str | None:

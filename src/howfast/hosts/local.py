@@ -23,13 +23,14 @@ from howfast.cancel import NEVER, CancelToken
 from howfast.errors import Aborted
 from howfast.hosts.base import Host, Invocation, LineHandler, StartHandler, ToolResult
 from howfast.samplers.devices import RoleDevice, resolve_roles
-from howfast.samplers.diskstats import DISKSTATS, parse_diskstats
+from howfast.samplers.diskstats import parse_diskstats
 from howfast.targets.cgroup import IoCgroup
 from howfast.targets.fsinfo import describe_path
 from howfast.targets.fsinfo import same_filesystem as _same_filesystem
 from howfast.targets.memory import MemoryBasis, memory_basis
 from howfast.targets.pgbin import PgInstall
 
+PROC = Path("/proc")
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 STOP_GRACE_S = 5.0
 _DIRECT_PROBE_FILE = ".howfast-direct-io-probe"
@@ -202,8 +203,14 @@ class LocalHost(Host):
         return resolve_roles(dict(paths))
 
     def device_sectors_read(self, device: str) -> int | None:
-        counters = parse_diskstats(DISKSTATS.read_text()).get(device)
+        counters = parse_diskstats(self.read_proc("diskstats")["diskstats"]).get(device)
         return counters.sectors_read if counters else None
+
+    def read_proc(self, *names: str) -> dict[str, str]:
+        return {name: (PROC / name).read_text() for name in names}
+
+    def proc_source(self, name: str) -> str:
+        return str(PROC / name)
 
     def drop_caches(self) -> str | None:
         os.sync()
@@ -263,6 +270,9 @@ class ClientHost(LocalHost):
 
     def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
         return []
+
+    def proc_source(self, name: str) -> str:
+        return f"{PROC / name} of this machine (the client's: the server's is not visible)"
 
     def drop_caches(self) -> str | None:
         return "the page cache of a server reached by URI cannot be dropped from here"

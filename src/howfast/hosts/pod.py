@@ -19,6 +19,7 @@ import contextlib
 import io
 import shlex
 import tarfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -26,8 +27,23 @@ from typing import TYPE_CHECKING, Any
 
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import Aborted, HowfastError
-from howfast.hosts.base import Host, Invocation, LineHandler, StartHandler, ToolResult
-from howfast.samplers.devices import RoleDevice
+from howfast.hosts import podread
+from howfast.hosts.base import (
+    Host,
+    Invocation,
+    LineHandler,
+    ServerCounters,
+    StartHandler,
+    ToolResult,
+)
+from howfast.hosts.podread import ServerReading
+from howfast.samplers.devices import (
+    RoleDevice,
+    diskstats_numbers,
+    parse_block_links,
+    roles_from_mounts,
+)
+from howfast.samplers.diskstats import parse_diskstats
 from howfast.targets.k8s import manifests as m
 from howfast.targets.memory import MemoryBasis
 
@@ -36,6 +52,11 @@ if TYPE_CHECKING:
 
 PID_FILE = ".howfast-pid"
 STOP_GRACE_S = 5.0
+EXEC_TIMEOUT_S = 10.0  # a sampler's reading: never long enough to hold a step up
+# The node's /proc files the samplers read each tick (disk counters, CPU, memory): one exec
+# reads them all, shared by the samplers whose ticks fall within PROC_SHARE_S of it.
+NODE_PROC = ("diskstats", "stat", "meminfo")
+PROC_SHARE_S = 0.25
 SECRET_NAMES = {"PGPASSWORD"}  # given to the tools by the container, from the Secret
 # cd to the work directory, leave the PID where a stop can find it, then become the tool.
 WRAPPER = (
@@ -92,11 +113,59 @@ def unpack(text: str, into: Path) -> dict[str, Path]:
     return files
 
 
+class PodServerCounters(ServerCounters):
+    """The server container's cgroup and processes, one exec per reading. Which cgroup
+    version, and so which files, is found at the first reading (an exec that fails there
+    turns the sampler off with a warning, never the step)."""
+
+    def __init__(self, host: PodHost) -> None:
+        self.host = host
+        self.version = ""
+        self.cgroup = ""
+        self.files: dict[str, str] = {}
+        self.source = f"the server container's cgroup + /proc/PID/io, {host._where(m.POSTGRES)}"
+
+    def _detect(self) -> None:
+        out = self.host._exec(["cat", "/proc/self/cgroup"], container=m.POSTGRES)
+        if out.returncode != 0:
+            raise HowfastError(f"cannot read the server container's cgroup: {out.stderr}")
+        self.version, self.cgroup = podread.own_cgroup_path(out.stdout)
+        v1 = self.version == "v1"
+        self.files = dict(podread.CGROUP_V1_FILES) if v1 else podread.cgroup_v2_files("/")
+        what = "blkio.throttle, cpuacct" if v1 else "io.stat, cpu.stat"
+        self.source = (
+            f"cgroup {self.version} of the server container ({what}) + /proc/PID/io, "
+            f"{self.host._where(m.POSTGRES)}"
+        )
+        if v1:
+            self.note = (
+                "cgroup v1 charges the kernel's writeback to the root cgroup: cgroup_total is "
+                "what the server's processes submitted themselves (fsync, direct I/O); proc "
+                "counts the pages they dirtied"
+            )
+
+    def read(self) -> ServerReading:
+        if not self.version:
+            self._detect()
+        argv = podread.server_argv(self.files, m.PGDATA)
+        out = self.host._exec(argv, container=m.POSTGRES, timeout_s=EXEC_TIMEOUT_S)
+        if out.returncode != 0:
+            raise HowfastError(f"cannot read the server container's counters: {out.stderr}")
+        return podread.parse_server(self.version, self.files, out.stdout)
+
+    def device_number(self, device: str) -> str | None:
+        return self.host.device_number(device)
+
+
 class PodHost(Host):
     name = "pod"
 
     def __init__(self, target: K8sTarget) -> None:
         self.target = target
+        self._numbers: dict[str, str] | None = None  # device name -> MAJ:MIN, on the node
+        self._counters: PodServerCounters | None = None
+        self._proc_lock = threading.Lock()
+        self._proc_last: tuple[float, dict[str, str]] | None = None  # (when, name -> text)
 
     # -- where things run --------------------------------------------------------------
     def _container(self, program: str) -> str:
@@ -222,13 +291,70 @@ class PodHost(Host):
             "give --memory SIZE (the server container's request and limit)"
         )
 
+    def _where(self, container: str) -> str:
+        return f"by exec in pod howfast-{self.target.token} (container {container})"
+
     def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
-        # The node's /proc/diskstats is not this machine's: the samplers here would read the
-        # wrong disks. The devices are described in the target record instead.
-        return []
+        """From inside the pod: the mounts of the tools container (the same volumes as the
+        server's), the node's /proc/diskstats and /sys/dev/block (devices.roles_from_mounts)."""
+        out = self._exec(podread.devices_argv(), timeout_s=EXEC_TIMEOUT_S)
+        if out.returncode != 0:
+            raise HowfastError(f"cannot read the pod's mounts: {out.stderr.strip()}")
+        mountinfo, diskstats, links = podread.parse_devices(out.stdout)
+        self._numbers = {name: num for num, name in diskstats_numbers(diskstats).items()}
+        found = {role: str(path) for role, path in paths.items()}
+        return roles_from_mounts(found, mountinfo, diskstats, parse_block_links(links))
 
     def device_sectors_read(self, device: str) -> int | None:
-        return None
+        counters = parse_diskstats(self._read_proc_now(["diskstats"])["diskstats"]).get(device)
+        return counters.sectors_read if counters else None
+
+    def read_proc(self, *names: str) -> dict[str, str]:
+        """The node's /proc files (diskstats, stat and meminfo are not namespaced), by exec
+        in the tools container. Samplers that tick together share one exec: a call within
+        PROC_SHARE_S of the last one gets that reading (it reads every file of NODE_PROC)."""
+        with self._proc_lock:
+            now = time.monotonic()
+            last = self._proc_last
+            if last is not None and now - last[0] < PROC_SHARE_S and set(names) <= set(last[1]):
+                return {name: last[1][name] for name in names}
+            texts = self._read_proc_now(list(dict.fromkeys([*names, *NODE_PROC])))
+            self._proc_last = (now, texts)
+            return {name: texts[name] for name in names}
+
+    def _read_proc_now(self, names: list[str]) -> dict[str, str]:
+        paths = {f"/proc/{name}": name for name in names}
+        out = self._exec(podread.dump_argv(list(paths)), timeout_s=EXEC_TIMEOUT_S)
+        found, errors = podread.split_dump(out.stdout)
+        missing = [p for p in paths if p not in found]
+        if out.returncode != 0 or missing:
+            why = errors.get(missing[0], out.stderr.strip()) if missing else out.stderr.strip()
+            raise HowfastError(f"cannot read {', '.join(missing) or 'proc'} in the pod: {why}")
+        return {name: found[path] for path, name in paths.items()}
+
+    def proc_source(self, name: str) -> str:
+        return f"the node's /proc/{name}, {self._where(m.TOOLS)}"
+
+    def process_cpu_note(self) -> str | None:
+        return (
+            "pgbench runs in the pod's tools container: its CPU by PID is not read from here "
+            "(the node's CPU shares are)"
+        )
+
+    def server_counters(self) -> ServerCounters | None:
+        """The postgres container's own cgroup (as runc mounts it: v1 at
+        /sys/fs/cgroup/CONTROLLER, v2 in its cgroup namespace) and the server's processes."""
+        if not self.target.server:
+            return None
+        if self._counters is None:
+            self._counters = PodServerCounters(self)
+        return self._counters
+
+    def device_number(self, device: str) -> str | None:
+        if self._numbers is None:
+            text = self.read_proc("diskstats")["diskstats"]
+            self._numbers = {name: num for num, name in diskstats_numbers(text).items()}
+        return self._numbers.get(device)
 
     def drop_caches(self) -> str | None:
         return (

@@ -1,7 +1,9 @@
 """CPU and memory of the machine (/proc/stat, /proc/meminfo) and the CPU the load generator
 itself used (/proc/PID/stat and its threads).
 
-Parsers and the per-interval arithmetic are pure; `CpuSampler` reads the files each tick.
+Parsers and the per-interval arithmetic are pure; `CpuSampler` reads the files each tick,
+through the target's host when it has one (a pod's: the node's /proc/stat, by exec), and the
+load generator's /proc/PID files only where its PID is a process of this machine.
 """
 
 from __future__ import annotations
@@ -10,10 +12,14 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+
+if TYPE_CHECKING:
+    from howfast.hosts.base import Host
 
 PROC = Path("/proc")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -161,9 +167,15 @@ class CpuSampler(PeriodicSampler):
 
     name = "cpu"
 
-    def __init__(self, proc: Path = PROC) -> None:
+    def __init__(self, proc: Path = PROC, host: Host | None = None) -> None:
         super().__init__()
         self.proc = proc
+        # A host reads /proc/stat and /proc/meminfo where the server runs (a pod: the node's,
+        # by exec); the load generator's PIDs are read here only when the host says they
+        # are this machine's processes.
+        self.host = host
+        self.source = host.proc_source("stat") if host else str(proc / "stat")
+        self.process_note = host.process_cpu_note() if host else None
         self.ctx: SamplerContext | None = None
         self.cpu: list[tuple[float, CpuTimes]] = []
         self.memory: list[tuple[float, dict[str, int]]] = []
@@ -173,10 +185,18 @@ class CpuSampler(PeriodicSampler):
         self.ctx = ctx
         self.tick(ctx.now())
 
+    def _read(self) -> dict[str, str]:
+        if self.host is None:
+            return {name: (self.proc / name).read_text() for name in ("stat", "meminfo")}
+        return self.host.read_proc("stat", "meminfo")
+
     def tick(self, t: float) -> None:
-        self.cpu.append((t, parse_stat((self.proc / "stat").read_text())))
-        self.memory.append((t, parse_meminfo((self.proc / "meminfo").read_text())))
+        texts = self._read()
+        self.cpu.append((t, parse_stat(texts["stat"])))
+        self.memory.append((t, parse_meminfo(texts["meminfo"])))
         assert self.ctx is not None
+        if self.process_note is not None:
+            return
         for pid, first in self.ctx.processes.current().items():
             got = process_cpu_ticks(pid, self.proc)
             if got is None:
@@ -220,6 +240,9 @@ class CpuSampler(PeriodicSampler):
         load = self._load_generator(out)
         if load:
             section["load_generator"] = load
+        if self.process_note:
+            section["load_generator_note"] = self.process_note
+        section["source"] = self.source
         out.sections["cpu"] = section
         return out
 
@@ -255,7 +278,7 @@ def first_reading(pid: int, t: float, proc: Path = PROC) -> ProcessReading | Non
 
 
 def _create(setup: SamplerSetup) -> CpuSampler:
-    return CpuSampler()
+    return CpuSampler(host=setup.host)
 
 
 # Every sampled step: CPU, page cache and the load generator's CPU (samplers/registry.py).

@@ -9,11 +9,12 @@ asked for, while the device behind its backing file mixes in everything else on 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from howfast.model import JSONValue
-from howfast.targets.fsinfo import block_device, describe_path
+from howfast.targets.fsinfo import block_device, describe_path, mount_for, parse_mountinfo
 
 
 @dataclass(frozen=True)
@@ -84,3 +85,75 @@ def _from_mount_source(info: dict[str, JSONValue]) -> tuple[str | None, str | No
     except OSError:
         return None, None
     return disk_of({"device": block_device(f"{os.major(rdev)}:{os.minor(rdev)}")})
+
+
+@dataclass(frozen=True)
+class BlockLink:
+    """/sys/dev/block/MAJ:MIN as a container sees it."""
+
+    target: str  # where the link points: ../../devices/.../block/vda/vda1
+    partition: bool
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.target).name
+
+    @property
+    def disk(self) -> str:
+        """The whole disk: a partition's parent directory in sysfs is its disk (also for
+        NVMe, whose disks are not under a `block` directory)."""
+        path = PurePosixPath(self.target)
+        return path.parent.name if self.partition else path.name
+
+
+def parse_block_links(text: str) -> dict[str, BlockLink]:
+    """hosts/podread.BLOCK_LINKS_SCRIPT's output -> MAJ:MIN -> BlockLink."""
+    out: dict[str, BlockLink] = {}
+    for line in text.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) == 3 and ":" in parts[0] and parts[2]:
+            out[parts[0]] = BlockLink(parts[2], parts[1] == "1")
+    return out
+
+
+def diskstats_numbers(text: str) -> dict[str, str]:
+    """/proc/diskstats -> MAJ:MIN -> device name (the first three fields of each line)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
+            out[f"{parts[0]}:{parts[1]}"] = parts[2]
+    return out
+
+
+def roles_from_mounts(
+    paths: Mapping[str, str],
+    mountinfo: str,
+    diskstats: str,
+    links: Mapping[str, BlockLink],
+) -> list[RoleDevice]:
+    """The devices behind each role's path as a container sees them, where the disks are
+    not this machine's (a pod): the mount holding the path (its mountinfo line gives
+    MAJ:MIN), the name /proc/diskstats gives that number, and the whole disk of a partition
+    from /sys/dev/block (as resolve_roles does here). A filesystem with an anonymous number
+    (major 0: tmpfs, overlay; btrfs) has no device, unless its mount source names one that
+    /proc/diskstats knows."""
+    entries = parse_mountinfo(mountinfo)
+    names = diskstats_numbers(diskstats)
+    numbers = {name: num for num, name in names.items()}
+    rows: list[tuple[str, str, str | None, str | None, str | None]] = []
+    for role, path in paths.items():
+        mount = mount_for(Path(path), entries)
+        if mount is None:
+            rows.append((role, path, None, None, None))
+            continue
+        number: str | None = mount.device
+        name = names.get(mount.device)
+        if name is None and mount.source.startswith("/dev/"):
+            name = PurePosixPath(mount.source).name
+            number = numbers.get(name)
+            name = name if number else None
+        link = links.get(number) if number else None
+        disk = link.disk if link is not None and name is not None else name
+        rows.append((role, path, disk, mount.fstype, None))
+    return assign(rows)

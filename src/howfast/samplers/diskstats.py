@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from howfast.diskcounters import (
     CUMULATIVE,
@@ -25,6 +26,9 @@ from howfast.diskcounters import (
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+
+if TYPE_CHECKING:
+    from howfast.hosts.base import Host
 
 # Per-interval series of each role; the name is `io.<role>.<field>`.
 SERIES_FIELDS = (
@@ -86,22 +90,31 @@ class DiskSampler(PeriodicSampler):
 
     name = "diskstats"
 
-    def __init__(self, role_devices: dict[str, str], path: Path = DISKSTATS) -> None:
+    def __init__(
+        self, role_devices: dict[str, str], path: Path = DISKSTATS, host: Host | None = None
+    ) -> None:
         super().__init__()
         self.role_devices = role_devices  # role -> device name as /proc/diskstats spells it
         self.path = path
+        # A host reads the file where the server runs (a pod: the node's, by exec).
+        self.host = host
+        self.source = host.proc_source("diskstats") if host else str(path)
         self.readings: dict[str, list[Reading]] = {role: [] for role in role_devices}
 
+    def _read(self) -> str:
+        if self.host is None:
+            return self.path.read_text()
+        return self.host.read_proc("diskstats")["diskstats"]
+
     def begin(self, ctx: SamplerContext) -> None:
-        text = self.path.read_text()
-        found = parse_diskstats(text)
+        found = parse_diskstats(self._read())
         missing = sorted({d for d in self.role_devices.values() if d not in found})
         if missing:
-            raise RuntimeError(f"{', '.join(missing)} not in {self.path}")
+            raise RuntimeError(f"{', '.join(missing)} not in {self.source}")
         self._record(ctx.now(), found)
 
     def tick(self, t: float) -> None:
-        self._record(t, parse_diskstats(self.path.read_text()))
+        self._record(t, parse_diskstats(self._read()))
 
     def _record(self, t: float, found: dict[str, DiskCounters]) -> None:
         for role, device in self.role_devices.items():
@@ -122,12 +135,14 @@ class DiskSampler(PeriodicSampler):
                     "seconds": round(last.t - first.t, 3),
                     "delta": counter_delta(first.counters, last.counters),
                 }
-        out.sections["io"] = {"roles": roles}
+        out.sections["io"] = {"roles": roles, "source": self.source}
         return out
 
 
 def _create(setup: SamplerSetup) -> DiskSampler | None:
-    return DiskSampler(setup.role_devices) if setup.role_devices else None
+    if not setup.role_devices:
+        return None
+    return DiskSampler(setup.role_devices, host=setup.host)
 
 
 # Every sampled step whose target's devices are known (samplers/registry.py).

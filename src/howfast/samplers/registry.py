@@ -5,7 +5,7 @@ A SamplerPlugin says which workloads it watches (None: every workload whose plug
 `sampled`) and how to make its sampler for a target (None when the target has nothing for it:
 no server, no server log, no memory cgroup). Adding a sampler is one new module.
 
-    setup = SamplerSetup(target, connection, role_devices)
+    setup = SamplerSetup(target, connection, role_devices, host)
     samplers = create_samplers("pgbench", setup)   # in their order, ready to start
 """
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from howfast.hosts.base import Host
     from howfast.samplers.base import Sampler
     from howfast.targets.base import Connection, Target
 
@@ -32,6 +33,9 @@ class SamplerSetup:
     # role -> device name as /proc/diskstats spells it, for the roles the disk sampler reads
     # (a role whose device another role already has is left out).
     role_devices: dict[str, str] = field(default_factory=dict)
+    # Where the tools and the server run: /proc and the server's counters are read through
+    # it (a pod's by exec). None: this machine's /proc.
+    host: Host | None = None
 
 
 @dataclass(frozen=True)

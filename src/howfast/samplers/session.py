@@ -39,6 +39,7 @@ class TargetSampling:
         extra: Sequence[SamplerFactory] = (),
     ) -> None:
         self.target = target
+        self.host = host
         self.extra = list(extra)
         self.connection = connection
         self.interval_s = interval_s
@@ -55,7 +56,8 @@ class TargetSampling:
         if not self.interval_s:
             return StepSampling([], None, [])
         sampled = {r.role: r.device for r in self.roles if r.device and not r.shares_with}
-        samplers = create_samplers(workload, SamplerSetup(self.target, self.connection, sampled))
+        setup = SamplerSetup(self.target, self.connection, sampled, self.host)
+        samplers = create_samplers(workload, setup)
         if samplers:  # a workload the samplers watch: extra ones (--prometheus) join them
             samplers += [s for s in (make(self.target, self.roles) for make in self.extra) if s]
         if not samplers:
