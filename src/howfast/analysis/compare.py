@@ -182,13 +182,11 @@ def ratio_interval(
     return ((mo * mb - root) / a, (mo * mb + root) / a)
 
 
-def _ratio_text(ratio: float, interval: tuple[float, float] | None) -> str:
-    """'1.32x (95% CI 1.27-1.37)': three decimals where two would hide the interval."""
+def _ratio_text(ratio: float, interval: tuple[float, float] | None) -> tuple[str, str]:
+    """('1.32x', '(95% CI 1.27-1.37)'): three decimals where two would hide the interval."""
     digits = 2 if interval is None or interval[1] - interval[0] >= 0.02 else 3
-    text = f"{ratio:.{digits}f}x"
-    if interval is not None:
-        text += f" (95% CI {interval[0]:.{digits}f}-{interval[1]:.{digits}f})"
-    return text
+    ci = "" if interval is None else f"(95% CI {interval[0]:.{digits}f}-{interval[1]:.{digits}f})"
+    return f"{ratio:.{digits}f}x", ci
 
 
 def difference(
@@ -208,10 +206,11 @@ def difference(
         smallest = min(base.n, other.n)
         reason = f"{smallest} repetition" if smallest < 2 else "no spread in either run's values"
         verdict = f"{CANNOT_JUDGE} ({reason})"
-        said = f"{other_name} is {_ratio_text(ratio, None)} {base_name}" if ratio else ""
+        said = f"{other_name} is {_ratio_text(ratio, None)[0]} {base_name}" if ratio else ""
         return Difference(ratio, None, None, verdict, statement=f"{said}; {verdict}".lstrip("; "))
     interval = ratio_interval(base, other, test.df)
-    shown = f"{_ratio_text(ratio, interval)}" if ratio is not None else "?"
+    times, ci = _ratio_text(ratio, interval) if ratio is not None else ("?", "")
+    shown = f"{other_name} is {times} {base_name} {ci}".strip()
     if not test.significant:
         # The claim "within 2%" needs the whole interval of the ratio inside 0.98-1.02: each
         # run's own interval at ±2% is not enough (the ratio's is about 1.4 times wider).
@@ -223,11 +222,10 @@ def difference(
             and interval[1] <= 1 + width
             else None
         )
-        ci = shown.partition(" ")[2]
         if within is not None:
             said = f"no difference found within {within * 100:g}% {ci}"
         else:
-            said = f"no significant difference: {other_name} is {shown} {base_name}"
+            said = f"no significant difference: {shown}"
             if interval is not None:
                 largest = max(1 - interval[0], interval[1] - 1)
                 said += f"; a difference of up to {largest:.1%} is not ruled out"
@@ -239,7 +237,7 @@ def difference(
         verdict = "higher" if higher else "lower"
     else:
         verdict = "better" if higher == higher_is_better else "worse"
-    said = f"{other_name} is {shown} {base_name}, significant ({verdict})"
+    said = f"{shown}, significant ({verdict})"
     return Difference(ratio, test.p_value, True, verdict, interval, None, said)
 
 

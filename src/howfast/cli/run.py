@@ -436,7 +436,7 @@ def _until_rule(
         until if until is not None else plan.until,
         budget if budget is not None else plan.budget,
         repeat=repeat if repeat is not None else plan.repeat,
-        until_option="--until" if until is not None else "the plan's until",
+        until_option="the plan's until" if until is None and plan.until else "--until",
         budget_option="--budget" if budget is not None else "the plan's budget",
     )
 

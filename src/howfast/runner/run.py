@@ -1,5 +1,6 @@
 """The run: validate every target, create the run row, install the signal handlers, drive
-each target's session, and finish the run with its status whatever happens.
+each target's session (in turn, or interleaved for `--until`), and finish the run with its
+status whatever happens.
 
 Owns what must hold whatever happens: every finished step is committed to the store at once;
 SIGINT/SIGTERM/SIGHUP/SIGQUIT stop the tool in flight and the server, remove what was created, and
