@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shared_tmpdir
+from howfast.targets.emulated.volume import available
+from tests.conftest import PASSWORD, PgServer, shared_tmpdir
 from tests.integration.conftest import Howfast, postgres_pids_under
 
 pytestmark = pytest.mark.integration
@@ -114,9 +115,15 @@ def test_until_reaches_a_wide_width_with_the_targets_interleaved(
     document = json.loads(compared.stdout)
     tps = next(m for t in document["tests"] if t["workload"] == "pgbench" for m in t["metrics"])
     difference = tps["differences"][1]
-    assert difference["statement"].startswith(f"{b} is ") or difference["statement"].startswith(
-        "no significant difference"
-    )
+    said = difference["statement"]
+    if difference["significant"]:
+        assert said.startswith(f"{b} is ") and ", significant (" in said
+    elif difference["within"] is not None:  # both asked 80%: the ratio's interval within it
+        assert difference["within"] == 0.8
+        assert said.startswith("no difference found within 80% (95% CI ")
+        assert difference["ratio_ci_low"] >= 0.2 and difference["ratio_ci_high"] <= 1.8
+    else:
+        assert said.startswith(f"no significant difference: {b} is ")
     assert difference["ratio_ci_low"] < difference["ratio"] < difference["ratio_ci_high"]
     assert postgres_pids_under(target_dir) == [] and postgres_pids_under(second_dir) == []
 
@@ -214,3 +221,63 @@ def test_dry_run_says_what_it_would_do(howfast: Howfast, target_dir: Path, secon
     pgbench = [s for s in document["targets"][0]["steps"] if s["workload"] == "pgbench"]
     assert len(pgbench) == 3  # the first three rounds
     assert list(target_dir.iterdir()) == []
+
+
+def test_a_directory_and_a_server_uri_interleaved(
+    howfast: Howfast, target_dir: Path, pg_server: PgServer
+):
+    plan = howfast.plan(PLAN)
+    a = str(target_dir)
+    out = howfast(
+        "run", str(plan), "--target", a, "--target", pg_server.dsn, "--yes",
+        "--until", "ci=80%,max=8", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert PASSWORD not in out.stdout + out.stderr
+    run = json.loads(out.stdout)
+    server = run["targets"][1]["name"]
+    assert run["targets"][1]["kind"] == "dsn"
+    steps = sorted(pgbench_steps(run), key=started)
+    rounds = len(steps) // 2
+    assert [s["target"] for s in steps[:4]] == [a, server, server, a]
+    (test,) = run["until"]["tests"]
+    assert test["repetitions"] == rounds and test["stopped"] in ("reached", "maximum")
+    assert {f["target"] for f in test["figures"]} == {a, server}
+    assert postgres_pids_under(target_dir) == []
+
+
+@pytest.mark.skipif(
+    available().name is None, reason=f"no emulated volumes here: {available().reason}"
+)
+def test_emulated_variants_interleaved(howfast: Howfast, target_dir: Path):
+    plan = howfast.plan(PLAN)
+    out = howfast(
+        "run", str(plan), "--target", str(target_dir), "--storage-latency", "0,1ms",
+        "--storage-size", "256MiB", "--until", "ci=80%,max=6", "--json", timeout=400,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    run = json.loads(out.stdout)
+    fast, slow = (t["name"] for t in run["targets"])
+    assert fast.endswith("+0ms") and slow.endswith("+1ms")
+    steps = sorted(pgbench_steps(run), key=started)
+    assert [s["target"] for s in steps[:4]] == [fast, slow, slow, fast]
+    assert run["until"]["tests"][0]["stopped"] in ("reached", "maximum")
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("plan", "target", "message"),
+    [
+        ("quick", "k8s://standard", "--until is not supported with k8s:// targets"),
+        ("fleet", None, "--until does not apply to a [fleet] plan"),
+        ("rate-curve", None, "--until cannot repeat a rate curve"),
+    ],
+)
+def test_unsupported_combinations_are_refused(
+    howfast: Howfast, target_dir: Path, plan: str, target: str | None, message: str
+):
+    out = howfast("run", plan, "--target", target or str(target_dir), "--until", "ci=2%")
+    assert out.returncode == 2 and message in out.stderr
+    assert list(target_dir.iterdir()) == []
+    assert not howfast.store.exists()

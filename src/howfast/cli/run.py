@@ -254,6 +254,16 @@ def run_command(
         dataset=dataset,
     )
     rule = _until_rule(until, budget, loaded, repeat)
+    if rule and loaded.fleet is not None:
+        raise UsageError(
+            "--until does not apply to a [fleet] plan (yet): its instances run side by side "
+            "already; use --repeat"
+        )
+    if rule and any(is_k8s(t) for t in targets):
+        raise UsageError(
+            "--until is not supported with k8s:// targets (yet): every target's pod would stay "
+            "up for the whole run; use --repeat"
+        )
     blocks = expand_blocks(loaded, overrides) if rule else None
     if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
         overrides = dataclasses.replace(overrides, repeat=rule.minimum)
@@ -281,16 +291,6 @@ def run_command(
         )
     if not dry_run:
         _remove_abandoned_cgroups(env)
-    if rule and loaded.fleet is not None:
-        raise UsageError(
-            "--until does not apply to a [fleet] plan (yet): its instances run side by side "
-            "already; use --repeat"
-        )
-    if rule and any(is_k8s(t) for t in targets):
-        raise UsageError(
-            "--until is not supported with k8s:// targets (yet): every target's pod would stay "
-            "up for the whole run; use --repeat"
-        )
     if loaded.fleet is not None:
         refuse_with_fleet(
             storage_latency=storage_latency or loaded.storage,
