@@ -2,19 +2,22 @@
 
 Tests are matched by target position, workload and parameters (not repetition), see
 analysis/groups.py. The first run is the baseline: every other run's mean is set against it as
-a ratio, and Welch's t-test says whether the difference is significant when both sides have
-repetitions. Pure: runs in, a Comparison out.
+a ratio with its 95% interval (Fieller's, with Welch's degrees of freedom: it leaves out 1
+exactly when Welch's t-test finds the difference significant), and one sentence says it:
+"run 14 is 1.32x run 12 (95% CI 1.27-1.37), significant", or, when both runs measured the
+figure to an `--until` width, "no difference found within 2%". Pure: runs in, a Comparison out.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from howfast.analysis.envdiff import EnvDifference, environment_diff
 from howfast.analysis.groups import StepGroup, group_steps
 from howfast.analysis.metrics import KEY_METRICS, metric
-from howfast.analysis.stats import ALPHA, MIN_REPETITIONS, Stats, welch
+from howfast.analysis.stats import ALPHA, CONFIDENCE, MIN_REPETITIONS, Stats, t_quantile, welch
 from howfast.model import JSONValue, RunRecord
 
 CANNOT_JUDGE = "significance cannot be judged"
@@ -28,13 +31,22 @@ class Difference:
     p_value: float | None
     significant: bool | None  # None: cannot be judged
     verdict: str
+    ratio_ci: tuple[float, float] | None = None  # 95% interval of the ratio; None: unbounded
+    # Not significant, and the ratio's interval within 1 ± this width (both runs' `--until`
+    # ci): the data rule out a difference as large as the width the user asked to resolve.
+    within: float | None = None
+    statement: str = ""  # the sentence: "run 14 is 1.32x run 12 (95% CI 1.27-1.37)..."
 
     def document(self) -> dict[str, JSONValue]:
         return {
             "ratio": self.ratio,
+            "ratio_ci_low": self.ratio_ci[0] if self.ratio_ci else None,
+            "ratio_ci_high": self.ratio_ci[1] if self.ratio_ci else None,
             "p_value": self.p_value,
             "significant": self.significant,
             "verdict": self.verdict,
+            "within": self.within,
+            "statement": self.statement,
         }
 
 
@@ -106,9 +118,17 @@ class RunRef:
     label: str | None
     status: str
     started_at: str
+    target: str | None = None  # comparing the targets of one run: this side's target
+
+    @property
+    def name(self) -> str:
+        """What the sentences and columns call it: 'run 12', or the target's name."""
+        return self.target if self.target is not None else f"run {self.id}"
 
     @property
     def title(self) -> str:
+        if self.target is not None:
+            return self.target
         return f"run {self.id}" + (f" ({self.label})" if self.label else "")
 
 
@@ -132,6 +152,7 @@ class Comparison:
                     "label": r.label,
                     "status": r.status,
                     "started_at": r.started_at,
+                    "target": r.target,
                 }
                 for r in self.runs
             ],
@@ -142,31 +163,111 @@ class Comparison:
         }
 
 
-def difference(base: Stats, other: Stats, higher_is_better: bool | None) -> Difference:
+def ratio_interval(
+    base: Stats, other: Stats, df: float, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """Fieller's interval of other.mean / base.mean: the ratios r for which
+    (other.mean - r * base.mean) / sqrt(se_other^2 + r^2 se_base^2) lies within Student's t of
+    `df` degrees of freedom. None when it is unbounded (the baseline's mean is not clearly
+    away from zero)."""
+    if base.stdev is None or other.stdev is None:
+        return None
+    t = t_quantile((1 + confidence) / 2, df)
+    vb, vo = base.stdev**2 / base.n, other.stdev**2 / other.n
+    mb, mo = base.mean, other.mean
+    a = mb * mb - t * t * vb
+    if a <= 0:
+        return None
+    root = t * math.sqrt(max(0.0, mb * mb * vo + mo * mo * vb - t * t * vb * vo))
+    return ((mo * mb - root) / a, (mo * mb + root) / a)
+
+
+def _ratio_text(ratio: float, interval: tuple[float, float] | None) -> tuple[str, str]:
+    """('1.32x', '(95% CI 1.27-1.37)'): three decimals where two would hide the interval."""
+    digits = 2 if interval is None or interval[1] - interval[0] >= 0.02 else 3
+    ci = "" if interval is None else f"(95% CI {interval[0]:.{digits}f}-{interval[1]:.{digits}f})"
+    return f"{ratio:.{digits}f}x", ci
+
+
+def difference(
+    base: Stats,
+    other: Stats,
+    higher_is_better: bool | None,
+    *,
+    names: tuple[str, str] = ("the other run", "the baseline"),
+    width: float | None = None,
+) -> Difference:
+    """`other` against `base`; `names` (other's, base's) for the sentence; `width`: the
+    `--until` width both runs were measured to, if any."""
+    other_name, base_name = names
     ratio = other.mean / base.mean if base.mean else None
     test = welch(base, other)
     if test is None:
         smallest = min(base.n, other.n)
         reason = f"{smallest} repetition" if smallest < 2 else "no spread in either run's values"
-        return Difference(ratio, None, None, f"{CANNOT_JUDGE} ({reason})")
+        verdict = f"{CANNOT_JUDGE} ({reason})"
+        said = f"{other_name} is {_ratio_text(ratio, None)[0]} {base_name}" if ratio else ""
+        return Difference(ratio, None, None, verdict, statement=f"{said}; {verdict}".lstrip("; "))
+    interval = ratio_interval(base, other, test.df)
+    times, ci = _ratio_text(ratio, interval) if ratio is not None else ("?", "")
+    shown = f"{other_name} is {times} {base_name} {ci}".strip()
     if not test.significant:
-        return Difference(ratio, test.p_value, False, "no significant difference")
+        # The claim "within 2%" needs the whole interval of the ratio inside 0.98-1.02: each
+        # run's own interval at ±2% is not enough (the ratio's is about 1.4 times wider).
+        within = (
+            width
+            if width is not None
+            and interval is not None
+            and 1 - width <= interval[0]
+            and interval[1] <= 1 + width
+            else None
+        )
+        if within is not None:
+            said = f"no difference found within {within * 100:g}% {ci}"
+        else:
+            said = f"no significant difference: {shown}"
+            if interval is not None:
+                largest = max(1 - interval[0], interval[1] - 1)
+                said += f"; a difference of up to {largest:.1%} is not ruled out"
+        return Difference(
+            ratio, test.p_value, False, "no significant difference", interval, within, said.strip()
+        )
     higher = other.mean > base.mean
     if higher_is_better is None:
         verdict = "higher" if higher else "lower"
     else:
         verdict = "better" if higher == higher_is_better else "worse"
-    return Difference(ratio, test.p_value, True, verdict)
+    said = f"{shown}, significant ({verdict})"
+    return Difference(ratio, test.p_value, True, verdict, interval, None, said)
 
 
-def _compare_metric(name: str, groups: Sequence[StepGroup | None]) -> MetricComparison | None:
+def until_width(group: StepGroup | None) -> float | None:
+    """The `--until` width a test's repetitions ran to (params.until.ci), if any."""
+    for step in group.steps if group else []:
+        rule = step.params.get("until")
+        if isinstance(rule, dict) and isinstance(rule.get("ci"), int | float):
+            return float(rule["ci"])
+    return None
+
+
+def _compare_metric(
+    name: str, groups: Sequence[StepGroup | None], titles: Sequence[str]
+) -> MetricComparison | None:
     values = tuple(g.value(name) if g else None for g in groups)
     base = values[0]
     if base is None or all(v is None for v in values[1:]):
         return None
     higher = metric(name).higher_is_better
+    widths = [until_width(g) for g in groups]
+
+    def against_base(i: int, v: Stats) -> Difference:
+        # "within 2%" only when both runs asked for a width: the looser of the two
+        asked = [w for w in (widths[0], widths[i]) if w is not None]
+        width = max(asked) if len(asked) == 2 else None
+        return difference(base, v, higher, names=(titles[i], titles[0]), width=width)
+
     differences = tuple(
-        None if i == 0 or v is None else difference(base, v, higher) for i, v in enumerate(values)
+        None if i == 0 or v is None else against_base(i, v) for i, v in enumerate(values)
     )
     warnings = tuple(
         f"run {g.run_id}: {text}"
@@ -177,12 +278,15 @@ def _compare_metric(name: str, groups: Sequence[StepGroup | None]) -> MetricComp
     return MetricComparison(name, values, differences, warnings)
 
 
-def match_test(groups: Sequence[StepGroup | None]) -> MatchedTest:
+def match_test(
+    groups: Sequence[StepGroup | None], titles: Sequence[str] | None = None
+) -> MatchedTest:
     first = next(g for g in groups if g)
+    names = list(titles) if titles else [f"run {g.run_id}" if g else "?" for g in groups]
     metrics = tuple(
         found
         for name in KEY_METRICS.get(first.workload, ())
-        if (found := _compare_metric(name, groups))
+        if (found := _compare_metric(name, groups, names))
     )
     counts = [g.n for g in groups if g]
     warnings = []
@@ -205,12 +309,33 @@ def match_test(groups: Sequence[StepGroup | None]) -> MatchedTest:
     )
 
 
-def compare_runs(runs: Sequence[RunRecord]) -> Comparison:
-    """Compare each run after the first with the first (the baseline)."""
+def compare_targets(run: RunRecord) -> Comparison:
+    """Compare each target of one run with its first target (an `--until` run measured them
+    interleaved, so that slow drift of the machine fell on each alike)."""
+    names = [t.name for t in run.targets]
+    if len(names) < 2:
+        raise ValueError("comparing the targets of a run needs a run with two targets or more")
+    sides = [
+        replace(
+            run,
+            targets=[t],
+            steps=[s for s in run.steps if s.target == t.name],
+        )
+        for t in run.targets
+    ]
+    return compare_runs(sides, targets=names)
+
+
+def compare_runs(runs: Sequence[RunRecord], *, targets: Sequence[str] | None = None) -> Comparison:
+    """Compare each run after the first with the first (the baseline). `targets`: the runs
+    are one run's targets, one each, named so (compare_targets)."""
     if len(runs) < 2:
         raise ValueError("a comparison needs two runs or more")
     comparison = Comparison(
-        runs=[RunRef(r.id, r.plan, r.label, r.status, r.started_at) for r in runs],
+        runs=[
+            RunRef(r.id, r.plan, r.label, r.status, r.started_at, targets[i] if targets else None)
+            for i, r in enumerate(runs)
+        ],
         environment=environment_diff(runs),
     )
     per_run = [{g.key: g for g in group_steps(r)} for r in runs]
@@ -221,7 +346,7 @@ def compare_runs(runs: Sequence[RunRecord]) -> Comparison:
         if len(present) < 2 or groups[0] is None:
             comparison.unmatched += [(g.run_id, f"{g.target}: {g.label}") for g in present]
             continue
-        comparison.tests.append(match_test(groups))
+        comparison.tests.append(match_test(groups, [r.name for r in comparison.runs]))
     if not comparison.tests:
         comparison.warnings.append(
             "no test ran in the baseline and another run with the same workload and "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from howfast.analysis import steady
-from howfast.analysis.compare import compare_runs
+from howfast.analysis.compare import compare_runs, compare_targets
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
 from howfast.cli.reading import read_runs
@@ -15,11 +15,12 @@ from howfast.report.compare_view import comparison_view
 
 
 @click.command("compare")
-@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN_C...]")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_A [RUN_B...]")
 @store_option
 @json_option
 def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) -> int:
-    """Compare runs side by side: ratios to the first run, and significance.
+    """Compare runs side by side (or, given one run, its targets): ratios to the first,
+    with their 95% interval, and significance.
 
     Tests are matched by target position, workload and parameters (not repetition).
 
@@ -32,17 +33,26 @@ def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) 
       howfast run sweep --target /mnt/a --repeat 3      # run 12
       howfast run sweep --target /mnt/b --repeat 3      # run 14
       howfast compare 12 14
+      howfast run quick --target /mnt/a --target /mnt/b --until ci=2%   # run 15
+      howfast compare 15                                # /mnt/b against /mnt/a
     """
     env = CliEnv()
     ids = [parse_run_id(r) for r in run_ids]
-    if len(ids) < 2:
-        raise UsageError("give two runs or more to compare", "e.g. howfast compare 12 14")
     db = open_results(env, store)
     try:
         runs = read_runs(db, ids, series=steady.SERIES)
     finally:
         db.close()
-    comparison = compare_runs(runs)
+    if len(runs) == 1:
+        if len(runs[0].targets) < 2:
+            raise UsageError(
+                f"run {ids[0]} has one target: give two runs or more to compare, or one run "
+                "with several targets",
+                "e.g. howfast compare 12 14",
+            )
+        comparison = compare_targets(runs[0])
+    else:
+        comparison = compare_runs(runs)
     if as_json:
         env.print_json(comparison.document())
     else:

@@ -7,6 +7,7 @@ from collections.abc import Collection
 
 from howfast.analysis.derive import derive_run, series_needed
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
+from howfast.analysis.until import until_summary
 from howfast.errors import UsageError
 from howfast.model import JSONValue, RunRecord
 from howfast.store.base import Store
@@ -53,8 +54,12 @@ def read_runs(db: Store, ids: list[int], *, series: Collection[str] = ()) -> lis
 
 def run_document(run: RunRecord, *, with_series: bool = False) -> dict[str, JSONValue]:
     """The JSON document of a derived run, with what is derived of the run as a whole: a
-    fleet's per-class figures and verdicts (docs/json.md#fleet)."""
+    fleet's per-class figures and verdicts (docs/json.md#fleet), what an `--until` run's
+    repetitions reached (docs/json.md#until)."""
     doc = run.document(with_series=with_series)
+    until = until_summary(run)
+    if until is not None:
+        doc["until"] = until.document()
     if is_fleet(run):
         figures = fleet_figures(run)
         doc["fleet"] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -20,6 +21,7 @@ from howfast.errors import UsageError
 from howfast.metrics.live import LINGER_S
 from howfast.plans import (
     Overrides,
+    Plan,
     effective_settings,
     expand,
     load_plan,
@@ -29,8 +31,10 @@ from howfast.plans import (
     parse_set_option,
     parse_size,
 )
+from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
 from howfast.plans.model import StorageSection
+from howfast.plans.until import UntilRule, make_rule
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
@@ -100,7 +104,24 @@ from howfast.workloads.pgbench.build import expected_seconds
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
 @click.option("--modes", metavar="select-only,tpcb-like", help="pgbench modes (overrides).")
-@click.option("--repeat", type=int, help="Run each measuring step N times.")
+@click.option(
+    "--repeat",
+    type=int,
+    help="Run each measuring step N times (with --until: at least N times).",
+)
+@click.option(
+    "--until",
+    metavar="ci=2%",
+    help="Repeat each measuring test, targets interleaved (A B B A ...), until the 95% "
+    "interval of its figures is within ±N% of the mean (at least 3, at most 30 times; "
+    "ci=2%,max=20 sets the maximum). See docs/commands/run.md.",
+)
+@click.option(
+    "--budget",
+    metavar="10m",
+    help="With --until: stop repeating when this much of the run's time is spent, and say "
+    "which figures did not reach the width.",
+)
 @click.option(
     "--wal-dir",
     type=click.Path(path_type=Path),
@@ -181,6 +202,8 @@ def run_command(
     duration: str | None,
     modes: str | None,
     repeat: int | None,
+    until: str | None,
+    budget: str | None,
     wal_dir: Path | None,
     keep: bool,
     dry_run: bool,
@@ -231,6 +254,20 @@ def run_command(
         slo=slo,
         dataset=dataset,
     )
+    rule = _until_rule(until, budget, loaded, repeat)
+    if rule and loaded.fleet is not None:
+        raise UsageError(
+            "--until does not apply to a [fleet] plan (yet): its instances run side by side "
+            "already; use --repeat"
+        )
+    if rule and any(is_k8s(t) for t in targets):
+        raise UsageError(
+            "--until is not supported with k8s:// targets (yet): every target's pod would stay "
+            "up for the whole run; use --repeat"
+        )
+    blocks = expand_blocks(loaded, overrides) if rule else None
+    if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
+        overrides = dataclasses.replace(overrides, repeat=rule.minimum)
     steps = expand(loaded, overrides)
     if dataset and not any(s.workload == "pgbench-init" for s in steps):
         raise UsageError(f"--dataset: plan {loaded.name!r} loads no data (no pgbench-init step)")
@@ -313,14 +350,23 @@ def run_command(
     )
     if dry_run:
         document = plan_document(target_objs, steps, install)
+        if rule:
+            document["until"] = {**rule.params(), "text": rule.text, "what": rule.describe()}
         if as_json:
             env.print_json(document)
         else:
+            if rule:
+                env.stdout.write(
+                    f"# --until {rule.text}: {rule.describe()}; listed below: the first "
+                    f"{rule.minimum} rounds, one target after the other\n"
+                )
             write_text(document, "howfast run", env.stdout)
         return 0
     db = open_results(env, store)
-    expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps)
-    progress = ProgressObserver(env, expected * len(target_objs))
+    expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps) * len(target_objs)
+    if rule and rule.budget_s:  # an --until run ends by its budget at the latest
+        expected = min(expected, rule.budget_s)
+    progress = ProgressObserver(env, expected)
     live = live_metrics(env, loaded.name, metrics_port, metrics_address)
     observer = FanOut(progress, live) if live else progress
     linger_s = 0.0
@@ -335,6 +381,7 @@ def run_command(
             label=label,
             sample_interval_s=interval_s,
             extra_samplers=extra_samplers,
+            until=(rule, blocks) if rule and blocks is not None else None,
         )
         result = runner.execute()
         # Not after Ctrl-C: then the exporter stops at once.
@@ -380,6 +427,20 @@ def _remove_abandoned_cgroups(env: CliEnv) -> None:
     for parent in sorted(p for p in parents if p is not None):
         for path in remove_abandoned(parent):
             env.info(f"removed {path}: an empty cgroup left by a howfast that was killed")
+
+
+def _until_rule(
+    until: str | None, budget: str | None, plan: Plan, repeat: int | None
+) -> UntilRule | None:
+    """--until/--budget, else the plan's `until` and `budget`; --repeat (or the plan's
+    `repeat`) is the minimum number of repetitions."""
+    return make_rule(
+        until if until is not None else plan.until,
+        budget if budget is not None else plan.budget,
+        repeat=repeat if repeat is not None else plan.repeat,
+        until_option="the plan's until" if until is None and plan.until else "--until",
+        budget_option="--budget" if budget is not None else "the plan's budget",
+    )
 
 
 def _sample_interval(text: str) -> float | None:

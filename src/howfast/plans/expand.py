@@ -8,8 +8,13 @@ contract described in docs/plans/format.md.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
+from howfast.errors import UsageError
 from howfast.model import StepSpec
 from howfast.plans.model import Overrides, Plan
+from howfast.plans.until import Block
 from howfast.workloads import registry
 from howfast.workloads.plugin import ExpandContext
 
@@ -29,3 +34,24 @@ def expand(plan: Plan, overrides: Overrides | None = None) -> list[StepSpec]:
 def effective_settings(plan: Plan, overrides: Overrides | None = None) -> dict[str, str]:
     """postgresql.conf settings for a cluster howfast creates: the plan's, then `--set`."""
     return {**plan.settings, **(overrides.settings if overrides else {})}
+
+
+def expand_blocks(plan: Plan, overrides: Overrides | None = None) -> list[Block]:
+    """The plan's steps for an `--until` run: each once, the measuring tests (the steps
+    `repeat` repeats) marked to be repeated until the rule stops them. Found by expanding
+    with one and with two repetitions: whatever comes back twice is a test."""
+    overrides = overrides or Overrides()
+    once = expand(plan, dataclasses.replace(overrides, repeat=1))
+    twice = expand(plan, dataclasses.replace(overrides, repeat=2))
+    curves = [s for s in once if "rate_fraction" in s.params or "curve_role" in s.params]
+    if curves:
+        raise UsageError(
+            "--until cannot repeat a rate curve (its points are taken of a maximum measured "
+            "before them): use --repeat for this plan"
+        )
+
+    def key(spec: StepSpec) -> str:
+        return json.dumps([spec.workload, spec.params], sort_keys=True, default=str)
+
+    repeated = {key(s) for s in twice if s.repetition == 2}
+    return [Block(spec, key(spec) in repeated) for spec in once]

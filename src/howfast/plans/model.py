@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from howfast.errors import UsageError
 from howfast.plans.fleet import FleetSection
+from howfast.plans.until import check_until
 from howfast.sizing import dataset_value
 from howfast.units import (
     duration_seconds,
@@ -28,6 +29,7 @@ from howfast.units import (
 from howfast.workloads import registry
 from howfast.workloads.fields import (
     RESERVED_SETTINGS,
+    Duration,
     PositiveInt,
     Settings,
     Size,
@@ -83,6 +85,10 @@ class Plan(BaseModel):
     name: str = ""  # defaults to the built-in's name or the file's stem
     description: str = ""
     repeat: PositiveInt = 1
+    # Repeat each measuring test until its 95% interval is this narrow ("ci=2%"), within a
+    # time budget (plans/until.py); --until and --budget override
+    until: Annotated[str, AfterValidator(check_until)] | None = None
+    budget: Duration | None = None
     settings: Settings = {}
     # The server's memory cap (like --memory, which overrides it): emulates a smaller machine
     memory: Size | None = None

@@ -37,7 +37,7 @@ def _verdict(d: Difference) -> str:
     if d.verdict.startswith(CANNOT_JUDGE):
         return "no spread" if "spread" in d.verdict else "too few runs"
     if d.significant is False:
-        return "not significant"
+        return f"none within {d.within * 100:g}%" if d.within is not None else "not significant"
     style = VERDICT_STYLES.get(d.verdict)
     return f"[{style}]{d.verdict}[/]" if style else d.verdict
 
@@ -65,9 +65,10 @@ def comparison_table(c: Comparison, other: int, notes: _Notes) -> Table:
         title_justify="left",
     )
     table.add_column("test and metric", min_width=20)
-    table.add_column(f"run {base.id}", justify="right", no_wrap=True)
-    table.add_column(f"run {run.id}", justify="right", no_wrap=True)
+    table.add_column(base.name, justify="right", no_wrap=True)
+    table.add_column(run.name, justify="right", no_wrap=True)
     table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
     table.add_column("p", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     several_targets = any(t.target_index for t in c.tests)
@@ -84,12 +85,40 @@ def comparison_table(c: Comparison, other: int, notes: _Notes) -> Table:
                 _value(m.values[0], test.groups[0], m.metric, notes),
                 _value(m.values[other], test.groups[other], m.metric, notes),
                 *(
-                    [figures.DASH] * 3
+                    [figures.DASH] * 4
                     if d is None
-                    else [figures.ratio(d.ratio), figures.p_value(d.p_value), _verdict(d)]
+                    else [
+                        figures.ratio(d.ratio),
+                        _interval(d),
+                        figures.p_value(d.p_value),
+                        _verdict(d),
+                    ]
                 ),
             )
     return table
+
+
+def _interval(d: Difference) -> str:
+    if d.ratio_ci is None:
+        return figures.DASH
+    return f"{d.ratio_ci[0]:.3f}–{d.ratio_ci[1]:.3f}"
+
+
+def statement_lines(c: Comparison, other: int) -> list[RenderableType]:
+    """One sentence per test for its first headline figure: 'run 14 is 1.32x run 12 (95% CI
+    1.27-1.37), significant', 'no difference found within 2%'."""
+    lines: list[RenderableType] = []
+    for test in c.tests:
+        shown = [m for m in test.metrics if m.metric in HEADLINE_METRICS.get(test.workload, ())]
+        d = shown[0].differences[other] if shown else None
+        if d is None or not d.statement:
+            continue
+        style = VERDICT_STYLES.get(d.verdict, "") if d.significant else ""
+        where = f" (target {test.target_index + 1})" if any(t.target_index for t in c.tests) else ""
+        lines.append(
+            Text(f"  {test.label}{where}, {with_unit(shown[0].metric)}: {d.statement}", style)
+        )
+    return lines
 
 
 def environment_table(c: Comparison) -> Table:
@@ -97,7 +126,7 @@ def environment_table(c: Comparison) -> Table:
     table.add_column("where")
     table.add_column("what")
     for r in c.runs:
-        table.add_column(f"run {r.id}")
+        table.add_column(r.name)
     table.add_column("matters")
     for d in c.environment:
         matters = f"[yellow]yes[/]: {d.why}" if d.matters else "no"
@@ -113,7 +142,7 @@ def why_lines(c: Comparison) -> list[RenderableType]:
         if not any(verdicts):
             continue
         runs = "; ".join(
-            f"run {r.id}: {v or figures.DASH}" for r, v in zip(c.runs, verdicts, strict=False)
+            f"{r.name}: {v or figures.DASH}" for r, v in zip(c.runs, verdicts, strict=False)
         )
         changed = len({v for v in verdicts if v}) > 1
         style = "yellow" if changed else ""
@@ -126,7 +155,8 @@ def comparison_view(c: Comparison) -> RenderableType:
     notes = _Notes()
     parts: list[RenderableType] = [*why_lines(c)]
     if c.tests:
-        parts += [comparison_table(c, other, notes) for other in range(1, len(c.runs))]
+        for other in range(1, len(c.runs)):
+            parts += [comparison_table(c, other, notes), *statement_lines(c, other)]
         parts += notes.lines()
     if c.environment:
         parts.append(environment_table(c))

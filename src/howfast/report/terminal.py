@@ -11,6 +11,7 @@ from howfast.analysis.groups import StepGroup, rate_label
 from howfast.analysis.metrics import with_unit
 from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
 from howfast.analysis.summary import ModeRow, TargetSummary, summarize
+from howfast.analysis.until import summary_lines, until_summary
 from howfast.analysis.why import why_lines
 from howfast.model import RunRecord, RunSummary, StepRecord
 from howfast.report import (
@@ -373,7 +374,18 @@ def run_summary(run: RunRecord) -> RenderableType:
         *sweep_table.sweep_parts(run),
         *rate_table.rate_parts(run),
         *regimes_table.regimes_parts(run),
+        *until_parts(run),
     )
+
+
+def until_parts(run: RunRecord) -> list[RenderableType]:
+    """An `--until` run: which figures reached the width, which did not, and why each test
+    stopped repeating (analysis/until.py)."""
+    summary = until_summary(run)
+    if summary is None:
+        return []
+    first, *rest = summary_lines(summary)
+    return [Text(first, style="bold"), *(Text(line) for line in rest)]
 
 
 VERDICT_STYLE = {"unclear": "dim", "load generator": "yellow", "memory/cache": "yellow"}

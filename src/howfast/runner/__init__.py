@@ -1,12 +1,15 @@
 """Executes the steps of a plan on each target, in three parts:
 
 - run.py: the run (validation, the run row, signals, finish);
-- target_session.py: one target (start, per-step settings, the step loop, stop);
-- step.py: one step (prepare, sample, execute, store).
+- target_session.py: one target (open: start; run_step: per-step settings and a step; close:
+  stop);
+- step.py: one step (prepare, sample, execute, store);
+- interleaved.py: an `--until` run: every target open at once, tests repeated in rounds that
+  alternate the targets until the stopping rule (analysis/until.py) says enough.
 
 Events to the user interface carry which target and which step they are about
 (observer.StepRef), and cancellation is a token (signals.SignalGuard.cancel) that every tool
-watches, so target sessions could later run side by side without another redesign.
+watches, so target sessions can be open side by side.
 """
 
 from howfast.clock import now

@@ -1,5 +1,6 @@
 """The run: validate every target, create the run row, install the signal handlers, drive
-each target's session, and finish the run with its status whatever happens.
+each target's session (in turn, or interleaved for `--until`), and finish the run with its
+status whatever happens.
 
 Owns what must hold whatever happens: every finished step is committed to the store at once;
 SIGINT/SIGTERM/SIGHUP/SIGQUIT stop the tool in flight and the server, remove what was created, and
@@ -15,6 +16,8 @@ from howfast import environment
 from howfast.clock import now
 from howfast.errors import Aborted, UsageError
 from howfast.model import StepRecord, StepSpec
+from howfast.plans.until import Block, UntilRule
+from howfast.runner.interleaved import InterleavedRun, planned_steps
 from howfast.runner.observer import RunObserver
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
@@ -48,7 +51,10 @@ class Runner:
         label: str | None = None,
         sample_interval_s: float | None = DEFAULT_INTERVAL_S,
         extra_samplers: Sequence[SamplerFactory] = (),
+        until: tuple[UntilRule, Sequence[Block]] | None = None,
     ) -> None:
+        """`until`: the rule and the plan's blocks (plans/expand.py `expand_blocks`) of an
+        interleaved `--until` run; `steps` is then what --dry-run would list."""
         self.store = store
         self.targets = targets
         self.steps = steps
@@ -59,6 +65,7 @@ class Runner:
         self.guard = SignalGuard(observer)
         self.sample_interval_s = sample_interval_s  # None or 0: no sampling
         self.extra_samplers = extra_samplers  # e.g. --prometheus's, for each sampled step
+        self.until = until
 
     def check(self) -> None:
         """Validate every target before the run is created: bad input loses nothing."""
@@ -79,20 +86,37 @@ class Runner:
     def execute(self) -> RunResult:
         self.guard = SignalGuard(self.observer)
         total = len(self.steps) * len(self.targets)
+        body = self._targets
+        if self.until is not None:
+            total = planned_steps(self.until[1], len(self.targets), self.until[0])
+            body = self._interleaved
         return record_run(
             self.store,
             self.guard,
             RunInfo(self.plan_name, self.label, total, len(self.targets)),
             self.check,
-            self._targets,
+            body,
         )
 
     def _targets(self, run_id: int) -> int:
         """Each target's session in turn; how many steps failed."""
+        failed = 0
+        for session in self._sessions(run_id):
+            failed += session.run()
+        return failed
+
+    def _interleaved(self, run_id: int) -> int:
+        """Every target's session open at once, tests repeated in alternating rounds."""
+        assert self.until is not None
+        rule, blocks = self.until
+        return InterleavedRun(self._sessions(run_id), blocks, rule, self.observer).run()
+
+    def _sessions(self, run_id: int) -> list[TargetSession]:
+        """A session per target, none started yet."""
         total = len(self.steps) * len(self.targets)
         for target in self.targets:  # their directory locks say which run holds them
             target.note_run(run_id)
-        failed = 0
+        sessions = []
         first_target: list[StepRecord] | None = None
         for position, target in enumerate(self.targets):
             previous: list[StepRecord] = []
@@ -115,8 +139,8 @@ class Runner:
                 sample_interval_s=self.sample_interval_s,
                 extra_samplers=self.extra_samplers,
             )
-            failed += session.run()
-        return failed
+            sessions.append(session)
+        return sessions
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""A target session: start the target, apply per-step settings, run its steps in order, and
-stop it whatever happens. Self-contained, so that a later fleet can run several side by side.
+"""A target session: start the target, apply per-step settings, run its steps, and stop it
+whatever happens. Self-contained, so that several can be open side by side (an interleaved
+`--until` run alternates steps between them).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from howfast.clock import now
 from howfast.errors import HowfastError
-from howfast.model import StepSpec, TargetRecord
+from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.runner.observer import StepRef
 from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
 from howfast.samplers.session import SamplerFactory, TargetSampling
@@ -22,6 +23,11 @@ from howfast.workloads.base import StepOutcome
 
 
 class TargetSession:
+    """One target's part of a run, in three moves: `open` (start the target), `run_step` (one
+    step on it, committed at once), `close` (stop it, whatever happened). `run` makes them in
+    order for a plan's steps; an interleaved run (runner/interleaved.py) keeps several
+    sessions open and alternates steps between them."""
+
     def __init__(
         self,
         env: StepEnvironment,
@@ -39,80 +45,95 @@ class TargetSession:
         self.total_steps = total_steps
         self.sample_interval_s = sample_interval_s
         self.failed = 0
+        self.start_error: str | None = None  # why the target did not come up
+        self.in_force: dict[str, str] = {}  # the per-step settings applied to the server now
+        self.connection: Connection | None = None
+        self.sampling: TargetSampling | None = None
+        self.work_root: Path | None = None
+        self.ran = 0  # steps run, for their work directories' names
 
-    def _ref(self, offset: int, label: str) -> StepRef:
-        spec = self.steps[offset]
-        return StepRef(
-            self.first_index + offset,
-            self.total_steps,
-            self.env.target.name,
-            label,
-            spec.workload,
-            spec.params,
-        )
+    def _ref(self, spec: StepSpec, index: int, total: int) -> StepRef:
+        label = get_workload(spec.workload).label(spec.params)
+        return StepRef(index, total, self.env.target.name, label, spec.workload, spec.params)
 
     def run(self) -> int:
         """Run every step; return how many failed. Always stops the target."""
+        try:
+            self.open()
+            for offset, spec in enumerate(self.steps):
+                self.run_step(spec, self.first_index + offset, self.total_steps)
+        finally:
+            self.close()
+        return self.failed
+
+    def open(self) -> bool:
+        """Start the target; False (and `start_error`) when it did not come up: its steps are
+        then recorded as failed with the reason."""
         env = self.env
         target = env.target
         env.store.add_target(env.run_id, TargetRecord(name=target.name, kind=target.kind))
-        work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=private_tmp()))
+        self.work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=private_tmp()))
         try:
-            try:
-                connection = target.start()
-                env.store.update_target(env.run_id, target.record())
-            except (HowfastError, OSError) as exc:
-                # The target never came up: its steps are recorded as failed with the reason.
-                for offset, spec in enumerate(self.steps):
-                    label = get_workload(spec.workload).label(spec.params)
-                    outcome = StepOutcome(status="failed", error=str(exc))
-                    store_step(env, spec, self._ref(offset, label), outcome, now())
-                return len(self.steps)
-            for warning in getattr(target, "warnings", []):
-                env.observer.message(f"warning: {warning}")
-            sampling = TargetSampling(
-                target, connection, self.sample_interval_s, env.host, self.extra_samplers
-            )
-            self._steps(connection, sampling, work_root)
-        finally:
-            self._stop(work_root)
-        return self.failed
+            self.connection = target.start()
+            env.store.update_target(env.run_id, target.record())
+        except (HowfastError, OSError) as exc:
+            self.start_error = str(exc)
+            return False
+        for warning in getattr(target, "warnings", []):
+            env.observer.message(f"warning: {warning}")
+        self.sampling = TargetSampling(
+            target, self.connection, self.sample_interval_s, env.host, self.extra_samplers
+        )
+        return True
 
-    def _steps(
-        self, connection: Connection | None, sampling: TargetSampling, work_root: Path
-    ) -> None:
+    def run_step(self, spec: StepSpec, index: int, total: int) -> StepRecord:
+        """One step (number `index` of `total` in the run, for progress), stored at once."""
         env = self.env
         target = env.target
-        in_force: dict[str, str] = {}  # the per-step settings applied to the server now
-        for offset, spec in enumerate(self.steps):
-            workload = get_workload(spec.workload)
-            started = now()
-            ref = self._ref(offset, workload.label(spec.params))
-            env.observer.step_started(ref, expected(spec))
-            step_dir = work_root / f"step-{offset + 1}"
-            step_dir.mkdir()
-            wanted = {str(k): str(v) for k, v in (spec.params.get("settings") or {}).items()}
+        workload = get_workload(spec.workload)
+        started = now()
+        ref = self._ref(spec, index, total)
+        if self.sampling is None or self.work_root is None:
+            self.failed += 1
+            outcome = StepOutcome(status="failed", error=self.start_error or "not started")
+            return store_step(env, spec, ref, outcome, started)
+        env.observer.step_started(ref, expected(spec))
+        self.ran += 1
+        step_dir = self.work_root / f"step-{self.ran}"
+        step_dir.mkdir()
+        wanted = {str(k): str(v) for k, v in (spec.params.get("settings") or {}).items()}
+        try:
+            refused = None if wanted == self.in_force else target.apply_step_settings(wanted)
+            self.in_force = {} if refused else wanted
+        except HowfastError as exc:
+            self.in_force = {}  # a target that refused goes back to the plan's settings
+            outcome = StepOutcome(status="failed", error=str(exc))
+        else:
+            outcome = execute_step(
+                env, workload, spec, ref, self.connection, step_dir, self.sampling
+            )
+            if refused:
+                outcome.warnings.append(f"the step's settings were not applied: {refused}")
+                outcome.resolved_params["settings_applied"] = False
+        if outcome.status == "failed":
+            self.failed += 1
+            if workload.needs_server:  # a failed fio probe owes nothing to the server
+                outcome.error = self._with_server_log(outcome.error)
+        return store_step(env, spec, ref, outcome, started)
+
+    def close(self) -> None:
+        """Put back the plan's settings and stop the target; safe to call at any point."""
+        if self.work_root is None:
+            return
+        if self.in_force and self.sampling is not None:
+            # a kept cluster keeps the plan's settings, not the last step's
             try:
-                refused = None if wanted == in_force else target.apply_step_settings(wanted)
-                in_force = {} if refused else wanted
+                self.env.target.apply_step_settings({})
             except HowfastError as exc:
-                in_force = {}  # a target that refused goes back to the plan's settings
-                outcome = StepOutcome(status="failed", error=str(exc))
-            else:
-                outcome = execute_step(env, workload, spec, ref, connection, step_dir, sampling)
-                if refused:
-                    outcome.warnings.append(f"the step's settings were not applied: {refused}")
-                    outcome.resolved_params["settings_applied"] = False
-            if outcome.status == "failed":
-                self.failed += 1
-                if workload.needs_server:  # a failed fio probe owes nothing to the server
-                    outcome.error = self._with_server_log(outcome.error)
-            store_step(env, spec, ref, outcome, started)
-        if in_force:  # a kept cluster keeps the plan's settings, not the last step's
-            try:
-                target.apply_step_settings({})
-            except HowfastError as exc:
-                env.observer.message(f"warning: {exc}")
+                self.env.observer.message(f"warning: {exc}")
+            self.in_force = {}
+        work_root, self.work_root = self.work_root, None
+        self._stop(work_root)
 
     def _with_server_log(self, error: str | None) -> str:
         target = self.env.target
