@@ -3,6 +3,8 @@ The logic lives in build/parse/txlog."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from howfast.errors import MissingToolError
 from howfast.hosts.base import ToolResult
 from howfast.model import JSONValue, Sample
@@ -92,7 +94,9 @@ class PgbenchWorkload(Workload):
     name = "pgbench"
 
     def __init__(self) -> None:
-        self._log_plan: logsampling.LogPlan | None = None  # decided in prepare()
+        # Decided in prepare(), by step directory: a fleet runs one executor on many
+        # instances at once.
+        self._log_plans: dict[Path, logsampling.LogPlan] = {}
 
     def label(self, params: dict[str, JSONValue]) -> str:
         return plan.PLUGIN.label(params)
@@ -115,7 +119,7 @@ class PgbenchWorkload(Workload):
             result = ctx.run(invocation, subdir="calibration")
             tps = parse.parse_run(result.stdout + "\n" + result.stderr).tps
             log_plan = logsampling.plan_from_calibration(tps if result.returncode == 0 else None)
-        self._log_plan = log_plan
+        self._log_plans[ctx.work_dir] = log_plan
         return StepOutcome()
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
@@ -127,7 +131,9 @@ class PgbenchWorkload(Workload):
         if offered is not None and params.get("rate") != offered:
             params = {**params, "rate": offered}
             resolved["rate"] = offered
-        log_plan = self._log_plan or logsampling.plan_from_history(params, ctx.previous)
+        log_plan = self._log_plans.pop(ctx.work_dir, None) or logsampling.plan_from_history(
+            params, ctx.previous
+        )
         if log_plan is None:  # prepare() did not run: no calibration here, under the samplers
             log_plan = logsampling.LogPlan(None, basis="every transaction (no expected rate)")
         sampling = log_plan.sampling_rate
