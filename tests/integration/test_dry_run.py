@@ -47,6 +47,10 @@ def test_dry_run_prints_every_invocation_and_creates_nothing(
     select = local["steps"][1]["invocations"][0]["argv"]
     jobs = str(min(2, os.cpu_count() or 1))  # min(clients, cores)
     assert select[1:9] == ["-b", "select-only", "-c", "2", "-j", jobs, "-T", "2"]
+    # The calibration run first (bare), then the step with its log sampled at a rate found then.
+    calibration, measured = (i["argv"] for i in local["steps"][1]["invocations"])
+    assert "-l" not in calibration and "-P" not in calibration
+    assert "--sampling-rate=SAMPLING" in measured and "-l" in measured and "-r" not in measured
     fio = local["steps"][4]["invocations"][0]
     assert fio["argv"][-1] == "wal-fsync.fio" and "fdatasync=1" in fio["inputs"]["wal-fsync.fio"]
     assert f"filename={target_dir}/howfast-" in fio["inputs"]["wal-fsync.fio"]

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from howfast.workloads.pgbench.build import init_argv, resolve_jobs, run_argv
+from howfast.targets.base import Connection
+from howfast.workloads.pgbench.build import (
+    calibration_invocation,
+    init_argv,
+    resolve_jobs,
+    run_argv,
+    statement_latencies,
+)
 
 PGBENCH = Path("/usr/bin/pgbench")
 CONN = ["-h", "/run/x", "-p", "5555", "-U", "howfast", "postgres"]
@@ -43,7 +50,7 @@ def test_init_argv():
     assert "--unlogged-tables" in argv and argv[-len(CONN) :] == CONN
 
 
-def test_run_argv_always_has_progress_statement_latencies_and_log():
+def test_run_argv_has_progress_and_the_log_and_no_statement_latencies_for_select_only():
     argv = run_argv(
         PGBENCH,
         {"mode": "select-only", "clients": 4, "duration_s": 2.5},
@@ -54,9 +61,62 @@ def test_run_argv_always_has_progress_statement_latencies_and_log():
     assert argv[:3] == [str(PGBENCH), "-b", "select-only"]
     assert argv[argv.index("-c") + 1] == "4" and argv[argv.index("-j") + 1] == "2"
     assert argv[argv.index("-T") + 1] == "3"  # pgbench takes whole seconds: rounded up
-    assert {"-r", "-l", "--log-prefix=/dev/shm/x/tx"} <= set(argv)
+    assert {"-l", "--log-prefix=/dev/shm/x/tx"} <= set(argv)
+    assert "-r" not in argv  # select-only: no per-statement latencies unless asked
+    assert not any(a.startswith("--sampling-rate") for a in argv)  # every transaction
     assert argv[argv.index("-P") + 1] == "1"
     assert argv[-len(CONN) :] == CONN
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"mode": "select-only"}, False),
+        ({"mode": "tpcb-like"}, True),
+        ({"mode": "simple-update"}, True),
+        ({"mode": "custom", "scripts": ["a.sql"]}, True),
+        ({"mode": "select-only", "statement_latencies": True}, True),
+        ({"mode": "tpcb-like", "statement_latencies": False}, False),
+    ],
+)
+def test_statement_latencies_where_cheap_or_asked(params, expected):
+    argv = run_argv(
+        PGBENCH,
+        {**params, "clients": 1, "duration_s": 1},
+        jobs=1,
+        log_prefix=Path("tx"),
+        conn_args=CONN,
+    )
+    assert ("-r" in argv) is expected
+    assert statement_latencies(params) is expected
+
+
+@pytest.mark.parametrize(
+    ("sampling", "flag"),
+    [(0.0123, "--sampling-rate=0.0123"), ("SAMPLING", "--sampling-rate=SAMPLING"), (1.0, None)],
+)
+def test_run_argv_samples_the_log_below_a_rate_of_one(sampling, flag):
+    argv = run_argv(
+        PGBENCH,
+        {"mode": "select-only", "clients": 2, "duration_s": 5, "log_sampling_rate": sampling},
+        jobs=2,
+        log_prefix=Path("tx"),
+        conn_args=CONN,
+    )
+    found = [a for a in argv if a.startswith("--sampling-rate")]
+    assert found == ([flag] if flag else [])
+    assert "-l" in argv
+
+
+def test_bare_argv_and_calibration_invocation_have_no_instrumentation():
+    params = {"mode": "select-only", "clients": 4, "duration_s": 2, "log_sampling_rate": 0.1}
+    bare = run_argv(PGBENCH, params, jobs=2, log_prefix=None, conn_args=CONN)
+    assert bare == [str(PGBENCH), "-b", "select-only", "-c", "4", "-j", "2", "-T", "2", *CONN]
+    conn = Connection("/run/x", 5555, "howfast", "postgres", password="secret")
+    calibration = calibration_invocation(PGBENCH, params, jobs=2, conn=conn)
+    assert list(calibration.argv) == [*bare[: -len(CONN)], *conn.pgbench_args()]
+    assert calibration.outputs == () and calibration.dirs == ()
+    assert "secret" not in " ".join(calibration.argv) and calibration.secret_env
 
 
 def test_run_argv_rate_limit_protocol_scripts_and_transactions():

@@ -8,6 +8,7 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 - I/O, CPU and PostgreSQL figures of sampled steps, and their warnings (analysis/io.py);
 - rate, objective and curve verdicts of fixed-rate pgbench steps (analysis/rate_verdicts.py);
 - whether an "on-disk" step read the disk (analysis/working_set.py);
+- latency percentiles from too few transactions to be bounded (analysis/percentiles.py);
 - fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py);
 - whether an emulated volume added the latency asked (analysis/emulation.py);
 - the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py).
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from howfast.analysis import rate_verdicts, why
+from howfast.analysis import percentiles, rate_verdicts, why
 from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
 from howfast.analysis.io import analyze_step
@@ -137,6 +138,7 @@ def derive_step(
         _add_io_analysis(out)
         _add_why_figures(out)
     if step.workload == "pgbench" and step.status == "completed":
+        _add_percentile_trust(out)
         _add_rate_verdicts(out)
         _add_regime_warnings(out, before)
         _add_verdict(out, before, target_settings)
@@ -195,6 +197,15 @@ def _add_verdict(
         return
     verdict = why.decide(why.step_facts(step, before, settings))
     step.sections["why"] = verdict.section()
+
+
+def _add_percentile_trust(step: StepRecord) -> None:
+    """Percentiles from too few transactions to bound them (analysis/percentiles.py)."""
+    short = percentiles.too_few_samples(step.metrics)
+    if short:
+        _add(step, {percentiles.SHORT_METRIC: list(short)}, set())
+    warning = percentiles.too_few_warning(step.metrics, short)
+    _warn(step, [warning] if warning else [])
 
 
 def _add_rate_verdicts(step: StepRecord) -> None:

@@ -43,16 +43,29 @@ def init_argv(
     return argv + conn_args
 
 
+def statement_latencies(params: dict[str, JSONValue]) -> bool:
+    """Whether pgbench reports per-statement latencies (-r): as the plan says
+    (`statement_latencies`), else for every mode but select-only, whose one cheap statement
+    per transaction is where timing each statement weighs most and tells least."""
+    asked = params.get("statement_latencies")
+    if isinstance(asked, bool):
+        return asked
+    return bool(params.get("mode", "tpcb-like") != "select-only")
+
+
 def run_argv(
     pgbench: str | PurePath,
     params: dict[str, JSONValue],
     *,
     jobs: int,
-    log_prefix: PurePath,
+    log_prefix: PurePath | None,
     conn_args: list[str],
 ) -> list[str]:
-    """A measuring pgbench run: always per-second progress (-P 1), per-statement latencies
-    (-r) and the per-transaction log (-l) written under `log_prefix`."""
+    """A measuring pgbench run: per-second progress (-P 1), the per-transaction log (-l)
+    written under `log_prefix`, a random sample of it when `log_sampling_rate` is below 1
+    (workloads/pgbench/logsampling.py), and per-statement latencies (-r) where
+    statement_latencies() says. Without a `log_prefix`: the bare command (no -P, -r, -l), as
+    the calibration run that measures the rate to sample at."""
     argv = [str(pgbench)]
     mode = params.get("mode", "tpcb-like")
     if mode == "custom":
@@ -65,7 +78,14 @@ def run_argv(
         argv += ["-t", str(params["transactions"])]
     else:
         argv += ["-T", str(max(1, math.ceil(float(params.get("duration_s") or 10))))]
-    argv += ["-P", "1", "-r", "-l", f"--log-prefix={log_prefix}"]
+    if log_prefix is not None:
+        argv += ["-P", "1"]
+        if statement_latencies(params):
+            argv.append("-r")
+        argv += ["-l", f"--log-prefix={log_prefix}"]
+        sampling = params.get("log_sampling_rate")
+        if isinstance(sampling, str) or (isinstance(sampling, int | float) and sampling < 1):
+            argv.append(f"--sampling-rate={sampling}")
     if params.get("rate") is not None:
         argv += ["-R", str(params["rate"])]
     if params.get("latency_limit_ms") is not None:
@@ -107,6 +127,19 @@ def run_invocation(
         outputs=(f"{LOG_PREFIX}*",),
         expected_s=expected_seconds("pgbench", params),
         timeout_s=float(duration) * 3 + 300 if isinstance(duration, int | float) else None,
+    )
+
+
+def calibration_invocation(
+    pgbench: str | PurePath, params: dict[str, JSONValue], *, jobs: int, conn: Connection
+) -> Invocation:
+    """The short bare run that measures the rate a step's log is sampled at."""
+    return Invocation(
+        tuple(run_argv(pgbench, params, jobs=jobs, log_prefix=None, conn_args=conn.pgbench_args())),
+        env=conn.options_env(),
+        secret_env=conn.secret_env(),
+        expected_s=expected_seconds("pgbench", params),
+        timeout_s=300.0,
     )
 
 

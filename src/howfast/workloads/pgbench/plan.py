@@ -65,6 +65,10 @@ _OWNED = {
     "--file": "scripts",
     "-s": "scale (of the pgbench-init step)",
     "--scale": "scale (of the pgbench-init step)",
+    "-r": "statement_latencies",
+    "--report-per-command": "statement_latencies",
+    "--report-latencies": "statement_latencies",
+    "--sampling-rate": "latency_log",
 }
 
 
@@ -123,6 +127,11 @@ class PgbenchStep(StepModel):
     # same offered load on every target: one holds it, a slower one piles up latency).
     rate_basis: Literal["target", "first-target"] = "target"
     slo: str | None = None
+    # Per-statement latencies (pgbench -r): None lets howfast decide (every mode but
+    # select-only, where they cost the most and tell the least).
+    statement_latencies: bool | None = None
+    # The per-transaction log: a random sample sized to the expected rate, or every line.
+    latency_log: Literal["sampled", "full"] = "sampled"
 
     @field_validator("slo")
     @classmethod
@@ -247,6 +256,10 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
                     params["extra_args"] = list(step.extra_args)
                 if step.settings:
                     params["settings"] = dict(step.settings)
+                if step.statement_latencies is not None:
+                    params["statement_latencies"] = step.statement_latencies
+                if step.latency_log != "sampled":
+                    params["latency_log"] = step.latency_log
                 for rate_params in _rate_variants(step, ctx):
                     runs = ctx.repeated("pgbench", **params, **rate_params)
                     for earlier in runs[:-1]:  # the curve is complete after its very last run

@@ -42,18 +42,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from howfast.analysis.percentiles import PERCENTILES, SAMPLES_METRIC, rank_interval
+
 Point = tuple[float, float]
 Series = dict[str, list[Point]]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-PERCENTILES: dict[str, float] = {
-    "latency_p50_ms": 50,
-    "latency_p90_ms": 90,
-    "latency_p95_ms": 95,
-    "latency_p99_ms": 99,
-    "latency_p999_ms": 99.9,
-}
 # the word pgbench writes instead of a latency, and how it is counted
 SKIPPED = "skipped"
 FAILURE_WORDS = ("failed", "serialization", "deadlock", "other")
@@ -145,6 +140,25 @@ def latency_metrics(hist: Mapping[int, int]) -> dict[str, float]:
         index = int(np.searchsorted(cumulative, _rank(p, n), side="left"))
         out[name] = int(values[index]) / 1000
     out["latency_max_ms"] = int(values[-1]) / 1000
+    return out
+
+
+def latency_intervals(hist: Mapping[int, int]) -> dict[str, float | int]:
+    """`latency_samples` (how many latencies the histogram holds) and each percentile's 95%
+    confidence interval, `latency_pNN_ci_low_ms` and `latency_pNN_ci_high_ms`, from order
+    statistics (analysis/percentiles.py); the high bound is left out when no sample bounds
+    it. {} for an empty histogram."""
+    if not hist:
+        return {}
+    values, cumulative = _sorted_counts(hist)
+    n = int(cumulative[-1])
+    out: dict[str, float | int] = {SAMPLES_METRIC: n}
+    for name, p in PERCENTILES.items():
+        stem = name.removesuffix("_ms")
+        low, high = rank_interval(n, p)
+        out[f"{stem}_ci_low_ms"] = int(values[int(np.searchsorted(cumulative, low))]) / 1000
+        if high is not None:
+            out[f"{stem}_ci_high_ms"] = int(values[int(np.searchsorted(cumulative, high))]) / 1000
     return out
 
 

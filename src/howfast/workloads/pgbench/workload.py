@@ -3,6 +3,8 @@ The logic lives in build/parse/txlog."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from howfast.errors import MissingToolError
 from howfast.hosts.base import ToolResult
 from howfast.model import JSONValue, Sample
@@ -15,7 +17,16 @@ from howfast.workloads.base import (
     StepOutcome,
     Workload,
 )
-from howfast.workloads.pgbench import build, dataset, init_plan, parse, plan, rates, txlog
+from howfast.workloads.pgbench import (
+    build,
+    dataset,
+    init_plan,
+    logsampling,
+    parse,
+    plan,
+    rates,
+    txlog,
+)
 
 TAIL_LINES = 8
 
@@ -82,8 +93,34 @@ class PgbenchInitWorkload(Workload):
 class PgbenchWorkload(Workload):
     name = "pgbench"
 
+    def __init__(self) -> None:
+        # Decided in prepare(), by step directory: a fleet runs one executor on many
+        # instances at once.
+        self._log_plans: dict[Path, logsampling.LogPlan] = {}
+
     def label(self, params: dict[str, JSONValue]) -> str:
         return plan.PLUGIN.label(params)
+
+    def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        """Before the samplers start: the log's sampling rate, from the offered rate or an
+        earlier step of the same test, else from a short calibration run (unmeasured)."""
+        try:
+            offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
+        except ValueError:
+            offered = None  # execute() fails the step and says why
+        if offered is not None:
+            params = {**params, "rate": offered}
+        log_plan = logsampling.plan_from_history(params, ctx.previous)
+        if log_plan is None:
+            calibration = logsampling.calibration_params(params)
+            invocation = build.calibration_invocation(
+                _pgbench(ctx), calibration, jobs=_jobs(params, ctx.cores), conn=ctx.server()
+            )
+            result = ctx.run(invocation, subdir="calibration")
+            tps = parse.parse_run(result.stdout + "\n" + result.stderr).tps
+            log_plan = logsampling.plan_from_calibration(tps if result.returncode == 0 else None)
+        self._log_plans[ctx.work_dir] = log_plan
+        return StepOutcome()
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         try:
@@ -94,6 +131,16 @@ class PgbenchWorkload(Workload):
         if offered is not None and params.get("rate") != offered:
             params = {**params, "rate": offered}
             resolved["rate"] = offered
+        log_plan = self._log_plans.pop(ctx.work_dir, None) or logsampling.plan_from_history(
+            params, ctx.previous
+        )
+        if log_plan is None:  # prepare() did not run: no calibration here, under the samplers
+            log_plan = logsampling.LogPlan(None, basis="every transaction (no expected rate)")
+        sampling = log_plan.sampling_rate
+        if sampling is not None:
+            params = {**params, "log_sampling_rate": sampling}
+        resolved.update(log_plan.resolved())
+        resolved["statement_latencies"] = build.statement_latencies(params)
         jobs = _jobs(params, ctx.cores)
         invocation = build.run_invocation(_pgbench(ctx), params, jobs=jobs, conn=ctx.server())
         warnings = []
@@ -124,12 +171,11 @@ class PgbenchWorkload(Workload):
             outcome.histograms["latency_us"] = summary.histogram
             if summary.histogram:
                 outcome.metrics.update(txlog.latency_metrics(summary.histogram))
-            if summary.failed:
+                outcome.metrics.update(txlog.latency_intervals(summary.histogram))
+            if summary.failed and sampling is None:  # a sample's count is not the run's
                 outcome.metrics.setdefault("failed", summary.failed)
-            for name, points in summary.series.items():
-                outcome.series.setdefault(
-                    f"log_{name}", [Sample(float(t), float(v)) for t, v in points]
-                )
+            for name, points in _log_series(summary, sampling).items():
+                outcome.series.setdefault(f"log_{name}", points)
         if result.returncode != 0 or run.aborted:
             outcome.status = "failed"
             outcome.error = _error_tail(result)
@@ -140,23 +186,59 @@ class PgbenchWorkload(Workload):
 
     def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
         assert ctx.connection is not None
-        note = ""
+        notes = []
         if isinstance(params.get("rate_fraction"), int | float) and params.get("rate") is None:
             params = {**params, "rate": "RATE"}
             whose = "the run's first target's" if params.get("rate_basis") else "the curve's"
-            note = (
+            notes.append(
                 f"RATE: {float(params['rate_fraction']):.0%} of the TPS that {whose} "
                 "full-speed step measures"
             )
-        invocation = build.run_invocation(
-            _planned_pgbench(ctx), params, jobs=_jobs(params, ctx.cores), conn=ctx.connection
-        )
-        return [PlannedInvocation(invocation, note)]
+        jobs = _jobs(params, ctx.cores)
+        program = _planned_pgbench(ctx)
+        planned = []
+        rate = params.get("rate")
+        if isinstance(rate, int | float) or not logsampling.wants_sampling(params):
+            log_plan = logsampling.plan_from_history(params, [])
+            if log_plan is not None and log_plan.sampling_rate is not None:
+                params = {**params, "log_sampling_rate": log_plan.sampling_rate}
+        else:
+            params = {**params, "log_sampling_rate": "SAMPLING"}
+            basis = "the offered rate" if rate is not None else "an earlier step of the same test"
+            notes.append(
+                "SAMPLING: the fraction of transactions logged, so that the log keeps under "
+                f"{logsampling.LOG_LINES_PER_S} lines/s at the rate expected from {basis}"
+                + ("" if rate is not None else ", else from the calibration run above")
+            )
+            if rate is None:
+                calibration = build.calibration_invocation(
+                    program, logsampling.calibration_params(params), jobs=jobs, conn=ctx.connection
+                )
+                note = "a calibration run (unmeasured), unless an earlier step measured the rate"
+                planned.append(PlannedInvocation(calibration, note))
+        invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
+        return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
 
 
 def _jobs(params: dict[str, JSONValue], cores: int) -> int:
     requested = params.get("jobs")
     return build.resolve_jobs(int(params["clients"]), cores, int(requested) if requested else None)
+
+
+def _log_series(summary: txlog.TxLogSummary, sampling: float | None) -> dict[str, list[Sample]]:
+    """The log's per-second series; from a sampled log, the counts (tps, failed, skipped)
+    are scaled up by the sampling rate: estimates of the run's."""
+    scale = 1 / sampling if sampling else 1.0
+    return {
+        name: [
+            Sample(float(t), float(v) * scale if name in _COUNT_SERIES else float(v))
+            for t, v in points
+        ]
+        for name, points in summary.series.items()
+    }
+
+
+_COUNT_SERIES = frozenset({"tps", "failed", "skipped"})
 
 
 def _progress_series(run: parse.PgbenchRun) -> dict[str, list[Sample]]:

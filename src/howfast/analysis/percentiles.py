@@ -1,0 +1,86 @@
+"""How far a latency percentile can be trusted, from the number of transactions behind it.
+
+A percentile computed from n latencies (every transaction of a run, or pgbench's random sample
+of them under --sampling-rate) has a distribution-free 95% confidence interval between two
+order statistics: the number of the n values below the true p-th percentile is Binomial(n, p),
+so the values at ranks `binom.ppf(0.025, n, p)` and `binom.ppf(0.975, n, p) + 1` bracket it
+with at least 95% probability. When the upper rank is beyond n, no sample bounds the
+percentile from above: the figure is a guess about the tail, e.g. a p99.9 from fewer than
+3,688 transactions. Such percentiles are named in `latency_too_few_samples` and a warning,
+derived when a run is read.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from howfast.model import JSONValue
+
+# metric name -> percentile, as pgbench steps report them (workloads/pgbench/txlog.py)
+PERCENTILES: dict[str, float] = {
+    "latency_p50_ms": 50,
+    "latency_p90_ms": 90,
+    "latency_p95_ms": 95,
+    "latency_p99_ms": 99,
+    "latency_p999_ms": 99.9,
+}
+CONFIDENCE = 0.95
+SAMPLES_METRIC = "latency_samples"
+SHORT_METRIC = "latency_too_few_samples"
+
+
+def label(p: float) -> str:
+    """'p99.9' for 99.9."""
+    return f"p{p:g}"
+
+
+def min_samples(p: float, confidence: float = CONFIDENCE) -> int:
+    """The fewest values whose largest still bounds the p-th percentile from above at this
+    confidence: the smallest n with (p/100)^n <= (1 - confidence) / 2."""
+    q = p / 100
+    if q <= 0:
+        return 1
+    return math.ceil(math.log((1 - confidence) / 2) / math.log(q) - 1e-9)
+
+
+def rank_interval(n: int, p: float, confidence: float = CONFIDENCE) -> tuple[int, int | None]:
+    """1-based ranks (among n sorted values) of the confidence interval's bounds for the p-th
+    percentile; the upper one is None when no sample bounds it (n < min_samples(p))."""
+    if n < 1:
+        raise ValueError("an interval needs at least one value")
+    from scipy.stats import binom
+
+    q = p / 100
+    alpha = 1 - confidence
+    low = max(1, int(binom.ppf(alpha / 2, n, q)))
+    high = int(binom.ppf(1 - alpha / 2, n, q)) + 1
+    return low, high if high <= n else None
+
+
+def too_few_samples(metrics: Mapping[str, JSONValue]) -> list[str]:
+    """The percentile metrics of a step whose 95% interval is unbounded above (see the module
+    doc); [] when the step does not say how many transactions they came from."""
+    samples = metrics.get(SAMPLES_METRIC)
+    if not isinstance(samples, int) or isinstance(samples, bool):
+        return []
+    return [
+        name
+        for name, p in PERCENTILES.items()
+        if isinstance(metrics.get(name), int | float) and samples < min_samples(p)
+    ]
+
+
+def too_few_warning(metrics: Mapping[str, JSONValue], short: list[str]) -> str | None:
+    """The warning that goes with too_few_samples(metrics)."""
+    if not short:
+        return None
+    samples = metrics.get(SAMPLES_METRIC)
+    names = ", ".join(label(PERCENTILES[name]) for name in short)
+    needs = max(min_samples(PERCENTILES[name]) for name in short)
+    return (
+        f"{names} latency from {samples:,} transactions only: too few to bound it "
+        f"(a 95% interval needs at least {needs:,}); run longer or log more transactions"
+    )

@@ -1,0 +1,135 @@
+"""How much of pgbench's per-transaction log to keep: its --sampling-rate, chosen before the
+run from the rate the step is expected to reach, so that the log stays under
+LOG_LINES_PER_S lines a second.
+
+Why: pgbench formats one log line per transaction (~4,400 instructions, +50% of its own work
+per select-only transaction, measured under valgrind); a random sample of the transactions
+gives the same percentiles within an interval that the sample's size says
+(analysis/percentiles.py), at a cost that no longer grows with the rate.
+
+The expected rate, in this order: the offered rate (`rate`); the TPS of this target's latest
+full-speed step of the same test earlier in the run (same clients; else the nearest client
+count, scaled by the ratio of clients); else a short calibration run before the step
+(CALIBRATION_S seconds of the same command without log, statement latencies or progress).
+A step given in transactions logs every one when they are few.
+
+Pure: functions of params and earlier step records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from howfast.model import JSONValue, StepRecord
+
+LOG_LINES_PER_S = 1000
+CALIBRATION_S = 2
+# Fields that make two pgbench steps the same test, whose TPS predicts the other's.
+_TEST_KEYS = ("mode", "scripts", "protocol", "extra_args", "settings", "latency_limit_ms")
+
+
+@dataclass(frozen=True)
+class LogPlan:
+    """The log's sampling rate (None: every transaction) and what it was chosen from."""
+
+    sampling_rate: float | None
+    expected_tps: float | None = None
+    basis: str = "every transaction"  # "offered rate", "earlier step", "calibration", ...
+
+    def resolved(self) -> dict[str, JSONValue]:
+        """What the step records in its resolved params."""
+        out: dict[str, JSONValue] = {"log_sampling_rate": self.sampling_rate or 1.0}
+        if self.expected_tps is not None:
+            out["log_expected_tps"] = round(self.expected_tps, 1)
+        out["log_sampling_basis"] = self.basis
+        return out
+
+
+def sampling_rate(expected_tps: float, lines_per_s: int = LOG_LINES_PER_S) -> float | None:
+    """The fraction of transactions to log at this rate: None (all) when they are few enough,
+    else lines_per_s / expected_tps, rounded down to 3 significant digits (pgbench prints it)."""
+    if expected_tps <= lines_per_s:
+        return None
+    rate = lines_per_s / expected_tps
+    digits = 2 - int(f"{rate:e}".split("e")[1])  # 3 significant digits
+    scale = 10.0**digits
+    return max(int(rate * scale), 1) / scale
+
+
+def wants_sampling(params: dict[str, JSONValue]) -> bool:
+    """Whether the step samples its log at all: not when asked for every transaction
+    (`latency_log: full`), nor when given so few transactions that they fit the budget of a
+    10 s run."""
+    if params.get("latency_log") == "full":
+        return False
+    transactions, clients = params.get("transactions"), params.get("clients")
+    if isinstance(transactions, int) and isinstance(clients, int):
+        return transactions * clients > LOG_LINES_PER_S * 10
+    return True
+
+
+def plan_from_history(
+    params: dict[str, JSONValue], previous: Sequence[StepRecord]
+) -> LogPlan | None:
+    """The log plan when the offered rate or an earlier step says the expected rate; None
+    when a calibration run must tell it."""
+    if not wants_sampling(params):
+        return LogPlan(None, basis="every transaction")
+    rate = params.get("rate")
+    if isinstance(rate, int | float):
+        return LogPlan(sampling_rate(float(rate)), float(rate), "offered rate")
+    expected = expected_tps(params, previous)
+    if expected is None:
+        return None
+    return LogPlan(sampling_rate(expected), expected, "earlier step")
+
+
+def plan_from_calibration(tps: float | None) -> LogPlan:
+    """The log plan from a calibration run's TPS; every transaction when it printed none."""
+    if tps is None or tps <= 0:
+        return LogPlan(None, basis="every transaction (the calibration run measured nothing)")
+    return LogPlan(sampling_rate(tps), tps, "calibration")
+
+
+def expected_tps(params: dict[str, JSONValue], previous: Sequence[StepRecord]) -> float | None:
+    """The TPS this step should reach, from the latest completed full-speed step of the same
+    test on this target: the same client count, else the nearest one, its TPS scaled by the
+    ratio of clients (an overestimate past saturation, which only logs fewer lines)."""
+    clients = params.get("clients")
+    if not isinstance(clients, int):
+        return None
+    key = _test_key(params)
+    nearest: tuple[float, float] | None = None  # (distance, tps scaled)
+    for step in reversed(previous):
+        if step.workload != "pgbench" or step.status != "completed":
+            continue
+        earlier = step.all_params
+        tps = step.metrics.get("tps")
+        if earlier.get("rate") is not None or _test_key(earlier) != key:
+            continue
+        other = earlier.get("clients")
+        if not isinstance(tps, int | float) or not isinstance(other, int) or tps <= 0:
+            continue
+        if other == clients:
+            return float(tps)
+        distance = max(other, clients) / min(other, clients)
+        if nearest is None or distance < nearest[0]:
+            nearest = (distance, float(tps) * clients / other)
+    return nearest[1] if nearest else None
+
+
+def calibration_params(params: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    """The params of the calibration run: the same test for CALIBRATION_S seconds (or less
+    for a shorter step)."""
+    out = {k: v for k, v in params.items() if k not in ("transactions", "duration_s")}
+    duration = params.get("duration_s")
+    seconds = CALIBRATION_S
+    if isinstance(duration, int | float):
+        seconds = max(1, min(CALIBRATION_S, int(duration)))
+    out["duration_s"] = seconds
+    return out
+
+
+def _test_key(params: dict[str, JSONValue]) -> tuple[str, ...]:
+    return tuple(repr(params.get(k)) for k in _TEST_KEYS)
