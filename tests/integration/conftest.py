@@ -118,9 +118,24 @@ def postgres_pids_under(path: Path) -> list[int]:
     return pids
 
 
+def shared_memory_of(pid: int) -> set[str]:
+    """The shared memory a running PostgreSQL process has mapped, named as
+    postgres_shared_memory() names it: what its server would leave behind if killed. Tests
+    take it before the kill, so that other servers on the machine do not count."""
+    found: set[str] = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        path = fields[5] if len(fields) == 6 else ""
+        if path.startswith("/dev/shm/PostgreSQL."):
+            found.add(f"file {path.removeprefix('/dev/shm/')}")
+        elif path.startswith("/SYSV"):
+            found.add(f"sysv {fields[4]}")  # a System V segment's inode is its shmid
+    return found
+
+
 def postgres_shared_memory() -> set[str]:
     """PostgreSQL's shared memory that outlives a killed server: /dev/shm/PostgreSQL.* files
-    (dynamic shared memory) and System V segments (by id). Tests compare before and after."""
+    (dynamic shared memory) and System V segments (by id)."""
     found = {f"file {p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*")}
     with contextlib.suppress(OSError):
         lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
