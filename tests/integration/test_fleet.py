@@ -74,7 +74,8 @@ def test_a_capped_class_measures_at_its_cap_and_below_the_free_one(
     assert max(capped["write_iops"]) < min(free["write_iops"]), (capped, free)
     assert capped["tps_per_instance"]["max"] < free["tps_per_instance"]["min"]
     (held,) = capped["enforcement"]
-    assert re.fullmatch(r"the write limit held: at most (19\d|2[01]\d|220) of 200 IOPS", held)
+    # "held": the instance reached 80-110% of its cap (analysis/fleet.py)
+    assert re.fullmatch(r"the write limit held: at most (1[6-9]\d|2[01]\d|220) of 200 IOPS", held)
     # One progress line per class, with its total.
     assert "capped: 2/2 instances completed" in out.stderr
     assert "free: 2/2 instances completed" in out.stderr
@@ -158,12 +159,17 @@ def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, ta
     plan = howfast.plan(f"metrics_port = {port}\n" + text)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(proc, "tpcb-like")
-    time.sleep(3)
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        page = response.read().decode()
+    # TPS exists from an instance's first progress line (after pgbench's calibration run, on a
+    # busy machine some seconds): read the page until both classes have it, or the step ends.
+    classes: set[str] = set()
+    deadline = time.monotonic() + 60
+    while classes != {"capped", "free"} and time.monotonic() < deadline and proc.poll() is None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            page = response.read().decode()
+        classes = set(re.findall(r'howfast_tps\{[^}]*class="([a-z-]+)"', page))
+        time.sleep(0.5)
     proc.communicate(timeout=240)
     assert proc.returncode == 0
-    classes = set(re.findall(r'howfast_tps\{[^}]*class="([a-z-]+)"', page))
     assert classes == {"capped", "free"}, page[:2000]
     assert list(target_dir.iterdir()) == []
 
