@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test suites of `make test`: the Kubernetes lab tests (tests/k8s, a real single-node
-# cluster on loopback) and all the others, side by side. The lab tests spend most of their
-# time waiting for the cluster (pods starting, volumes bound), so running them beside the
-# others keeps `make test` within its time budget. The lab is built first, alone: a cold
-# build (~15 min, once per machine, cached outside the clone) is CPU-heavy.
+# cluster on loopback) and all the others, side by side, the others in two pytest-xdist
+# workers (a test file stays on one worker). Most tests spend their time waiting (pgbench for
+# its duration, servers starting, pods and volumes), so running them side by side keeps
+# `make test` within its time budget. The lab is built first, alone: a cold build (~15 min,
+# once per machine, cached outside the clone) is CPU-heavy.
 #
 #   HOWFAST_K8S_LAB=0 make test     skip the lab tests (they say so)
 #   extra arguments go to both pytest runs (e.g. -x)
@@ -11,8 +12,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
+MAIN=(-m "not k8s" -n 2 --dist loadfile --durations=15)
 if [[ ${HOWFAST_K8S_LAB:-1} == 0 ]]; then
-    exec "$PY" -m pytest "$@"
+    exec "$PY" -m pytest "${MAIN[@]}" "$@"
 fi
 export HOWFAST_K8S_LAB=1
 
@@ -22,7 +24,7 @@ export HOWFAST_K8S_LAB=1
     echo "test.sh: the k8s lab could not be built here; its tests will say why" >&2
 
 k8s_log=$(mktemp -t howfast-k8s-tests.XXXXXX)
-"$PY" -m pytest -m k8s tests/k8s -p no:cacheprovider "$@" >"$k8s_log" 2>&1 &
+"$PY" -m pytest -m k8s tests/k8s -p no:cacheprovider --durations=5 "$@" >"$k8s_log" 2>&1 &
 k8s_pid=$!
 
 # Ctrl-C or a kill: the lab session gets SIGINT, so that its fixture stops the cluster and
@@ -36,7 +38,7 @@ stop_k8s() {
 }
 trap stop_k8s INT TERM HUP
 
-"$PY" -m pytest -m "not k8s" "$@"
+"$PY" -m pytest "${MAIN[@]}" "$@"
 main_status=$?
 wait "$k8s_pid"
 k8s_status=$?

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -457,7 +458,7 @@ def test_a_scale_that_cannot_fit_is_refused_before_loading(howfast: Howfast, tar
 def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
     howfast: Howfast, target_dir: Path
 ):
-    from howfast.targets.cgroup import detect
+    from howfast.targets.cgroup import detect, owner_lock_path
 
     parent = detect().parent
     if parent is None:
@@ -481,6 +482,11 @@ def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
     assert cgroup.is_dir()
     proc.kill()
     proc.communicate(timeout=30)
+    # Other howfast sessions on this machine (the test suite runs in parallel) would tidy the
+    # cgroup up too once its server is gone: hold its owner lock, as its killed owner did, until
+    # the howfast under test runs.
+    lock = os.open(owner_lock_path(cgroup.name), os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     foreign = target_dir.parent / "foreign"
     foreign.mkdir()
     (foreign / "data").write_text("not howfast's")
@@ -497,6 +503,7 @@ def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
         for directory in memory_dirs:
             assert directory.name.startswith("howfast-"), directory
             shutil.rmtree(directory, ignore_errors=True)
+    os.close(lock)
     out = howfast("run", "quick", "--target", str(foreign))
     assert out.returncode == 2
     said = out.stderr.replace("\n", "")  # a long path may be wrapped at any character

@@ -290,7 +290,7 @@ def run_command(
             [SettingSource(*located) for located in setting_locations(plan, loaded)]
             + [SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()],
         )
-    if not dry_run:
+    if not dry_run and needs_server:  # only runs that make cgroups here tidy them up
         _remove_abandoned_cgroups(env)
     if loaded.fleet is not None:
         refuse_with_fleet(
