@@ -30,7 +30,7 @@ shared_buffers = "16MB"
 max_connections = "20"
 [fleet]
 classes = [
-  {{ name = "capped", count = 2, write_iops = 200 }},
+  {{ name = "capped", count = 2, write_iops = 100 }},
   {{ name = "free", count = 2 }},
 ]
 [[steps]]
@@ -70,12 +70,13 @@ def test_a_capped_class_measures_at_its_cap_and_below_the_free_one(
     classes = {c["class"]: c for c in doc["fleet"]["classes"] if c["test"].startswith("pgbench")}
     capped, free = classes["capped"], classes["free"]
     assert capped["instances"] == free["instances"] == 2
-    assert max(capped["write_iops"]) <= 200 * 1.1, capped
+    assert max(capped["write_iops"]) <= 100 * 1.1, capped
     assert max(capped["write_iops"]) < min(free["write_iops"]), (capped, free)
     assert capped["tps_per_instance"]["max"] < free["tps_per_instance"]["min"]
     (held,) = capped["enforcement"]
-    # "held": the instance reached 80-110% of its cap (analysis/fleet.py)
-    assert re.fullmatch(r"the write limit held: at most (1[6-9]\d|2[01]\d|220) of 200 IOPS", held)
+    # "held": the instance reached 80-110% of its cap (analysis/fleet.py). The cap is low enough
+    # that two clients of tpcb-like reach it even on a busy machine (200 was missed at 159).
+    assert re.fullmatch(r"the write limit held: at most (8\d|9\d|10\d|110) of 100 IOPS", held)
     # One progress line per class, with its total.
     assert "capped: 2/2 instances completed" in out.stderr
     assert "free: 2/2 instances completed" in out.stderr
@@ -130,7 +131,7 @@ def test_interrupt_with_every_instance_running_leaves_nothing(howfast: Howfast, 
 def test_limits_that_cannot_hold_here_are_refused_before_anything(
     howfast: Howfast, target_dir: Path
 ):
-    weights = FLEET.format(duration="3s").replace("write_iops = 200", "weight = 500")
+    weights = FLEET.format(duration="3s").replace("write_iops = 100", "weight = 500")
     out = howfast("run", str(howfast.plan(weights)), "--target", str(target_dir))
     device = fleet_device(target_dir)
     if not isinstance(device, str) and device.scheduler == "bfq" and CGROUPS.version:
@@ -141,7 +142,7 @@ def test_limits_that_cannot_hold_here_are_refused_before_anything(
     two = howfast("run", str(howfast.plan(FLEET.format(duration="3s"))), "--target",
                   str(target_dir), "--target", str(target_dir))  # fmt: skip
     assert two.returncode == 2 and "a fleet runs on one target: a directory" in two.stderr
-    k8s_class = FLEET.format(duration="3s").replace("write_iops = 200", 'storage_class = "fast"')
+    k8s_class = FLEET.format(duration="3s").replace("write_iops = 100", 'storage_class = "fast"')
     out = howfast("run", str(howfast.plan(k8s_class)), "--target", str(target_dir))
     assert out.returncode == 2 and "storage_class applies to k8s:// targets only" in out.stderr
     assert list(target_dir.iterdir()) == []
@@ -155,7 +156,7 @@ def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, ta
     from tests.conftest import free_port
 
     port = free_port()
-    text = FLEET.format(duration="6s").replace(", write_iops = 200", "")
+    text = FLEET.format(duration="6s").replace(", write_iops = 100", "")
     plan = howfast.plan(f"metrics_port = {port}\n" + text)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(proc, "tpcb-like")
@@ -181,7 +182,7 @@ def test_a_kubernetes_fleet_dry_run_prints_every_instance_without_a_cluster(
     monkeypatch.setenv("KUBECONFIG", "/nonexistent")
     plan = howfast.plan(
         FLEET.format(duration="3s").replace(
-            '{ name = "capped", count = 2, write_iops = 200 }',
+            '{ name = "capped", count = 2, write_iops = 100 }',
             '{ name = "gold", count = 2, storage_class = "fast", volume_attributes_class = "g" }',
         )
     )
