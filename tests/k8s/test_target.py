@@ -5,6 +5,7 @@ a SIGKILLed run. Every test ends with nothing of howfast's left in the cluster."
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from howfast.runner.target_session import private_tmp
 from tests.k8s.conftest import (
     LABEL,
     Kube,
@@ -265,6 +267,12 @@ def test_cleanup_removes_what_a_killed_run_left(
     finally:
         if proc.poll() is None:
             proc.kill()
+        # and its private directory on this machine (named with its PID) stays too: the test
+        # removes what the killed howfast would have
+        scratch = list(Path(private_tmp()).glob(f"howfast-work-{proc.pid}-*"))
+        for directory in scratch:
+            shutil.rmtree(directory)
+    assert len(scratch) == 1, scratch
     assert leftovers(kube)  # SIGKILL cannot be caught: the objects stay
     out = json.loads(run_howfast(howfast_env, "cleanup", "--yes", "--json").stdout)
     (run,) = out["runs"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from howfast.runner.observer import RunObserver, StepRef
 from howfast.runner.run import RunInfo, RunResult, record_run
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
-from howfast.runner.target_session import private_tmp
+from howfast.runner.target_session import new_work_root
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection
@@ -113,7 +112,7 @@ class FleetRunner:
         members = self.place.members(scenario)
         for member in members:
             self.place.prepare(member)
-        work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=private_tmp()))
+        work_root = new_work_root()
         live: list[Live] = []
         failed = 0
         self.observer.message(

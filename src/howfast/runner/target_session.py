@@ -72,7 +72,7 @@ class TargetSession:
         env = self.env
         target = env.target
         env.store.add_target(env.run_id, TargetRecord(name=target.name, kind=target.kind))
-        self.work_root = Path(tempfile.mkdtemp(prefix="howfast-work-", dir=private_tmp()))
+        self.work_root = new_work_root()
         try:
             self.connection = target.start()
             env.store.update_target(env.run_id, target.record())
@@ -156,6 +156,12 @@ class TargetSession:
             kept = getattr(env.target, "kept_message", lambda: None)()
             if kept:
                 env.observer.message(kept)
+
+
+def new_work_root() -> Path:
+    """A private directory for the steps' files, named with this process's PID: what a
+    SIGKILLed howfast leaves there says whose it was."""
+    return Path(tempfile.mkdtemp(prefix=f"howfast-work-{os.getpid()}-", dir=private_tmp()))
 
 
 def private_tmp() -> str:
