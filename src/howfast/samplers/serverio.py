@@ -18,6 +18,7 @@ which counts backends that came and went between two readings.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -182,12 +183,7 @@ class ServerIoSampler(PeriodicSampler):
             if seconds <= 0:
                 continue
             t = round(b.t, 3)
-            for role in b.roles:
-                d = counter_delta(a.roles.get(role, {}), b.roles[role])
-                for name, key, scale in IO_SERIES:
-                    series.setdefault(f"pgio.{role}.{name}", []).append(
-                        Sample(t, d[key] / scale / seconds)
-                    )
+            add_role_rates(series, t, seconds, a.roles, b.roles)
             for key in ("read_bytes", "write_bytes"):
                 rate = max(0, b.proc[key] - a.proc[key]) / 1e6 / seconds
                 name = f"pgio.proc.{key.split('_')[0]}_mbps"
@@ -289,12 +285,9 @@ class ContainerServerSampler(PeriodicSampler):
             if seconds <= 0:
                 continue
             t = round(b.t, 3)
-            for role, num in self.numbers.items():
-                d = counter_delta(a.reading.io.get(num, {}), b.reading.io.get(num, {}))
-                for name, key, scale in IO_SERIES:
-                    series.setdefault(f"pgio.{role}.{name}", []).append(
-                        Sample(t, d[key] / scale / seconds)
-                    )
+            before = {role: a.reading.io.get(num, {}) for role, num in self.numbers.items()}
+            after = {role: b.reading.io.get(num, {}) for role, num in self.numbers.items()}
+            add_role_rates(series, t, seconds, before, after)
             for key in ("read_bytes", "write_bytes"):
                 rate = max(0, b.proc[key] - a.proc[key]) / 1e6 / seconds
                 series.setdefault(f"pgio.proc.{key.split('_')[0]}_mbps", []).append(Sample(t, rate))
@@ -302,6 +295,20 @@ class ContainerServerSampler(PeriodicSampler):
             if isinstance(used, float):
                 series.setdefault("cpu.server_container_pct", []).append(Sample(t, used))
         return series
+
+
+def add_role_rates(
+    series: dict[str, list[Sample]],
+    t: float,
+    seconds: float,
+    before: Mapping[str, dict[str, int]],
+    after: Mapping[str, dict[str, int]],
+) -> None:
+    """The server's own I/O per role between two readings, as `pgio.<role>.<name>` points."""
+    for role, counters in after.items():
+        d = counter_delta(before.get(role, {}), counters)
+        for name, key, scale in IO_SERIES:
+            series.setdefault(f"pgio.{role}.{name}", []).append(Sample(t, d[key] / scale / seconds))
 
 
 def _summed(io: dict[str, dict[str, int]]) -> dict[str, int]:
