@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -124,16 +125,34 @@ def lab_images(facts: ClusterFacts) -> list[str]:
 def run_howfast(
     env: dict[str, str], *args: str, timeout: float = 600, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "howfast", *args],
+    """howfast in a process of its own. When it outlives `timeout`, SIGABRT makes Python's
+    faulthandler print where every thread of it is blocked, and the failure shows that."""
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "faulthandler", "-m", "howfast", *args],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
     )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"howfast {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
-    return proc
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        stdout, stderr = proc.communicate()
+        # what the aborted run left would fail the tests after this one too
+        subprocess.run(
+            [sys.executable, "-m", "howfast", "cleanup", "--yes"],
+            env=env,
+            capture_output=True,
+            timeout=300,
+        )
+        raise AssertionError(
+            f"howfast {' '.join(args)} still ran after {timeout:g} s; its threads:\n{stderr}"
+        ) from None
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    if check and done.returncode != 0:
+        raise AssertionError(f"howfast {' '.join(args)} -> {done.returncode}\n{done.stderr}")
+    return done
 
 
 def leftovers(kube: Kube) -> dict[str, list[str]]:

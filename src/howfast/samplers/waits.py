@@ -193,7 +193,8 @@ class WaitEventSampler(PeriodicSampler):
             self.counts.update(added)
             second.types.update(Counter({key_type(k): n for k, n in added.items()}))
             return
-        rows = self.db.execute(ACTIVITY_QUERY).fetchall()
+        # prepared: 10 readings a second need not be parsed and planned each time
+        rows = self.db.execute(ACTIVITY_QUERY, prepare=True).fetchall()
         tally = tally_activity(
             (dict(zip(ACTIVITY_COLUMNS, r, strict=True)) for r in rows),
             self.database,
@@ -207,7 +208,10 @@ class WaitEventSampler(PeriodicSampler):
 
     def _profile_rows(self) -> list[tuple[Any, Any, Any, Any]]:
         assert self.db is not None
-        return [(r[0], r[1], r[2], r[3]) for r in self.db.execute(PROFILE_QUERY).fetchall()]
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self.db.execute(PROFILE_QUERY, prepare=True).fetchall()
+        ]
 
     def stop(self) -> SamplerResult:
         out = super().stop()

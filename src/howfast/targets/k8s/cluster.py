@@ -23,6 +23,11 @@ from howfast.errors import Aborted, HowfastError, UsageError
 from howfast.targets.k8s import manifests
 
 WATCH_CHUNK_S = 5  # a watch is re-opened this often, to look at the cancel token and deadline
+# Client-side limits, so that an API server (or a kubelet behind it) that stops answering
+# fails a call with a message instead of blocking howfast for ever: (connect, read) seconds.
+REQUEST_TIMEOUT_S = (10.0, 60.0)
+WATCH_TIMEOUT_S = (10.0, WATCH_CHUNK_S + 20.0)  # the server ends a watch chunk first
+STREAM_OPEN_TIMEOUT_S = 60.0  # an exec's or port-forward's websocket handshake
 # Reasons a container waits for that will not go away by waiting longer.
 STUCK_REASONS = {
     "ErrImagePull": "the image cannot be pulled",
@@ -85,14 +90,8 @@ class Cluster:
                     "set KUBECONFIG or write ~/.kube/config; choose a context with --kube-context",
                 ) from None
         self.k8s = k8s
+        _bound_requests(self.api_client)
         self.core = k8s.client.CoreV1Api(self.api_client)
-        # kubernetes.stream swaps its API client's request function while an exec or a
-        # port-forward connects: streams get a client of their own, one connecting at a
-        # time, so that REST calls from other threads never go through a websocket.
-        self._stream_core = k8s.client.CoreV1Api(
-            k8s.client.ApiClient(configuration=self.api_client.configuration)
-        )
-        self._stream_lock = threading.Lock()
         self.storage = k8s.client.StorageV1Api(self.api_client)
         self.context = context
         self.host = str(self.api_client.configuration.host)
@@ -340,6 +339,7 @@ class Cluster:
                 label_selector=label,
                 resource_version=found.metadata.resource_version,
                 timeout_seconds=max(1, int(min(remaining, 10))),
+                _request_timeout=(WATCH_TIMEOUT_S[0], WATCH_TIMEOUT_S[1] + 10),
             )
             for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
@@ -360,6 +360,7 @@ class Cluster:
                 field_selector=f"metadata.name={name}",
                 resource_version=found.metadata.resource_version,
                 timeout_seconds=max(1, int(min(remaining, 10))),
+                _request_timeout=(WATCH_TIMEOUT_S[0], WATCH_TIMEOUT_S[1] + 10),
             )
             for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
@@ -395,6 +396,7 @@ class Cluster:
                 namespace,
                 field_selector=selector,
                 timeout_seconds=max(1, int(min(remaining, WATCH_CHUNK_S))),
+                _request_timeout=WATCH_TIMEOUT_S,
             )
             for event in _events(stream, self.k8s):
                 last = self.plain(event["object"])
@@ -473,15 +475,25 @@ class Cluster:
         return "\n".join(lines)
 
     # -- exec and port-forward -------------------------------------------------------------
+    def _stream_api(self) -> Any:
+        """A CoreV1Api on an API client of its own: kubernetes.stream swaps its client's
+        request function while a stream connects, so a shared client would send other
+        threads' REST calls through a websocket."""
+        client = self.k8s.client.ApiClient(configuration=self.api_client.configuration)
+        return self.k8s.client.CoreV1Api(client)
+
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
         """An exec session (the client's WSClient), not yet read."""
         from kubernetes.stream import stream
 
-        with self._stream_lock:
-            return self.call(
-                f"exec in pod {pod}",
+        api = self._stream_api()
+        doing = f"exec in pod {pod}"
+        return _open_within(
+            doing,
+            lambda: self.call(
+                doing,
                 stream,
-                self._stream_core.connect_get_namespaced_pod_exec,
+                api.connect_get_namespaced_pod_exec,
                 pod,
                 namespace,
                 container=container,
@@ -491,19 +503,20 @@ class Cluster:
                 stderr=True,
                 tty=False,
                 _preload_content=False,
-            )
+            ),
+        )
 
     def port_forward(self, namespace: str, pod: str, port: int) -> Any:
         """A port-forward session to one port of the pod (the client's PortForward)."""
         from kubernetes.stream import portforward
 
-        with self._stream_lock:
-            return portforward(
-                self._stream_core.connect_get_namespaced_pod_portforward,
-                pod,
-                namespace,
-                ports=str(port),
-            )
+        api = self._stream_api()
+        return _open_within(
+            f"port-forward to pod {pod}",
+            lambda: portforward(
+                api.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
+            ),
+        )
 
     def exec(
         self,
@@ -538,13 +551,75 @@ class Cluster:
         return ExecResult(int(code if code is not None else -1), "".join(out), "".join(err))
 
 
+def _bound_requests(api_client: Any) -> None:
+    """Every REST call of this client gets REQUEST_TIMEOUT_S unless it asks for its own
+    (the client's default is to wait for ever)."""
+    rest = api_client.rest_client
+    unbounded = rest.request
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("_request_timeout"):
+            kwargs["_request_timeout"] = REQUEST_TIMEOUT_S
+        return unbounded(*args, **kwargs)
+
+    rest.request = bounded
+
+
+def _open_within(doing: str, connect: Callable[[], Any]) -> Any:
+    """`connect()` (a websocket handshake, which the client makes without a time-out) in a
+    thread of its own, given STREAM_OPEN_TIMEOUT_S; a session that opens after we gave up
+    is closed."""
+    lock = threading.Lock()
+    outcome: dict[str, Any] = {}
+    opened = threading.Event()
+
+    def attempt() -> None:
+        try:
+            session = connect()
+        except BaseException as exc:  # handed to the caller
+            with lock:
+                outcome["error"] = exc
+            opened.set()
+            return
+        with lock:
+            if outcome.get("abandoned"):
+                with contextlib.suppress(Exception):
+                    session.close()
+                return
+            outcome["session"] = session
+        opened.set()
+
+    threading.Thread(target=attempt, daemon=True, name="howfast-stream-open").start()
+    opened.wait(STREAM_OPEN_TIMEOUT_S)
+    with lock:
+        if "error" in outcome:
+            raise outcome["error"]
+        if "session" in outcome:
+            return outcome["session"]
+        outcome["abandoned"] = True
+    raise HowfastError(
+        f"{doing}: the API server did not open the stream within {STREAM_OPEN_TIMEOUT_S:g} s"
+    )
+
+
 def _events(stream: Iterator[dict[str, Any]], k8s: Any) -> Iterator[dict[str, Any]]:
     """A watch's events; a watch the server ends with an error (an expired or too new
-    resource version, a time-out) just ends: the caller lists and watches again."""
+    resource version, a time-out) or that stops answering just ends: the caller lists and
+    watches again, within its own deadline."""
+    import urllib3
+
     try:
         yield from stream
     except k8s.client.exceptions.ApiException as exc:
         if exc.status not in (410, 504, 500):
+            raise
+        time.sleep(0.5)
+    except urllib3.exceptions.HTTPError as exc:
+        # urllib3 gives up on a silent server with MaxRetryError(reason=ReadTimeoutError)
+        reason = getattr(exc, "reason", None) or exc
+        if not isinstance(
+            reason, urllib3.exceptions.ReadTimeoutError | urllib3.exceptions.ProtocolError
+        ):
             raise
         time.sleep(0.5)
 
