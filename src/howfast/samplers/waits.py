@@ -155,6 +155,7 @@ class WaitEventSampler(PeriodicSampler):
         super().__init__()
         self.interval_s = WAIT_INTERVAL_S
         self.db: psycopg.Connection[tuple[object, ...]] | None = None
+        self.cursor: psycopg.Cursor[tuple[object, ...]] | None = None
         self.source = "pg_stat_activity"
         self.database: str | None = None
         self.own_pid: int | None = None
@@ -178,13 +179,14 @@ class WaitEventSampler(PeriodicSampler):
         ).fetchone()
         assert row is not None
         self.database, self.own_pid = str(row[0]), int(str(row[1]))
+        self.cursor = self.db.cursor()  # one for every reading: 10 a second
         if row[2]:
             self.source = "pg_wait_sampling"
             self.interval_s = PROFILE_INTERVAL_S
             _, self.profile = profile_increments({}, self._profile_rows())
 
     def tick(self, t: float) -> None:
-        assert self.db is not None
+        assert self.cursor is not None
         second = self.seconds.setdefault(max(1, math.ceil(t)), Second())
         self.ticks += 1
         second.samples += 1
@@ -194,7 +196,7 @@ class WaitEventSampler(PeriodicSampler):
             second.types.update(Counter({key_type(k): n for k, n in added.items()}))
             return
         # prepared: 10 readings a second need not be parsed and planned each time
-        rows = self.db.execute(ACTIVITY_QUERY, prepare=True).fetchall()
+        rows = self.cursor.execute(ACTIVITY_QUERY, prepare=True).fetchall()
         tally = tally_activity(
             (dict(zip(ACTIVITY_COLUMNS, r, strict=True)) for r in rows),
             self.database,
