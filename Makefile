@@ -26,8 +26,7 @@ typecheck: setup
 
 # Every test, the Kubernetes lab tests (tests/k8s: a real single-node cluster on loopback,
 # tests/k8s/lab/README.md) beside the others; the first run on a machine builds the lab
-# (~15-30 min, cached in ~/.cache/howfast). For now the lab tests are opt-in:
-# HOWFAST_K8S_LAB=1 make test (scripts/test.sh says why).
+# (~15-30 min, cached in ~/.cache/howfast). HOWFAST_K8S_LAB=0 make test skips them.
 test: setup-test lint typecheck
 	@bash scripts/test.sh
 

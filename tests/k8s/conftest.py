@@ -1,8 +1,7 @@
 """Kubernetes tests run against a real single-node cluster that tests/k8s/lab builds and starts.
 
-`HOWFAST_K8S_LAB=1 make test` runs them (scripts/test.sh), as do `make k8s-lab` and
-`HOWFAST_K8S_LAB=1 pytest -m k8s tests/k8s`; a plain `make test` or `pytest` skips them with
-that hint (the
+`make test` runs them (scripts/test.sh, unless HOWFAST_K8S_LAB=0), as do `make k8s-lab` and
+`HOWFAST_K8S_LAB=1 pytest -m k8s tests/k8s`; a plain `pytest` skips them with that hint (the
 cluster needs root, ~15 s to start, ~15 min to build the first time). When the machine
 cannot run the lab (no root, no Go to build, ports in use, ...) they are skipped with the
 exact reason.
@@ -48,8 +47,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not _opted_in(config):
         skip = pytest.mark.skip(
-            reason="k8s lab tests are opt-in: HOWFAST_K8S_LAB=1 make test, `make k8s-lab` "
-            "or HOWFAST_K8S_LAB=1 pytest -m k8s"
+            reason="k8s lab tests run in `make test`, `make k8s-lab` or "
+            "HOWFAST_K8S_LAB=1 pytest -m k8s (HOWFAST_K8S_LAB=0 skips them)"
         )
         for item in ours:
             item.add_marker(skip)

@@ -44,6 +44,9 @@ class FleetProgressObserver:
                 TimeElapsedColumn(),
                 console=self.env.err,
                 transient=True,
+                # its figures change once a second; rich's default of 10 redraws a second
+                # cost 1.5% of a core beside the measuring pgbench (benchmarks/controller)
+                refresh_per_second=1,
             )
             self.progress.start()
 

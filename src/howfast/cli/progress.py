@@ -99,6 +99,9 @@ class ProgressObserver:
                 EtaColumn(self),
                 console=self.env.err,
                 transient=True,
+                # its figures change once a second; rich's default of 10 redraws a second
+                # cost 1.5% of a core beside the measuring pgbench (benchmarks/controller)
+                refresh_per_second=1,
             )
             self.progress.start()
             self.task = self.progress.add_task(
