@@ -4,12 +4,18 @@ where they are cheap or asked for: real pgbench on a tiny local cluster."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from howfast.analysis.percentiles import min_samples
-from howfast.workloads.pgbench.logsampling import sampling_rate
+from howfast.workloads.pgbench.livelog import POLL_S, LogFollower
+from howfast.workloads.pgbench.logsampling import PROGRESS_MAX_TPS, sampling_rate
+from tests.conftest import PgServer
 from tests.integration.conftest import Howfast
 
 pytestmark = pytest.mark.integration
@@ -73,17 +79,58 @@ def test_sampled_log_gives_percentiles_series_and_sample_counts(howfast: Howfast
         # A sample drawn at this rate: within generous bounds of its expected size.
         assert 0.6 * rate * m["transactions"] <= m["latency_samples"]
         assert m["latency_samples"] <= 1.4 * rate * m["transactions"] + 20
-        # The log's per-second counts are scaled back up to the run's.
-        log_total = sum(v for _, v in step["series"]["log_tps"])
-        assert 0.6 * m["transactions"] <= log_total <= 1.4 * m["transactions"] + 20 / rate
-        assert step["series"]["log_latency_ms"]
+        # Above PROGRESS_MAX_TPS pgbench prints no progress: the step's per-second series are
+        # the log's (whole seconds only), its counts scaled back up to the run's rate.
+        expected = step["resolved"].get("log_expected_tps") or 0
+        from_log = expected > PROGRESS_MAX_TPS
+        assert step["resolved"]["progress_source"] == (
+            "per-transaction log" if from_log else "pgbench -P 1"
+        )
+        if from_log:
+            assert "log_tps" not in step["series"]
+            assert step["series"]["tps"] and step["series"]["latency_ms"]
+            for _, tps in step["series"]["tps"]:
+                assert 0.5 * m["tps"] <= tps <= 1.5 * m["tps"]
+        else:
+            log_total = sum(v for _, v in step["series"]["log_tps"])
+            assert 0.6 * m["transactions"] <= log_total <= 1.4 * m["transactions"] + 20 / rate
+            assert step["series"]["log_latency_ms"] and step["series"]["tps"]
         # Too few samples for p99.9: flagged when the run is read, and only then.
         short = m["latency_samples"] < min_samples(99.9)
         assert ("latency_p999_ms" in m.get("latency_too_few_samples", [])) is short
         assert any("p99.9 latency from" in w for w in step["warnings"]) is short
 
+    # the offered 4,000 TPS is under PROGRESS_MAX_TPS: pgbench's own progress lines
+    assert rated["resolved"]["progress_source"] == "pgbench -P 1"
     # -r: off for select-only unless asked, off for tpcb-like when the plan says so.
     assert "statements" not in first["metrics"]
     assert first["resolved"]["statement_latencies"] is False
     assert rated["metrics"]["statements"] and rated["resolved"]["statement_latencies"] is True
     assert "statements" not in tpcb["metrics"]
+
+
+def test_the_live_view_follows_a_real_pgbench_log(pg_server: PgServer, tmp_path: Path):
+    """Without progress lines, LogFollower reads pgbench's log files as they grow and reports
+    each whole second: TPS scaled up by the sampling rate, and the mean latency."""
+    pgbench = str(pg_server.bindir / "pgbench")
+    conn = ["-h", "127.0.0.1", "-p", str(pg_server.port), "-U", pg_server.user, "postgres"]
+    env = {**os.environ, "PGPASSWORD": pg_server.password}
+    subprocess.run([pgbench, "-i", "-q", "-s", "1", *conn], env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    rate = 0.05
+    seen: list[tuple[float, dict[str, float]]] = []
+    argv = [pgbench, "-b", "select-only", "-c", "2", "-j", "2", "-T", "5", "-l",
+            f"--log-prefix={tmp_path / 'tx'}", f"--sampling-rate={rate}", *conn]  # fmt: skip
+    with LogFollower(tmp_path, "tx.*", rate, lambda t, v: seen.append((t, v)), files=2):
+        out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
+        # while pgbench ran, seconds were reported as they completed, not only at the end
+        during = len(seen)
+        time.sleep(POLL_S * 2.5)  # the last seconds: complete by the clock
+    tps = float(re.search(r"tps = ([\d.]+) \(without", out.stdout).group(1))  # type: ignore[union-attr]
+    assert during >= 2, seen
+    times = [t for t, _ in seen]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert 3 <= len(seen) <= 5  # whole seconds of a 5 s run: not the first, partial one
+    for _, values in seen[:-1]:  # the last may be pgbench's final, partial second
+        assert 0.5 * tps <= values["tps"] <= 1.5 * tps, (values, tps)
+        assert 0 < values["latency_ms"] < 100

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.model import JSONValue
 from howfast.targets.base import Connection
 from howfast.workloads.pgbench.build import (
     calibration_invocation,
@@ -139,3 +140,14 @@ def test_run_argv_rate_limit_protocol_scripts_and_transactions():
     assert "-T" not in argv and argv[argv.index("-t") + 1] == "50"
     assert argv[argv.index("-R") + 1] == "200" and argv[argv.index("-L") + 1] == "5.0"
     assert argv[argv.index("-M") + 1] == "prepared"
+
+
+def test_run_argv_without_progress_keeps_the_log_and_drops_only_p():
+    params: dict[str, JSONValue] = {"mode": "select-only", "clients": 2, "log_sampling_rate": 0.02}
+    with_progress = run_argv(PGBENCH, params, jobs=2, log_prefix=Path("tx"), conn_args=CONN)
+    without = run_argv(
+        PGBENCH, params, jobs=2, log_prefix=Path("tx"), conn_args=CONN, progress=False
+    )
+    assert "-P" in with_progress and "-P" not in without
+    assert [a for a in with_progress if a not in ("-P", "1")] == without
+    assert {"-l", "--sampling-rate=0.02"} <= set(without)

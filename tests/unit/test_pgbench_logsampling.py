@@ -8,8 +8,11 @@ from howfast.model import JSONValue, StepRecord
 from howfast.workloads.pgbench.logsampling import (
     CALIBRATION_S,
     LOG_LINES_PER_S,
+    PROGRESS_MAX_TPS,
+    LogPlan,
     calibration_params,
     expected_tps,
+    pgbench_progress,
     plan_from_calibration,
     plan_from_history,
     sampling_rate,
@@ -94,3 +97,19 @@ def test_calibration_params_and_plan():
     assert calibration_params({**params, "duration_s": 1})["duration_s"] == 1
     assert plan_from_calibration(LOG_LINES_PER_S * 20).sampling_rate == 0.05
     assert plan_from_calibration(None).sampling_rate is None
+
+
+@pytest.mark.parametrize(
+    ("expected", "follows", "progress"),
+    [
+        (None, True, True),  # no expected rate: pgbench's progress lines
+        (PROGRESS_MAX_TPS, True, True),
+        (PROGRESS_MAX_TPS + 1, True, False),  # client-bound rates: the log's series
+        (50_000.0, False, True),  # a log that cannot be followed live (a pod): -P 1
+    ],
+)
+def test_pgbench_progress_is_left_out_only_at_high_rates_on_a_followed_log(
+    expected: float | None, follows: bool, progress: bool
+) -> None:
+    plan = LogPlan(sampling_rate(expected) if expected else None, expected, "calibration")
+    assert pgbench_progress(plan, follows) is progress

@@ -85,6 +85,8 @@ class Host(ABC):
     """Runs invocations and answers facts about the machine the server runs on."""
 
     name: str
+    # The tools' files can be read here while they run (a live view from pgbench's log).
+    follows_files: bool = False
 
     @abstractmethod
     def run(

@@ -163,6 +163,7 @@ class LocalHost(Host):
     """Tools and server on this machine."""
 
     name = "local"
+    follows_files = True
 
     def __init__(self, install: PgInstall | None = None, cgroup: IoCgroup | None = None) -> None:
         self.install = install  # PostgreSQL's programs come from this install

@@ -10,6 +10,7 @@ and readers (manifests.py, facts.py) never see the client's classes.
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import socket
 import threading
@@ -49,12 +50,18 @@ def _kubernetes() -> Any:
     return kubernetes
 
 
+def _kubeconfig() -> str | None:
+    """KUBECONFIG as it is now (the client library reads it once, when it is imported);
+    None: the library's default, ~/.kube/config."""
+    return os.environ.get("KUBECONFIG") or None
+
+
 def kubeconfig_namespace(context: str | None) -> str | None:
     """The namespace of the kubeconfig context (KUBECONFIG, ~/.kube/config), without any
     network access; None when there is no kubeconfig or the context names none."""
     k8s = _kubernetes()
     try:
-        contexts, active = k8s.config.list_kube_config_contexts()
+        contexts, active = k8s.config.list_kube_config_contexts(config_file=_kubeconfig())
     except Exception:  # no kubeconfig, or one that cannot be read: the caller decides
         return None
     chosen = active
@@ -79,7 +86,9 @@ class Cluster:
     def __init__(self, context: str | None = None) -> None:
         k8s = _kubernetes()
         try:
-            self.api_client = k8s.config.new_client_from_config(context=context)
+            self.api_client = k8s.config.new_client_from_config(
+                config_file=_kubeconfig(), context=context
+            )
         except Exception as exc:
             try:  # inside a pod: its service account
                 k8s.config.load_incluster_config()

@@ -60,8 +60,10 @@ def run_argv(
     jobs: int,
     log_prefix: PurePath | None,
     conn_args: list[str],
+    progress: bool = True,
 ) -> list[str]:
-    """A measuring pgbench run: per-second progress (-P 1), the per-transaction log (-l)
+    """A measuring pgbench run: per-second progress (-P 1, unless `progress` is false: see
+    logsampling.PROGRESS_MAX_TPS), the per-transaction log (-l)
     written under `log_prefix`, a random sample of it when `log_sampling_rate` is below 1
     (workloads/pgbench/logsampling.py), and per-statement latencies (-r) where
     statement_latencies() says. Without a `log_prefix`: the bare command (no -P, -r, -l), as
@@ -79,7 +81,8 @@ def run_argv(
     else:
         argv += ["-T", str(max(1, math.ceil(float(params.get("duration_s") or 10))))]
     if log_prefix is not None:
-        argv += ["-P", "1"]
+        if progress:
+            argv += ["-P", "1"]
         if statement_latencies(params):
             argv.append("-r")
         argv += ["-l", f"--log-prefix={log_prefix}"]
@@ -110,7 +113,12 @@ def init_invocation(
 
 
 def run_invocation(
-    pgbench: str | PurePath, params: dict[str, JSONValue], *, jobs: int, conn: Connection
+    pgbench: str | PurePath,
+    params: dict[str, JSONValue],
+    *,
+    jobs: int,
+    conn: Connection,
+    progress: bool = True,
 ) -> Invocation:
     """A measuring pgbench run; its per-transaction logs are collected from the work
     directory afterwards."""
@@ -118,7 +126,12 @@ def run_invocation(
     return Invocation(
         tuple(
             run_argv(
-                pgbench, params, jobs=jobs, log_prefix=LOG_PREFIX, conn_args=conn.pgbench_args()
+                pgbench,
+                params,
+                jobs=jobs,
+                log_prefix=LOG_PREFIX,
+                conn_args=conn.pgbench_args(),
+                progress=progress,
             )
         ),
         env=conn.options_env(),

@@ -24,6 +24,11 @@ from dataclasses import dataclass
 from howfast.model import JSONValue, StepRecord
 
 LOG_LINES_PER_S = 1000
+# Above this expected rate, where the log is followed live, pgbench prints no progress
+# (-P 1): its timed waits cost 2-4% of the TPS of a client-bound test in a VM (measured,
+# docs/commands/run.md); the per-second series and the live view come from the log
+# (workloads/pgbench/livelog.py). Below it -P 1 costs nothing measurable and is exact.
+PROGRESS_MAX_TPS = 5000
 CALIBRATION_S = 2
 # Fields that make two pgbench steps the same test, whose TPS predicts the other's.
 _TEST_KEYS = ("mode", "scripts", "protocol", "extra_args", "settings", "latency_limit_ms")
@@ -55,6 +60,13 @@ def sampling_rate(expected_tps: float, lines_per_s: int = LOG_LINES_PER_S) -> fl
     digits = 2 - int(f"{rate:e}".split("e")[1])  # 3 significant digits
     scale = 10.0**digits
     return max(int(rate * scale), 1) / scale
+
+
+def pgbench_progress(plan: LogPlan, follows_files: bool) -> bool:
+    """Whether the measuring run asks pgbench for per-second progress lines (-P 1)."""
+    if not follows_files or plan.expected_tps is None:
+        return True
+    return plan.expected_tps <= PROGRESS_MAX_TPS
 
 
 def wants_sampling(params: dict[str, JSONValue]) -> bool:

@@ -21,6 +21,7 @@ from howfast.workloads.pgbench import (
     build,
     dataset,
     init_plan,
+    livelog,
     logsampling,
     parse,
     plan,
@@ -141,8 +142,12 @@ class PgbenchWorkload(Workload):
             params = {**params, "log_sampling_rate": sampling}
         resolved.update(log_plan.resolved())
         resolved["statement_latencies"] = build.statement_latencies(params)
+        progress = logsampling.pgbench_progress(log_plan, ctx.host.follows_files)
+        resolved["progress_source"] = "pgbench -P 1" if progress else "per-transaction log"
         jobs = _jobs(params, ctx.cores)
-        invocation = build.run_invocation(_pgbench(ctx), params, jobs=jobs, conn=ctx.server())
+        invocation = build.run_invocation(
+            _pgbench(ctx), params, jobs=jobs, conn=ctx.server(), progress=progress
+        )
         warnings = []
         scratch = ctx.target.scratch_dir()
         if scratch is not None and ctx.host.same_filesystem(ctx.work_dir, scratch):
@@ -159,7 +164,13 @@ class PgbenchWorkload(Workload):
                     values["failed"] = float(point.failed)
                 ctx.on_progress(point.t, values)
 
-        result = ctx.run(invocation, on_line=on_line, track=True)
+        if progress:
+            result = ctx.run(invocation, on_line=on_line, track=True)
+        else:  # the live view from the log, as pgbench writes it
+            log_dir = ctx.work_dir / build.LOG_PREFIX.parent
+            pattern = f"{build.LOG_PREFIX.name}.*"
+            with livelog.LogFollower(log_dir, pattern, sampling, ctx.on_progress, jobs):
+                result = ctx.run(invocation, on_line=on_line, track=True)
         run = parse.parse_run(result.stdout + "\n" + result.stderr)
         outcome = StepOutcome(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
         outcome.metrics.update(run.metrics())
@@ -174,8 +185,11 @@ class PgbenchWorkload(Workload):
                 outcome.metrics.update(txlog.latency_intervals(summary.histogram))
             if summary.failed and sampling is None:  # a sample's count is not the run's
                 outcome.metrics.setdefault("failed", summary.failed)
-            for name, points in _log_series(summary, sampling).items():
-                outcome.series.setdefault(f"log_{name}", points)
+            # Without progress lines the log's series are the step's (the first and last
+            # seconds, partial, left out as -P leaves them); else beside them, as log_*.
+            prefix = "log_" if progress else ""
+            for name, points in _log_series(summary, sampling, whole_seconds=not progress).items():
+                outcome.series.setdefault(f"{prefix}{name}", points)
         if result.returncode != 0 or run.aborted:
             outcome.status = "failed"
             outcome.error = _error_tail(result)
@@ -216,6 +230,12 @@ class PgbenchWorkload(Workload):
                 )
                 note = "a calibration run (unmeasured), unless an earlier step measured the rate"
                 planned.append(PlannedInvocation(calibration, note))
+        if ctx.host.follows_files:
+            notes.append(
+                f"-P 1 is left out when the expected rate is above "
+                f"{logsampling.PROGRESS_MAX_TPS:,} TPS: the per-second series and the live view "
+                "then come from the log"
+            )
         invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
         return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
 
@@ -225,17 +245,25 @@ def _jobs(params: dict[str, JSONValue], cores: int) -> int:
     return build.resolve_jobs(int(params["clients"]), cores, int(requested) if requested else None)
 
 
-def _log_series(summary: txlog.TxLogSummary, sampling: float | None) -> dict[str, list[Sample]]:
+def _log_series(
+    summary: txlog.TxLogSummary, sampling: float | None, *, whole_seconds: bool = False
+) -> dict[str, list[Sample]]:
     """The log's per-second series; from a sampled log, the counts (tps, failed, skipped)
-    are scaled up by the sampling rate: estimates of the run's."""
+    are scaled up by the sampling rate: estimates of the run's. `whole_seconds`: without
+    the first and last seconds, which pgbench spent only part of, stamped as -P stamps its
+    intervals (the end of each second since the start)."""
     scale = 1 / sampling if sampling else 1.0
-    return {
-        name: [
+    out = {}
+    for name, points in summary.series.items():
+        samples = [
             Sample(float(t), float(v) * scale if name in _COUNT_SERIES else float(v))
             for t, v in points
         ]
-        for name, points in summary.series.items()
-    }
+        if whole_seconds:
+            last = max((p.t for p in samples), default=0.0)
+            samples = [Sample(p.t, p.value) for p in samples if 0 < p.t < last]
+        out[name] = samples
+    return out
 
 
 _COUNT_SERIES = frozenset({"tps", "failed", "skipped"})
