@@ -17,8 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from howfast.analysis.groups import is_warmup, params_key, step_label
-from howfast.analysis.stats import Stats, describe
+from howfast.analysis.stats import MIN_REPETITIONS, Stats, describe
 from howfast.model import JSONValue, RunRecord, StepRecord
+
+DEFAULT_MAX_REPETITIONS = 30  # beyond this the spread is the machine's, not a lack of runs
+
+
+def width_text(ci: float) -> str:
+    """A rule's width as the user writes it: '2%', '0.5%'."""
+    return f"{ci * 100:g}%"
+
 
 # Why a test stopped repeating.
 REACHED = "reached"  # every judged figure's interval is within the width
@@ -209,7 +217,7 @@ class UntilSummary:
 
     @property
     def percent(self) -> str:
-        return f"{self.ci * 100:g}%"
+        return width_text(self.ci)
 
     def document(self) -> dict[str, JSONValue]:
         return {
@@ -234,8 +242,8 @@ def until_summary(run: RunRecord) -> UntilSummary | None:
         return None
     rule = until_rule(ruled[0]) or {}
     ci = float(rule["ci"])
-    minimum = int(rule.get("min") or 3)
-    maximum = int(rule.get("max") or 30)
+    minimum = int(rule.get("min") or MIN_REPETITIONS)
+    maximum = int(rule.get("max") or DEFAULT_MAX_REPETITIONS)
     budget = _number(rule.get("budget_s"))
     tests: dict[tuple[str, str], dict[str, list[StepRecord]]] = {}
     for step in ruled:

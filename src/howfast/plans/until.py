@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from howfast.analysis.stats import MIN_REPETITIONS
+from howfast.analysis.until import DEFAULT_MAX_REPETITIONS, width_text
 from howfast.errors import UsageError
 from howfast.model import JSONValue, StepSpec
 from howfast.units import duration_seconds, quote
 
-MIN_REPETITIONS = 3  # an interval from fewer values is too wide and too unsure to judge
-DEFAULT_MAX_REPETITIONS = 30  # beyond this the spread is the machine's, not a lack of runs
 EXAMPLE = "ci=2% (optionally ci=2%,max=20)"
 
 _WIDTH = re.compile(r"ci\s*=\s*([0-9]*\.?[0-9]+)\s*(%?)")
@@ -48,7 +48,7 @@ class UntilRule:
     @property
     def percent(self) -> str:
         """'2%', '0.5%'."""
-        return f"{self.ci * 100:g}%"
+        return width_text(self.ci)
 
     def params(self) -> dict[str, JSONValue]:
         """What a repetition records of the rule it ran under (`params.until`)."""

@@ -184,10 +184,7 @@ class ServerIoSampler(PeriodicSampler):
                 continue
             t = round(b.t, 3)
             add_role_rates(series, t, seconds, a.roles, b.roles)
-            for key in ("read_bytes", "write_bytes"):
-                rate = max(0, b.proc[key] - a.proc[key]) / 1e6 / seconds
-                name = f"pgio.proc.{key.split('_')[0]}_mbps"
-                series.setdefault(name, []).append(Sample(t, rate))
+            add_proc_rates(series, t, seconds, a.proc, b.proc)
         return series
 
 
@@ -288,9 +285,7 @@ class ContainerServerSampler(PeriodicSampler):
             before = {role: a.reading.io.get(num, {}) for role, num in self.numbers.items()}
             after = {role: b.reading.io.get(num, {}) for role, num in self.numbers.items()}
             add_role_rates(series, t, seconds, before, after)
-            for key in ("read_bytes", "write_bytes"):
-                rate = max(0, b.proc[key] - a.proc[key]) / 1e6 / seconds
-                series.setdefault(f"pgio.proc.{key.split('_')[0]}_mbps", []).append(Sample(t, rate))
+            add_proc_rates(series, t, seconds, a.proc, b.proc)
             used = cpu_usage(a.reading.cpu, b.reading.cpu, seconds).get("cpu_pct")
             if isinstance(used, float):
                 series.setdefault("cpu.server_container_pct", []).append(Sample(t, used))
@@ -309,6 +304,20 @@ def add_role_rates(
         d = counter_delta(before.get(role, {}), counters)
         for name, key, scale in IO_SERIES:
             series.setdefault(f"pgio.{role}.{name}", []).append(Sample(t, d[key] / scale / seconds))
+
+
+def add_proc_rates(
+    series: dict[str, list[Sample]],
+    t: float,
+    seconds: float,
+    before: Mapping[str, int],
+    after: Mapping[str, int],
+) -> None:
+    """What the server's processes read and wrote between two readings (/proc/PID/io), as
+    `pgio.proc.read_mbps` and `pgio.proc.write_mbps` points."""
+    for key in ("read_bytes", "write_bytes"):
+        rate = max(0, after[key] - before[key]) / 1e6 / seconds
+        series.setdefault(f"pgio.proc.{key.split('_')[0]}_mbps", []).append(Sample(t, rate))
 
 
 def _summed(io: dict[str, dict[str, int]]) -> dict[str, int]:

@@ -128,9 +128,7 @@ class FleetMember(LocalTarget, FleetInstance):
     def fleet_params(self) -> dict[str, JSONValue]:
         limits = {k: v for k, v in vars(self.limits).items() if v}
         return {
-            "scenario": self.scenario,
-            "class": self.klass,
-            "instance": self.index,
+            **self.identity(),
             **({"io_limits": limits} if limits else {}),
         }
 
@@ -143,9 +141,7 @@ class FleetMember(LocalTarget, FleetInstance):
     def record(self) -> TargetRecord:
         record = super().record()
         record.device["fleet"] = {
-            "scenario": self.scenario,
-            "class": self.klass,
-            "instance": self.index,
+            **self.identity(),
             "limits": {k: v for k, v in vars(self.limits).items() if v},
             "limits_device": self.device.devnum if self.device else None,
             "cgroup": str(self.io_cgroup.path) if self.io_cgroup else None,

@@ -30,6 +30,10 @@ class FleetInstance(Target):
         """What each step of the instance adds to its params (scenario, class, instance, and
         the limits asked or the StorageClass that sets them)."""
 
+    def identity(self) -> dict[str, JSONValue]:
+        """Which instance this is, first in its params and in its record's `fleet`."""
+        return {"scenario": self.scenario, "class": self.klass, "instance": self.index}
+
     def counters(self) -> IoCounters | None:
         """The instance's own I/O so far; None where howfast cannot count it."""
         return None

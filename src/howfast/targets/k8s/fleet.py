@@ -54,9 +54,7 @@ class K8sFleetMember(K8sTarget, FleetInstance):
     def fleet_params(self) -> dict[str, JSONValue]:
         data = self.spec.data
         params: dict[str, JSONValue] = {
-            "scenario": self.scenario,
-            "class": self.klass,
-            "instance": self.index,
+            **self.identity(),
             "storage_class": data.storage_class or f"emptyDir{data.medium}",
         }
         if data.attributes_class:
@@ -67,9 +65,7 @@ class K8sFleetMember(K8sTarget, FleetInstance):
         record = super().record()
         data = self.spec.data
         record.device["fleet"] = {
-            "scenario": self.scenario,
-            "class": self.klass,
-            "instance": self.index,
+            **self.identity(),
             "storage_class": data.storage_class,
             "volume_attributes_class": data.attributes_class,
             "limits": NOT_VERIFIABLE,

@@ -66,11 +66,11 @@ class LiveTotals:
         if behind is not None:
             limit = max(limit, behind - 1)
         out = []
-        start = self.first + 1 if self.reported is None else self.reported + 1
+        scale = 1 / self.sampling_rate if self.sampling_rate else 1.0
         # The first second is partial (pgbench started within it): never reported.
-        for second in range(max(start, self.first + 1), limit + 1):
+        start = (self.first if self.reported is None else self.reported) + 1
+        for second in range(start, limit + 1):
             bucket = self.seconds.pop(second, _Second())
-            scale = 1 / self.sampling_rate if self.sampling_rate else 1.0
             values = {"tps": bucket.transactions * scale}
             if bucket.timed:
                 values["latency_ms"] = bucket.latency_us / bucket.timed / 1000

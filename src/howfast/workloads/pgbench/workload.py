@@ -3,6 +3,7 @@ The logic lives in build/parse/txlog."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from howfast.errors import MissingToolError
@@ -164,13 +165,20 @@ class PgbenchWorkload(Workload):
                     values["failed"] = float(point.failed)
                 ctx.on_progress(point.t, values)
 
-        if progress:
+        # Without progress lines the live view comes from the log, as pgbench writes it.
+        follower = (
+            contextlib.nullcontext()
+            if progress
+            else livelog.LogFollower(
+                ctx.work_dir / build.LOG_PREFIX.parent,
+                f"{build.LOG_PREFIX.name}.*",
+                sampling,
+                ctx.on_progress,
+                jobs,
+            )
+        )
+        with follower:
             result = ctx.run(invocation, on_line=on_line, track=True)
-        else:  # the live view from the log, as pgbench writes it
-            log_dir = ctx.work_dir / build.LOG_PREFIX.parent
-            pattern = f"{build.LOG_PREFIX.name}.*"
-            with livelog.LogFollower(log_dir, pattern, sampling, ctx.on_progress, jobs):
-                result = ctx.run(invocation, on_line=on_line, track=True)
         run = parse.parse_run(result.stdout + "\n" + result.stderr)
         outcome = StepOutcome(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
         outcome.metrics.update(run.metrics())
