@@ -253,7 +253,18 @@ def test_ctrl_c_while_howfast_loads_is_an_interruption(howfast: Howfast, target_
     import sys
 
     proc = subprocess.Popen(
-        [sys.executable, "-X", "importtime", "-m", "howfast", "run", "--target", str(target_dir)],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-X",
+            "faulthandler",
+            "-m",
+            "howfast",
+            "run",
+            "--target",
+            str(target_dir),
+        ],
         env=howfast.env(),
         stderr=subprocess.PIPE,
         text=True,
@@ -266,7 +277,13 @@ def test_ctrl_c_while_howfast_loads_is_an_interruption(howfast: Howfast, target_
         assert line, seen
         seen += line
     proc.send_signal(signal.SIGINT)
-    rest = proc.communicate(timeout=60)[1]
+    try:
+        rest = proc.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:  # seen once under heavy load: say where it is stuck
+        proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+        stuck = proc.communicate()[1]
+        threads = [line for line in stuck.splitlines() if not line.startswith("import time")]
+        pytest.fail("howfast still ran 60 s after SIGINT:\n" + "\n".join(threads[-60:]))
     assert proc.returncode == 130, rest
     assert "Traceback" not in rest and "howfast: interrupted" in rest
     assert list(target_dir.iterdir()) == []
