@@ -6,6 +6,9 @@ import sys
 
 
 def run() -> None:
+    from howfast import early_signal
+
+    early_signal.install()
     try:
         from howfast.cli import main
     except KeyboardInterrupt:  # nothing has started yet

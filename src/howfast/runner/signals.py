@@ -9,6 +9,7 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
+from howfast import early_signal
 from howfast.cancel import CancelToken
 from howfast.errors import Aborted
 from howfast.runner.observer import RunObserver
@@ -60,6 +61,8 @@ class SignalGuard:
         for s in previous:
             signal.signal(s, self.handler)
         try:
+            if early_signal.received and not self.received:  # a Ctrl-C that was swallowed
+                self._abort(early_signal.received)
             yield self
         finally:
             for s, h in previous.items():
