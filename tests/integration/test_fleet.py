@@ -77,9 +77,15 @@ def test_a_capped_class_measures_at_its_cap_and_below_the_free_one(
     # The verdict follows the figure (analysis/fleet.py): "held" at 80-110% of the cap, "not
     # reached" below 80%, which happens when other work on the disk slows the instance (69 of
     # 100 was seen beside the other test worker). Either way the cap was not exceeded.
+    # The document keeps one decimal and the verdict rounds the unrounded figure, so 68.5 in the
+    # document may read "69" in the verdict: compare numbers, not strings.
     top = max(capped["write_iops"])
     verdict = "held" if top >= 80 else "was not reached"
-    assert re.fullmatch(rf"the write limit {verdict}: at most {top:,.0f} of 100 IOPS", held), held
+    if abs(top - 80) < 0.05:  # the document's rounding hides which side of 80% it was on
+        verdict = "(?:held|was not reached)"
+    said = re.fullmatch(rf"the write limit {verdict}: at most ([\d,]+) of 100 IOPS", held)
+    assert said, held
+    assert abs(float(said.group(1).replace(",", "")) - top) <= 0.55, (held, top)
     # One progress line per class, with its total.
     assert "capped: 2/2 instances completed" in out.stderr
     assert "free: 2/2 instances completed" in out.stderr
