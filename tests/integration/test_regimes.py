@@ -147,7 +147,10 @@ def test_in_buffers_reads_nothing_and_warm_reads_differ_from_cold(
     assert cold["metrics"]["cache_cold"] is True
     assert cold["metrics"]["device_read_bytes"] >= 0.8 * table
     assert warm["metrics"]["device_read_bytes"] < 0.2 * table
-    assert warm["metrics"]["cache_cold"] is False and not warm["warnings"]
+    # The other test worker shares this disk, and howfast rightly says so when it reads there
+    # during the step ("something else used the disk"); no other warning may appear.
+    assert warm["metrics"]["cache_cold"] is False
+    assert [w for w in warm["warnings"] if "something else used the disk" not in w] == []
 
 
 @needs_cgroups
