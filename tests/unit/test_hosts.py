@@ -5,6 +5,7 @@ tool by its PID and raises Aborted."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -94,3 +95,48 @@ def test_no_workload_starts_processes_or_reads_proc_itself():
         if "subprocess" in line or "/proc/" in line
     ]
     assert offenders == []
+
+
+def test_no_thread_of_howfast_starts_while_the_child_starts(tmp_path: Path, monkeypatch):
+    # Why it matters: a thread created as pgbench starts tilts where the scheduler places
+    # pgbench and its backends (docs/commands/run.md); the readers and the timer come first.
+    counts: dict[str, int] = {}
+    real_popen = subprocess.Popen
+
+    class CountingPopen(real_popen):
+        def __init__(self, *args, **kwargs):
+            counts["at child start"] = threading.active_count()
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", CountingPopen)
+    invocation = Invocation((PY, "-c", "print('out'); import sys; print('err', file=sys.stderr)"),
+                            timeout_s=60)  # fmt: skip
+    result = LocalHost().run(
+        invocation, tmp_path, on_start=lambda pid: counts.update(after=threading.active_count())
+    )
+    assert result.stdout == "out\n" and result.stderr == "err\n"
+    assert counts["after"] == counts["at child start"]
+
+
+def test_a_time_out_stops_the_child_and_says_so(tmp_path: Path):
+    invocation = Invocation((PY, "-c", "import time; time.sleep(60)"), timeout_s=0.5)
+    started: list[int] = []
+    began = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        LocalHost().run(invocation, tmp_path, on_start=started.append)
+    assert time.monotonic() - began < 10
+    with pytest.raises(ProcessLookupError):
+        os.kill(started[0], 0)
+
+
+def test_a_missing_program_leaves_no_thread_or_pipe(tmp_path: Path):
+    fds = len(os.listdir("/proc/self/fd"))
+    threads = threading.active_count()
+    invocation = Invocation((str(tmp_path / "no-such-tool"),), timeout_s=60)
+    with pytest.raises(FileNotFoundError):
+        LocalHost().run(invocation, tmp_path)
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == threads
+    assert len(os.listdir("/proc/self/fd")) == fds
