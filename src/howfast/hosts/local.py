@@ -79,7 +79,6 @@ def run_process(
     threads = [threading.Thread(target=f, daemon=True) for f in (pump_stderr, pump_stdout)]
     for t in threads:
         t.start()
-    deadline = _Deadline(invocation.timeout_s)
 
     def start() -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -90,25 +89,22 @@ def run_process(
             env={**os.environ, **invocation.env, **invocation.secret_env},
             cwd=work_dir,
             start_new_session=True,  # the terminal's Ctrl-C reaches howfast only
-            text=True,
+            text=True,  # no pipes of its own: for the Popen[str] that `spawn` passes on
         )
 
-    try:
-        proc = spawn(start) if spawn else start()
-    except BaseException:
-        deadline.cancel()
-        raise
-    finally:  # the child has its copies; the readers see the end when it exits
-        os.close(out_write)
-        os.close(err_write)
-    try:
-        if on_start:
-            on_start(proc.pid)
-        _wait(proc, deadline, cancel)
-    except BaseException:
-        deadline.cancel()
-        stop_process(proc)
-        raise
+    with _Deadline(invocation.timeout_s) as deadline:
+        try:
+            proc = spawn(start) if spawn else start()
+        finally:  # the child has its copies; the readers see the end when it exits
+            os.close(out_write)
+            os.close(err_write)
+        try:
+            if on_start:
+                on_start(proc.pid)
+            _wait(proc, deadline, cancel)
+        except BaseException:
+            stop_process(proc)
+            raise
     for t in threads:
         t.join(timeout=5)
     files = {
@@ -122,7 +118,7 @@ def run_process(
 
 class _Deadline:
     """The time-out of one child: a timer thread started before the child (see run_process)
-    that interrupts it once it is known."""
+    that interrupts it once it is known; leaving the `with` block stops the timer."""
 
     def __init__(self, timeout_s: float | None) -> None:
         self.timeout_s = timeout_s
@@ -148,7 +144,10 @@ class _Deadline:
         if proc is not None:
             _interrupt(proc)
 
-    def cancel(self) -> None:
+    def __enter__(self) -> _Deadline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         if self._timer is not None:
             self._timer.cancel()
 
@@ -162,7 +161,6 @@ def _wait(proc: subprocess.Popen[str], deadline: _Deadline, cancel: CancelToken)
         proc.wait()
     finally:
         unregister()
-        deadline.cancel()
     if cancel.cancelled:
         raise Aborted(cancel.reason or "cancelled")
     if deadline.expired.is_set():
