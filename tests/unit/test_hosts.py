@@ -100,22 +100,23 @@ def test_no_workload_starts_processes_or_reads_proc_itself():
 def test_no_thread_of_howfast_starts_while_the_child_starts(tmp_path: Path, monkeypatch):
     # Why it matters: a thread created as pgbench starts tilts where the scheduler places
     # pgbench and its backends (docs/commands/run.md); the readers and the timer come first.
-    counts: dict[str, int] = {}
+    # Sets, not counts: a thread left by an earlier test in this worker may end meanwhile.
+    seen: dict[str, set[threading.Thread]] = {}
     real_popen = subprocess.Popen
 
     class CountingPopen(real_popen):
         def __init__(self, *args, **kwargs):
-            counts["at child start"] = threading.active_count()
+            seen["at child start"] = set(threading.enumerate())
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", CountingPopen)
     invocation = Invocation((PY, "-c", "print('out'); import sys; print('err', file=sys.stderr)"),
                             timeout_s=60)  # fmt: skip
     result = LocalHost().run(
-        invocation, tmp_path, on_start=lambda pid: counts.update(after=threading.active_count())
+        invocation, tmp_path, on_start=lambda pid: seen.update(after=set(threading.enumerate()))
     )
     assert result.stdout == "out\n" and result.stderr == "err\n"
-    assert counts["after"] == counts["at child start"]
+    assert seen["after"] - seen["at child start"] == set()
 
 
 def test_a_time_out_stops_the_child_and_says_so(tmp_path: Path):
@@ -130,13 +131,14 @@ def test_a_time_out_stops_the_child_and_says_so(tmp_path: Path):
 
 
 def test_a_missing_program_leaves_no_thread_or_pipe(tmp_path: Path):
-    fds = len(os.listdir("/proc/self/fd"))
-    threads = threading.active_count()
+    # Sets, not counts: a thread left by an earlier test in this worker may end meanwhile.
+    fds = set(os.listdir("/proc/self/fd"))
+    threads = set(threading.enumerate())
     invocation = Invocation((str(tmp_path / "no-such-tool"),), timeout_s=60)
     with pytest.raises(FileNotFoundError):
         LocalHost().run(invocation, tmp_path)
     deadline = time.monotonic() + 5
-    while threading.active_count() > threads and time.monotonic() < deadline:
+    while set(threading.enumerate()) - threads and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert threading.active_count() == threads
-    assert len(os.listdir("/proc/self/fd")) == fds
+    assert set(threading.enumerate()) - threads == set()
+    assert set(os.listdir("/proc/self/fd")) - fds == set()
