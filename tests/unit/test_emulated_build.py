@@ -14,6 +14,7 @@ from howfast.targets.emulated.build import (
     DELAY_PLUGIN,
     Limits,
     losetup_argv,
+    mount_argv,
     nbdfuse_argv,
     nbdkit_argv,
     plain_nbdkit_argv,
@@ -57,6 +58,14 @@ def test_nbdfuse_and_losetup():
         "nbdfuse", "--pidfile", "/p", "/r/fuse", "--unix", str(SOCK)
     ]  # fmt: skip
     assert "--direct-io=on" in losetup_argv(PurePath("/r/fuse/nbd"))
+
+
+def test_mount_leaves_the_lazy_inode_tables_alone():
+    # Measured on a fresh 256 MiB ext4 loop volume: 16 MB written in 6 idle seconds after a
+    # plain mount, none with noinit_itable.
+    argv = mount_argv("/dev/loop3", PurePath("/w/mnt"))
+    assert argv[:2] == ["mount", "-o"] and argv[-2:] == ["/dev/loop3", "/w/mnt"]
+    assert set(argv[2].split(",")) == {"noatime", "noinit_itable"}
 
 
 def test_cgroup_lines_for_v1_and_v2():

@@ -67,6 +67,11 @@ def test_lag_growing():
     assert lag_growing([0.1, 0.5, 1.0, 2.0, 4.0, 8.0])
     assert not lag_growing([0.2, 0.1, 0.3, 0.2, 0.1, 0.2])  # small wobble
     assert not lag_growing([5.0, 5.1, 4.9])
+    assert lag_growing([0.2, 300.0, 700.0])  # a 3 s step far above capacity: a linear backlog
+    assert lag_growing([0.1, 0.1, 0.9, 1.8, 2.7, 3.6])
+    # One stall at the end of a step that kept up: only the last third rises.
+    assert not lag_growing([0.05, 0.06, 2.5])
+    assert not lag_growing([0.1, 0.2, 0.1, 0.2, 0.1, 9.0])
 
 
 def test_saturation_is_highest_met_rate():

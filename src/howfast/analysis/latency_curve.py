@@ -84,12 +84,17 @@ class Slo:
 
 def lag_growing(lag_ms: Sequence[float]) -> bool:
     """Lag that piles up: the last third of the step's seconds averages more than twice the
-    first third, and more than a millisecond (tiny lags wobble without meaning)."""
+    first third, and more than a millisecond (tiny lags wobble without meaning), and the middle
+    third has already climbed part of the way (at least 15% of the rise). A backlog grows
+    through the step; one stall in its last seconds (a shared machine's hiccup, seen failing a
+    3 s step at a tenth of capacity) raises the last third alone and is not growth."""
     if len(lag_ms) < 3:
         return False
     third = max(1, len(lag_ms) // 3)
     first, last = statistics.fmean(lag_ms[:third]), statistics.fmean(lag_ms[-third:])
-    return last > 1.0 and last > 2.0 * first
+    middle = statistics.fmean(lag_ms[third:-third])
+    rise = last - first
+    return last > 1.0 and last > 2.0 * first and middle - first >= 0.15 * rise
 
 
 def rate_verdict(point: RatePoint) -> RateVerdict:

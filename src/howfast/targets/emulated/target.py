@@ -36,6 +36,7 @@ from howfast.targets.emulated.build import (
     format_ms,
     losetup_argv,
     mkfs_argv,
+    mount_argv,
     nbdfuse_argv,
     nbdkit_argv,
 )
@@ -295,7 +296,7 @@ class EmulatedTarget(Target):
             ),
             ("show it as a file", nbdfuse_argv(run_dir / "fuse", socket, run_dir / "nbdfuse.pid")),
             ("a loop device on that file", losetup_argv(run_dir / "fuse" / "nbd")),
-            ("mount it", ["mount", "-o", "noatime", "/dev/loopN", str(mount_dir)]),
+            ("mount it", mount_argv("/dev/loopN", mount_dir)),
             *self.inner.planned_commands(),
         ]
 

@@ -27,6 +27,7 @@ from howfast.targets.emulated.build import (
     Limits,
     losetup_argv,
     mkfs_argv,
+    mount_argv,
     nbdfuse_argv,
     nbdkit_argv,
 )
@@ -129,7 +130,7 @@ class EmulatedVolume:
         _wait_for(pidfile.exists, self._nbdfuse, "nbdfuse", self.run_dir / "nbdfuse.log")
         self.loop_device = _run(losetup_argv(self.fuse_dir / "nbd"), "losetup").strip()
         self.mount_dir.mkdir()
-        _run(["mount", "-o", "noatime", self.loop_device, str(self.mount_dir)], "mount")
+        _run(mount_argv(self.loop_device, self.mount_dir), "mount")
         self._mounted = True
         self.mount_dir.chmod(0o755)  # the server's OS user creates its cluster inside
 
