@@ -146,7 +146,11 @@ def test_in_buffers_reads_nothing_and_warm_reads_differ_from_cold(
     table = cold["metrics"]["table_bytes"]
     assert cold["metrics"]["cache_cold"] is True
     assert cold["metrics"]["device_read_bytes"] >= 0.8 * table
-    assert warm["metrics"]["device_read_bytes"] < 0.2 * table
+    # The warm read's own reads, from the server's cgroup: the disk's counters also carry
+    # what the other test worker and the Kubernetes lab read meanwhile (4 MiB of a 13 MiB
+    # table once in CI).
+    assert cold["io"]["postgres"]["roles"]["data"]["read_bytes"] >= 0.8 * table
+    assert warm["io"]["postgres"]["roles"]["data"]["read_bytes"] < 0.2 * table
     # The other test worker shares this disk, and howfast rightly says so when it reads there
     # during the step ("something else used the disk"); no other warning may appear.
     assert warm["metrics"]["cache_cold"] is False
