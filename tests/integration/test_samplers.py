@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.targets.emulated.build import mount_argv
 from tests.conftest import PgServer, shared_tmpdir
 from tests.integration.conftest import Howfast
 
@@ -181,9 +182,9 @@ def loop_devices() -> Iterator[dict[str, tuple[str, Path]]]:
             assert made.returncode == 0, made.stderr
             mount_point = base / role
             mount_point.mkdir()
-            # noinit_itable: else ext4lazyinit zeroes inode tables in the background while the
-            # test measures (seen: 6 MB on the WAL device in a step that wrote 693 bytes of WAL)
-            mounted = _run("mount", "-o", "noinit_itable", device, str(mount_point))
+            # As emulated volumes mount (noinit_itable: seen, 6 MB of inode tables zeroed on the
+            # WAL device in a step that wrote 693 bytes of WAL)
+            mounted = _run(*mount_argv(device, mount_point))
             if mounted.returncode != 0:
                 pytest.skip(f"cannot mount a loop device here: {mounted.stderr.strip()}")
             mounts.append(mount_point)
