@@ -60,6 +60,23 @@ def throttle_lines(version: str, devnum: str, limits: IoLimits) -> dict[str, str
     return lines
 
 
+# Where cgroup v1 counts a cgroup's I/O. Since Linux 6.10 blk-throttle is set up on a disk only
+# when a throttle rule is first written for it: until then `blkio.throttle.io_service_bytes`
+# reads 0 for every cgroup, whatever they do (once set up, it counts in every cgroup until
+# reboot). Writing "MAJ:MIN 0" (no limit) sets it up without limiting anything; on older
+# kernels the write is a no-op that is also accepted.
+COUNTING_FILE = "blkio.throttle.read_bps_device"
+
+
+def counting_line(devnum: str, existing_rules: str) -> str | None:
+    """The line that turns cgroup v1 counting on for a whole disk, or None when the file's
+    current rules (`existing_rules`, as read back) already hold one for it: rewriting that
+    would remove a real limit."""
+    if any(line.split()[:1] == [devnum] for line in existing_rules.splitlines()):
+        return None
+    return f"{devnum} 0"
+
+
 def scheduler_of(disk: str, sys_root: Path = Path("/sys")) -> str | None:
     """The active I/O scheduler of a whole disk ('[bfq]' in queue/scheduler -> 'bfq')."""
     try:

@@ -4,6 +4,7 @@ against what PostgreSQL says it did."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import pytest
 from howfast.targets.emulated.build import mount_argv
 from tests.conftest import PgServer, shared_tmpdir
 from tests.integration.conftest import Howfast
+from tests.integration.loopdev import fresh_loop_device
 
 pytestmark = pytest.mark.integration
 
@@ -158,48 +160,49 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def loop_devices() -> Iterator[dict[str, tuple[str, Path]]]:
-    """Two small ext4 filesystems on loop devices: role -> (device, empty directory)."""
+    """Two small ext4 filesystems on loop devices made for the test, with numbers never used
+    since boot (tests/integration/loopdev.py: the state of a freshly booted machine's disk):
+    role -> (device, empty directory)."""
     if os.geteuid() != 0:
         pytest.skip("creating loop devices needs root")
     missing = [p for p in ("losetup", "mkfs.ext4", "mount", "umount") if not shutil.which(p)]
     if missing or not Path("/dev/loop-control").exists():
         pytest.skip(f"no loop device support here ({', '.join(missing) or '/dev/loop-control'})")
     base = shared_tmpdir("howfast-loop-")
-    devices: list[str] = []
     mounts: list[Path] = []
     try:
-        found: dict[str, tuple[str, Path]] = {}
-        for role in ("data", "wal"):
-            image = base / f"{role}.img"
-            with image.open("wb") as f:
-                f.truncate(256 * 1024 * 1024)
-            attached = _run("losetup", "--find", "--show", str(image))
-            if attached.returncode != 0:
-                pytest.skip(f"no free loop device: {attached.stderr.strip()}")
-            device = attached.stdout.strip()
-            devices.append(device)
-            made = _run("mkfs.ext4", "-q", "-F", device)
-            assert made.returncode == 0, made.stderr
-            mount_point = base / role
-            mount_point.mkdir()
-            # As emulated volumes mount (noinit_itable: seen, 6 MB of inode tables zeroed on the
-            # WAL device in a step that wrote 693 bytes of WAL)
-            mounted = _run(*mount_argv(device, mount_point))
-            if mounted.returncode != 0:
-                pytest.skip(f"cannot mount a loop device here: {mounted.stderr.strip()}")
-            mounts.append(mount_point)
-            bench = mount_point / "bench"
-            bench.mkdir()
-            for p in (mount_point, bench):
-                p.chmod(0o755)
-            found[role] = (device, bench)
-        yield found
+        with contextlib.ExitStack() as devices:
+            found: dict[str, tuple[str, Path]] = {}
+            for role in ("data", "wal"):
+                image = base / f"{role}.img"
+                with image.open("wb") as f:
+                    f.truncate(256 * 1024 * 1024)
+                try:
+                    device = devices.enter_context(fresh_loop_device(image))
+                except (OSError, RuntimeError) as exc:
+                    pytest.skip(f"cannot add a loop device here: {exc}")
+                made = _run("mkfs.ext4", "-q", "-F", device)
+                assert made.returncode == 0, made.stderr
+                mount_point = base / role
+                mount_point.mkdir()
+                # As emulated volumes mount (noinit_itable: seen, 6 MB of inode tables zeroed
+                # on the WAL device in a step that wrote 693 bytes of WAL)
+                mounted = _run(*mount_argv(device, mount_point))
+                if mounted.returncode != 0:
+                    pytest.skip(f"cannot mount a loop device here: {mounted.stderr.strip()}")
+                mounts.append(mount_point)
+                bench = mount_point / "bench"
+                bench.mkdir()
+                for p in (mount_point, bench):
+                    p.chmod(0o755)
+                found[role] = (device, bench)
+            try:
+                yield found
+            finally:
+                for mount_point in reversed(mounts):
+                    if _run("umount", str(mount_point)).returncode != 0:
+                        _run("umount", "-l", str(mount_point))
     finally:
-        for mount_point in reversed(mounts):
-            if _run("umount", str(mount_point)).returncode != 0:
-                _run("umount", "-l", str(mount_point))
-        for device in reversed(devices):
-            _run("losetup", "-d", device)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from howfast.analysis.why import MIN_WAL_BYTES
+from howfast.analysis.own_io import MIN_WAL_BYTES
 from howfast.targets.emulated.volume import available
 from tests.integration.conftest import Howfast
+from tests.integration.loopdev import throttle_ever_set
 from tests.integration.test_samplers import loop_devices  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.integration
@@ -196,6 +197,48 @@ def test_postgres_own_io_on_a_device_another_process_writes_to(
         assert m["pg_write_amplification"] < m["io_write_amplification"]
     else:  # and then neither ratio is given: bytes per WAL byte of so little WAL mean nothing
         assert "pg_write_amplification" not in m and "io_write_amplification" not in m
+
+
+FRESH_DISK_PLAN = """
+[settings]
+shared_buffers = "32MB"
+
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [2]
+duration = "4s"
+"""
+
+
+def test_postgres_own_io_on_a_disk_no_throttle_rule_ever_touched(
+    howfast: Howfast,
+    loop_devices: dict[str, tuple[str, Path]],  # noqa: F811
+):
+    """A freshly booted machine's disk (a new loop device): cgroup v1 on Linux 6.10+ counts
+    nothing there until howfast turns counting on. Independent sources: pg_stat_wal's
+    wal_bytes (what the server's own writes must at least hold) and the loop device's own
+    counters (used by nothing else: at least what the server wrote)."""
+    device, bench = loop_devices["data"]
+    devnum = Path(f"/sys/class/block/{Path(device).name}/dev").read_text().strip()
+    assert not throttle_ever_set(devnum), "the fixture's device is not fresh"
+    out = howfast("run", str(howfast.plan(FRESH_DISK_PLAN)), "--target", str(bench), "--json")
+    assert out.returncode == 0, out.stderr
+    step = json.loads(out.stdout)["steps"][-1]
+    m, own = step["metrics"], step["io"]["postgres"]
+    assert own["source"].startswith("cgroup"), own
+    assert own.get("pg_io_source") == "cgroup", own  # it counted: no fallback was needed
+    assert m["wal_bytes"] > 0
+    assert m["pg_write_bytes"] >= m["wal_bytes"], (m["pg_write_bytes"], m["wal_bytes"])
+    assert m["pg_io_data_write_bytes"] >= m["wal_bytes"]
+    # The device saw at least what the server submitted (1 MiB: requests in flight when the
+    # two counters were read, a moment apart).
+    assert m["io_data_write_bytes"] >= m["pg_io_data_write_bytes"] - (1 << 20), m
+    assert not any("something else used the disk" in w for w in step["warnings"]), step["warnings"]
 
 
 HOT_ROW = """

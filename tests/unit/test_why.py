@@ -202,7 +202,7 @@ def test_derived_step_has_prometheus_shape_and_own_io_warning():
                     "data": {
                         "device": "loop0",
                         "seconds": 10,
-                        "delta": {"write_ios": 20000, "sectors_written": 400000},
+                        "delta": {"write_ios": 20000, "sectors_written": 800000},
                     }
                 },
                 "postgres": {

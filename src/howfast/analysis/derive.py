@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from howfast.analysis import percentiles, rate_verdicts, why
+from howfast.analysis import own_io, percentiles, rate_verdicts, why
 from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
 from howfast.analysis.io import analyze_step
@@ -180,7 +180,7 @@ def _add_why_figures(step: StepRecord) -> None:
     io = step.sections.get("io")
     if isinstance(io, dict):
         wal = postgres.get("wal_bytes") if isinstance(postgres, dict) else None
-        found = why.attribute_io(io, wal if isinstance(wal, int) else None, step.metrics)
+        found = own_io.attribute_io(io, wal if isinstance(wal, int) else None, step.metrics)
         if found is not None:
             _deep_merge(io.setdefault("postgres", {}), found.section)
             _add(step, found.metrics, set())

@@ -1,12 +1,10 @@
 """Why: what limited a pgbench step, from what was sampled while it ran.
 
-Three things, all pure functions of a stored step (and the target's earlier steps):
+Two things here, all pure functions of a stored step (and the target's earlier steps):
 
 - the **wait profile**: the share of active-session samples per wait event and per wait event
   type, from the counts the wait-event sampler stored (`postgres.wait_sampling`);
-- **PostgreSQL's own I/O** beside the device's (`io.postgres`, the server-I/O sampler): bytes
-  and IOPS per role, write amplification from PostgreSQL's own bytes, and a warning when the
-  device did much more I/O than PostgreSQL (someone else used the disk);
+- **PostgreSQL's own I/O** beside the device's is analysis/own_io.py;
 - the **verdict**: one limiting resource, chosen by the rules of docs/why.md, with its
   evidence and numbers, or "unclear" when no rule holds.
 
@@ -37,9 +35,6 @@ PROBE_IOPS_SHARE = 0.90  # device IOPS this close to the probe's maximum: throug
 QUEUE_DEPTH = 4.0  # requests queued on average, with the device busy: throughput-bound
 OWN_IOPS_MIN = 50.0  # below this the server hardly used a device: its saturation is not ours
 UTIL_PCT = 90.0
-OTHERS_FACTOR = 2.0  # the device did this many times PostgreSQL's I/O: someone else did
-OTHERS_MIN_BYTES = 16 * 1024 * 1024  # and at least this much more
-MIN_WAL_BYTES = 1 << 20
 
 # Wait events of the commit path: writing and flushing WAL, and waiting for another
 # backend's flush (group commit).
@@ -172,112 +167,6 @@ def _event(wait_type: str, event: str | None) -> str:
     return wait_type if event is None else f"{wait_type}:{event}"
 
 
-# -- PostgreSQL's own I/O ------------------------------------------------------------------
-
-
-@dataclass
-class Attribution:
-    metrics: dict[str, JSONValue] = field(default_factory=dict)
-    section: dict[str, JSONValue] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _int(value: object) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def own_bytes(pg: Mapping[str, Any], key: str) -> int | None:
-    """PostgreSQL's own bytes read or written: its I/O cgroup's counters (what reached the
-    block layer; on cgroup v1 without the kernel's own writeback), else /proc/PID/io (pages
-    dirtied: an upper bound, since a page rewritten counts each time and a large page-cache
-    folio counts whole)."""
-    from_cgroup = _int(_mapping(pg.get("cgroup_total")).get(key))
-    if from_cgroup is not None:
-        return from_cgroup
-    return _int(_mapping(pg.get("proc")).get(key))
-
-
-def attribute_io(
-    io: Mapping[str, Any], wal_bytes: int | None, device_metrics: Mapping[str, JSONValue]
-) -> Attribution | None:
-    """PostgreSQL's own I/O beside the device's; None when it was not sampled."""
-    pg = io.get("postgres")
-    if not isinstance(pg, Mapping) or not pg.get("seconds"):
-        return None
-    out = Attribution()
-    seconds = float(pg["seconds"])
-    for direction in ("read", "write"):
-        value = own_bytes(pg, f"{direction}_bytes")
-        if value is None:
-            continue
-        out.metrics[f"pg_{direction}_bytes"] = value
-        out.metrics[f"pg_{direction}_mbps"] = round(value / 1e6 / seconds, 3)
-    roles = _mapping(pg.get("roles"))
-    for role, counters in roles.items():
-        if not isinstance(counters, Mapping):
-            continue
-        for direction in ("read", "write"):
-            b, n = _int(counters.get(f"{direction}_bytes")), _int(counters.get(f"{direction}_ios"))
-            if b is not None:
-                out.metrics[f"pg_io_{role}_{direction}_bytes"] = b
-            if n is not None:
-                out.metrics[f"pg_io_{role}_{direction}_iops"] = round(n / seconds, 1)
-    written = _int(out.metrics.get("pg_write_bytes"))
-    if written is not None and wal_bytes and wal_bytes >= MIN_WAL_BYTES:
-        amplification = round(written / wal_bytes, 3)
-        out.metrics["pg_write_amplification"] = amplification
-        out.section["write_amplification"] = amplification
-    out.section.update({k: v for k, v in out.metrics.items() if k.startswith("pg_")})
-    out.warnings += _others_warnings(out.metrics, roles, device_metrics)
-    return out
-
-
-def _others_warnings(
-    own: Mapping[str, JSONValue], roles: Mapping[str, Any], device: Mapping[str, JSONValue]
-) -> list[str]:
-    """The device did much more I/O than PostgreSQL: someone else used the disk."""
-    warnings = []
-    for direction, verb in (("write", "wrote"), ("read", "read")):
-        device_roles = {
-            k[3 : -len(f"_{direction}_bytes")]: v
-            for k, v in device.items()
-            if k.startswith("io_") and k.endswith(f"_{direction}_bytes")
-        }
-        if roles:  # per device: the cgroup knows which device PostgreSQL used
-            pairs = [
-                (role, _int(dev), _int(own.get(f"pg_io_{role}_{direction}_bytes")))
-                for role, dev in device_roles.items()
-            ]
-        else:
-            total = sum(int(v) for v in device_roles.values() if isinstance(v, int | float))
-            own_total = _int(own.get(f"pg_{direction}_bytes"))
-            pairs = [("all", total if device_roles else None, own_total)]
-        for role, dev_bytes, own_bytes_ in pairs:
-            if dev_bytes is None or own_bytes_ is None:
-                continue
-            excess = dev_bytes - own_bytes_
-            if dev_bytes > OTHERS_FACTOR * own_bytes_ and excess >= OTHERS_MIN_BYTES:
-                where = "the devices" if role == "all" else f"the {role} device"
-                warnings.append(
-                    f"{where} {verb} {_size(dev_bytes)} during the step, PostgreSQL itself "
-                    f"{_size(own_bytes_)} ({own_bytes_ / dev_bytes:.0%}): something else used "
-                    f"the disk, so the device's figures (IOPS, MB/s, utilisation, "
-                    f"io_write_amplification) are not this test's alone; PostgreSQL's own are "
-                    f"pg_{direction}_bytes and pg_io_<role>_*"
-                )
-    return warnings
-
-
-def _size(n: float) -> str:
-    if n >= 1024**3:
-        return f"{n / 1024**3:.2f} GiB"
-    return f"{n / 1024**2:.1f} MiB"
-
-
 # -- the verdict ---------------------------------------------------------------------------
 
 
@@ -324,6 +213,10 @@ def _num(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _pct(share: float) -> str:

@@ -162,6 +162,8 @@ class ServerIoSampler(PeriodicSampler):
             "cgroup": str(account.path) if account else None,
             "note": self.source.note,
         }
+        if account is not None and not account.counting:
+            section["cgroup_counting"] = False  # analysis/own_io.py then reads /proc/PID/io
         if len(self.readings) >= 2:
             first, last = self.readings[0], self.readings[-1]
             section["seconds"] = round(last.t - first.t, 3)

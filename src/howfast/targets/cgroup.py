@@ -24,7 +24,9 @@ from typing import TypeVar
 
 from howfast.errors import HowfastError
 from howfast.iolimits import (
+    COUNTING_FILE,
     IoCounters,
+    counting_line,
     parse_v1_counters,
     parse_v2_counters,
 )
@@ -258,6 +260,29 @@ class IoCgroup(Cgroup):
     def configure(self) -> None:
         for name, line in self.lines.items():
             (self.path / name).write_text(line)
+
+    def count_on(self, devnums: list[str]) -> str | None:
+        """Make sure this cgroup's counters count on these whole disks (see
+        iolimits.COUNTING_FILE: cgroup v1 counts nothing on a disk that never had a throttle
+        rule). None when they do, else why not. cgroup v2's io.stat always counts."""
+        if self.version != "v1":
+            return None
+        problems = []
+        for devnum in dict.fromkeys(devnums):
+            rules = self.path / COUNTING_FILE
+            try:
+                line = counting_line(devnum, rules.read_text())
+                if line is not None:
+                    rules.write_text(line)
+            except OSError as exc:
+                problems.append(f"{devnum}: {exc.strerror or exc}")
+        if problems:
+            return (
+                "cannot turn cgroup v1 I/O counting on for "
+                + ", ".join(problems)
+                + " (a disk without a throttle rule is not counted on Linux 6.10 and later)"
+            )
+        return None
 
     def counters(self, devnum: str) -> IoCounters:
         """What this cgroup's processes have asked of the device so far."""

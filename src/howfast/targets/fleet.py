@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import UsageError
@@ -75,9 +75,6 @@ def limits_problem(
     return None
 
 
-COUNT_ONLY_IOPS = 10**9
-
-
 class FleetMember(LocalTarget, FleetInstance):
     """One instance of a fleet: a LocalTarget born in its own I/O cgroup."""
 
@@ -106,14 +103,10 @@ class FleetMember(LocalTarget, FleetInstance):
 
     def start(self) -> Connection:
         if self.device is not None and self.support.version is not None:
-            limits = self.limits
-            if self.support.version == "v1" and not limits.caps:
-                # cgroup v1 counts a cgroup's I/O on a device only while some throttle rule
-                # exists there: a limit no instance reaches turns the counting on.
-                limits = replace(limits, read_iops=COUNT_ONLY_IOPS, write_iops=COUNT_ONLY_IOPS)
-            lines = throttle_lines(self.support.version, self.device.devnum, limits)
+            lines = throttle_lines(self.support.version, self.device.devnum, self.limits)
             group = IoCgroup(self.support, f"howfast-fleet-{secrets.token_hex(4)}", lines)
             group.create()  # removed by stop(), which runs whatever happens
+            # Its counters count on cgroup v1 too: LocalTarget.start turns counting on.
             self.io_cgroup = group
         return super().start()
 

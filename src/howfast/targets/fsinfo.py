@@ -151,3 +151,13 @@ def describe_path(path: Path) -> dict[str, JSONValue]:
 
 def same_filesystem(a: Path, b: Path) -> bool:
     return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+def whole_disk_number(path: Path, sys_root: Path = SYS) -> str | None:
+    """'MAJ:MIN' of the whole disk under the filesystem holding `path` (where cgroups count
+    and limit I/O), or None on a filesystem without one (tmpfs, overlay)."""
+    device = describe_path(path).get("device")
+    disk = device.get("disk") if isinstance(device, dict) else None
+    if not isinstance(disk, str):
+        return None
+    return _read(sys_root / "class" / "block" / disk / "dev")

@@ -27,7 +27,7 @@ from howfast.targets.base import Connection, PlannedConnection, Target
 from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
-from howfast.targets.fsinfo import describe_path, same_filesystem
+from howfast.targets.fsinfo import describe_path, same_filesystem, whole_disk_number
 from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
@@ -263,7 +263,9 @@ class LocalTarget(Target):
 
     def _open_io_accounting(self) -> None:
         """Always an I/O cgroup for the server, so its own I/O can be told from the device's."""
-        found = open_accounting(f"howfast-io-{self.token}", self.cgroup, self.io_cgroup)
+        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
+        disks = [d for d in map(whole_disk_number, paths) if d is not None]
+        found = open_accounting(f"howfast-io-{self.token}", self.cgroup, self.io_cgroup, disks)
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
             self._accounting_cgroup = self.io_cgroup = found.created

@@ -89,10 +89,12 @@ def device_numbers(name: str, sys_block: Path = Path("/sys/class/block")) -> str
 
 @dataclass
 class IoAccount:
-    """A cgroup whose I/O counters are read: v1 blkio or v2 io."""
+    """A cgroup whose I/O counters are read: v1 blkio or v2 io. `counting` is False when its
+    counters may not count (cgroup v1 on a disk where counting could not be turned on)."""
 
     version: str
     path: Path
+    counting: bool = True
 
     def read(self) -> dict[str, dict[str, int]]:
         if self.version == "v2":
@@ -133,17 +135,22 @@ def open_accounting(
     name: str,
     memory: MemoryCgroup | None,
     io_cgroup: IoCgroup | None,
+    disks: list[str],
     support: CgroupSupport | None = None,
 ) -> Accounting:
-    """Find or create the cgroup whose counters are PostgreSQL's own I/O.
+    """Find or create the cgroup whose counters are PostgreSQL's own I/O on `disks` (whole
+    disks' MAJ:MIN: the data's and the WAL's).
 
     An I/O cgroup made by whoever built the storage (an emulated volume) is read as it is. On
     cgroup v2 a process is in one cgroup only: with --memory, its memory cgroup is read (the
     io controller enabled for it). Otherwise a cgroup of our own, without limits, is created;
     where that is impossible (no root, no controller) the warning says why and the sampler
-    falls back on /proc/PID/io."""
+    falls back on /proc/PID/io. On cgroup v1 the counting is turned on for `disks` first
+    (IoCgroup.count_on); where it cannot be, the account is still read, with the note, and
+    the analysis checks its figures against /proc/PID/io (analysis/why.py own_io)."""
     if io_cgroup is not None:
-        return Accounting(None, IoAccount(io_cgroup.version, io_cgroup.path), None)
+        note = io_cgroup.count_on(disks)
+        return Accounting(None, IoAccount(io_cgroup.version, io_cgroup.path, note is None), note)
     support = support or detect_io()
     fallback = (
         "PostgreSQL's own I/O is read from /proc/PID/io only (bytes, no IOPS, no split by "
@@ -164,4 +171,5 @@ def open_accounting(
         group.create()
     except HowfastError as exc:
         return Accounting(None, None, fallback.format(why=str(exc)))
-    return Accounting(group, IoAccount(group.version, group.path), None)
+    note = group.count_on(disks)
+    return Accounting(group, IoAccount(group.version, group.path, note is None), note)
