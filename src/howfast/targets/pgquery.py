@@ -105,6 +105,17 @@ def database_size(conn: Connection) -> int:
     return int(str(row[0])) if row else 0
 
 
+def checkpoint(conn: Connection) -> float:
+    """CHECKPOINT (superuser or pg_checkpoint); the seconds it took."""
+    with connect(conn) as db:
+        started = time.monotonic()
+        try:
+            db.execute("CHECKPOINT")
+        except psycopg.Error as exc:
+            raise HowfastError(f"CHECKPOINT failed: {_first_line(exc)}") from None
+        return time.monotonic() - started
+
+
 def _setting_identifier(name: str) -> sql.Composable:
     """A setting name as SQL: `auto_explain.log_min_duration` is two identifiers."""
     return sql.SQL(".").join(sql.Identifier(part) for part in name.split("."))
