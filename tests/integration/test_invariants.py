@@ -1,0 +1,152 @@
+"""Figures checked against an independent source, on real runs (issue 25's invariants). Each
+test names its source. The others, on a disk no throttle rule ever touched (PostgreSQL's own
+writes >= the WAL it generated, per pg_stat_wal; the device's writes >= PostgreSQL's own, per
+the loop device's counters), are in test_why.py
+(test_postgres_own_io_on_a_disk_no_throttle_rule_ever_touched).
+
+Kept small for a 2-core machine: 64 MiB fio files, 2-4 s steps, scale 1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from howfast.targets.emulated.volume import available
+from tests.integration.conftest import Howfast
+from tests.integration.test_samplers import loop_devices  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.integration
+
+
+def _json(out: Any) -> dict[str, Any]:
+    assert out.returncode == 0, out.stderr
+    doc: dict[str, Any] = json.loads(out.stdout)
+    return doc
+
+
+def test_fio_iops_agree_with_the_loop_devices_own_counters(
+    howfast: Howfast,
+    loop_devices: dict[str, tuple[str, Path]],  # noqa: F811
+):
+    """Source: /proc/diskstats of a loop device used by nothing else. Random 4 KiB direct
+    I/O is one device request per fio I/O, so the requests the device completed during the
+    step and fio's IOPS x its runtime must agree within 10% (the writes include the prefill's
+    few large requests, a few hundred among tens of thousands)."""
+    _device, directory = loop_devices["data"]
+    doc = _json(
+        howfast("probe", str(directory), "--profile", "rand-read-4k-qd64", "--profile",
+                "rand-write-4k-qd64", "--size", "64MiB", "--runtime", "2s", "--json")
+    )  # fmt: skip
+    steps = {s["params"]["profile"]: s for s in doc["steps"] if s["workload"] == "fio"}
+    for profile, direction, counter in (
+        ("rand-read-4k-qd64", "read", "reads"),
+        ("rand-write-4k-qd64", "write", "writes"),
+    ):
+        step = steps[profile]
+        assert step["status"] == "completed", step
+        assert step["params"]["direct"] is True
+        fio_ios = step["metrics"][f"{direction}_iops"] * step["params"]["runtime_s"]
+        device_ios = step["io"]["roles"]["data"]["delta"][counter]
+        print(f"{profile}: device {device_ios} requests, fio {fio_ios:.0f} I/Os")
+        assert fio_ios > 1000, step["metrics"]
+        assert abs(device_ios - fio_ios) <= 0.10 * fio_ios, (profile, device_ios, fio_ios)
+
+
+PER_SECOND_PLAN = """
+[settings]
+shared_buffers = "32MB"
+
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like", "select-only"]
+clients = [2]
+duration = "4s"
+"""
+
+
+def test_per_second_tps_adds_up_to_the_transaction_count(howfast: Howfast, target_dir: Path):
+    """Source: pgbench's own transaction count (its summary). The per-second TPS series,
+    from pgbench's progress lines or from its per-transaction log, whichever the step used,
+    must add up to it: short only by the partial seconds each leaves out (the last one for
+    progress lines; the first and the last for the log), never by more, never over."""
+    run = _json(howfast("run", str(howfast.plan(PER_SECOND_PLAN)), "--target", str(target_dir),
+                        "--json"))  # fmt: skip
+    doc = _json(howfast("results", "show", str(run["id"]), "--json", "--series"))
+    steps = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert len(steps) == 2
+    for step in steps:
+        assert step["status"] == "completed", step
+        n = step["metrics"]["transactions"]
+        per_second = [value for _, value in step["series"]["tps"]]
+        added = sum(per_second)
+        partial = 1 if step["resolved"]["progress_source"] == "pgbench -P 1" else 2
+        # A sampled log's seconds are estimates (docs/json.md: within about 3%).
+        slack = 0.01 if step["resolved"].get("log_sampling_rate") in (None, 1.0) else 0.05
+        print(f"{step['params']['mode']}: {added:.0f} by second, {n} transactions")
+        assert added <= n * (1 + slack), (step["resolved"], added, n)
+        assert added >= n * (1 - slack) - partial * max(per_second), (step["resolved"], added, n)
+
+
+DELAYED_FLUSH_PLAN = """
+[settings]
+shared_buffers = "32MB"
+
+[[steps]]
+workload = "fio"
+profiles = ["wal-fsync"]
+size = "16MiB"
+runtime = "3s"
+
+[[steps]]
+workload = "pg_test_fsync"
+seconds = 2
+
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "4s"
+"""
+
+
+def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
+    howfast: Howfast, target_dir: Path
+):
+    """On an emulated volume that delays each write and flush by 2 ms (so a flush costs what
+    the volume says, whatever else the machine does):
+
+    - source pg_test_fsync: its fdatasync rate and the fio WAL profile's (write + fdatasync,
+      one at a time) measure the same thing: within 25%;
+    - source the fio WAL profile's commit ceiling (1000 / (write + fdatasync ms)): one
+      connection's tpcb-like transactions each wait for at least one WAL write and flush, so
+      its TPS is at most that (10% for two measurements taken a minute apart)."""
+    backend = available()
+    if backend.name is None:
+        pytest.skip(f"no emulated volumes here: {backend.reason}")
+    doc = _json(
+        howfast("run", str(howfast.plan(DELAYED_FLUSH_PLAN)), "--target", str(target_dir),
+                "--storage-latency", "2ms", "--storage-size", "256MiB", "--json", timeout=600)
+    )  # fmt: skip
+    steps = {s["workload"]: s for s in doc["steps"]}
+    assert all(s["status"] == "completed" for s in doc["steps"]), doc["steps"]
+    fio, fsync, pgbench = steps["fio"]["metrics"], steps["pg_test_fsync"], steps["pgbench"]
+    fio_rate = fio["write_iops"]
+    pg_test_fsync_rate = fsync["metrics"]["fdatasync_ops_s"]
+    tps, ceiling = pgbench["metrics"]["tps"], fio["commit_ceiling_tps"]
+    print(f"fio {fio_rate:.0f}/s, pg_test_fsync {pg_test_fsync_rate:.0f}/s; 1-client tpcb-like")
+    print(f"{tps:.0f} TPS against a ceiling of {ceiling:.0f}")
+    assert fio_rate < 400, fio  # the delay is there: at most 1000 / (2 x 2 ms) = 250 a second
+    assert abs(pg_test_fsync_rate - fio_rate) <= 0.25 * fio_rate, (pg_test_fsync_rate, fio)
+    assert tps <= 1.10 * ceiling, (tps, ceiling)
