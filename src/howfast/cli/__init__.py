@@ -10,6 +10,7 @@ import click
 
 from howfast.cli.app import cli
 from howfast.errors import Aborted, ExitStatus, HowfastError
+from howfast.printable import printable
 from howfast.redact import passwords_in, redact_text
 from howfast.store.location import ENV_VAR
 
@@ -26,7 +27,8 @@ def main(argv: list[str] | None = None) -> None:
     secrets = secrets_given(args)
 
     def fail(text: str, status: int) -> None:
-        click.echo(redact_text(text, *secrets), err=True)
+        # A message may quote what the user gave; its control characters are shown as escapes.
+        click.echo(printable(redact_text(text, *secrets), keep="\n\t"), err=True)
         sys.exit(status)
 
     try:

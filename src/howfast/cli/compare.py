@@ -38,9 +38,9 @@ def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) 
     """
     env = CliEnv()
     ids = [parse_run_id(r) for r in run_ids]
-    db = open_results(env, store)
+    db = open_results(env, store, reading=True)
     try:
-        runs = read_runs(db, ids, series=steady.SERIES)
+        runs = read_runs(db, ids, series=steady.SERIES, for_people=not as_json)
     finally:
         db.close()
     if len(runs) == 1:

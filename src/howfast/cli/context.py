@@ -11,6 +11,7 @@ from typing import TextIO
 from rich.console import Console
 
 from howfast.model import JSONValue
+from howfast.printable import printable
 
 
 @dataclass
@@ -19,11 +20,13 @@ class CliEnv:
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
 
     def __post_init__(self) -> None:
-        self.out = Console(file=self.stdout, highlight=False, soft_wrap=False)
+        # markup=False: square brackets in a label or a path ("[/x]") are text, never style
+        # (nor a MarkupError); styled parts are rich Text objects.
+        self.out = Console(file=self.stdout, highlight=False, soft_wrap=False, markup=False)
         if not self.out.is_terminal:
             # Pipes and files get rich's 80 columns by default: too narrow for result tables.
             self.out.width = max(self.out.width, 120)
-        self.err = Console(file=self.stderr, highlight=False, stderr=True)
+        self.err = Console(file=self.stderr, highlight=False, stderr=True, markup=False)
 
     @property
     def interactive(self) -> bool:
@@ -36,4 +39,5 @@ class CliEnv:
         self.stdout.flush()
 
     def info(self, text: str) -> None:
-        self.err.print(text, markup=False)
+        """A line (or several) on stderr; control characters in it are shown as escapes."""
+        self.err.print(printable(text, keep="\n\t"))

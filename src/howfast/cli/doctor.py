@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from howfast.cli.context import CliEnv
-from howfast.cli.options import json_option
+from howfast.cli.options import check_path_value, json_option
 from howfast.doctor import all_checks
 from howfast.store import default_store_location
 
 
 @click.command("doctor")
-@click.option("--pg-bin", metavar="DIR", help="Look for PostgreSQL programs here first.")
+@click.option(
+    "--pg-bin",
+    metavar="DIR",
+    callback=check_path_value,
+    help="Look for PostgreSQL programs here first; exit 1 when there are none there.",
+)
 @json_option
 def doctor_command(pg_bin: str | None, as_json: bool) -> int:
     """Check PostgreSQL, pgbench, fio, cgroups, loop devices and drop_caches.
@@ -36,7 +42,9 @@ def doctor_command(pg_bin: str | None, as_json: bool) -> int:
             table.add_column(name)
         for c in checks:
             mark = (
-                "[green]ok[/]" if c.ok else ("[red]MISSING[/]" if c.required else "[yellow]no[/]")
+                Text("ok", "green")
+                if c.ok
+                else (Text("MISSING", "red") if c.required else Text("no", "yellow"))
             )
             lost = "" if c.ok else (c.disables or "") + (f"\n→ {c.hint}" if c.hint else "")
             table.add_row(mark, c.name, c.detail, lost)

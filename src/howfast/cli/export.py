@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv
-from howfast.cli.options import parse_run_id, store_option
+from howfast.cli.options import check_path_value, parse_run_id, store_option
 from howfast.cli.reading import read_run
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
@@ -27,6 +27,7 @@ def export_group() -> None:
     "--output",
     required=True,
     metavar="FILE.prom",
+    callback=check_path_value,
     help="Where to write (- for stdout). Written atomically, as the textfile collector wants.",
 )
 @store_option
@@ -39,7 +40,7 @@ def prometheus_command(run_id: str, output: str, store: str | None) -> int:
     """
     env = CliEnv()
     rid = parse_run_id(run_id)
-    db = open_results(env, store)
+    db = open_results(env, store, reading=True)
     try:
         run = read_run(db, rid, all_series=True)  # derived, like every run shown
     finally:

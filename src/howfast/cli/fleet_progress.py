@@ -11,7 +11,7 @@ from collections import defaultdict
 from rich.progress import Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from howfast.cli.context import CliEnv
-from howfast.cli.progress import error_cause
+from howfast.errortext import error_cause
 from howfast.model import StepRecord
 from howfast.runner.observer import StepRef
 
@@ -39,8 +39,8 @@ class FleetProgressObserver:
         self.env.info(f"run {run_id}: a fleet of {targets} instances, {steps} steps in all")
         if self.env.interactive:
             self.progress = Progress(
-                TextColumn("{task.description}"),
-                TextColumn("{task.fields[live]}"),
+                TextColumn("{task.description}", markup=False),
+                TextColumn("{task.fields[live]}", markup=False),
                 TimeElapsedColumn(),
                 console=self.env.err,
                 transient=True,

@@ -3,15 +3,61 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from howfast.printable import first_unsafe
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+# SQLite's integers (and PostgreSQL's bigint): a larger id cannot name a stored run.
+MAX_RUN_ID = 2**63 - 1
+
+
+def path_problem(text: str) -> str | None:
+    """Why `text` cannot be a path howfast uses, or None. An empty or blank value is most
+    often an unset shell variable (`--target "$DIR"`): taken as it is, it would mean the
+    current directory. A control character (a newline pasted in) makes a file name nobody
+    can read back in a listing, nor a postgresql.conf line."""
+    if not text:
+        return "the value is empty (an unset shell variable?): give a path"
+    if not text.strip():
+        return f"{text!r} is only blanks: give a path"
+    found = first_unsafe(text)
+    if found is not None:
+        index, shown = found
+        return (
+            f"{text!r} contains a control character ({shown} at character {index + 1}): "
+            "give a path without it"
+        )
+    return None
+
+
+def check_path_value(ctx: click.Context | None, param: click.Parameter | None, value: Any) -> Any:
+    """A click callback refusing empty, blank and control-character paths (one value, or
+    the tuple of a repeatable option); '-' (stdin) and None (not given) pass."""
+    del ctx
+    for text in value if isinstance(value, tuple) else (value,):
+        if text is None or text == "-":
+            continue
+        problem = path_problem(str(text))
+        if problem:
+            raise click.BadParameter(problem, param=param)
+    return value
+
+
+def checked_path(ctx: click.Context | None, param: click.Parameter | None, value: Any) -> Any:
+    """check_path_value, then the value as a Path (None stays None)."""
+    check_path_value(ctx, param, value)
+    return None if value is None else Path(value)
+
 
 store_option = click.option(
     "--store",
     metavar="URL",
+    callback=check_path_value,
     help="Results store: a SQLite file path, sqlite:///path or postgresql://... "
     "[default: $HOWFAST_STORE, else howfast.db in your data directory]",
 )
@@ -29,4 +75,8 @@ def parse_run_id(value: str) -> int:
         ) from None
     if run_id < 1:
         raise click.BadParameter(f"{value!r} is not a run id (see `howfast results list`)")
+    if run_id > MAX_RUN_ID:
+        raise click.BadParameter(
+            f"{value!r} is not a run id: run ids go up to {MAX_RUN_ID} (see `howfast results list`)"
+        )
     return run_id

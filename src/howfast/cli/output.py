@@ -19,7 +19,7 @@ EXIT_FOR_STATUS = {
 def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None:
     """Print run `run_id` (the JSON document, or the end-of-run tables) and close the store."""
     try:
-        run = read_run(db, run_id)
+        run = read_run(db, run_id, for_people=not as_json)
     finally:
         db.close()
     assert run is not None, f"run {run_id} was just stored"

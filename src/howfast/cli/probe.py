@@ -13,7 +13,7 @@ import click
 from howfast.cli.context import CliEnv
 from howfast.cli.k8s_options import NAMES as K8S_NAMES
 from howfast.cli.k8s_options import build_options, kubernetes_options
-from howfast.cli.options import json_option, store_option
+from howfast.cli.options import check_path_value, json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
@@ -26,6 +26,7 @@ from howfast.runner import Runner
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
+from howfast.targets.userpaths import check_user_directories
 from howfast.workloads import fsync_probe
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FIO_HINT, space_problem
@@ -92,6 +93,20 @@ def probe_install(pg_bin: str | None) -> PgInstall:
     return PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
 
 
+def refuse_what_cannot_run(target: PathTarget, steps: list[StepSpec], host: LocalHost) -> None:
+    """fio missing, or too little space for the test file: refused before the run exists."""
+    fio_steps = [s for s in steps if s.workload == "fio"]
+    if fio_steps and host.program("fio") is None:
+        raise MissingToolError("fio not found on PATH", FIO_HINT)
+    needed = max(
+        [int(s.params["size_bytes"]) for s in fio_steps]
+        + ([fsync_probe.FILE_BYTES] if len(fio_steps) < len(steps) else [])
+    )
+    problem = space_problem(target.directory, needed, host.free_bytes(target.directory))
+    if problem:
+        raise UsageError(problem)
+
+
 def print_dry_run(
     env: CliEnv, target: PathTarget, steps: list[StepSpec], install: PgInstall, as_json: bool
 ) -> int:
@@ -116,7 +131,7 @@ def print_dry_run(
 
 
 @click.command("probe")
-@click.argument("where", metavar="DIR|k8s://CLASS")
+@click.argument("where", metavar="DIR|k8s://CLASS", callback=check_path_value)
 @click.option(
     "--profile",
     "profiles",
@@ -149,7 +164,12 @@ def print_dry_run(
 )
 @click.option("--dry-run", is_flag=True, help="Print the job files and commands; run nothing.")
 @click.option("--keep", is_flag=True, help="Keep the howfast-* subdirectory (the files go).")
-@click.option("--pg-bin", metavar="DIR", help="Where to find pg_test_fsync [default: newest].")
+@click.option(
+    "--pg-bin",
+    metavar="DIR",
+    callback=check_path_value,
+    help="Where to find pg_test_fsync [default: newest].",
+)
 @click.option("--label", help="A note stored with the run, e.g. 'longhorn 3 replicas'.")
 @kubernetes_options
 @store_option
@@ -190,22 +210,18 @@ def probe_command(
     )
     if kube is not None:
         return _probe_k8s(env, where, kube, steps, dry_run, keep, label, store, as_json)
+    check_user_directories([where], role="probe directory")
     directory = Path(where)
     target = PathTarget(directory.expanduser(), keep=keep)
     host = LocalHost()
     if dry_run:
         return print_dry_run(env, target, steps, probe_install(pg_bin), as_json)
     target.check(will_init=False)
-    fio_steps = [s for s in steps if s.workload == "fio"]
-    if fio_steps and host.program("fio") is None:
-        raise MissingToolError("fio not found on PATH", FIO_HINT)
-    needed = max(
-        [int(s.params["size_bytes"]) for s in fio_steps]
-        + ([fsync_probe.FILE_BYTES] if len(fio_steps) < len(steps) else [])
-    )
-    problem = space_problem(target.directory, needed, host.free_bytes(target.directory))
-    if problem:
-        raise UsageError(problem)
+    try:
+        refuse_what_cannot_run(target, steps, host)
+    except BaseException:
+        target.stop()  # gives back the directory lock that check() took
+        raise
     install = probe_install(pg_bin)
     db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps)

@@ -17,27 +17,11 @@ from rich.progress import (
 from rich.text import Text
 
 from howfast.cli.context import CliEnv
+from howfast.errortext import error_cause
 from howfast.model import StepRecord
 from howfast.runner.observer import StepRef
 
 UNKNOWN_STEP_S = 5.0
-
-
-CAUSE_LINES = 6  # of a failed step's error, shown under its summary line
-SERVER_LOG_MARK = "--- server log"
-
-
-def error_cause(error: str | None) -> list[str]:
-    """The lines after an error's first that say why (no space left, too many open files...),
-    up to the server log's tail, which `results show` has in full."""
-    lines = (error or "").splitlines()[1:]
-    cause = []
-    for line in lines:
-        if line.startswith(SERVER_LOG_MARK):
-            break
-        if line.strip():
-            cause.append(line.rstrip())
-    return cause[-CAUSE_LINES:]
 
 
 def step_summary(record: StepRecord) -> str:
@@ -92,9 +76,9 @@ class ProgressObserver:
         self.env.info(f"run {run_id}: {steps} steps on {targets} target(s)")
         if self.env.interactive:
             self.progress = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
-                TextColumn("{task.fields[live]}"),
+                TextColumn("{task.fields[live]}", markup=False),
                 TimeElapsedColumn(),
                 EtaColumn(self),
                 console=self.env.err,

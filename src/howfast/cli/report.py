@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv
-from howfast.cli.options import parse_run_id, store_option
-from howfast.cli.reading import derived, stored_runs
+from howfast.cli.options import checked_path, parse_run_id, store_option
+from howfast.cli.reading import derived, printable_run, stored_runs
 from howfast.cli.stores import open_results
 from howfast.report.output import report_format, series_to_read, write_report
 
@@ -20,7 +20,8 @@ from howfast.report.output import report_format, series_to_read, write_report
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
+    callback=checked_path,
     help="The report file: .html (one self-contained page, works offline) or .md "
     "(Markdown, with the charts as PNG files in FILE-charts/ beside it).",
 )
@@ -40,9 +41,9 @@ def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) ->
     env = CliEnv()
     ids = list(dict.fromkeys(parse_run_id(r) for r in run_ids))
     report_format(output)  # a wrong suffix is an error before anything is read
-    db = open_results(env, store)
+    db = open_results(env, store, reading=True)
     try:
-        runs = stored_runs(db, ids)
+        runs = [printable_run(run) for run in stored_runs(db, ids)]
         names = series_to_read(runs)
         runs = [derived(db, run, names) for run in runs]
     finally:

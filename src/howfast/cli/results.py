@@ -25,7 +25,7 @@ def results_group() -> None:
 def list_command(store: str | None, as_json: bool) -> int:
     """List stored runs, newest first."""
     env = CliEnv()
-    db = open_results(env, store)
+    db = open_results(env, store, reading=True)
     try:
         runs = db.list_runs()
     finally:
@@ -64,11 +64,11 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
     """Show one run: its result tables, environment and steps."""
     env = CliEnv()
     rid = parse_run_id(run_id)
-    db = open_results(env, store)
+    db = open_results(env, store, reading=True)
     try:
         # The steady-state figures of the tables need their series.
         wanted = () if as_json else steady.SERIES
-        run = read_run(db, rid, series=wanted, all_series=series)
+        run = read_run(db, rid, series=wanted, all_series=series, for_people=not as_json)
     finally:
         db.close()
     if run is None:

@@ -12,7 +12,7 @@ from howfast.cli.fleet_run import refuse_with_fleet, run_fleet
 from howfast.cli.k8s_options import NAMES as K8S_NAMES
 from howfast.cli.k8s_options import build_options, kubernetes_options
 from howfast.cli.live_metrics import live_metrics
-from howfast.cli.options import json_option, store_option
+from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
@@ -43,8 +43,10 @@ from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.kinds.k8s import is_k8s
+from howfast.targets.memory import cap_floor_problem, memory_basis
 from howfast.targets.pgbin import PgInstall, choose_install
-from howfast.targets.pgsettings import SettingSource, check_settings
+from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
+from howfast.targets.userpaths import check_run_targets
 from howfast.workloads.pgbench.build import expected_seconds
 
 
@@ -55,6 +57,7 @@ from howfast.workloads.pgbench.build import expected_seconds
     "targets",
     multiple=True,
     metavar="T",
+    callback=check_path_value,
     help="A directory (howfast creates a throwaway cluster inside it), a postgresql:// URI "
     "of an existing server, or k8s://STORAGECLASS (a pod on a volume of that class; "
     "k8s://CLASS?wal=CLASS2, k8s://emptyDir[?medium=Memory]). Repeat to compare targets.",
@@ -124,7 +127,7 @@ from howfast.workloads.pgbench.build import expected_seconds
 )
 @click.option(
     "--wal-dir",
-    type=click.Path(path_type=Path),
+    callback=checked_path,
     help="Put WAL in a directory on another storage (directory targets only).",
 )
 @click.option("--keep", is_flag=True, help="Keep the cluster (stopped) instead of removing it.")
@@ -134,7 +137,12 @@ from howfast.workloads.pgbench.build import expected_seconds
     help="Print every command each step would run (with --json: as data); create nothing.",
 )
 @click.option("--yes", is_flag=True, help="Allow re-initialising pgbench tables on a server URI.")
-@click.option("--pg-bin", metavar="DIR", help="PostgreSQL bin directory [default: newest found].")
+@click.option(
+    "--pg-bin",
+    metavar="DIR",
+    callback=check_path_value,
+    help="PostgreSQL bin directory [default: newest found].",
+)
 @click.option(
     "--checksums/--no-checksums",
     default=False,
@@ -235,6 +243,7 @@ def run_command(
     env = CliEnv()
     if not targets:
         raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
+    check_run_targets(targets, wal_dir)
     interval_s = _sample_interval(sample_interval)
     extra_samplers = prometheus_samplers(prometheus_url) if prometheus_url else []
     loaded = load_plan(plan)
@@ -272,6 +281,11 @@ def run_command(
     if dataset and not any(s.workload == "pgbench-init" for s in steps):
         raise UsageError(f"--dataset: plan {loaded.name!r} loads no data (no pgbench-init step)")
     memory_limit = parse_size(memory, "--memory") if memory else loaded.memory
+    floor = memory_limit and cap_floor_problem(
+        memory_limit, "--memory" if memory else "the plan's memory"
+    )
+    if floor:
+        raise UsageError(floor)
     kube = build_options(
         {k: kube_values.get(k) for k in K8S_NAMES},
         has_k8s=any(is_k8s(t) for t in targets),
@@ -285,11 +299,11 @@ def run_command(
         env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
     settings = effective_settings(loaded, overrides)
     if needs_server:  # the settings of clusters howfast creates: checked before anything is
-        check_settings(  # created or stored, by the PostgreSQL that would read them
-            install,
-            [SettingSource(*located) for located in setting_locations(plan, loaded)]
-            + [SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()],
-        )
+        sources = [SettingSource(*located) for located in setting_locations(plan, loaded)] + [
+            SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()
+        ]  # created or stored, by the PostgreSQL that would read them, and against memory
+        check_settings(install, sources)
+        check_shared_memory(sources, memory_basis(memory_limit))
     if not dry_run and needs_server:  # only runs that make cgroups here tidy them up
         _remove_abandoned_cgroups(env)
     if loaded.fleet is not None:

@@ -14,9 +14,13 @@ if TYPE_CHECKING:
     from howfast.store.sql import SqlStore
 
 
-def open_results(env: CliEnv, url: str | None) -> SqlStore:
-    """open_store(url), then mark aborted the runs whose howfast process is gone, saying so."""
-    db = open_store(url)
+def open_results(env: CliEnv, url: str | None, *, reading: bool = False) -> SqlStore:
+    """open_store(url), then mark aborted the runs whose howfast process is gone, saying so.
+    `reading`: a command that only reads (a store it cannot write is opened read-only, and
+    left as it is)."""
+    db = open_store(url, reading=reading)
+    if db.read_only:
+        return db
     try:
         abandoned = close_abandoned_runs(db)
     except HowfastError as exc:  # e.g. a read-only copy of a store: reading still works

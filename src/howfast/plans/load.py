@@ -7,7 +7,9 @@ TOML that tomllib has already accepted.
 
 from __future__ import annotations
 
+import ast
 import bisect
+import contextlib
 import difflib
 import json
 import re
@@ -94,7 +96,7 @@ def parse_plan(text: str, *, source: str, base_dir: Path | None = None) -> Plan:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise PlanError(_toml_error(source, str(e))) from None
+        raise PlanError(_toml_error(source, str(e), text)) from None
     try:
         plan = Plan.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as e:
@@ -107,14 +109,53 @@ def parse_plan(text: str, *, source: str, base_dir: Path | None = None) -> Plan:
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
-def _toml_error(source: str, message: str) -> str:
-    """tomllib's `reason (at line L, column C)` as `file:L: invalid TOML: reason (column C)`."""
+def _toml_error(source: str, message: str, text: str = "") -> str:
+    """tomllib's `reason (at line L, column C)` as `file:L: invalid TOML: reason (column C)`;
+    a key set twice is named, with the line that set it first."""
     match = _TOML_POSITION.search(message)
     if match is None:
         reason = message.replace(" (at end of document)", "")
         return f"{source}: invalid TOML: {reason} (at the end of the file)"
     reason = message[: match.start()]
-    return f"{source}:{match.group(1)}: invalid TOML: {reason} (column {match.group(2)})"
+    line = int(match.group(1))
+    if reason.startswith("Cannot overwrite a value"):
+        found = overwritten_key(text, line)
+        if found is not None:
+            path, first = found
+            where = "earlier on the same line" if first == line else f"first on line {first}"
+            return (
+                f"{source}:{line}: invalid TOML: {format_path(path)} is set twice ({where}); "
+                "keep one"
+            )
+    declared = _DECLARED_TWICE.match(reason)
+    if declared is not None:
+        with contextlib.suppress(ValueError, SyntaxError):
+            table = tuple(ast.literal_eval(declared[1]))
+            header = key_lines(text).get(table)
+            where = f" (first on line {header})" if header not in (None, line) else ""
+            return (
+                f"{source}:{line}: invalid TOML: table [{format_path(table)}] is declared "
+                f"twice{where}; keep one"
+            )
+    return f"{source}:{line}: invalid TOML: {reason} (column {match.group(2)})"
+
+
+_DECLARED_TWICE = re.compile(r"Cannot declare (\(.*\)) twice")
+
+
+def overwritten_key(text: str, line: int) -> tuple[KeyPath, int] | None:
+    """The key set on `line` over a value set before (the key itself, a table it is in, or a
+    key inside it), and the line of that first value."""
+    scanner = _KeyScanner(text)
+    scanner.scan()
+    for index, (path, at) in enumerate(scanner.assigned):
+        if at != line:
+            continue
+        for earlier, first in scanner.assigned[:index]:
+            shorter = min(len(path), len(earlier))
+            if path[:shorter] == earlier[:shorter]:
+                return earlier if len(earlier) < len(path) else path, first
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,6 +328,7 @@ class _KeyScanner:
         self.lines: dict[KeyPath, int] = {}
         self.table: KeyPath = ()
         self.entries: dict[KeyPath, int] = {}  # array of tables -> entries seen so far
+        self.assigned: list[tuple[KeyPath, int]] = []  # every `key = value`, in order
 
     def scan(self) -> dict[KeyPath, int]:
         while True:
@@ -397,6 +439,7 @@ class _KeyScanner:
             return
         for end in range(1, len(key) + 1):  # a.b.c = 1 also writes tables a and a.b
             self.lines.setdefault((*base, *key[:end]), line)
+        self.assigned.append(((*base, *key), line))
         self._expect("=")
         self._skip(newlines=False)
         self._value((*base, *key))

@@ -33,19 +33,21 @@ class _Notes:
         return [Text(f"  [{n}] {t}", style="yellow") for n, t in enumerate(self.texts, 1)]
 
 
-def _verdict(d: Difference) -> str:
+def _verdict(d: Difference) -> str | Text:
     if d.verdict.startswith(CANNOT_JUDGE):
         return "no spread" if "spread" in d.verdict else "too few runs"
     if d.significant is False:
         return f"none within {d.within * 100:g}%" if d.within is not None else "not significant"
     style = VERDICT_STYLES.get(d.verdict)
-    return f"[{style}]{d.verdict}[/]" if style else d.verdict
+    return Text(d.verdict, style) if style else d.verdict
 
 
-def _title(test: MatchedTest, several_targets: bool) -> str:
+def _title(test: MatchedTest, several_targets: bool) -> Text:
     """The test, and which target position when the runs have several."""
-    where = f" [dim](target {test.target_index + 1})[/]" if several_targets else ""
-    return f"[bold]{test.label}[/]{where}"
+    title = Text(test.label, "bold")
+    if several_targets:
+        title.append(f" (target {test.target_index + 1})", "dim")
+    return title
 
 
 def _value(value: Stats | None, group: StepGroup | None, name: str, notes: _Notes) -> str:
@@ -129,7 +131,7 @@ def environment_table(c: Comparison) -> Table:
         table.add_column(r.name)
     table.add_column("matters")
     for d in c.environment:
-        matters = f"[yellow]yes[/]: {d.why}" if d.matters else "no"
+        matters = Text.assemble(("yes", "yellow"), f": {d.why}") if d.matters else "no"
         table.add_row(d.scope, d.field, *[v or figures.DASH for v in d.values], matters)
     return table
 

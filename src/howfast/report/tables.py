@@ -14,6 +14,7 @@ from howfast.analysis.compare import Comparison
 from howfast.analysis.groups import StepGroup, rate_label
 from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, with_unit
 from howfast.analysis.overview import Overview, Placed, TargetView
+from howfast.errortext import error_summary
 from howfast.model import JSONValue, RunRecord
 from howfast.report import figures
 
@@ -244,9 +245,9 @@ def fsync_table(view: Overview) -> Table:
     for target, result in view.fsync:
         notes = table.note(list(result.warnings))
         if result.status != "completed" or not result.methods:
-            first = (result.error or "").splitlines()[:1]
+            error = error_summary(result.error)
             table.rows.append(
-                [Cell(target.title), Cell(f"{result.status} {' '.join(first)}".strip(), notes)]
+                [Cell(target.title), Cell(f"{result.status} {error}".strip(), notes)]
                 + [Cell(figures.DASH)] * 2
             )
         for m in result.methods:

@@ -13,7 +13,9 @@ from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSumm
 from howfast.analysis.summary import ModeRow, TargetSummary, summarize
 from howfast.analysis.until import summary_lines, until_summary
 from howfast.analysis.why import why_lines
-from howfast.model import RunRecord, RunSummary, StepRecord
+from howfast.errortext import error_summary
+from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord
+from howfast.printable import printable
 from howfast.report import (
     figures,
     fleet_table,
@@ -33,7 +35,7 @@ def _fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
 def _init_line(step: StepRecord) -> str:
     m = step.metrics
     if step.status != "completed":
-        return f"load (pgbench -i): {step.status}: {(step.error or '').splitlines()[0:1]}"
+        return f"load (pgbench -i): {step.status}: {error_summary(step.error)}"
     scale = step.all_params.get("scale")
     phases = [
         f"{key.removesuffix('_s').replace('_', ' ')} {float(v):.2f}"
@@ -267,8 +269,7 @@ def _ranges(numbers: list[int]) -> str:
 def _status_cell(status: str, error: str | None, refs: str) -> str:
     if status == "completed":
         return refs or "ok"
-    first = (error or "").splitlines()[0] if error else ""
-    return f"{status}: {first} {refs}".strip()
+    return f"{status}: {error_summary(error)} {refs}".strip()
 
 
 def fio_table(rows: list[FioRow], notes: _Footnotes) -> Table:
@@ -413,22 +414,20 @@ def run_list(runs: list[RunSummary]) -> Table:
         table.add_row(
             str(r.id),
             r.started_at[:19].replace("T", " "),
-            r.plan,
-            r.label or "",
+            printable(r.plan),
+            printable(r.label or ""),
             r.status,
             str(r.step_count),
-            ", ".join(r.targets),
+            printable(", ".join(r.targets)),
         )
     return table
 
 
 def run_details(run: RunRecord) -> RenderableType:
-    env = run.environment
-    lines = [
-        f"started {run.started_at}, finished {run.finished_at or '–'}",
-        f"host {env.get('hostname')}, kernel {env.get('kernel')}, {env.get('cpu_count')} CPUs "
-        f"({env.get('cpu_model')}), memory {_gib(env.get('memory_bytes'))}",
-    ]
+    lines = [f"started {run.started_at}, finished {run.finished_at or '–'}"]
+    machine = _machine_line(run.environment)
+    if machine:
+        lines.append(machine)
     steps = Table(title="steps", title_justify="left")
     for name in ("id", "target", "workload", "params", "status", "warnings"):
         steps.add_column(name)
@@ -436,10 +435,29 @@ def run_details(run: RunRecord) -> RenderableType:
         params = ", ".join(
             f"{k}={v}" for k, v in s.all_params.items() if k not in ("extra_args", "scripts")
         )
-        status = s.status if not s.error else f"{s.status}: {s.error.splitlines()[0]}"
+        status = s.status if not s.error else f"{s.status}: {error_summary(s.error)}"
         steps.add_row(str(s.id), s.target, s.workload, params, status, "\n".join(s.warnings))
     return Group(run_summary(run), *[Text(line) for line in lines], steps, *io_tables.io_parts(run))
 
 
-def _gib(value: object) -> str:
-    return f"{float(value) / 1024**3:.1f} GiB" if isinstance(value, int | float) else "?"
+def _machine_line(env: dict[str, JSONValue]) -> str:
+    """`host h, kernel k, 2 CPUs (model), memory 8.0 GiB`, with what is known only: an
+    imported run knows none of it, and says nothing rather than "None"."""
+
+    def known(key: str) -> JSONValue:
+        value = env.get(key)
+        return None if value in (None, "") else value
+
+    parts = []
+    if known("hostname") is not None:
+        parts.append(f"host {known('hostname')}")
+    if known("kernel") is not None:
+        parts.append(f"kernel {known('kernel')}")
+    cpus, model = known("cpu_count"), known("cpu_model")
+    if cpus is not None or model is not None:
+        count = f"{cpus} CPUs" if cpus is not None else "CPUs"
+        parts.append(f"{count} ({model})" if model is not None else count)
+    memory = known("memory_bytes")
+    if isinstance(memory, int | float) and not isinstance(memory, bool):
+        parts.append(f"memory {float(memory) / 1024**3:.1f} GiB")
+    return ", ".join(parts)

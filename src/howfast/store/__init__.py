@@ -16,7 +16,9 @@ from howfast.store.location import (
     default_store_location,
     default_store_path,
     parse_store_url,
+    read_only_location,
     resolve_store_location,
+    sqlite_writable,
 )
 
 if TYPE_CHECKING:
@@ -58,10 +60,15 @@ __all__ = [
 
 
 def open_store(
-    url: str | None = None, *, migrations: Sequence[Migration] | None = None
+    url: str | None = None,
+    *,
+    migrations: Sequence[Migration] | None = None,
+    reading: bool = False,
 ) -> SqlStore:
     """Open (creating or migrating) the store: `url`, else `$HOWFAST_STORE`, else the default
-    SQLite file. Accepts a file path, `sqlite:///path` or `postgresql://…`.
+    SQLite file. Accepts a file path, `sqlite:///path` or `postgresql://…`. `reading`: for a
+    command that only reads, a SQLite file that cannot be written (a read-only mount, another
+    user's file) is opened read-only instead of refused.
 
     Raises UsageError for a URL that cannot be used and HowfastError when the store cannot be
     opened; neither message contains a password."""
@@ -75,6 +82,21 @@ def open_store(
                 f"cannot create the results directory {directory}: {exc.strerror}",
                 hint=f"set --store or ${ENV_VAR} to a file elsewhere",
             ) from None
+    path = location.sqlite_path
+    if path is not None and not sqlite_writable(path):
+        if reading and path.exists():
+            location = read_only_location(location)
+        else:
+            raise HowfastError(
+                f"the results store {location.display} cannot be written (a read-only "
+                "filesystem, or a file or directory this user cannot write)",
+                hint="give a store on writable storage with --store"
+                + (
+                    "; reading it works: results, compare, report and export open it read-only"
+                    if path.exists()
+                    else ""
+                ),
+            )
     from howfast.store.migrations import MIGRATIONS
     from howfast.store.sql import SqlStore
 

@@ -56,7 +56,8 @@ def _sqlite_engine(location: StoreLocation) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         # WAL lets `results list` read while a run writes. Cascades need foreign keys on.
-        cursor.execute("PRAGMA journal_mode=WAL")
+        if not location.read_only:  # setting the journal mode writes the file
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 

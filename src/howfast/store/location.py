@@ -40,6 +40,8 @@ class StoreLocation:
     sqlite_path: Path | None = None
     # True for the default file: its directory is created on first use.
     is_default: bool = False
+    # Opened only to read (a SQLite file that cannot be written): nothing is migrated.
+    read_only: bool = False
 
     @property
     def password(self) -> str | None:
@@ -131,3 +133,41 @@ def _sqlite_location(path: Path, origin: str) -> StoreLocation:
             hint="create it first, or pick another path",
         )
     return StoreLocation(url=_sqlite_url(path), display=str(path), sqlite_path=path)
+
+
+def on_read_only_filesystem(path: Path) -> bool:
+    """Whether the filesystem holding `path` (or its directory) is mounted read-only."""
+    for candidate in (path, path.parent):
+        try:
+            return bool(os.statvfs(candidate).f_flag & os.ST_RDONLY)
+        except OSError:
+            continue
+    return False
+
+
+def sqlite_writable(path: Path) -> bool:
+    """Whether this user can write the SQLite file and, beside it, its -wal and -shm files."""
+    if on_read_only_filesystem(path):
+        return False
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
+def read_only_location(location: StoreLocation) -> StoreLocation:
+    """The same SQLite file opened read-only. On a read-only filesystem also `immutable`:
+    SQLite then needs no -shm file beside it (which it could not create), and nothing can
+    change the file under it there."""
+    from urllib.parse import quote
+
+    from sqlalchemy.engine import URL
+
+    assert location.sqlite_path is not None
+    query = {"mode": "ro", "uri": "true"}
+    if on_read_only_filesystem(location.sqlite_path):
+        query["immutable"] = "1"
+    url = URL.create("sqlite", database=f"file:{quote(str(location.sqlite_path))}", query=query)
+    return StoreLocation(
+        url=url,
+        display=location.display,
+        sqlite_path=location.sqlite_path,
+        read_only=True,
+    )

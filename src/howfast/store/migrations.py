@@ -162,12 +162,17 @@ def read_version(connection: Connection, where: str = "") -> int | None:
 
 
 def migrate(
-    engine: Engine, migrations: Sequence[Migration] = MIGRATIONS, *, where: str = ""
+    engine: Engine,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    where: str = "",
+    read_only: bool = False,
 ) -> int:
     """Bring the database to the newest version `migrations` describe; return that version.
 
     Refuses a database from a newer howfast, and one that has tables named like ours that
-    howfast did not create. `where` names the store in those errors."""
+    howfast did not create. `where` names the store in those errors. A `read_only` database
+    is only read: it must be at the newest version already."""
     newest = len(migrations)
     # A plain read first: the usual case is an up-to-date database, and a reader should not
     # queue behind a writer for the write lock just to find that out.
@@ -177,6 +182,14 @@ def migrate(
         _refuse_newer(current, newest, where)
         if current == newest:
             return newest
+    if read_only:
+        state = "is not a howfast store" if current is None else f"has schema version {current}"
+        raise HowfastError(
+            f"{_named('the results store', where)} cannot be written (a read-only filesystem "
+            f"or file) and {state}, older than this howfast reads ({newest}): it would have "
+            "to be upgraded first",
+            hint="copy it somewhere writable and give that copy with --store",
+        )
     with write_transaction(engine) as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(

@@ -45,10 +45,20 @@ class SqlStore(Store):
         self._engine = make_engine(location)
         try:
             with self._errors("open"):
-                self.schema_version = migrate(self._engine, migrations, where=location.display)
+                self.schema_version = migrate(
+                    self._engine,
+                    migrations,
+                    where=location.display,
+                    read_only=location.read_only,
+                )
         except BaseException:
             self._engine.dispose()
             raise
+
+    @property
+    def read_only(self) -> bool:
+        """Opened only to read: a SQLite file this user cannot write."""
+        return self._location.read_only
 
     @property
     def location(self) -> str:

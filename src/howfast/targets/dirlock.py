@@ -43,7 +43,7 @@ def holder_text(doc: dict[str, object]) -> str:
     return f"{run}{pid}{since}"
 
 
-def _read_info(path: Path) -> dict[str, object]:
+def read_info(path: Path) -> dict[str, object]:
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -97,7 +97,7 @@ def lock_directory(directory: Path, role: str) -> DirectoryLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            holder = _read_info(directory / INFO)
+            holder = read_info(directory / INFO)
             raise UsageError(
                 f"{role} {directory} is in use by {holder_text(holder)}: two runs on one "
                 "directory would measure each other",

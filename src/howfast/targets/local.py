@@ -35,7 +35,15 @@ from howfast.targets.serverio import IoAccount, ServerIo, open_accounting
 
 SUPERUSER = "howfast"
 START_TIMEOUT_S = 60
+START_LOG_LINES = 10  # of the server log, in the message of a start that failed
 STOP_TIMEOUT_S = 60
+
+
+def start_failure(what: str, log_tail: str | None) -> str:
+    """Why a server did not start, with the server log's last lines, which say why."""
+    if not log_tail or not log_tail.strip():
+        return f"{what}; the server log is empty"
+    return f"{what}; the server log's last lines:\n{log_tail}"
 
 
 def processes_in(directory: Path) -> list[int]:
@@ -334,13 +342,21 @@ class LocalTarget(Target):
             assert self.postmaster is not None
             if self.postmaster.poll() is not None:
                 raise HowfastError(
-                    f"PostgreSQL exited during start-up (exit {self.postmaster.returncode}): "
-                    + (self.server_log_tail(5) or "no log")
+                    start_failure(
+                        f"PostgreSQL exited during start-up (exit {self.postmaster.returncode})",
+                        self.server_log_tail(START_LOG_LINES),
+                    )
                 )
             if pg_isready and self._isready(pg_isready) in enough:
                 return
             time.sleep(0.1)
-        raise HowfastError(f"PostgreSQL did not become ready within {START_TIMEOUT_S} s")
+        raise HowfastError(
+            start_failure(
+                f"PostgreSQL did not become ready within {START_TIMEOUT_S} s (it was still "
+                "starting up)",
+                self.server_log_tail(START_LOG_LINES),
+            )
+        )
 
     def _isready(self, pg_isready: Path) -> int:
         """pg_isready's status: 0 accepting, 1 rejecting (starting up), 2 no response."""

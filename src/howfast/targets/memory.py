@@ -27,7 +27,12 @@ class MemoryBasis:
 
 
 def human_bytes(n: float) -> str:
-    return f"{n / 1024**3:.2f} GiB" if n >= 1024**3 else f"{n / 1024**2:.0f} MiB"
+    """'1.50 GiB', '224 MiB'; below a MiB in KiB or bytes, never '0 MiB'."""
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
+    if n >= 1024**2:
+        return f"{n / 1024**2:.0f} MiB"
+    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n:.0f} bytes"
 
 
 def parse_limit(text: str) -> int | None:
@@ -130,4 +135,42 @@ def cap_problem(limit: int, settings: dict[str, str]) -> str | None:
         f"({human_bytes(shared)}) + maintenance_work_mem ({human_bytes(maintenance)}) + "
         f"{human_bytes(MEMORY_HEADROOM)} for the server's processes: at least "
         f"{human_bytes(need)}"
+    )
+
+
+# The smallest --memory that can hold a server: shared_buffers and maintenance_work_mem at
+# 16 MB and 8 MB (what cap_problem suggests) with MEMORY_HEADROOM for the processes.
+MIN_MEMORY_CAP = 64 * 1024**2
+
+
+def cap_floor_problem(limit: int, option: str) -> str | None:
+    """Why a memory cap is absurdly small whatever the settings (`--memory 1KiB`), or None."""
+    if limit >= MIN_MEMORY_CAP:
+        return None
+    return (
+        f"{option} {human_bytes(limit)} is too small: a PostgreSQL server needs at least "
+        f"{human_bytes(MIN_MEMORY_CAP)} (with shared_buffers=16MB, maintenance_work_mem=8MB)"
+    )
+
+
+# Settings that size the shared memory the server maps when it starts, and their units
+# when written without one. Memory it cannot map (or, where the kernel overcommits, touch)
+# makes the start fail, or take minutes and then fail.
+SHARED_MEMORY_SETTINGS = {
+    "shared_buffers": 8192,
+    "wal_buffers": 8192,
+    "min_dynamic_shared_memory": 1024**2,
+}
+
+
+def shared_memory_problem(name: str, value: str, basis: MemoryBasis) -> str | None:
+    """Why a setting asks for more shared memory than the server can have here, or None."""
+    unit = SHARED_MEMORY_SETTINGS.get(name.lower())
+    size = pg_memory_bytes(value, unit) if unit else None
+    if size is None or size + MEMORY_HEADROOM <= basis.bytes:
+        return None
+    return (
+        f"{name} = {value} ({human_bytes(size)}) does not fit in the memory the server can "
+        f"have here: {basis.describe()}, of which {human_bytes(MEMORY_HEADROOM)} is kept for "
+        "its processes"
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from howfast.model import TargetRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fsinfo import describe_path
 
 
@@ -27,10 +28,17 @@ class PathTarget(Target):
         self.probe_dir = self.directory / f"howfast-{secrets.token_hex(4)}"
         self.warnings: list[str] = []
         self._claim: Claim | None = None
+        self._lock: DirectoryLock | None = None  # one run or probe at a time per directory
         self._created = False
 
     def check(self, *, will_init: bool) -> None:
         check_directory(self.directory, "probe directory")
+        if self._lock is None:
+            self._lock = lock_directory(self.directory, "probe directory")
+
+    def note_run(self, run_id: int) -> None:
+        if self._lock is not None:
+            self._lock.note_run(run_id)
 
     def start(self) -> Connection | None:
         self._claim = claim_directory(self.directory)
@@ -54,6 +62,14 @@ class PathTarget(Target):
         return self.probe_dir
 
     def stop(self) -> None:
+        try:
+            self._stop()
+        finally:  # the directory is free for the next run once its files are removed
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+    def _stop(self) -> None:
         if self.keep:
             return
         if self._created:

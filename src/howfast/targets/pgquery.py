@@ -48,8 +48,11 @@ PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pg
 
 
 def connect(conn: Connection, timeout_s: int = 10) -> psycopg.Connection[tuple[object, ...]]:
+    """A connection in autocommit; `timeout_s` unless the target's own connection text sets
+    connect_timeout (`?connect_timeout=5`), which is the user's to choose."""
+    kwargs: dict[str, str | int] = {"connect_timeout": timeout_s, **conn.psycopg_kwargs()}
     try:
-        return psycopg.connect(**conn.psycopg_kwargs(), connect_timeout=timeout_s, autocommit=True)  # type: ignore[arg-type]
+        return psycopg.connect(**kwargs, autocommit=True)  # type: ignore[arg-type]
     except psycopg.Error as exc:
         message = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
         raise HowfastError(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import UsageError
+from howfast.targets.memory import MemoryBasis, shared_memory_problem
 from howfast.targets.osuser import server_user
 from howfast.targets.pgbin import PgInstall
 
@@ -109,3 +110,21 @@ def _explain(item: SettingSource, refusal: str, postgres: Path) -> str:
         guess = f"; did you mean {close[0]!r}?" if close else ""
         return f"{item.where}: unknown setting {item.name!r}{guess}"
     return f"{item.where}: {refusal}"
+
+
+def check_shared_memory(items: list[SettingSource], basis: MemoryBasis | None) -> None:
+    """UsageError for settings whose shared memory cannot fit in the server's memory
+    (`shared_buffers = 1TB`): the server would fail to start, or, where the kernel overcommits
+    memory, spend minutes starting and then fail. Nothing to check when the memory is unknown."""
+    if basis is None:
+        return
+    problems = [
+        f"{item.where}: {problem}"
+        for item in items
+        if (problem := shared_memory_problem(item.name, item.value, basis))
+    ]
+    if problems:
+        raise UsageError(
+            "\n".join(problems),
+            "lower the setting: shared_buffers is commonly a quarter of the memory",
+        )
