@@ -169,3 +169,18 @@ def test_earlier_clusters_stopped_are_noted_and_running_are_refused(tmp_path: Pa
     assert f"its server is still running (PIDs {sleeper.pid})" in str(caught.value)
     assert f"pg_ctl -D {running} stop -m fast" in (caught.value.hint or "")
     assert check_earlier_clusters(tmp_path, "target directory")[1].count("howfast-live2") == 1
+
+
+def test_libpq_keywords_reach_the_tools_under_the_variables_libpq_reads():
+    """application_name is PGAPPNAME, not PGAPPLICATION_NAME: a variable libpq never reads
+    would leave pgbench's sessions without the option the user gave."""
+    conn = parse_dsn(
+        "postgresql://bench@db.example/bench?application_name=bench&client_encoding=UTF8"
+        "&sslrootcert=/ca.pem&ssl_min_protocol_version=TLSv1.3&keepalives=1"
+    )
+    assert conn.options_env() == {
+        "PGAPPNAME": "bench",
+        "PGCLIENTENCODING": "UTF8",
+        "PGSSLROOTCERT": "/ca.pem",
+        "PGSSLMINPROTOCOLVERSION": "TLSv1.3",
+    }

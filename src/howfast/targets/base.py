@@ -16,6 +16,45 @@ if TYPE_CHECKING:
     from howfast.targets.serverio import ServerIo
 
 
+# libpq's connection keywords that have an environment variable (libpq's "Environment
+# Variables" section); most are PG + the upper-cased keyword, these few are not.
+LIBPQ_ENV = {
+    **{
+        k: f"PG{k.upper()}"
+        for k in (
+            "channel_binding",
+            "connect_timeout",
+            "gssencmode",
+            "gsslib",
+            "gssdelegation",
+            "hostaddr",
+            "load_balance_hosts",
+            "options",
+            "passfile",
+            "requirepeer",
+            "require_auth",
+            "service",
+            "servicefile",
+            "sslcert",
+            "sslcompression",
+            "sslcrl",
+            "sslcrldir",
+            "sslkey",
+            "sslmode",
+            "sslnegotiation",
+            "sslrootcert",
+            "sslsni",
+            "target_session_attrs",
+        )
+    },
+    "application_name": "PGAPPNAME",
+    "client_encoding": "PGCLIENTENCODING",
+    "krbsrvname": "PGKRBSRVNAME",
+    "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
+    "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION",
+}
+
+
 @dataclass(frozen=True)
 class Connection:
     """How clients reach the server. The password stays in memory: it goes to pgbench and
@@ -37,8 +76,10 @@ class Connection:
         return {**self.options_env(), **self.secret_env()}
 
     def options_env(self) -> dict[str, str]:
-        """PGSSLMODE-style variables for the other libpq keywords: safe to print."""
-        return {f"PG{k.upper()}": v for k, v in self.options.items() if k.isidentifier()}
+        """PGSSLMODE-style variables for the other libpq keywords: safe to print. A keyword
+        libpq reads from no variable (keepalives, sslpassword...) cannot reach the tools this
+        way, and is left out: it only tunes the connection, howfast's own ones have it."""
+        return {LIBPQ_ENV[k]: v for k, v in self.options.items() if k in LIBPQ_ENV}
 
     def secret_env(self) -> dict[str, str]:
         """PGPASSWORD when there is a password: given to tools, never printed."""
