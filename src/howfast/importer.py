@@ -233,6 +233,12 @@ def import_fio_text(store: Store, text: str, *, source_name: str, label: str | N
     measured job; howfast's own unmeasured prefill job is left out."""
     try:
         result = fio_parse.parse_output(text)
+    except fio_parse.FigureError as exc:
+        raise UsageError(
+            f"{source_name}: fio's output holds a figure that is not a measurement, nothing "
+            f"stored: {exc}",
+            "import the JSON fio wrote, unedited; a figure fio could not compute is a fio bug",
+        ) from None
     except ValueError:
         raise UsageError(
             f"{source_name}: no fio JSON output found",

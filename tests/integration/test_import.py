@@ -229,3 +229,22 @@ def test_fio_stopped_by_a_signal_is_stored_with_a_warning(cli: Cli):
     assert any("terminated by signal 2 (SIGINT)" in w for w in step["warnings"])
     (plain,) = imported(cli, "fio", str(FIO / "fio-3.33_randrw-4k-qd1_json.json"))["steps"]
     assert not any("signal" in w for w in plain["warnings"])
+
+
+def test_fio_figures_that_are_not_measurements_are_refused_by_name(cli: Cli, tmp_path: Path):
+    """issue 26, item 6: a figure howfast keeps that is not a number fio can have measured
+    ("iops": "fast", C's -nan, the 2^64-1 sentinel, a negative count) refuses the whole
+    output, naming its JSON path and value; nothing is stored."""
+    doc = json.loads((FIO / "fio-3.33_randrw-4k-qd1_json.json").read_text())
+    cases = [("iops", '"fast"', 'is "fast"'), ("total_ios", "-3", "is -3")]
+    cases += [("bw_bytes", "18446744073709551615", "is 18446744073709551615")]
+    cases += [("iops", "-nan", "is nan")]
+    for key, token, said in cases:
+        changed = json.loads(json.dumps(doc))
+        changed["jobs"][1]["read"][key] = "@VALUE@"
+        path = tmp_path / f"{key}.json"
+        path.write_text(json.dumps(changed, indent=2).replace('"@VALUE@"', token))
+        status, _, err = cli("import", "fio", str(path))
+        assert status == 2, err
+        assert f"jobs[1].read.{key} {said}" in err and "nothing stored" in err
+    assert stored_run_count(cli) == 0
