@@ -8,12 +8,14 @@ import signal
 
 from howfast.clock import now
 from howfast.errors import UsageError
-from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
+from howfast.import_text import TextSource
+from howfast.model import JSONValue, StepRecord, TargetRecord
 from howfast.plans.model import duration_seconds, size_bytes
-from howfast.store.base import Store
+from howfast.store.base import Columns, Store
 from howfast.workloads.fio import parse as fio_parse
 from howfast.workloads.fio.workload import histograms_us, job_metrics
 from howfast.workloads.pgbench import invocations, parse
+from howfast.workloads.pgbench.progress import ProgressSeries
 
 # fio job options kept as step params, under their fio names: what the job did.
 FIO_PARAM_OPTIONS = (
@@ -72,11 +74,13 @@ def pgbench_init_params(init: parse.PgbenchInit) -> dict[str, JSONValue]:
     return {k: v for k, v in candidates.items() if v is not None}
 
 
-def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str | None) -> int:
+def import_pgbench_text(
+    store: Store, text: str | TextSource, *, source_name: str, label: str | None
+) -> int:
     """Store every init and run of a pgbench output as a step, in order. Refused (UsageError,
     nothing stored) when none of them is complete: a run without its summary's "tps = " line,
-    an init without its "done" line."""
-    found = invocations.parse_all(text)
+    an init without its "done" line. A TextSource is read a few times, never held whole."""
+    found = invocations.parse_source(text.splitlines if isinstance(text, str) else text.lines)
     if not found:
         raise UsageError(
             f"{source_name}: no pgbench output found (expected the summary pgbench prints, "
@@ -98,7 +102,7 @@ def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str
     status = "completed"
     for item in found:
         step = _step(item, target, started)
-        store.add_step(run_id, step)
+        store.add_step(run_id, step, more_series=_progress_series(item))
         status = "failed" if step.status == "failed" else status
     store.finish_run(run_id, status, now())
     return run_id
@@ -159,10 +163,6 @@ def _step(item: parse.PgbenchInit | parse.PgbenchRun, target: str, started: str)
             metrics=dict(item.metrics()),
             error=error or None,
         )
-    series = {
-        "tps": [Sample(p.t, p.tps) for p in item.progress],
-        "latency_ms": [Sample(p.t, p.latency_ms) for p in item.progress],
-    }
     return StepRecord(
         target=target,
         workload="pgbench",
@@ -173,8 +173,18 @@ def _step(item: parse.PgbenchInit | parse.PgbenchRun, target: str, started: str)
         metrics=dict(item.metrics()),
         error=error or None,
         warnings=list(item.notes),
-        series={k: v for k, v in series.items() if v},
     )
+
+
+def _progress_series(item: parse.PgbenchInit | parse.PgbenchRun) -> dict[str, Columns]:
+    """A run's progress lines as its tps and latency_ms series, in columns: a long run has a
+    million points, too many to hold as Samples."""
+    if not isinstance(item, parse.PgbenchRun) or not item.progress:
+        return {}
+    progress = item.progress
+    if not isinstance(progress, ProgressSeries):
+        progress = ProgressSeries(progress)
+    return {"tps": (progress.t, progress.tps), "latency_ms": (progress.t, progress.latency_ms)}
 
 
 def fio_job_params(job: fio_parse.FioJob, fio_version: str) -> dict[str, JSONValue]:
@@ -228,11 +238,19 @@ def _stopped_warnings(result: fio_parse.FioResult) -> list[str]:
     ]
 
 
-def import_fio_text(store: Store, text: str, *, source_name: str, label: str | None) -> int:
+def import_fio_text(
+    store: Store, text: str | TextSource, *, source_name: str, label: str | None
+) -> int:
     """Store fio's JSON output (json or json+, any fio 2.x/3.x) as a run with one step per
     measured job; howfast's own unmeasured prefill job is left out."""
     try:
-        result = fio_parse.parse_output(text)
+        result = fio_parse.parse_output(text if isinstance(text, str) else text.text())
+    except fio_parse.FigureError as exc:
+        raise UsageError(
+            f"{source_name}: fio's output holds a figure that is not a measurement, nothing "
+            f"stored: {exc}",
+            "import the JSON fio wrote, unedited; a figure fio could not compute is a fio bug",
+        ) from None
     except ValueError:
         raise UsageError(
             f"{source_name}: no fio JSON output found",

@@ -229,3 +229,144 @@ def test_fio_stopped_by_a_signal_is_stored_with_a_warning(cli: Cli):
     assert any("terminated by signal 2 (SIGINT)" in w for w in step["warnings"])
     (plain,) = imported(cli, "fio", str(FIO / "fio-3.33_randrw-4k-qd1_json.json"))["steps"]
     assert not any("signal" in w for w in plain["warnings"])
+
+
+def test_fio_figures_that_are_not_measurements_are_refused_by_name(cli: Cli, tmp_path: Path):
+    """issue 26, item 6: a figure howfast keeps that is not a number fio can have measured
+    ("iops": "fast", C's -nan, the 2^64-1 sentinel, a negative count) refuses the whole
+    output, naming its JSON path and value; nothing is stored."""
+    doc = json.loads((FIO / "fio-3.33_randrw-4k-qd1_json.json").read_text())
+    cases = [("iops", '"fast"', 'is "fast"'), ("total_ios", "-3", "is -3")]
+    cases += [("bw_bytes", "18446744073709551615", "is 18446744073709551615")]
+    cases += [("iops", "-nan", "is nan")]
+    for key, token, said in cases:
+        changed = json.loads(json.dumps(doc))
+        changed["jobs"][1]["read"][key] = "@VALUE@"
+        path = tmp_path / f"{key}.json"
+        path.write_text(json.dumps(changed, indent=2).replace('"@VALUE@"', token))
+        status, _, err = cli("import", "fio", str(path))
+        assert status == 2, err
+        assert f"jobs[1].read.{key} {said}" in err and "nothing stored" in err
+    assert stored_run_count(cli) == 0
+
+
+# --- real pastes (issue 26, item 16; tests/data/pgbench/pastes/README.md) -------------------
+
+PASTES = PGBENCH / "pastes"
+FOUR_RUNS_TPS = [1199.719865, 1107.441522, 721.196577, 1068.442289]
+
+
+def steps_of(cli: Cli, path: Path) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = imported(cli, "pgbench", str(path))["steps"]
+    return steps
+
+
+def with_series(cli: Cli, path: Path) -> list[dict[str, Any]]:
+    """The steps of an import with their series, as `results show --series` gives them."""
+    run_id = imported(cli, "pgbench", str(path))["id"]
+    status, out, err = cli("results", "show", run_id, "--json", "--series")
+    assert status == 0, err
+    steps: list[dict[str, Any]] = json.loads(out)["steps"]
+    return steps
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["wrapper-loop-pg15.txt", "wrapper-loop-summaries-pg15.txt", "wrapper-two-runs-pg15.txt"],
+)
+def test_runs_with_a_wrapper_scripts_lines_between_them(cli: Cli, name: str):
+    """A loop's own lines ("### clients=2 started ...", "--- done, sleeping 30 s") after a
+    run's last line were glued onto it as a terminal's hard wrap: onto the tps line (the run
+    lost its tps, or every run did and the text was refused) or onto the last statement."""
+    steps = steps_of(cli, PASTES / name)
+    assert [s["status"] for s in steps] == ["completed"] * len(steps)
+    assert [s["metrics"]["tps"] for s in steps] == FOUR_RUNS_TPS[: len(steps)]
+    assert [s["params"]["clients"] for s in steps] == [1, 2, 4, 8][: len(steps)]
+    for step in steps:
+        statements = step["metrics"].get("statements", [{"sql": "END;"}])
+        assert statements[-1]["sql"] == "END;"
+
+
+def test_pgbench_13s_two_tps_lines_before_a_wrapper_line(cli: Cli):
+    (step,) = steps_of(cli, PASTES / "wrapper-pg13.txt")
+    assert step["status"] == "completed"
+    assert step["metrics"]["tps"] == 2473.518220
+    assert step["metrics"]["tps_including_connections"] == 2468.722014
+
+
+@pytest.mark.parametrize(
+    ("name", "original", "command"),
+    [
+        ("terminal-escapes-pg15.typescript", "run-tpcb-pg15.txt", ""),
+        ("terminal-escapes-cat-v-pg15.txt", "run-tpcb-pg15.txt", ""),
+        ("pager-joined-133-pg15.txt", "run-tpcb-pg15.txt", ""),
+        ("lost-bracket-pg15.txt", "run-tpcb-pg15.txt", ""),
+        ("lost-brackets-multi-pg15.txt", "run-multi-pg15.txt", ""),
+        ("echoed-init-command-pg15.txt", "run-tpcb-pg15.txt", ""),
+        (
+            "version-command-pg15.txt",
+            "run-rate-limit-pg15.txt",
+            "$ pgbench -c 4 -j 2 -T 4 -P 1 -r -R 800 -L 2 bench\n",
+        ),
+    ],
+)
+def test_a_paste_imports_as_the_output_it_was_made_from(
+    cli: Cli, tmp_path: Path, name: str, original: str, command: str
+):
+    """Terminal escapes glued to lines (a `script` session, and the same shown by `cat -v`),
+    summary lines joined on one line by a pager that pads each to 133 columns, the "<" of
+    "<builtin: ...>" eaten by a log collector, an echoed `pgbench --version` or `pgbench -i`
+    whose output is not there: the same steps, figures and series as the recorded output
+    (with the run's command echoed above it, when the paste has it)."""
+    recorded_text = tmp_path / original
+    recorded_text.write_text(command + (PGBENCH / original).read_text())
+    (pasted,) = with_series(cli, PASTES / name)
+    (recorded,) = with_series(cli, recorded_text)
+    for key in ("status", "metrics", "params", "series", "error", "warnings"):
+        assert pasted[key] == recorded[key], key
+
+
+def test_a_tps_line_in_markdown_bold(cli: Cli):
+    (step,) = steps_of(cli, PASTES / "markdown-bold-tps-pg15.md")
+    assert step["status"] == "completed"
+    assert step["metrics"]["tps"] == 2177.857349
+    assert step["metrics"]["transactions"] == 10881
+    assert step["params"]["mode"] == "tpcb-like"
+
+
+def test_summary_lines_in_markdown_inline_code(cli: Cli):
+    doc = imported(cli, "pgbench", str(PASTES / "markdown-inline-code-pg14.md"))
+    (step,) = doc["steps"]
+    assert step["status"] == "completed"
+    assert (step["metrics"]["tps"], step["metrics"]["transactions"]) == (634.224710, 1267)
+    assert step["metrics"]["latency_avg_ms"] == 12.614
+    assert step["params"]["clients"] == 8 and step["params"]["scale"] == 600
+    assert doc["environment"]["pgbench_version"] == "14.11"
+
+
+def test_scripts_whose_printed_names_are_empty_keep_their_weights(cli: Cli):
+    """A rendered web page read "<builtin: select only>" as an HTML tag: "SQL script 1: "."""
+    (step,) = steps_of(cli, PASTES / "empty-script-names-pg15.txt")
+    assert step["params"]["mode"] == "custom"
+    assert step["params"]["scripts"] == ["", ""]
+    assert step["params"]["script_weights"] == [1, 1]
+    assert step["metrics"]["tps"] == 4099.645333
+
+
+def test_a_96_init_and_rate_run_copied_from_a_console(cli: Cli):
+    """Every line padded with spaces to the console's width: a padded line is not a line cut
+    by a wrap, and "script statistics:" is pgbench's own line."""
+    init, run = steps_of(cli, PASTES / "init-rate-run-pg96-console.txt")
+    assert (init["workload"], init["status"], init["params"]["scale"]) == (
+        "pgbench-init",
+        "completed",
+        10,
+    )
+    assert (run["workload"], run["status"]) == ("pgbench", "completed")
+    assert run["metrics"]["tps"] == 1000.873001
+    assert run["metrics"]["skipped"] == 3 and run["metrics"]["late"] == 14
+    assert run["params"]["rate"] == 1000.0 and run["params"]["mode"] == "select-only"
+    assert [s["sql"] for s in run["metrics"]["statements"]] == [
+        r"\set aid random(1, 100000 * :scale)",
+        "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;",
+    ]

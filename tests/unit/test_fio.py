@@ -21,6 +21,7 @@ from howfast.workloads.fio.build import (
     profile_text,
 )
 from howfast.workloads.fio.parse import (
+    FigureError,
     commit_latency_ms,
     commit_rate_ceiling,
     extract_json,
@@ -650,3 +651,85 @@ def test_a_run_stopped_by_a_signal_says_so() -> None:
         parse_output((DATA / "fio-3.33_randrw-4k-qd1_json.json").read_text()).stopped_by_signal
         is None
     )
+
+
+# --- figures that are not measurements (issue 26, item 6) ------------------------------
+
+
+def with_value(name: str, path: tuple[str | int, ...], token: str) -> str:
+    """A recorded output with the value at `path` replaced by `token` as fio would print it
+    (unquoted: C's "-nan", "inf", a 2^64-1 sentinel; or a quoted string)."""
+    doc = json.loads(data(name))
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = "@VALUE@"
+    return json.dumps(doc, indent=2).replace('"@VALUE@"', token)
+
+
+NOT_MEASUREMENTS = ['"fast"', "-nan", "nan", "inf", "18446744073709551615", "-5"]
+READ_FIGURES = [
+    (("jobs", 1, "read", "iops"), "jobs[1].read.iops"),
+    (("jobs", 1, "read", "total_ios"), "jobs[1].read.total_ios"),
+    (("jobs", 1, "write", "bw_bytes"), "jobs[1].write.bw_bytes"),
+    (("jobs", 1, "read", "lat_ns", "mean"), "jobs[1].read.lat_ns.mean"),
+    (("jobs", 1, "write", "lat_ns", "N"), "jobs[1].write.lat_ns.N"),
+    (
+        ("jobs", 1, "read", "clat_ns", "percentile", "99.000000"),
+        'jobs[1].read.clat_ns.percentile["99.000000"]',
+    ),
+    (("jobs", 1, "job_runtime"), "jobs[1].job_runtime"),
+]
+
+
+@pytest.mark.parametrize("token", NOT_MEASUREMENTS)
+@pytest.mark.parametrize(("path", "shown"), READ_FIGURES)
+def test_a_figure_howfast_keeps_must_be_a_measurement(
+    path: tuple[str | int, ...], shown: str, token: str
+) -> None:
+    text = with_value("fio-3.33_randrw-4k-qd1_json.json", path, token)
+    with pytest.raises(FigureError) as refused:
+        parse_output(text)
+    assert refused.value.path == shown
+    said = "nan" if token == "-nan" else token  # a NaN has no sign once read
+    assert str(refused.value).startswith(f"{shown} is {said}, not a figure")
+
+
+def test_a_json_plus_bin_count_must_be_a_measurement() -> None:
+    doc = json.loads(data("fio-3.33_wal-fsync.json"))
+    bins = doc["jobs"][1]["sync"]["lat_ns"]["bins"]
+    first = next(iter(bins))
+    text = with_value("fio-3.33_wal-fsync.json", ("jobs", 1, "sync", "lat_ns", "bins", first), "-1")
+    with pytest.raises(FigureError, match=rf'jobs\[1\]\.sync\.lat_ns\.bins\["{first}"\] is -1'):
+        parse_output(text)
+
+
+def test_sentinels_in_figures_howfast_does_not_read_are_left_alone() -> None:
+    """fio prints C's nan and inf where it divides by nothing, and 2^64-1 for what it never
+    set: in figures howfast does not keep (a direction without I/O, min and max, the
+    bandwidth's share of the group, disk utilisation) they do not make a sound output wrong."""
+    name = "fio-3.33_rand-read-4k-qd64.json"
+    doc = json.loads(data(name))
+    tokens = {}
+    for number, (path, token) in enumerate(
+        [
+            (("jobs", 1, "read", "bw_agg"), "-nan"),
+            (("jobs", 1, "read", "iops_stddev"), "inf"),
+            (("jobs", 1, "read", "lat_ns", "min"), "18446744073709551615"),
+            (("jobs", 1, "write", "iops"), "-nan"),  # the job wrote nothing
+            (("jobs", 1, "write", "lat_ns", "mean"), "18446744073709551615"),
+            (("jobs", 1, "job options", "description"), '"nan: -nan, inf"'),
+        ]
+    ):
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = f"@VALUE{number}@"
+        tokens[f'"@VALUE{number}@"'] = token
+    text = json.dumps(doc, indent=2)
+    for placeholder, token in tokens.items():
+        text = text.replace(placeholder, token)
+    assert "-nan" in text and "18446744073709551615" in text
+    job = parse_output(text).jobs[0]
+    assert job.metrics == parse_output(data(name)).jobs[0].metrics
+    assert job.options["description"] == "nan: -nan, inf"  # a string, untouched

@@ -3,6 +3,7 @@ jobs, fio run by hand)."""
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Protocol
 
@@ -13,6 +14,7 @@ from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import print_stored_run
 from howfast.cli.stores import open_results
+from howfast.import_text import TextSource
 from howfast.importer import import_fio_text, import_pgbench_text
 from howfast.store.base import Store
 
@@ -22,21 +24,24 @@ def import_group() -> None:
     """Store results of tools run elsewhere."""
 
 
-def read_input(source: str) -> tuple[str, str]:
+def read_input(source: str) -> tuple[TextSource, str]:
     """(text, name) from a file path or '-' for standard input, read as bytes and decoded
-    (UTF-8, or UTF-16/32 as PowerShell's `>` writes them)."""
-    stdin: bytes | None = None
+    (UTF-8, or UTF-16/32 as PowerShell's `>` writes them); the text is read when used."""
+    stdin = None
     if source == "-":
-        buffer = getattr(sys.stdin, "buffer", None)
-        stdin = buffer.read() if buffer is not None else sys.stdin.read().encode()
-    data, name = import_text.read_source(source, stdin)
-    return import_text.decode(data, name), name
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text stream without bytes under it
+            stdin = io.BytesIO(sys.stdin.read().encode())
+    text = import_text.open_source(source, stdin)
+    return text, text.name
 
 
 class Importer(Protocol):
     """import_pgbench_text, import_fio_text: parse text, store it as a run, return its id."""
 
-    def __call__(self, store: Store, text: str, *, source_name: str, label: str | None) -> int: ...
+    def __call__(
+        self, store: Store, text: TextSource, *, source_name: str, label: str | None
+    ) -> int: ...
 
 
 def store_imported(

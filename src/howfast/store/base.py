@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord, TargetRecord
+
+Columns = tuple[Sequence[float], Sequence[float]]  # a series' times, and its values
 
 
 class Store(ABC):
@@ -33,8 +36,16 @@ class Store(ABC):
         """Replace the stored record of the target with the same name (version, settings...)."""
 
     @abstractmethod
-    def add_step(self, run_id: int, step: StepRecord) -> int:
-        """Store a finished step with its series and histograms; return its id."""
+    def add_step(
+        self,
+        run_id: int,
+        step: StepRecord,
+        *,
+        more_series: Mapping[str, Columns] | None = None,
+    ) -> int:
+        """Store a finished step with its series and histograms; return its id.
+        `more_series` are series given as columns of times and values (an imported run's
+        million points, held as arrays: too many to hold as Samples)."""
 
     @abstractmethod
     def finish_run(self, run_id: int, status: str, finished_at: str) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any, cast
 
 from sqlalchemy import delete, func, insert, select, update
@@ -27,7 +28,7 @@ from howfast.model import (
     TargetRecord,
 )
 from howfast.redact import redact_dsn
-from howfast.store.base import Store
+from howfast.store.base import Columns, Store
 from howfast.store.engine import make_engine, store_error, write_transaction
 from howfast.store.location import StoreLocation
 from howfast.store.migrations import MIGRATIONS, Migration, migrate
@@ -106,7 +107,13 @@ class SqlStore(Store):
             if result.rowcount == 0:
                 self._insert_target(conn, run_id, target)
 
-    def add_step(self, run_id: int, step: StepRecord) -> int:
+    def add_step(
+        self,
+        run_id: int,
+        step: StepRecord,
+        *,
+        more_series: Mapping[str, Columns] | None = None,
+    ) -> int:
         with self._errors("write to"), write_transaction(self._engine) as conn:
             self._require_run(conn, run_id)
             values: dict[str, Any] = {
@@ -128,13 +135,11 @@ class SqlStore(Store):
                 values["sections"] = step.sections
             result = conn.execute(insert(steps).values(**values))
             step_id = _new_id(result)
-            sample_rows = [
-                {"step_id": step_id, "series": name, "t": p.t, "value": _nan_to_none(p.value)}
-                for name, points in step.series.items()
-                for p in points
-            ]
-            if sample_rows:  # one executemany: series can be thousands of points
-                conn.execute(insert(samples), sample_rows)
+            for name, points in step.series.items():
+                times = [p.t for p in points]
+                _insert_samples(conn, step_id, name, times, [p.value for p in points])
+            for name, columns in (more_series or {}).items():
+                _insert_samples(conn, step_id, name, *columns)
             histogram_rows = [
                 {"step_id": step_id, "name": name, "value": value, "count": count}
                 for name, counts in step.histograms.items()
@@ -376,6 +381,28 @@ def _step_record(
         resolved=row.resolved or {},
         legacy=row.resolved is None,
     )
+
+
+# Samples are written this many at a time, straight through the database driver: a million
+# points through SQLAlchemy's per-row parameter handling take a minute, and held as one list
+# of rows, gigabytes.
+SAMPLE_BATCH = 20_000
+
+
+def _insert_samples(
+    conn: Connection, step_id: int, name: str, times: Sequence[float], values: Sequence[float]
+) -> None:
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    statement = (
+        f"INSERT INTO {samples.name} (step_id, series, t, value) "
+        f"VALUES ({mark}, {mark}, {mark}, {mark})"
+    )
+    for start in range(0, len(times), SAMPLE_BATCH):
+        batch: Sequence[float | None] = values[start : start + SAMPLE_BATCH]
+        if any(map(math.isnan, batch)):  # type: ignore[arg-type]
+            batch = [_nan_to_none(v) for v in batch]  # type: ignore[arg-type]
+        rows = zip(repeat(step_id), repeat(name), times[start : start + SAMPLE_BATCH], batch)
+        conn.exec_driver_sql(statement, list(rows))
 
 
 def _nan_to_none(value: float) -> float | None:

@@ -11,6 +11,13 @@ Formats understood (learned from fio's stat.c of each release):
 - `json+` adds histogram bins ``{"latency": count}`` next to the percentiles. fio 2.x releases
   that keyed bins by index (with a "FIO_IO_U_PLAT_BITS" entry) are not decoded.
 
+Figures are checked: a figure howfast keeps (a direction's iops, bandwidth, I/O count, run
+time; the mean, sample count, the p50/p99/p99.9 percentiles and histogram bins of a latency
+it reads) must be a finite, non-negative number below 2^63, or `FigureError` names its JSON
+path and value. fio prints C's "nan", "-nan", "inf" for some figures it could not compute,
+and 2^64-1 for counters never set: in the figures howfast does not read (bw_agg, iops_stddev,
+min/max, ...) they are left alone, as fio prints them on sound runs too.
+
 Units of the metrics returned: IOPS in operations per second, MB/s in 10^6 bytes per second
 (not MiB/s), latencies in milliseconds.
 
@@ -24,6 +31,7 @@ For synchronous engines (psync) there is no submission latency and the two are e
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
@@ -45,6 +53,30 @@ _DIRECTIONS = {"read": "read", "write": "write", "mixed": "mixed"}
 _LOG_DIRECTIONS = {0: "read", 1: "write"}  # 2 (trim) is not reported
 _TERMINATED = re.compile(r"^fio: terminating on signal (\d+)", re.MULTILINE)
 _LOG_NAME = re.compile(r"_(?P<kind>iops|clat|lat)(?:\.\d+)?\.log$")
+# C's printf of a NaN or an infinity, which fio writes unquoted into its JSON
+_C_NONFINITE = re.compile(r"-?(?:nan|inf(?:inity)?)", re.IGNORECASE)
+# At or above this a figure is a sentinel (2^64-1 is -1 printed unsigned, or a counter never
+# set), not a measurement: 2^63 ns is 292 years, 2^63 bytes 8 EiB.
+SENTINEL_FROM = 2**63
+
+
+class FigureError(ValueError):
+    """A figure howfast keeps is not a number fio can have measured."""
+
+    def __init__(self, path: str, value: object) -> None:
+        self.path = path
+        self.value = value
+        super().__init__(f"{path} is {_shown(value)}, not a figure fio can have measured")
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # nan, inf, -inf: as C prints them
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value)
 
 
 @dataclass(frozen=True)
@@ -90,13 +122,14 @@ def parse_output(text: str, *, skip_jobs: Collection[str] = (PREFILL_JOB,)) -> F
 
     Lines before or after the JSON document (fio's "fio: ..." warnings on stdout) are ignored.
     Jobs named in skip_jobs (the builder's unmeasured prefill job) are left out.
-    Raises ValueError when there is no fio JSON document in the text.
+    Raises ValueError when there is no fio JSON document in the text, FigureError (a
+    ValueError) when a figure it keeps is not a number fio can have measured.
     """
     doc = extract_json(text)
     global_options = _str_dict(doc.get("global options"))
     jobs = [
-        _parse_job(job, global_options)
-        for job in doc["jobs"]
+        _parse_job(job, global_options, f"jobs[{index}]")
+        for index, job in enumerate(doc["jobs"])
         if str(job.get("jobname", "")) not in skip_jobs
     ]
     signal = _TERMINATED.search(text)
@@ -112,13 +145,27 @@ def extract_json(text: str) -> dict[str, Any]:
     # strict=False: fio does not escape control characters inside option values.
     decoder = json.JSONDecoder(strict=False)
     for match in re.finditer(r"^\s*\{", text, re.MULTILINE):
-        try:
-            doc, _ = decoder.raw_decode(text, match.end() - 1)
-        except json.JSONDecodeError:
-            continue
+        doc = _decode_with_c_nonfinite(decoder, text, match.end() - 1)
         if isinstance(doc, dict) and isinstance(doc.get("jobs"), list):
             return doc
     raise ValueError("no fio JSON output found (expected a JSON object with a 'jobs' list)")
+
+
+def _decode_with_c_nonfinite(decoder: json.JSONDecoder, text: str, start: int) -> Any:
+    """The JSON value at `start`, reading the "nan", "-nan" and "inf" C prints (fio writes
+    them unquoted) as NaN and infinities; None when there is no JSON value there. Each such
+    token is replaced where the decoder stops at it, so none inside a string is touched."""
+    for _ in range(1000):  # a document with more of them is not fio's
+        try:
+            return decoder.raw_decode(text, start)[0]
+        except json.JSONDecodeError as exc:
+            token = _C_NONFINITE.match(text, exc.pos)
+            if token is None:
+                return None
+            word = token[0].lower()
+            spelled = "NaN" if "nan" in word else ("-Infinity" if word[0] == "-" else "Infinity")
+            text = text[: exc.pos] + spelled + text[token.end() :]
+    return None
 
 
 def latency_unit(fio_version: str) -> LatencyUnit:
@@ -206,7 +253,7 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def _parse_job(job: Mapping[str, Any], global_options: dict[str, str]) -> FioJob:
+def _parse_job(job: Mapping[str, Any], global_options: dict[str, str], path: str) -> FioJob:
     options = {**global_options, **_str_dict(job.get("job options"))}
     # Before fio 3.18, lat_percentiles=1 replaced the completion-latency percentiles (still
     # printed under "clat") by those of the total latency; since, both tables are printed.
@@ -216,25 +263,26 @@ def _parse_job(job: Mapping[str, Any], global_options: dict[str, str]) -> FioJob
     runtimes_ms: list[float] = []
     for section, prefix in _DIRECTIONS.items():
         data = job.get(section)
-        if not isinstance(data, Mapping) or not _did_io(data):
+        where = f"{path}.{section}"
+        if not isinstance(data, Mapping) or not _did_io(data, where):
             continue
-        runtimes_ms.append(float(data.get("runtime", 0)))
-        metrics[f"{prefix}_iops"] = float(data["iops"])
-        metrics[f"{prefix}_mbps"] = _bytes_per_s(data) / 1e6
-        stats = _direction_latency(data, lat_percentiles_on=lat_percentiles_on)
+        runtimes_ms.append(_figure(data, "runtime", where, 0))
+        metrics[f"{prefix}_iops"] = _figure(data, "iops", where)
+        metrics[f"{prefix}_mbps"] = _bytes_per_s(data, where) / 1e6
+        stats = _direction_latency(data, where, lat_percentiles_on=lat_percentiles_on)
         for name, latency in stats.items():
             metrics.update(latency.metrics(f"{prefix}_{name}"))
             if latency.bins_ns:
                 histograms[f"{prefix}_{name}"] = latency.bins_ns
     sync = job.get("sync")  # fio >= 3.4: fsync/fdatasync timed apart from the writes
     if isinstance(sync, Mapping) and isinstance(sync.get("lat_ns"), Mapping):
-        latency = _Latency.from_stat(sync["lat_ns"], ns=True)
+        latency = _Latency.from_stat(sync["lat_ns"], f"{path}.sync.lat_ns", ns=True)
         if latency.samples > 0:
             metrics.update(latency.metrics("sync_lat"))
             if latency.bins_ns:
                 histograms["sync_lat"] = latency.bins_ns
     if "job_runtime" in job:  # fio >= 3.8: the job's whole run time in ms
-        runtime_s = float(job["job_runtime"]) / 1000
+        runtime_s = _figure(job, "job_runtime", path) / 1000
     else:
         runtime_s = max(runtimes_ms, default=0.0) / 1000
     return FioJob(
@@ -248,16 +296,32 @@ def _parse_job(job: Mapping[str, Any], global_options: dict[str, str]) -> FioJob
     )
 
 
-def _did_io(data: Mapping[str, Any]) -> bool:
+def _figure(data: Mapping[str, Any], key: str, path: str, default: float | None = None) -> float:
+    """data[key] as a figure fio measured; FigureError, naming `path.key`, when it is not one."""
+    value = data.get(key, default)
+    return _checked(value, f"{path}.{key}")
+
+
+def _checked(value: object, path: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value < SENTINEL_FROM  # also false for NaN
+    ):
+        raise FigureError(path, value)
+    return float(value)
+
+
+def _did_io(data: Mapping[str, Any], path: str) -> bool:
     if "total_ios" in data:
-        return int(data["total_ios"]) > 0
-    return float(data.get("io_bytes", 0)) > 0
+        return _figure(data, "total_ios", path) > 0
+    return _figure(data, "io_bytes", path, 0) > 0
 
 
-def _bytes_per_s(data: Mapping[str, Any]) -> float:
+def _bytes_per_s(data: Mapping[str, Any], path: str) -> float:
     if "bw_bytes" in data:  # fio >= 3.2
-        return float(data["bw_bytes"])
-    return float(data.get("bw", 0)) * 1024  # KiB/s
+        return _figure(data, "bw_bytes", path)
+    return _figure(data, "bw", path, 0) * 1024  # KiB/s
 
 
 @dataclass(frozen=True)
@@ -268,16 +332,20 @@ class _Latency:
     bins_ns: dict[int, int]
 
     @classmethod
-    def from_stat(cls, stat: Mapping[str, Any], *, ns: bool) -> _Latency:
+    def from_stat(cls, stat: Mapping[str, Any], path: str, *, ns: bool) -> _Latency:
+        """The stat's figures; its percentiles and bins only when it has samples (fio
+        leaves an unused table as it was)."""
         to_ms = 1e-6 if ns else 1e-3
-        mean = float(stat.get("mean", 0))
+        mean = _figure(stat, "mean", path, 0)
         # "N" (fio >= 3.18) counts the samples; before it, a mean of 0 means there were none.
-        samples = float(stat["N"]) if "N" in stat else float(mean > 0)
+        samples = _figure(stat, "N", path) if "N" in stat else float(mean > 0)
+        if samples == 0:
+            return cls(mean_ms=mean * to_ms, samples=0, percentiles_ms={}, bins_ns={})
         return cls(
             mean_ms=mean * to_ms,
             samples=samples,
-            percentiles_ms=_percentiles(stat.get("percentile"), to_ms),
-            bins_ns=_bins(stat.get("bins"), 1 if ns else 1000),
+            percentiles_ms=_percentiles(stat.get("percentile"), to_ms, f"{path}.percentile"),
+            bins_ns=_bins(stat.get("bins"), 1 if ns else 1000, f"{path}.bins"),
         )
 
     def without_distribution(self) -> _Latency:
@@ -290,7 +358,9 @@ class _Latency:
         return metrics
 
 
-def _direction_latency(data: Mapping[str, Any], *, lat_percentiles_on: bool) -> dict[str, _Latency]:
+def _direction_latency(
+    data: Mapping[str, Any], path: str, *, lat_percentiles_on: bool
+) -> dict[str, _Latency]:
     """The latencies of one direction, by metric infix: "lat" (total: submission plus
     completion, what the issuing process waits), "clat" (completion only) and "slat"
     (submission). fio 3 reports ns under *_ns keys, fio 2 usec under the bare names.
@@ -307,7 +377,7 @@ def _direction_latency(data: Mapping[str, Any], *, lat_percentiles_on: bool) -> 
     for name in ("lat", "clat", "slat"):
         stat = data.get(name + suffix)
         if isinstance(stat, Mapping):
-            stats[name] = _Latency.from_stat(stat, ns=ns)
+            stats[name] = _Latency.from_stat(stat, f"{path}.{name}{suffix}", ns=ns)
     lat, clat, slat = stats.get("lat"), stats.get("clat"), stats.get("slat")
     # The completion table holds total latencies when fio had no separate table for them.
     clat_is_total = lat_percentiles_on and (lat is None or not lat.percentiles_ms)
@@ -325,30 +395,32 @@ def _direction_latency(data: Mapping[str, Any], *, lat_percentiles_on: bool) -> 
     return result
 
 
-def _percentiles(table: Any, to_ms: float) -> dict[str, float]:
+def _percentiles(table: Any, to_ms: float, path: str) -> dict[str, float]:
     """Pick p50/p99/p99.9 out of fio's table keyed "99.000000" (fio 2.x pads the table with
-    repeated "0.00" keys, which match nothing)."""
+    repeated "0.00" keys, which match nothing); only those are checked."""
     if not isinstance(table, Mapping):
         return {}
-    by_pct: dict[float, float] = {}
+    found = {}
     for key, value in table.items():
         try:
-            by_pct[float(key)] = float(value)
-        except (TypeError, ValueError):
+            pct = float(key)
+        except ValueError:
             continue
-    found = {}
-    for name, wanted in _PERCENTILES.items():
-        for pct, value in by_pct.items():
+        for name, wanted in _PERCENTILES.items():
             if abs(pct - wanted) < 1e-6:
-                found[name] = value * to_ms
+                found[name] = _checked(value, f'{path}["{key}"]') * to_ms
     return found
 
 
-def _bins(bins: Any, to_ns: int) -> dict[int, int]:
+def _bins(bins: Any, to_ns: int, path: str) -> dict[int, int]:
     # Keys are latencies (ns in fio 3, usec in fio 2). Old index-keyed bins are skipped.
     if not isinstance(bins, Mapping) or "FIO_IO_U_PLAT_BITS" in bins:
         return {}
-    return {int(key) * to_ns: int(count) for key, count in bins.items() if str(key).isdigit()}
+    counts = {}
+    for key, count in bins.items():
+        if str(key).isdigit():
+            counts[int(key) * to_ns] = int(_checked(count, f'{path}["{key}"]'))
+    return counts
 
 
 def _str_dict(value: Any) -> dict[str, str]:

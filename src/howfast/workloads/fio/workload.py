@@ -35,6 +35,7 @@ from howfast.workloads.base import (
 )
 from howfast.workloads.fio.build import PREFILL_JOB, build_argv, build_jobfile, fio_file_path
 from howfast.workloads.fio.parse import (
+    FigureError,
     FioJob,
     commit_latency_ms,
     commit_rate_ceiling,
@@ -405,6 +406,9 @@ def _outcome(
         return StepOutcome(status="failed", error=error_tail(result, "fio"), warnings=warnings)
     try:
         parsed = parse_output(attempt.output)
+    except FigureError as exc:
+        error = error_tail(result, "fio") + f"\n(fio's JSON holds a figure that is not one: {exc})"
+        return StepOutcome(status="failed", error=error, warnings=warnings)
     except ValueError:
         error = error_tail(result, "fio") + "\n(no JSON results were written)"
         return StepOutcome(status="failed", error=error, warnings=warnings)

@@ -8,19 +8,20 @@ part already has progress, or a summary line the part already has. A part withou
 that failed (errors) also ends at a new invocation's first line. A text with one summary at
 most is one part, whatever its order, as `parse.parse_any` reads it (stdout and stderr may
 come in any order there).
+
+The text is read line by line and each part parsed as its lines come (`parse.PartParser`),
+so that a long text is never held whole: twice (lines.py's survey, then the parts), three
+times when it turns out to be one invocation printed out of order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
-from howfast.workloads.pgbench.parse import (
-    PgbenchInit,
-    PgbenchRun,
-    clean_lines,
-    line_role,
-    parse_lines,
-)
+from howfast.workloads.pgbench.grammar import PROGRESS, LineRole, line_role
+from howfast.workloads.pgbench.lines import CleanText, LineSource
+from howfast.workloads.pgbench.parse import PartParser, PgbenchInit, PgbenchRun
 
 Parsed = PgbenchInit | PgbenchRun
 
@@ -29,19 +30,22 @@ _STARTS = frozenset({"command", "version", "vacuum"})
 
 
 class _Part:
+    """One invocation's lines as they come: what ends it, and their parse."""
+
     def __init__(self) -> None:
-        self.lines: list[str] = []
         self.summary_keys: set[str] = set()
         self.init_done = False
         self.progress = False
         self.errors = False
+        self.content = False  # a line that is not blank
+        self.parser = PartParser()
 
     @property
     def finished(self) -> bool:
         """Whether pgbench printed the end of what this part holds: a summary, an init's end."""
         return bool(self.summary_keys) or self.init_done
 
-    def ends_before(self, role: str, key: str | None) -> bool:
+    def ends_before(self, role: LineRole, key: str | None) -> bool:
         if self.init_done and not self.summary_keys:
             return role in _STARTS or role in ("init", "error")
         if not self.summary_keys:
@@ -53,35 +57,62 @@ class _Part:
             or (role == "summary" and key in self.summary_keys)
         )
 
-    def add(self, line: str, role: str, key: str | None) -> None:
-        self.lines.append(line)
+    def add(self, line: str, role: LineRole, key: str | None) -> None:
+        self.parser.feed(line, role)
         if role == "summary" and key is not None:
             self.summary_keys.add(key)
         self.init_done = self.init_done or (role == "init" and key == "done")
         self.progress = self.progress or role == "progress"
         self.errors = self.errors or role == "error"
+        self.content = self.content or bool(line.strip())
 
 
-def split_lines(lines: list[str]) -> list[list[str]]:
-    """Cleaned lines cut into the parts of successive invocations, in order."""
+def _parts(lines: Iterable[str]) -> list[_Part]:
+    """Cleaned lines cut into the parts of successive invocations, in order, each parsed."""
     parts = [_Part()]
+    part = parts[0]
     for line in lines:
+        if line.startswith("progress: ") and (progress := PROGRESS.match(line)) is not None:
+            # most lines of a long text: `ends_before` and `add` of a progress line, inline
+            if part.summary_keys and part.progress:
+                part = _Part()
+                parts.append(part)
+            part.parser.feed_progress(progress, line)
+            part.progress = part.content = True
+            continue
         role, key = line_role(line)
-        if parts[-1].ends_before(role, key):
-            parts.append(_Part())
-        parts[-1].add(line, role, key)
-    if sum(1 for part in parts if part.finished) <= 1:
-        return [lines]
-    return [part.lines for part in parts if any(line.strip() for line in part.lines)]
+        if part.ends_before(role, key):
+            part = _Part()
+            parts.append(part)
+        part.add(line, role, key)
+    return parts
 
 
 def parse_all(text: str) -> list[Parsed]:
-    """Every init and run in a pgbench output, in the order they were printed."""
+    """Every init and run in a pgbench output held in memory, in the order they were printed."""
+    return parse_source(text.splitlines)
+
+
+def parse_source(source: LineSource) -> list[Parsed]:
+    """Every init and run in a pgbench output read from `source`, in the order they were
+    printed."""
+    text = CleanText(source)
+    parts = _parts(text.lines())
+    if sum(part.finished for part in parts) <= 1 and len(parts) > 1:
+        # One invocation at most, its stdout and stderr in any order: read it as one part.
+        parts = _parts_of_one(text.lines())
     found: list[Parsed] = []
-    for part in split_lines(clean_lines(text)):
-        init, run = parse_lines(part)
-        found += [item for item in (init, run) if item is not None]
+    for part in parts:
+        if part.content:
+            found += [item for item in part.parser.finish() if item is not None]
     return _progress_to_its_run(found)
+
+
+def _parts_of_one(lines: Iterable[str]) -> list[_Part]:
+    whole = _Part()
+    for line in lines:
+        whole.add(line, *line_role(line))
+    return [whole]
 
 
 def _progress_to_its_run(found: list[Parsed]) -> list[Parsed]:
