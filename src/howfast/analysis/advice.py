@@ -255,7 +255,7 @@ def max_wal_size(facts: AdviceFacts) -> list[Advice]:
     assert best is not None
     needed_mb, w = best
     current_mb = w.max_wal_size_mb
-    value_mb = _power_of_two(max(needed_mb, 2 * current_mb if current_mb else 0.0))
+    value_mb = round_up_mb(max(needed_mb, 2 * current_mb if current_mb else 0.0))
     rate = w.wal_bytes / w.seconds / 1e6
     reason = (
         f"{w.label}: {w.by_wal} checkpoint(s) started by WAL volume (max_wal_size) in "
@@ -287,7 +287,7 @@ def checkpoint_completion_target(facts: AdviceFacts) -> list[Advice]:
         and d.seconds_during >= MIN_DIP_SECONDS
         and d.seconds_outside >= MIN_DIP_SECONDS
         and d.outside > 0
-        and d.during < (1 - DIP_SHARE) * d.outside
+        and d.during <= (1 - DIP_SHARE) * d.outside
     ]
     if not dips:
         return []
@@ -393,7 +393,10 @@ def seconds(text: str | None) -> float | None:
     return float(found.group(1)) * _SECONDS[found.group(2) or "s"]
 
 
-def _power_of_two(mb: float) -> float:
+def round_up_mb(mb: float) -> float:
+    """A size as one would write it: whole GB from 1 GB, else the next power of two MB."""
+    if mb > 1024:
+        return 1024.0 * math.ceil(mb / 1024)
     return float(2 ** max(0, math.ceil(math.log2(max(mb, 1.0)))))
 
 
