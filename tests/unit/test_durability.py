@@ -79,6 +79,10 @@ def test_a_storage_probe_has_no_settings_to_judge():
     got = decide(facts(NVME, flushes=(probe(0.8),), server=False, settings={}, kind="path"))
     assert got.verdict == "durable" and "full_page_writes" not in got.reason
     assert "settings" not in got.evidence
+    tmpfs = Medium("data", "memory", "tmpfs", "tmpfs")
+    got = decide(facts(tmpfs, server=False, settings={}, kind="path"))
+    assert got.verdict == "not durable" and "database" not in got.reason
+    assert got.reason.startswith("the directory is in memory (tmpfs)")
 
 
 # -- in doubt: flushes faster than the medium allows --------------------------------------------

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from howfast.analysis.durability import FLUSHING_METHODS
+from howfast.analysis.durability import FLUSHING_METHODS, PLATFORM_NAMES
 from howfast.model import JSONValue, RunRecord
 
 WAL_DOCS = "PostgreSQL documentation: WAL Configuration (Reliability and the Write-Ahead Log)"
@@ -167,13 +167,13 @@ def wal_sync_method(facts: AdviceFacts) -> list[Advice]:
     reason = (
         f"pg_test_fsync measured {best} at {_us(best_us)} per 8 kB write and flush, "
         f"{current} (in use) at {_us(now_us)}: {1 - best_us / now_us:.0%} less time per WAL "
-        f"flush; {best} flushes on {facts.platform}"
+        f"flush; {best} flushes on {PLATFORM_NAMES.get(facts.platform or '', facts.platform)}"
     )
     if left_out:
         reason += f" ({', '.join(left_out)} left out: faster than the medium allows)"
     reason += (
-        f"; from {len(runs)} pg_test_fsync run{'s' if len(runs) > 1 else ''}, which write 8 kB "
-        "per flush: confirm with your own workload"
+        f"; measured by {len(runs)} pg_test_fsync run{'s' if len(runs) > 1 else ''}, one 8 kB "
+        "write per flush: confirm it with your own workload"
     )
     evidence: dict[str, JSONValue] = {
         "pg_test_fsync_usecs": {m: round(us, 1) for m, us in facts.methods_us.items()},

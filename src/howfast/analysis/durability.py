@@ -37,6 +37,7 @@ FLUSHING_METHODS = {
     "macos": frozenset({"fsync_writethrough"}),
     "windows": frozenset({"fsync_writethrough", "fsync", "fdatasync"}),
 }
+PLATFORM_NAMES = {"linux": "Linux", "freebsd": "FreeBSD", "macos": "macOS", "windows": "Windows"}
 # Filesystems whose writes of a page cannot be torn: full_page_writes=off may be safe there.
 NO_TORN_PAGES = frozenset({"zfs"})
 SETTINGS = ("fsync", "full_page_writes", "synchronous_commit", "wal_sync_method")
@@ -225,12 +226,22 @@ def settings_findings(settings: dict[str, str], media: list[Medium]) -> list[Fin
     return out
 
 
-def memory_findings(media: list[Medium]) -> list[Finding]:
+def memory_findings(media: list[Medium], server: bool = True) -> list[Finding]:
     held = [m for m in media if m.kind == "memory"]
     if not held:
         return []
-    roles = " and ".join(dict.fromkeys("the WAL" if m.role == "wal" else "the data" for m in held))
     where = ", ".join(sorted({m.what for m in held}))
+    if not server:  # a storage probe: no database, only what is written there
+        return [
+            Finding(
+                "not durable",
+                "in memory",
+                f"the directory is in memory ({where}): a power loss or a reboot loses "
+                "everything written there, whatever is flushed",
+                "everything lost",
+            )
+        ]
+    roles = " and ".join(dict.fromkeys("the WAL" if m.role == "wal" else "the data" for m in held))
     return [
         Finding(
             "not durable",
@@ -298,7 +309,7 @@ def method_findings(facts: DurabilityFacts) -> list[Finding]:
         "macos": "on macOS only fsync_writethrough flushes the drive's cache",
         "windows": "on Windows open_datasync leaves the drive's write cache on unless it is "
         "disabled in the drive's policies; fsync, fdatasync or fsync_writethrough do not",
-    }.get(facts.platform, f"it is not a method that flushes on {facts.platform}")
+    }.get(facts.platform, f"it does not flush on {PLATFORM_NAMES[facts.platform]}")
     return [
         Finding(
             "in doubt",
@@ -365,7 +376,7 @@ def decide(facts: DurabilityFacts) -> Durability:
             "imported",
             evidence=evidence,
         )
-    findings = memory_findings(facts.media)
+    findings = memory_findings(facts.media, facts.server)
     if facts.server:
         findings += settings_findings(facts.settings, facts.media)
     findings += flush_findings(facts) + method_findings(facts)
