@@ -8,7 +8,9 @@ Kept small for a 2-core machine: scale 1 to 4, steps of 2 to 3 s.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from howfast.targets.emulated.build import mount_argv
 from tests.integration.conftest import Howfast
 
 pytestmark = pytest.mark.integration
@@ -184,3 +187,52 @@ def test_an_existing_servers_settings_are_judged_and_its_storage_is_unknown(
         return
     assert durability["verdict"] == "unknown", durability
     assert "out of howfast's sight" in durability["reason"]
+
+
+@pytest.fixture
+def loop_in_memory(memory_dir: Path) -> Iterator[Path]:
+    """An ext4 filesystem on a loop device whose backing file is in /dev/shm: a block device
+    on the outside, memory underneath. Yields an empty directory on it."""
+    if os.geteuid() != 0 or not shutil.which("losetup") or not shutil.which("mkfs.ext4"):
+        pytest.skip("creating loop devices needs root, losetup and mkfs.ext4")
+    image = memory_dir / "volume.img"
+    with image.open("wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    attached = subprocess.run(["losetup", "--find", "--show", str(image)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    if attached.returncode != 0:
+        pytest.skip(f"no free loop device: {attached.stderr.strip()}")
+    device = attached.stdout.strip()
+    mount_point = memory_dir / "mnt"
+    mounted = False
+    try:
+        made = subprocess.run(["mkfs.ext4", "-q", "-F", device], capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+        mount_point.mkdir()
+        mounted = subprocess.run(mount_argv(device, mount_point), check=False).returncode == 0
+        if not mounted:
+            pytest.skip("cannot mount a loop device here")
+        bench = mount_point / "bench"
+        bench.mkdir()
+        for p in (mount_point, bench):
+            p.chmod(0o755)
+        yield bench
+    finally:
+        if mounted and subprocess.run(["umount", str(mount_point)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount_point)])
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
+def test_a_loop_device_on_a_file_in_memory_is_in_memory(howfast: Howfast, loop_in_memory: Path):
+    out = howfast("probe", str(loop_in_memory), "--profile", "wal-fsync", "--runtime", "1s",
+                  "--size", "8MiB", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    shown = howfast("results", "show", json.loads(out.stdout)["id"], "--json")
+    (target,) = json.loads(shown.stdout)["targets"]
+    device = target["device"]["data"]
+    assert device["fstype"] == "ext4" and device["device"]["name"].startswith("loop")
+    assert device["device"]["backing_fstype"] == "tmpfs"  # recorded at run time
+    durability = target["durability"]
+    assert durability["verdict"] == "not durable" and durability["rule"] == "in memory"
+    assert "a loop device on a file in memory" in durability["reason"]
+    assert "database" not in durability["reason"]  # a probe: no database there

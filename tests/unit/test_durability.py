@@ -195,12 +195,19 @@ def test_volumes_are_told_apart_by_what_the_record_says():
     assert path_medium("data", nfs, emulated=False).kind == "network"
     zram = {"fstype": "ext4", "device": {"name": "zram0", "disk": "zram0"}}
     assert path_medium("data", zram, emulated=False).kind == "memory"
-    loop = {"fstype": "ext4", "device": {"name": "loop3", "disk": "loop3", "rotational": True,
-            "backing_device": {"name": "nvme0n1p2", "disk": "nvme0n1", "rotational": False,
-                               "write_cache": "write through"}}}  # fmt: skip
-    on_loop = path_medium("data", loop, emulated=False)
-    assert (on_loop.what, on_loop.rotational, on_loop.write_cache) == (
-        "loop3 on nvme0n1", False, "write through")  # fmt: skip
+    # A loop device is judged by the disk under its backing file, or the file's filesystem.
+    hdd = {"name": "sda2", "disk": "sda", "rotational": True, "write_cache": "write back",
+           "model": "ST4000DM004"}  # fmt: skip
+    loop: dict[str, JSONValue] = {"name": "loop3", "disk": "loop3", "rotational": False,
+                                  "loop_backing_file": "/srv/img", "backing_device": hdd,
+                                  "backing_fstype": "ext4"}  # fmt: skip
+    on_loop = path_medium("data", {"fstype": "ext4", "device": loop}, emulated=False)
+    assert (on_loop.kind, on_loop.what, on_loop.rotational, on_loop.virtual) == (
+        "local", "loop3 on sda", True, None)  # fmt: skip
+    in_shm = {**loop, "backing_fstype": "tmpfs", "backing_device": {"name": None}}
+    assert path_medium("data", {"device": in_shm}, emulated=False).kind == "memory"
+    unseen = {**loop, "backing_fstype": None, "backing_device": {"name": None}}
+    assert path_medium("data", {"device": unseen}, emulated=False).kind == "unknown"
 
 
 # -- the platform and wal_sync_method ------------------------------------------------------------

@@ -167,16 +167,19 @@ def path_medium(role: str, info: Mapping[str, Any], emulated: bool) -> Medium:
     if disk.startswith(NETWORK_DISKS):
         return Medium(role, "network", f"{disk}, a network block device", fstype)
     # A loop device's facts are those of the disk under its backing file.
-    base, what, virtual = device, disk, None
+    base, what = device, disk
     for _ in range(4):
+        if _str(base.get("backing_fstype")) in MEMORY_FILESYSTEMS:
+            return Medium(role, "memory", f"{what}, a loop device on a file in memory", fstype)
         backing = base.get("backing_device")
-        if not isinstance(backing, Mapping):
+        if not base.get("loop_backing_file"):
             break
-        base, virtual = backing, "a loop device"
-        what = f"{disk} on {backing.get('disk') or backing.get('name') or '?'}"
-    if base is device and device.get("loop_backing_file"):
-        # Backed by a file on no block device we know: the loop's own flags say nothing.
-        return Medium(role, "unknown", f"{disk}, a loop device", fstype, virtual="a loop device")
+        if not isinstance(backing, Mapping) or not _str(backing.get("name")):
+            # Backed by a file on no block device known: the loop's own flags say nothing.
+            return Medium(role, "unknown", f"{what}, a loop device on a file", fstype,
+                          virtual="a loop device")  # fmt: skip
+        base = backing
+        what = f"{what} on {backing.get('disk') or backing.get('name')}"
     rotational = base.get("rotational")
     return Medium(
         role,
@@ -185,7 +188,7 @@ def path_medium(role: str, info: Mapping[str, Any], emulated: bool) -> Medium:
         fstype,
         rotational=rotational if isinstance(rotational, bool) else None,
         write_cache=_str(base.get("write_cache")),
-        virtual=virtual or _virtual(base),
+        virtual=_virtual(base),
     )
 
 

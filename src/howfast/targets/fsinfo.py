@@ -165,7 +165,13 @@ def describe_path(path: Path) -> dict[str, JSONValue]:
             source=mount.source,
             mount_options=mount.options,
         )
-    info["device"] = block_device(devnum)
+    device = block_device(devnum)
+    backing = device.get("loop_backing_file")
+    if isinstance(backing, str):  # a loop device on a file: on which filesystem (tmpfs?)
+        under = mount_for(Path(backing), entries)
+        if under is not None:
+            device["backing_fstype"] = under.fstype
+    info["device"] = device
     return info
 
 
