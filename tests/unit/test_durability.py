@@ -135,6 +135,13 @@ def test_write_through_needs_no_timing_and_unknown_cache_needs_one():
     assert quick.verdict == "unknown" and "too quick to show" in quick.reason
 
 
+def test_an_emulated_volumes_added_delay_proves_nothing():
+    emulated = Medium("data", "emulated", "howfast's emulated volume (loop0)", "ext4",
+                      virtual="howfast's emulated volume")  # fmt: skip
+    got = decide(facts(emulated, flushes=(probe(2.5),)))
+    assert got.verdict == "unknown" and "adds its own delay to every flush" in got.reason
+
+
 def test_a_separate_wal_device_needs_its_own_evidence():
     wal = Medium("wal", "local", "sdb", "ext4", rotational=False, write_cache="write back")
     got = decide(facts(NVME, wal, flushes=(probe(0.8),)))

@@ -325,6 +325,12 @@ def _confirmed(facts: DurabilityFacts) -> tuple[list[str], list[str]]:
     for medium in facts.media:
         if medium.shared_with is not None:
             continue
+        if medium.kind == "emulated":
+            missing.append(
+                f"the {medium.role} device is {medium.what}, which adds its own delay to every "
+                "flush: its flush times say nothing of the storage under it"
+            )
+            continue
         if medium.write_cache == "write through":
             shown.append(
                 f"the {medium.role} device ({medium.what}) has no volatile write "
