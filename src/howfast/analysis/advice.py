@@ -274,7 +274,8 @@ def max_wal_size(facts: AdviceFacts) -> list[Advice]:
         "checkpoint_completion_target": w.completion_target,
         "needed_mb": round(needed_mb, 1),
     }
-    current = facts.settings.get("max_wal_size")
+    # In force during the step (a plan may vary it), else the target's.
+    current = _size(current_mb) if current_mb else facts.settings.get("max_wal_size")
     return [_make(facts, "max_wal_size", _size(value_mb), current, reason, evidence, WAL_DOCS)]
 
 
@@ -311,7 +312,7 @@ def checkpoint_completion_target(facts: AdviceFacts) -> list[Advice]:
             for d in dips
         ],
     }
-    current = facts.settings.get("checkpoint_completion_target")
+    current = f"{worst.completion_target:g}"  # in force during the step (a plan may vary it)
     return [
         _make(
             facts,
