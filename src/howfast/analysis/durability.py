@@ -344,7 +344,7 @@ def _confirmed(facts: DurabilityFacts) -> tuple[list[str], list[str]]:
             cache = f", {medium.write_cache} cache" if medium.write_cache else ""
             shown.append(
                 f"the {medium.role} device ({medium.what}{cache}) took "
-                f"{_ms(fastest.ms)} per flush ({fastest.source}), the time a flush "
+                f"{_ms(fastest.ms)} per flush ({fastest.source}), as long as a flush "
                 "to stable media takes"
             )
             continue
