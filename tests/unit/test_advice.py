@@ -96,7 +96,7 @@ def test_advice_on_a_server_that_is_not_ours_says_howfast_cannot_try_it():
 
 
 def wait(share: float, clients: int = 8, flushes_on: bool = True) -> CommitWait:
-    return CommitWait(f"pgbench tpcb-like, {clients} clients", clients, share, flushes_on)
+    return CommitWait(f"tpcb-like at {clients} clients", clients, share, flushes_on)
 
 
 def test_commit_delay_is_half_a_flush_when_clients_wait_on_wal_flushes():
@@ -133,7 +133,7 @@ def test_commit_siblings_when_fewer_clients_than_the_default_could_trigger_the_d
 
 def test_a_larger_max_wal_size_when_wal_volume_started_checkpoints():
     # 60 MB of WAL in 10 s = 6 MiB/s-ish; over 300 s with target 0.5: 60e6/10*300*1.5 bytes.
-    found = WalCheckpoints("pgbench tpcb-like, 8 clients", 2, 60_000_000, 10.0, 300.0, 0.5, 64.0)
+    found = WalCheckpoints("tpcb-like at 8 clients", 2, 60_000_000, 10.0, 300.0, 0.5, 64.0)
     (advice,) = advise(facts(wal_checkpoints=[found]))
     needed = 60_000_000 / 10 * 300 * 1.5 / 2**20
     assert advice.setting == "max_wal_size" and advice.current == "64MB"  # the step's
@@ -163,7 +163,7 @@ def test_sizes_and_durations_as_postgresql_writes_them():
 def test_checkpoint_completion_target_when_tps_dips_at_checkpoints(
     during, target, seconds_during, advised
 ):
-    dip = Dip("pgbench tpcb-like, 8 clients", during, 1000.0, seconds_during, 20, target)
+    dip = Dip("tpcb-like at 8 clients", during, 1000.0, seconds_during, 20, target)
     found = advise(facts(dips=[dip]))
     assert settings_of(found) == (["checkpoint_completion_target"] if advised else [])
     if advised:

@@ -97,7 +97,7 @@ def test_a_rotating_disk_flushing_under_a_millisecond_is_in_doubt():
 
 
 def test_a_whole_transaction_faster_than_the_platter_bounds_the_flush():
-    one_client = Flush("pgbench tpcb-like, 1 client", "data", 0.6, bound=True)
+    one_client = Flush("tpcb-like at 1 client (pgbench)", "data", 0.6, bound=True)
     got = decide(facts(HDD, flushes=(probe(4.0), one_client)))
     assert got.verdict == "in doubt" and "600 µs per commit" in got.reason
     # ...but a transaction alone never shows that flushes take time.
@@ -271,10 +271,10 @@ def test_what_cannot_be_seen_is_unknown_never_durable():
 
 
 def test_a_step_with_its_own_unsafe_settings_is_named_apart():
-    step = StepSettings("7", "pgbench tpcb-like, 1 client", {**SAFE, "fsync": "off"})
+    step = StepSettings("7", "tpcb-like at 1 client", {**SAFE, "fsync": "off"})
     got = decide(facts(NVME, flushes=(probe(0.8),), steps=[step]))
     assert got.verdict == "durable"
-    assert got.steps == [{"step": "7", "label": "pgbench tpcb-like, 1 client",
+    assert got.steps == [{"step": "7", "label": "tpcb-like at 1 client",
                           "verdict": "not durable", "reason": "fsync=off",
                           "consequence": "corruption"}]  # fmt: skip
 
@@ -315,11 +315,31 @@ def test_a_stored_run_reads_with_its_verdict_in_the_document(tmp_path: Path):
     assert took in durability["reason"]
     flushes = {f["source"]: f for f in durability["evidence"]["flushes"]}
     # The step that skipped flushes is not one whose latency bounds a flush.
-    assert flushes["pgbench tpcb-like, 1 client"]["ms"] == 2.5
-    assert flushes["pgbench tpcb-like, 1 client"]["upper_bound"] is True
+    assert flushes["tpcb-like at 1 client (pgbench)"]["ms"] == 2.5
+    assert flushes["tpcb-like at 1 client (pgbench)"]["upper_bound"] is True
     (step,) = durability["steps"]
     assert step["reason"] == "fsync=off; synchronous_commit=off"
     assert target["advice"] == []
+
+
+def test_the_terminal_summary_starts_with_durability(tmp_path: Path):
+    import io
+
+    from rich.console import Console
+
+    from howfast.report.terminal import run_summary
+
+    unsafe = pgbench("/mnt/a", 900.0, clients=1)
+    unsafe.sections = {"postgres": {"settings": {"fsync": "off"}}}
+    run = store(tmp_path, {"data": DISK, "wal": DISK, "wal_on_data_device": True}, dict(SAFE),
+                [wal_probe("/mnt/a", 0.7), unsafe])  # fmt: skip
+    out = io.StringIO()
+    Console(file=out, width=300, color_system=None).print(run_summary(run))
+    text = " ".join(out.getvalue().split())
+    assert text.startswith("run 1 (quick): completed Durability [durable] /mnt/a: as far as")
+    step = "; but step 2 (tpcb-like at 1 client) ran with fsync=off: not durable"
+    assert step in text
+    assert text.index("pgbench tpcb-like") > text.index(step)  # the tables come after
 
 
 def test_a_run_stored_before_the_write_cache_was_recorded_reads_as_unknown(tmp_path: Path):

@@ -79,7 +79,7 @@ class Flush:
     """A measured time per flush. `bound`: a whole transaction (pgbench at 1 client), which
     only bounds the flush from above."""
 
-    source: str  # "fio wal-fsync", "pg_test_fsync fdatasync", "pgbench tpcb-like, 1 client"
+    source: str  # "fio wal-fsync", "pg_test_fsync fdatasync", "tpcb-like at 1 client (pgbench)"
     role: str  # the role whose device it timed
     ms: float
     bound: bool = False
@@ -100,7 +100,7 @@ class StepSettings:
     """A step that ran with its own durability settings, other than the target's."""
 
     step: str  # its id
-    label: str  # "pgbench tpcb-like, 1 client"
+    label: str  # "tpcb-like at 1 client"
     settings: dict[str, str]
 
 

@@ -83,6 +83,7 @@ NETWORK_PROVISIONERS = (
     "alibabacloud",
 )
 WAL_PROFILE = "wal-fsync"
+ONE_CLIENT_SOURCE = "tpcb-like at 1 client (pgbench)"
 SERVER_WORKLOADS = ("pgbench", "pgbench-init", "seqread")
 
 
@@ -279,7 +280,7 @@ def step_flushes(steps: Sequence[StepRecord], settings: Mapping[str, str]) -> li
         and (latency := _num(s.metrics.get("latency_avg_ms"))) is not None
     ]
     if one_client:
-        out.append(_mean_flush("pgbench tpcb-like, 1 client", "wal", one_client, bound=True))
+        out.append(_mean_flush(ONE_CLIENT_SOURCE, "wal", one_client, bound=True))
     return out
 
 
@@ -304,11 +305,12 @@ def step_settings(step: StepRecord) -> dict[str, str]:
 
 
 def step_label(step: StepRecord) -> str:
+    """'tpcb-like at 4 clients', as the why verdicts name a test."""
     p = step.all_params
     if step.workload == "pgbench":
         clients = p.get("clients")
-        who = f", {clients} client{'s' if clients != 1 else ''}" if clients else ""
-        return f"pgbench {p.get('mode') or 'script'}{who}"
+        who = f" at {clients} client{'s' if clients != 1 else ''}" if clients else ""
+        return f"{p.get('mode') or 'a custom script'}{who}"
     return step.workload
 
 
