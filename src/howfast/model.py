@@ -84,6 +84,8 @@ class TargetRecord:
     device: dict[str, JSONValue] = field(default_factory=dict)
     # A redacted connection string or the directory; never a password.
     location: str | None = None
+    # Derived when the run is read, never stored (analysis/derive.py): `durability`, `advice`
+    derived: dict[str, JSONValue] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,6 +151,9 @@ class RunRecord:
                     "pg_version": t.pg_version,
                     "settings": t.settings,
                     "device": t.device,
+                    # Can these flushes survive a crash, and what to try (docs/why.md)
+                    "durability": t.derived.get("durability"),
+                    "advice": t.derived.get("advice"),
                 }
                 for t in self.targets
             ],

@@ -81,6 +81,18 @@ def test_partition_resolves_to_its_disk(tmp_path: Path):
     assert info["read_ahead_kb"] == 128 and info["model"] == "Samsung SSD 980 PRO 1TB"
 
 
+def test_the_write_cache_and_driver_are_recorded_when_sysfs_has_them(tmp_path: Path):
+    sys_root = _fake_sys(tmp_path)
+    assert "write_cache" not in block_device("259:2", sys_root)  # an older kernel: unknown
+    disk = sys_root / "devices" / "pci" / "nvme0n1"
+    (disk / "queue" / "write_cache").write_text("write back\n")
+    driver = sys_root / "bus" / "pci" / "drivers" / "nvme"
+    driver.mkdir(parents=True)
+    (disk / "device" / "driver").symlink_to(driver)
+    info = block_device("259:2", sys_root)
+    assert info["write_cache"] == "write back" and info["driver"] == "nvme"
+
+
 def test_loop_device_resolves_to_backing_file_device(tmp_path: Path):
     info = block_device("7:3", _fake_sys(tmp_path))
     assert info["loop_backing_file"] == str(tmp_path / "backing.img")

@@ -140,6 +140,8 @@ class Comparison:
     environment: list[EnvDifference] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     alpha: float = ALPHA
+    # Each run's targets' durability verdicts (analysis/durability.py), shown first
+    durability: list[dict[str, JSONValue]] = field(default_factory=list)
 
     def document(self) -> dict[str, JSONValue]:
         return {
@@ -160,6 +162,7 @@ class Comparison:
             "unmatched": [{"run": str(rid), "test": label} for rid, label in self.unmatched],
             "environment": [d.document() for d in self.environment],
             "warnings": self.warnings,
+            "durability": self.durability,
         }
 
 
@@ -338,6 +341,13 @@ def compare_runs(runs: Sequence[RunRecord], *, targets: Sequence[str] | None = N
         ],
         environment=environment_diff(runs),
     )
+    comparison.durability = [
+        {"run": str(r.id), "side": ref.name, "target_index": index, "target": t.name,
+         "verdict": doc.get("verdict"), "reason": doc.get("reason")}
+        for r, ref in zip(runs, comparison.runs, strict=True)
+        for index, t in enumerate(r.targets)
+        if isinstance(doc := t.derived.get("durability"), dict)
+    ]  # fmt: skip
     per_run = [{g.key: g for g in group_steps(r)} for r in runs]
     keys = list(dict.fromkeys(k for groups in per_run for k in groups))
     for key in keys:

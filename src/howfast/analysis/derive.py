@@ -11,7 +11,8 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 - latency percentiles from too few transactions to be bounded (analysis/percentiles.py);
 - fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py);
 - whether an emulated volume added the latency asked (analysis/emulation.py);
-- the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py).
+- the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py);
+- each target's durability verdict and advice (analysis/durability.py, analysis/advice.py).
 
 Steps stored before schema 4 (`StepRecord.legacy`) carry such figures frozen at run time:
 the ones today's rules can derive again replace them. A derived warning already stored is
@@ -26,11 +27,14 @@ from dataclasses import replace
 from typing import Any
 
 from howfast.analysis import own_io, percentiles, rate_verdicts, why
+from howfast.analysis.advice import advise
+from howfast.analysis.advice_facts import target_advice_facts
+from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
 from howfast.analysis.io import analyze_step
 from howfast.analysis.working_set import regime_warnings
-from howfast.model import JSONValue, RunRecord, StepRecord
+from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.workloads.pgbench.build import expected_seconds
 
 # What analysis/io.py adds, to be replaced in legacy steps.
@@ -84,7 +88,23 @@ def derive_run(run: RunRecord) -> RunRecord:
         steps.append(derived)
     _summarise_curves(steps)
     _warn_about_emulation(run, steps)
-    return replace(run, steps=steps)
+    out = replace(run, steps=steps)
+    out.targets = _judge_targets(out)
+    return out
+
+
+def _judge_targets(run: RunRecord) -> list[TargetRecord]:
+    """Each target with its durability verdict and the advice its steps support
+    (analysis/durability.py, analysis/advice.py; docs/why.md)."""
+    verdicts = judge_run(run)
+    targets = []
+    for target in run.targets:
+        verdict = verdicts[target.name]
+        own = [s for s in run.steps if s.target == target.name]
+        found = advise(target_advice_facts(target, own, run.environment, verdict))
+        derived = {"durability": verdict.document(), "advice": [a.document() for a in found]}
+        targets.append(replace(target, derived={**target.derived, **derived}))
+    return targets
 
 
 def _warn_about_emulation(run: RunRecord, steps: list[StepRecord]) -> None:

@@ -153,9 +153,23 @@ def why_lines(c: Comparison) -> list[RenderableType]:
     return [Text("Why", style="bold"), *lines] if lines else []
 
 
+def durability_lines(c: Comparison) -> list[RenderableType]:
+    """Each run's targets' durability, first: a faster run may be one that skips flushes."""
+    lines: list[RenderableType] = []
+    for entry in c.durability:
+        index = entry.get("target_index")
+        same = {str(e.get("verdict")) for e in c.durability if e.get("target_index") == index}
+        who = (
+            entry["side"] if c.runs[0].target is not None else f"{entry['side']} {entry['target']}"
+        )
+        text = f"  [{entry['verdict']}] {who}: {entry['reason']}"
+        lines.append(Text(text, style="yellow" if len(same) > 1 else ""))
+    return [Text("Durability", style="bold"), *lines] if lines else []
+
+
 def comparison_view(c: Comparison) -> RenderableType:
     notes = _Notes()
-    parts: list[RenderableType] = [*why_lines(c)]
+    parts: list[RenderableType] = [*durability_lines(c), *why_lines(c)]
     if c.tests:
         for other in range(1, len(c.runs)):
             parts += [comparison_table(c, other, notes), *statement_lines(c, other)]

@@ -12,6 +12,7 @@ from howfast.analysis.stats import MIN_REPETITIONS
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
 from howfast.report import rate_section, tables
 from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
+from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
 from howfast.report.sweep_table import sweep_charts, sweep_table
 
@@ -67,8 +68,16 @@ def build(view: Overview) -> ReportDocument:
     charts = report_charts(view)
     run_ids = ", ".join(str(r.id) for r in view.runs)
     sections = []
+    titles: dict[int, dict[str, str]] = {}
+    for target in view.targets:
+        titles.setdefault(target.run_id, {})[target.name] = target.title
+    durability, advice = report_sections(view.runs, titles)
+    if durability:  # can these commits survive a crash: first (docs/why.md)
+        sections.append(Section("durability", "Durability", [*durability]))
     if view.why:
         sections.append(Section("why", "Why", [*_why_blocks(view), *charts.why]))
+    if advice:
+        sections.append(Section("advice", "Advice", [*advice]))
     sections += [
         Section("runs", "Runs", [_how_to_read(view), tables.runs_table(view.runs)]),
         Section("environment", "Environment", [tables.environment_table(view.targets)]),

@@ -24,6 +24,7 @@ from howfast.report import (
     regimes_table,
     sweep_table,
 )
+from howfast.report.durability_view import advice_parts, durability_parts
 
 
 def _fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
@@ -367,10 +368,12 @@ def run_summary(run: RunRecord) -> RenderableType:
         style="bold",
     )
     if is_fleet(run):  # a table per instance would bury the classes: `results show` has them
-        return Group(header, *fleet_table.fleet_parts(run))
+        return Group(header, *durability_parts(run), *fleet_table.fleet_parts(run))
     return Group(
         header,
+        *durability_parts(run),  # can these commits survive a crash: first (docs/why.md)
         *why_parts(run),
+        *advice_parts(run),
         *[target_tables(s) for s in summarize(run)],
         *sweep_table.sweep_parts(run),
         *rate_table.rate_parts(run),

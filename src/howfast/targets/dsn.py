@@ -80,12 +80,18 @@ class DsnTarget(Target):
 
     def record(self) -> TargetRecord:
         version, settings = pgquery.server_facts(self.connection)
+        device: dict[str, object] = {
+            "note": "an existing server: its storage is not visible to howfast"
+        }
+        platform = pgquery.server_platform(self.connection)
+        if platform:
+            device["server_platform"] = platform  # what wal_sync_method means depends on it
         return TargetRecord(
             name=self.name,
             kind=self.kind,
             pg_version=version,
             settings=settings,
-            device={"note": "an existing server: its storage is not visible to howfast"},
+            device=device,
             location=self.location,
         )
 

@@ -92,6 +92,17 @@ def _whole_disk(name: str, sys_root: Path) -> str:
     return name
 
 
+def _driver(device: Path) -> str | None:
+    """The kernel driver bound to a disk's device (an NVMe namespace's is its controller's)."""
+    for link in (device / "driver", device / "device" / "driver"):
+        try:
+            if link.is_symlink():
+                return link.resolve().name
+        except OSError:
+            return None
+    return None
+
+
 def block_device(devnum: str, sys_root: Path = SYS, _depth: int = 0) -> dict[str, JSONValue]:
     """Facts about the block device with number 'major:minor'."""
     name = _block_name(devnum, sys_root)
@@ -108,6 +119,15 @@ def block_device(devnum: str, sys_root: Path = SYS, _depth: int = 0) -> dict[str
     rotational = _read(queue / "rotational")
     if rotational is not None:
         info["rotational"] = rotational == "1"
+    # Whether the device keeps writes in a volatile cache until a flush ("write back") or
+    # not ("write through"), and which driver serves it (virtio_blk: a virtual disk, whose
+    # rotational flag says nothing of the medium): the durability rules read both.
+    write_cache = _read(queue / "write_cache")
+    if write_cache:
+        info["write_cache"] = write_cache
+    driver = _driver(sys_root / "block" / disk / "device")
+    if driver:
+        info["driver"] = driver
     scheduler = _read(queue / "scheduler")
     if scheduler is not None:
         info["scheduler"] = parse_scheduler(scheduler)
@@ -145,7 +165,13 @@ def describe_path(path: Path) -> dict[str, JSONValue]:
             source=mount.source,
             mount_options=mount.options,
         )
-    info["device"] = block_device(devnum)
+    device = block_device(devnum)
+    backing = device.get("loop_backing_file")
+    if isinstance(backing, str):  # a loop device on a file: on which filesystem (tmpfs?)
+        under = mount_for(Path(backing), entries)
+        if under is not None:
+            device["backing_fstype"] = under.fstype
+    info["device"] = device
     return info
 
 

@@ -74,6 +74,23 @@ def server_facts(conn: Connection) -> tuple[str, dict[str, str]]:
     return version, settings
 
 
+def server_platform(conn: Connection) -> str | None:
+    """The platform the server was built for (`platform_of` its version() text)."""
+    with connect(conn) as db:
+        row = db.execute("SELECT version()").fetchone()
+    return platform_of(str(row[0])) if row else None
+
+
+def platform_of(version: str) -> str | None:
+    """'PostgreSQL 16.4 on x86_64-pc-linux-gnu, compiled by gcc ...' -> 'x86_64-pc-linux-gnu';
+    Windows builds made with Visual C++ name no platform: 'windows'. Whether a
+    wal_sync_method flushes the drive's cache depends on it (docs/why.md, durability)."""
+    found = re.search(r" on (\S+?),", version)
+    if found:
+        return found.group(1)
+    return "windows" if "Visual C++" in version else None
+
+
 _MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 
 
