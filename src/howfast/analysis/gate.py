@@ -164,12 +164,14 @@ def evaluate(comparison: Comparison, thresholds: Sequence[Threshold]) -> GateRes
         found = False
         for test in comparison.tests:
             figure = next((m for m in test.metrics if m.metric == threshold.metric), None)
-            if figure is None:
-                continue
+            base = test.groups[0]
+            if figure is None and (base is None or base.value(threshold.metric) is None):
+                continue  # a test without this figure
             found = True
             label = test.label + (f" (target {test.target_index + 1})" if several_targets else "")
             for index, run in enumerate(comparison.runs[1:], start=1):
-                checks.append(_check(threshold, label, run.name, figure.differences[index]))
+                difference = figure.differences[index] if figure is not None else None
+                checks.append(_check(threshold, label, run.name, difference))
         if not found:
             checks.append(
                 Check(
