@@ -133,15 +133,17 @@ class GateResult:
         }[self.outcome]
 
     def summary(self) -> str:
-        counts = {o: sum(c.outcome == o for c in self.checks) for o in ("fail", "cannot judge")}
+        total = f"{len(self.checks)} check{'s' if len(self.checks) != 1 else ''}"
+        failed = sum(c.outcome == "fail" for c in self.checks)
+        unjudged = sum(c.outcome == "cannot judge" for c in self.checks)
         if self.outcome == "fail":
-            return f"gate: FAILED ({counts['fail']} of {len(self.checks)} checks past threshold)"
+            return f"gate: FAILED ({failed} of {total} significantly past its threshold)"
         if self.outcome == "cannot judge":
             return (
-                f"gate: cannot judge ({counts['cannot judge']} of {len(self.checks)} checks): "
-                "give runs made with --repeat 3 or more"
+                f"gate: cannot judge ({unjudged} of {total}): give runs made with --repeat 3 "
+                "or more, which both ran the tests"
             )
-        return f"gate: passed ({len(self.checks)} checks within their thresholds)"
+        return f"gate: passed ({total}, none significantly past its threshold)"
 
     def document(self) -> dict[str, JSONValue]:
         return {
