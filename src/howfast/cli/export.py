@@ -96,7 +96,7 @@ def json_command(run_ids: tuple[str, ...], output: str | None, store: str | None
         exported_at=now(),
         howfast_version=__version__,
     )
-    text = json.dumps(document, indent=1) + "\n"
+    text = json.dumps(document, separators=(",", ":")) + "\n"  # compact: series are long
     path = write_output(output, [text], env.stdout)
     return _done(env, path, f"{len(runs)} run{'s' if len(runs) > 1 else ''}")
 

@@ -40,10 +40,25 @@ def write_chunks(path: Path, chunks: Iterable[str]) -> None:
 def write_output(output: str | None, chunks: Iterable[str], stdout: TextIO) -> Path | None:
     """To stdout when `output` is None or '-', else atomically to that file (returned)."""
     if output is None or output == "-":
-        for chunk in chunks:
-            stdout.write(chunk)
-        stdout.flush()
+        try:
+            for chunk in chunks:
+                stdout.write(chunk)
+            stdout.flush()
+        except BrokenPipeError:  # the reader had what it wanted (`| head`): stop quietly
+            _silence(stdout)
         return None
     path = Path(output)
     write_chunks(path, chunks)
     return path
+
+
+def _silence(stdout: TextIO) -> None:
+    """Point the closed pipe's descriptor at /dev/null, so that Python's last flush at exit
+    does not fail again on it."""
+    try:
+        fd = stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
