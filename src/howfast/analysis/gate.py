@@ -56,7 +56,8 @@ def parse_threshold(text: str, accepted: Sequence[str] | None = None) -> Thresho
             f"--fail-if {text!r}: not a threshold",
             f"write METRIC<-N% or METRIC>+N%, {EXAMPLES}",
         )
-    metric, op, sign = found["metric"], found["op"], found["sign"]
+    metric, sign = found["metric"], found["sign"]
+    op: Literal["<", ">"] = "<" if found["op"] == "<" else ">"
     if metric not in accepted:
         raise UsageError(
             f"--fail-if {text!r}: unknown metric {metric!r}",
@@ -79,7 +80,7 @@ def parse_threshold(text: str, accepted: Sequence[str] | None = None) -> Thresho
             f"--fail-if {text!r}: a figure cannot fall by 100% or more",
             "give a fall below 100%, e.g. 'tps<-5%'",
         )
-    return Threshold(metric, op, change, text.strip())  # type: ignore[arg-type]
+    return Threshold(metric, op, change, text.strip())
 
 
 @dataclass(frozen=True)
