@@ -1,7 +1,8 @@
-"""`python -m howfast` and the `howfast` command. The modules load inside `run`, so that a
-Ctrl-C while they load (a second or more on a busy machine) is an interruption, not a
-traceback."""
+"""`python -m howfast`, the `howfast` command and `kubectl-howfast`, the kubectl plugin. The
+modules load inside `run`, so that a Ctrl-C while they load (a second or more on a busy
+machine) is an interruption, not a traceback."""
 
+import os
 import sys
 
 
@@ -15,6 +16,29 @@ def run() -> None:
         sys.stderr.write("howfast: interrupted\n")
         sys.exit(130)
     main()
+
+
+def run_kubectl() -> None:
+    """`kubectl howfast ...` (kubectl runs `kubectl-howfast` from the PATH): howfast with
+    kubectl's -n, --context and --kubeconfig (cli/kubectl_args.py, docs/kubectl.md)."""
+    from howfast import early_signal
+
+    early_signal.install()
+    try:
+        from howfast.cli import main
+        from howfast.cli.kubectl_args import PROG, translate
+        from howfast.errors import ExitStatus, UsageError
+    except KeyboardInterrupt:
+        sys.stderr.write("howfast: interrupted\n")
+        sys.exit(130)
+    try:
+        translated = translate(sys.argv[1:])
+    except UsageError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        sys.exit(int(ExitStatus.USAGE))
+    if translated.kubeconfig is not None:  # read by the Kubernetes target when it loads it
+        os.environ["KUBECONFIG"] = translated.kubeconfig
+    main(translated.argv, prog_name=PROG)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ class ExitStatus(enum.IntEnum):
     OK = 0
     ERROR = 1  # a step or the run failed
     USAGE = 2  # bad input: arguments, plan, target
+    CANNOT_JUDGE = 3  # compare --fail-if: too few repetitions to judge a threshold
     ABORTED = 130  # interrupted by SIGINT or SIGTERM
 
 

@@ -22,7 +22,7 @@ def secrets_given(argv: list[str]) -> list[str]:
     return sorted({p for text in texts for p in passwords_in(text)}, key=len, reverse=True)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, prog_name: str = "howfast") -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     secrets = secrets_given(args)
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(status)
 
     try:
-        status = cli.main(args=args, prog_name="howfast", standalone_mode=False)
+        status = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
     except HowfastError as exc:
         fail(f"howfast: error: {exc}", int(exc.exit_status))
     except click.exceptions.Abort:

@@ -6,6 +6,7 @@ import click
 
 from howfast.analysis import steady
 from howfast.analysis.compare import compare_runs, compare_targets
+from howfast.analysis.gate import evaluate, parse_threshold
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
 from howfast.cli.reading import read_runs
@@ -16,9 +17,20 @@ from howfast.report.compare_view import comparison_view
 
 @click.command("compare")
 @click.argument("run_ids", nargs=-1, required=True, metavar="RUN_A [RUN_B...]")
+@click.option(
+    "--fail-if",
+    "fail_if",
+    multiple=True,
+    metavar="'METRIC<-N%'",
+    help="A CI gate: exit 1 when a figure is past this change from the first run and the "
+    "difference is significant, 3 when that cannot be judged (one repetition); repeatable. "
+    "E.g. 'tps<-5%', 'latency_p99_ms>+10%'.",
+)
 @store_option
 @json_option
-def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) -> int:
+def compare_command(
+    run_ids: tuple[str, ...], fail_if: tuple[str, ...], store: str | None, as_json: bool
+) -> int:
     """Compare runs side by side (or, given one run, its targets): ratios to the first,
     with their 95% interval, and significance.
 
@@ -35,9 +47,11 @@ def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) 
       howfast compare 12 14
       howfast run quick --target /mnt/a --target /mnt/b --until ci=2%   # run 15
       howfast compare 15                                # /mnt/b against /mnt/a
+      howfast compare 12 14 --fail-if 'tps<-5%' --fail-if 'latency_p99_ms>+10%'
     """
     env = CliEnv()
     ids = [parse_run_id(r) for r in run_ids]
+    thresholds = [parse_threshold(text) for text in fail_if]  # before the store is opened
     db = open_results(env, store, reading=True)
     try:
         runs = read_runs(db, ids, series=steady.SERIES, for_people=not as_json)
@@ -53,8 +67,18 @@ def compare_command(run_ids: tuple[str, ...], store: str | None, as_json: bool) 
         comparison = compare_targets(runs[0])
     else:
         comparison = compare_runs(runs)
+    gate = evaluate(comparison, thresholds) if thresholds else None
     if as_json:
-        env.print_json(comparison.document())
+        document = comparison.document()
+        if gate is not None:
+            document["gate"] = gate.document()
+        env.print_json(document)
     else:
         env.out.print(comparison_view(comparison))
-    return 0
+    if gate is None:
+        return 0
+    if not as_json:
+        for check in gate.checks:
+            env.out.print(check.line(), markup=False)
+    env.info(gate.summary())
+    return gate.exit_status

@@ -9,6 +9,7 @@ from rich.text import Text
 from howfast.cli.context import CliEnv
 from howfast.cli.options import check_path_value, json_option
 from howfast.doctor import all_checks
+from howfast.install_hints import install_commands, missing_tools, this_family, with_install_hints
 from howfast.store import default_store_location
 
 
@@ -26,7 +27,9 @@ def doctor_command(pg_bin: str | None, as_json: bool) -> int:
     Exits 1 when something every benchmark needs is missing.
     """
     env = CliEnv()
-    checks = all_checks(pg_bin)
+    family = this_family()
+    checks = with_install_hints(all_checks(pg_bin), family)
+    commands = install_commands(missing_tools(checks), family)
     missing_required = [c for c in checks if c.required and not c.ok]
     if as_json:
         env.print_json(
@@ -34,6 +37,7 @@ def doctor_command(pg_bin: str | None, as_json: bool) -> int:
                 "ok": not missing_required,
                 "store": default_store_location(),
                 "checks": [c.as_dict() for c in checks],
+                "install": [c.document() for c in commands],
             }
         )
     else:
@@ -49,5 +53,15 @@ def doctor_command(pg_bin: str | None, as_json: bool) -> int:
             lost = "" if c.ok else (c.disables or "") + (f"\n→ {c.hint}" if c.hint else "")
             table.add_row(mark, c.name, c.detail, lost)
         env.out.print(table)
+        if commands:
+            env.out.print(
+                "To install what is missing (k8s:// targets need none of it: their tools run "
+                "in the pod):",
+                markup=False,
+            )
+            for command in commands:
+                here = " (this machine)" if command.this_machine else ""
+                note = f"\n      {command.note}" if command.note else ""
+                env.out.print(f"  {command.name}{here}:\n    {command.command}{note}", markup=False)
         env.out.print(f"results store: {default_store_location()}", markup=False)
     return 1 if missing_required else 0

@@ -96,3 +96,9 @@ def import_fio(source: str, label: str | None, store: str | None, as_json: bool)
       howfast import fio result.json --label "ceph rbd"
     """
     return store_imported(source, label, store, as_json, import_fio_text)
+
+
+# `import run` (a run file of `howfast export json`) lives in its own module.
+from howfast.cli.import_run import import_run_command  # noqa: E402
+
+import_group.add_command(import_run_command)

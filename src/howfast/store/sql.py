@@ -129,7 +129,9 @@ class SqlStore(Store):
                 "metrics": step.metrics,
                 "warnings": step.warnings,
             }
-            if self.schema_version >= RESOLVED_VERSION:  # never NULL: NULL marks older steps
+            # Never NULL, which marks older steps, except for such a step imported from a
+            # run file (exports/restore.py): its frozen figures still give way when derived.
+            if self.schema_version >= RESOLVED_VERSION and not step.legacy:
                 values["resolved"] = step.resolved
             if step.sections:  # left NULL otherwise, as for steps stored before v2
                 values["sections"] = step.sections

@@ -1,0 +1,56 @@
+"""`howfast import run FILE|-`: the runs of a run file (`howfast export json`) stored in this
+store, each under a new id with where it came from (the work is in howfast/exports/)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from howfast import import_text
+from howfast.cli.context import CliEnv
+from howfast.cli.options import json_option, store_option
+from howfast.cli.reading import read_run, run_document
+from howfast.cli.stores import open_results
+from howfast.exports.restore import restore_run
+from howfast.exports.runfile import parse_run_file
+from howfast.report import terminal
+from howfast.store.liveness import this_process
+
+
+@click.command("run")
+@click.argument("source", metavar="FILE|-")
+@store_option
+@json_option
+def import_run_command(source: str, store: str | None, as_json: bool) -> int:
+    """Store the runs of a run file written by `howfast export json`: the same figures,
+    series and histograms, each run under a new id, with its provenance (source store, run
+    id, when it was exported, by which howfast) in its environment.
+
+    \b
+    Example:
+      howfast export json 12 -o run-12.json --store ci.db
+      howfast import run run-12.json            # into the default store
+    """
+    env = CliEnv()
+    text = import_text.open_source(source, sys.stdin.buffer if source == "-" else None)
+    name = text.name
+    # Read and checked whole before anything is written: a bad file stores nothing.
+    exported = parse_run_file(text.text(), name)
+    db = open_results(env, store)
+    try:
+        new_ids = []
+        for item in exported:
+            new_ids.append(restore_run(db, item, writer=this_process().document()))
+            env.info(f"run {item.provenance.source_run_id} of {name} stored as run {new_ids[-1]}")
+        runs = [read_run(db, rid) for rid in new_ids]
+    finally:
+        db.close()
+    if as_json:
+        # A list whatever the count: a run file may hold several runs.
+        env.print_json([run_document(run) for run in runs if run is not None])
+    else:
+        for run in runs:
+            if run is not None:
+                env.out.print(terminal.run_summary(run))
+    return 0

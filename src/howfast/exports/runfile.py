@@ -1,0 +1,300 @@
+"""The run file of `howfast export json` and `howfast import run` (docs/json.md#run-files).
+
+A run file holds runs as they are stored: what was measured (the tools' figures, the samplers'
+sections, every per-second series and histogram), what was asked and resolved, warnings and
+errors. Derived figures and verdicts are not in it: like those of any run, they are derived
+again when the imported run is read, so the copy shows the same figures and verdicts as the
+original. Pure: records in, a JSON document out, and back, with every fault in the file named
+by where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from howfast.errors import UsageError
+from howfast.model import JSONValue, RunRecord, Sample, StepRecord, TargetRecord
+
+FORMAT = "howfast-runs"
+VERSION = 1  # a new key in the file is a new version: this one refuses keys it does not know
+FINAL_STATUSES = ("completed", "failed", "aborted")
+
+
+def export_document(
+    runs: list[RunRecord], *, source_store: str, exported_at: str, howfast_version: str
+) -> dict[str, JSONValue]:
+    """The run file of `runs`, read as stored (not derived) with their series and
+    histograms. A run still `running` is refused: its copy would miss the steps to come."""
+    for run in runs:
+        if run.status not in FINAL_STATUSES:
+            raise UsageError(
+                f"run {run.id} is {run.status}: export it once it has ended",
+                "see `howfast results list`",
+            )
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": exported_at,
+        "howfast_version": howfast_version,
+        "source": {"store": source_store},
+        "runs": [run_entry(run) for run in runs],
+    }
+
+
+def run_entry(run: RunRecord) -> dict[str, JSONValue]:
+    return {
+        "id": str(run.id),
+        "plan": run.plan,
+        "label": run.label,
+        "status": run.status,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "environment": run.environment,
+        "targets": [
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "location": t.location,
+                "pg_version": t.pg_version,
+                "settings": t.settings,
+                "device": t.device,
+            }
+            for t in run.targets
+        ],
+        "steps": [_step_entry(s) for s in run.steps],
+    }
+
+
+def _step_entry(step: StepRecord) -> dict[str, JSONValue]:
+    return {
+        "id": str(step.id),
+        "target": step.target,
+        "workload": step.workload,
+        "asked": step.params,
+        "resolved": step.resolved,
+        "status": step.status,
+        "error": step.error,
+        "started_at": step.started_at,
+        "finished_at": step.finished_at,
+        "metrics": step.metrics,
+        "warnings": step.warnings,
+        "sections": step.sections,
+        # JSON has no NaN: a missing value is null, as in the run document.
+        "series": {
+            name: [[p.t, p.value if math.isfinite(p.value) else None] for p in points]
+            for name, points in step.series.items()
+        },
+        "histograms": {
+            name: {str(k): v for k, v in sorted(counts.items())}
+            for name, counts in step.histograms.items()
+        },
+        # Stored by a howfast before schema 4: its frozen figures give way when derived.
+        "legacy": step.legacy,
+    }
+
+
+# -- reading a run file back ---------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Target(_Strict):
+    name: str
+    kind: str
+    location: str | None
+    pg_version: str | None
+    settings: dict[str, str]
+    device: dict[str, Any]
+
+
+class _Step(_Strict):
+    id: str
+    target: str
+    workload: str
+    asked: dict[str, Any]
+    resolved: dict[str, Any]
+    status: Literal["completed", "failed", "skipped"]
+    error: str | None
+    started_at: str
+    finished_at: str
+    metrics: dict[str, Any]
+    warnings: list[str]
+    sections: dict[str, dict[str, Any]]
+    series: dict[str, list[tuple[float, float | None]]]
+    histograms: dict[str, dict[str, int]]
+    legacy: bool
+
+
+class _Run(_Strict):
+    id: str
+    plan: str
+    label: str | None
+    status: Literal["completed", "failed", "aborted"]
+    started_at: str
+    finished_at: str | None
+    environment: dict[str, Any]
+    targets: list[_Target]
+    steps: list[_Step]
+
+
+class _Source(_Strict):
+    store: str
+
+
+class _File(_Strict):
+    format: Literal["howfast-runs"]
+    version: Literal[1]
+    exported_at: str
+    howfast_version: str
+    source: _Source
+    runs: list[_Run]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where an imported run comes from: recorded in its environment as `provenance`."""
+
+    source_store: str
+    source_run_id: str
+    exported_at: str
+    exported_by: str  # the howfast version that wrote the file
+    file: str
+
+    def document(self, imported_at: str) -> dict[str, JSONValue]:
+        return {
+            "source_store": self.source_store,
+            "source_run_id": self.source_run_id,
+            "exported_at": self.exported_at,
+            "exported_by": f"howfast {self.exported_by}",
+            "file": self.file,
+            "imported_at": imported_at,
+        }
+
+
+@dataclass(frozen=True)
+class ExportedRun:
+    run: RunRecord  # as stored where it was exported from (its id is that store's)
+    provenance: Provenance
+
+
+def parse_run_file(text: str, name: str) -> list[ExportedRun]:
+    """The runs of a run file; UsageError naming the file, the place in it and what was
+    expected when it is not one."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{name}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            "give a file written by `howfast export json`",
+        ) from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise UsageError(
+            f'{name}: not a howfast run file (no "format": "{FORMAT}")',
+            "give a file written by `howfast export json`; tool output is imported with "
+            "`howfast import pgbench` or `howfast import fio`",
+        )
+    if raw.get("version") != VERSION:
+        raise UsageError(
+            f"{name}: run file version {raw.get('version')!r}, this howfast reads version "
+            f"{VERSION}",
+            "import it with the howfast that wrote it, or a newer one",
+        )
+    try:  # from the text: JSON arrays are the series' [t, value] pairs
+        parsed = _File.model_validate_json(text)
+    except ValidationError as exc:
+        raise UsageError(f"{name}: {_first_error(exc)}") from None
+    if not parsed.runs:
+        raise UsageError(f"{name}: the run file holds no run")
+    found = []
+    for index, run in enumerate(parsed.runs):
+        _check_names(run, f"{name}: runs[{index}]")
+        provenance = Provenance(
+            parsed.source.store, run.id, parsed.exported_at, parsed.howfast_version, name
+        )
+        found.append(ExportedRun(_record(run), provenance))
+    return found
+
+
+def _first_error(exc: ValidationError) -> str:
+    """'runs[0].steps[2].status: Input should be ...' (and how many more faults there are)."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ""
+    for part in first["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where or 'the document'}: {first['msg']}{more}"
+
+
+def _check_names(run: _Run, where: str) -> None:
+    """Steps name their target; histogram values are integers (microseconds)."""
+    names = [t.name for t in run.targets]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{where}.targets: two targets have the same name")
+    for i, step in enumerate(run.steps):
+        if step.target not in names:
+            raise UsageError(
+                f"{where}.steps[{i}].target: {step.target!r} is not one of the run's targets "
+                f"({', '.join(names) or 'none'})"
+            )
+        for hist, counts in step.histograms.items():
+            for key in counts:
+                if not key.lstrip("-").isdigit():
+                    raise UsageError(
+                        f"{where}.steps[{i}].histograms.{hist}: {key!r} is not an integer value"
+                    )
+
+
+def _record(run: _Run) -> RunRecord:
+    return RunRecord(
+        id=int(run.id) if run.id.isdigit() else 0,
+        plan=run.plan,
+        status=run.status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        environment=dict(run.environment),
+        targets=[
+            TargetRecord(
+                name=t.name,
+                kind=t.kind,
+                pg_version=t.pg_version,
+                settings=dict(t.settings),
+                device=dict(t.device),
+                location=t.location,
+            )
+            for t in run.targets
+        ],
+        steps=[
+            StepRecord(
+                target=s.target,
+                workload=s.workload,
+                params=dict(s.asked),
+                status=s.status,
+                started_at=s.started_at,
+                finished_at=s.finished_at,
+                metrics=dict(s.metrics),
+                warnings=list(s.warnings),
+                error=s.error,
+                series={
+                    name: [Sample(t, math.nan if v is None else v) for t, v in points]
+                    for name, points in s.series.items()
+                },
+                histograms={
+                    name: {int(k): v for k, v in counts.items()}
+                    for name, counts in s.histograms.items()
+                },
+                sections={k: dict(v) for k, v in s.sections.items()},
+                resolved=dict(s.resolved),
+                legacy=s.legacy,
+            )
+            for s in run.steps
+        ],
+        label=run.label,
+    )
