@@ -79,6 +79,9 @@ class ClusterFacts:
     server: str
     node: str  # the first node
     nodes: tuple[str, ...]  # every node, the first one first
+    node_cgroup_roots: dict[
+        str, str
+    ]  # node -> its kubelet's cgroupRoot ("/" or "/howfast-lab-node2")
     k8s_version: str
     storage_classes: dict[str, str]
     default_storage_class: str
@@ -519,6 +522,9 @@ def facts(paths: Paths, started_in_s: float = 0.0, nodes: int = 1) -> ClusterFac
         server=f"https://127.0.0.1:{config.API_PORT}",
         node=config.NODE_NAME,
         nodes=tuple(node.name for node in node_specs(paths, nodes)),
+        node_cgroup_roots={
+            node.name: f"/{node.cgroup_root or ''}" for node in node_specs(paths, nodes)
+        },
         k8s_version=config.K8S_VERSION,
         storage_classes={
             config.SC_DISK: "local-path-provisioner on a directory on disk",
