@@ -81,6 +81,12 @@ def test_both_nodes_ready_on_loopback(kube: Kube, two_nodes: TwoNodes) -> None:
     assert second["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == (
         config.NODE2_KUBELET_PORT
     )
+    # With the lab up, its ports are taken: the check `up` makes names the second node's too,
+    # and only when two nodes are asked for.
+    paths = Paths.default()
+    kubelet2 = f"{config.NODE2_ADDRESS}:{config.NODE2_KUBELET_PORT}"
+    assert kubelet2 in (cluster.run_blockers(paths, nodes=2) or "")
+    assert kubelet2 not in (cluster.run_blockers(paths, nodes=1) or "")
 
 
 def test_a_pod_pinned_to_the_second_node_runs_there(
