@@ -127,8 +127,8 @@ def two_nodes(k8s_lab: ClusterFacts) -> TwoNodes:
     two nodes unless told otherwise; a lab started by hand with one is skipped with why."""
     if len(k8s_lab.nodes) < 2:
         pytest.skip(
-            f"the running lab has one node ({k8s_lab.nodes[0]}): it was started with --nodes 1"
-            f" or {NODES_ENV}=1; `python -m tests.k8s.lab down`, then `up` starts two"
+            f"the lab has one node ({k8s_lab.nodes[0]}): it was started with --nodes 1 or"
+            f" {NODES_ENV}=1 (by hand: `python -m tests.k8s.lab down`, then `up` starts two)"
         )
     first, second = k8s_lab.nodes[:2]
     shared = k8s_lab.shared_storage_class
