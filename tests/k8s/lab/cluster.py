@@ -79,9 +79,8 @@ class ClusterFacts:
     server: str
     node: str  # the first node
     nodes: tuple[str, ...]  # every node, the first one first
-    node_cgroup_roots: dict[
-        str, str
-    ]  # node -> its kubelet's cgroupRoot ("/" or "/howfast-lab-node2")
+    # node -> its kubelet's cgroupRoot: "/" for the first, "/howfast-lab-node2" for the second
+    node_cgroup_roots: dict[str, str]
     k8s_version: str
     storage_classes: dict[str, str]
     default_storage_class: str
@@ -158,7 +157,7 @@ def expected_processes(count: int) -> set[str]:
     names = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
     names |= {f"provisioner-{key}" for key, *_ in PROVISIONERS}
     for i in range(1, count + 1):
-        suffix = "" if i == 1 else f"-{i}"
+        suffix = config.node_suffix(i)
         names |= {f"containerd{suffix}", f"kubelet{suffix}"}
     return names
 

@@ -126,6 +126,11 @@ LAB_DIR = Path(__file__).resolve().parent
 GO_SOURCES = LAB_DIR / "go"
 
 
+def node_suffix(index: int) -> str:
+    """Appended to the names of a node's processes in the state file ("kubelet", "kubelet-2")."""
+    return "" if index == 1 else f"-{index}"
+
+
 def default_nodes() -> int:
     """How many nodes `up` starts when not told: $HOWFAST_K8S_LAB_NODES, else DEFAULT_NODES."""
     value = os.environ.get(NODES_ENV, "").strip()
@@ -259,8 +264,7 @@ class NodeSpec:
 
     @property
     def suffix(self) -> str:
-        """Appended to the names of its processes in the state file ("kubelet", "kubelet-2")."""
-        return "" if self.index == 1 else f"-{self.index}"
+        return node_suffix(self.index)
 
     @property
     def containerd_dir(self) -> Path:
