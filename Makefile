@@ -24,7 +24,7 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
-# Every test, the Kubernetes lab tests (tests/k8s: a real single-node cluster on loopback,
+# Every test, the Kubernetes lab tests (tests/k8s: a real two-node cluster on loopback,
 # tests/k8s/lab/README.md) beside the others; the first run on a machine builds the lab
 # (~15-30 min, cached in ~/.cache/howfast). HOWFAST_K8S_LAB=0 make test skips them.
 test: setup-test lint typecheck

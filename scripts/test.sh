@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suites of `make test`: the Kubernetes lab tests (tests/k8s, a real single-node
+# The test suites of `make test`: the Kubernetes lab tests (tests/k8s, a real two-node
 # cluster on loopback) and all the others, side by side, the others in two pytest-xdist
 # workers (a test file stays on one worker). Most tests spend their time waiting (pgbench for
 # its duration, servers starting, pods and volumes), so running them side by side keeps

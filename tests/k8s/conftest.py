@@ -1,4 +1,4 @@
-"""Kubernetes tests run against a real single-node cluster that tests/k8s/lab builds and starts.
+"""Kubernetes tests run against a real cluster of two nodes that tests/k8s/lab builds and starts.
 
 `make test` runs them (scripts/test.sh, unless HOWFAST_K8S_LAB=0), as do `make k8s-lab` and
 `HOWFAST_K8S_LAB=1 pytest -m k8s tests/k8s`; a plain `pytest` skips them with that hint (the
@@ -25,7 +25,7 @@ import pytest
 
 from tests.k8s.lab import build, cluster
 from tests.k8s.lab.cluster import ClusterFacts
-from tests.k8s.lab.config import Paths
+from tests.k8s.lab.config import NODES_ENV, Paths
 from tests.k8s.lab.proc import LabUnavailable
 
 HERE = Path(__file__).resolve().parent
@@ -45,6 +45,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ours = [item for item in items if HERE in Path(str(item.path)).parents]
     if not ours:
         return
+    # A test that takes the lab down runs after every other test that needs it.
+    last = [item for item in items if item.get_closest_marker("lab_teardown")]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
     if not _opted_in(config):
         skip = pytest.mark.skip(
             reason="k8s lab tests run in `make test`, `make k8s-lab` or "
@@ -105,6 +109,30 @@ def k8s_lab() -> Iterator[ClusterFacts]:
 @pytest.fixture(scope="session")
 def kube(k8s_lab: ClusterFacts) -> Kube:
     return Kube(k8s_lab)
+
+
+@dataclass(frozen=True)
+class TwoNodes:
+    """The lab's two nodes, and the StorageClass whose volumes both of them can mount."""
+
+    first: str  # "localhost"
+    second: str  # "127.0.0.2"
+    shared_storage_class: str  # "lab-shared": no node affinity, emulates network storage
+    shared_volume_dir: Path  # the host directory that class's volumes are made in
+
+
+@pytest.fixture(scope="session")
+def two_nodes(k8s_lab: ClusterFacts) -> TwoNodes:
+    """For tests that move pods between nodes or put a client on another node. The lab starts
+    two nodes unless told otherwise; a lab started by hand with one is skipped with why."""
+    if len(k8s_lab.nodes) < 2:
+        pytest.skip(
+            f"the lab has one node ({k8s_lab.nodes[0]}): it was started with --nodes 1 or"
+            f" {NODES_ENV}=1 (by hand: `python -m tests.k8s.lab down`, then `up` starts two)"
+        )
+    first, second = k8s_lab.nodes[:2]
+    shared = k8s_lab.shared_storage_class
+    return TwoNodes(first, second, shared, k8s_lab.volume_dirs[shared])
 
 
 @pytest.fixture

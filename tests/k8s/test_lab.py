@@ -9,105 +9,15 @@ import re
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.k8s.conftest import Kube
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK, SC_TMPFS
+from tests.k8s.objects import claim, pg_pod, restricted_namespace, wait_for
 
 pytestmark = pytest.mark.k8s
-
-RESTRICTED = "restricted"
-
-
-def _namespace(name: str) -> dict[str, Any]:
-    """A namespace that enforces the restricted Pod Security Standard at the latest version."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "pod-security.kubernetes.io/enforce": RESTRICTED,
-                "pod-security.kubernetes.io/enforce-version": "latest",
-            },
-        },
-    }
-
-
-def _pvc(ns: str, storage_class: str, size: str = "1Gi") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "data", "namespace": ns},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": storage_class,
-            "resources": {"requests": {"storage": size}},
-        },
-    }
-
-
-PG_START = """set -eu
-if [ ! -f "$PGDATA/PG_VERSION" ]; then
-  initdb -D "$PGDATA" -U postgres --auth=trust >/dev/null
-fi
-exec postgres -D "$PGDATA" -c listen_addresses=127.0.0.1 -c unix_socket_directories=/tmp \\
-  -c shared_buffers=64MB -c jit=off -c max_wal_size=256MB
-"""
-
-
-def _pg_pod(ns: str, facts: ClusterFacts) -> dict[str, Any]:
-    """PostgreSQL as the restricted standard wants it: non-root, RuntimeDefault seccomp, no
-    capability, no privilege escalation; its own network namespace (hostNetwork is forbidden)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "pg", "namespace": ns},
-        "spec": {
-            "automountServiceAccountToken": False,
-            "dnsPolicy": "Default",
-            "terminationGracePeriodSeconds": 5,
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": facts.pg_uid,
-                "runAsGroup": facts.pg_gid,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [
-                {
-                    "name": "pg",
-                    "image": facts.pg_image,
-                    "imagePullPolicy": "Never",
-                    "command": ["/bin/bash", "-c", PG_START],
-                    "env": [{"name": "PGDATA", "value": "/data/pgdata"}],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                    "readinessProbe": {
-                        "exec": {"command": ["pg_isready", "-h", "127.0.0.1", "-U", "postgres"]},
-                        "periodSeconds": 1,
-                    },
-                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                }
-            ],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-        },
-    }
-
-
-def _wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def _mount_fstype(path: Path) -> str:
@@ -135,10 +45,11 @@ def test_storage_classes(kube: Kube, k8s_lab: ClusterFacts) -> None:
     classes = {sc["metadata"]["name"]: sc for sc in kube.get("storageclass")["items"]}
     assert set(k8s_lab.storage_classes) <= set(classes)
     provisioners = {classes[name]["provisioner"] for name in k8s_lab.provisioned_classes}
-    assert len(provisioners) == 2  # two dynamic provisioners ...
-    disk, tmpfs = (k8s_lab.volume_dirs[name] for name in k8s_lab.provisioned_classes)
+    assert len(provisioners) == 3  # three dynamic provisioners ...
+    tmpfs = k8s_lab.volume_dirs[SC_TMPFS]
     assert _mount_fstype(tmpfs) == "tmpfs"  # ... on different storage
-    assert _mount_fstype(disk) != "tmpfs"
+    assert _mount_fstype(k8s_lab.volume_dirs[SC_DISK]) != "tmpfs"
+    assert _mount_fstype(k8s_lab.volume_dirs[k8s_lab.shared_storage_class]) != "tmpfs"
     none = classes[k8s_lab.no_provisioner_class]
     assert none["provisioner"] == "kubernetes.io/no-provisioner"
 
@@ -146,9 +57,9 @@ def test_storage_classes(kube: Kube, k8s_lab: ClusterFacts) -> None:
 def test_restricted_namespace_refuses_a_root_pod(kube: Kube, k8s_lab: ClusterFacts) -> None:
     """The admission check is really on: otherwise passing it would prove nothing."""
     ns = f"lab-psa-{uuid.uuid4().hex[:6]}"
-    kube.apply(_namespace(ns))
+    kube.apply(restricted_namespace(ns))
     try:
-        bad = _pg_pod(ns, k8s_lab)
+        bad = pg_pod(ns, k8s_lab)
         bad["spec"]["securityContext"] = {}
         bad["spec"]["containers"][0]["securityContext"] = {}
         proc = kube("apply", "--dry-run=server", "-f", "-", input=json.dumps(bad), check=False)
@@ -160,9 +71,9 @@ def test_restricted_namespace_refuses_a_root_pod(kube: Kube, k8s_lab: ClusterFac
 
 def test_claim_without_provisioner_stays_pending(kube: Kube, k8s_lab: ClusterFacts) -> None:
     ns = f"lab-pending-{uuid.uuid4().hex[:6]}"
-    kube.apply(_namespace(ns))
+    kube.apply(restricted_namespace(ns))
     try:
-        kube.apply(_pvc(ns, k8s_lab.no_provisioner_class))
+        kube.apply(claim(ns, k8s_lab.no_provisioner_class))
         time.sleep(2)
         assert kube.get("pvc", "data", "-n", ns)["status"]["phase"] == "Pending"
     finally:
@@ -181,10 +92,10 @@ def test_postgres_pgbench_fio_on_each_class(
 ) -> None:
     assert storage_class in k8s_lab.provisioned_classes
     ns = f"lab-pg-{uuid.uuid4().hex[:6]}"
-    kube.apply(_namespace(ns))
+    kube.apply(restricted_namespace(ns))
     try:
-        kube.apply(_pvc(ns, storage_class))
-        kube.apply(_pg_pod(ns, k8s_lab))  # admitted under "restricted"
+        kube.apply(claim(ns, storage_class))
+        kube.apply(pg_pod(ns, k8s_lab))  # admitted under "restricted"
         kube("wait", "--for=condition=Ready", "pod/pg", "-n", ns, "--timeout=180s", timeout=200)
 
         pvc = kube.get("pvc", "data", "-n", ns)
@@ -229,6 +140,6 @@ def test_postgres_pgbench_fio_on_each_class(
     finally:
         kube("delete", "namespace", ns, "--wait=true", timeout=180)
     # The claim's volume is released and its directory deleted by the provisioner.
-    _wait_for("no PersistentVolume left", lambda: not kube.get("pv")["items"], timeout=90)
+    wait_for("no PersistentVolume left", lambda: not kube.get("pv")["items"], timeout=90)
     leftover = list(k8s_lab.volume_dirs[storage_class].iterdir())
     assert leftover == []

@@ -42,6 +42,6 @@ def test_node_pins_the_pod_and_an_unknown_node_says_why(
     doc = json.loads(out.stdout)
     assert doc["status"] == "failed"
     error = doc["steps"][0]["error"]
-    # the scheduler's message for a pod no node can take: "0/1 nodes are available: ..."
-    assert "0/1 nodes are available" in error, error
+    # the scheduler's message for a pod no node can take: "0/2 nodes are available: ..."
+    assert f"0/{len(k8s_lab.nodes)} nodes are available" in error, error
     assert_clean(kube)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tests.k8s.lab import build, cluster
+from tests.k8s.lab import build, cluster, config
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError
 
@@ -15,7 +15,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.k8s.lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build or find binaries, images and PKI in the cache")
-    sub.add_parser("up", help="build if needed, then start the cluster; prints its facts as JSON")
+    up = sub.add_parser(
+        "up", help="build if needed, then start the cluster; prints its facts as JSON"
+    )
+    up.add_argument(
+        "--nodes",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help=f"how many nodes (default: ${config.NODES_ENV}, else {config.DEFAULT_NODES})",
+    )
     sub.add_parser("down", help="stop the cluster and restore what it changed on the host")
     sub.add_parser("status", help="print what runs and where the cache is, as JSON")
     sub.add_parser(
@@ -30,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             build.ensure_built(paths)
             print(paths.root)
         elif args.command == "up":
-            print(json.dumps(cluster.up(paths).as_dict(), indent=2))
+            print(json.dumps(cluster.up(paths, nodes=args.nodes).as_dict(), indent=2))
         elif args.command == "down":
             cluster.down(paths)
         elif args.command == "prune":

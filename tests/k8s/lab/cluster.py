@@ -1,12 +1,15 @@
-"""Start, stop and inspect the lab cluster: a real single-node Kubernetes on loopback only.
+"""Start, stop and inspect the lab cluster: a real Kubernetes of one or two nodes on loopback.
 
-up():   etcd, containerd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and two
-        local-path-provisioner processes, each a child in its own session, recorded by PID and
-        start time in run/state.json before anything else happens; host state is recorded first.
-down(): stops all of it (by recorded PID; container shims by our socket path; pod processes by
-        the cgroups our kubelet made), unmounts everything below run/, restores sysctls,
-        iptables chains and host paths. Safe to call at any time, any number of times; `up`
-        calls it first when a previous session left state behind (e.g. it was SIGKILLed).
+up():   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, three
+        local-path-provisioner processes, and per node a containerd and a kubelet (the second
+        node's with their own root, state, sockets, ports, certificates and cgroup root), each
+        a child in its own session, recorded by PID and start time in run/state.json before
+        anything else happens; host state is recorded first.
+down(): stops all of it (by recorded PID; container shims by our socket paths; pod processes
+        by the cgroups our kubelets made), unmounts everything below run/, removes the cgroups,
+        restores sysctls, iptables chains and host paths. Safe to call at any time, any number
+        of times; `up` calls it first when a previous session left state behind (e.g. it was
+        SIGKILLed).
 lab():  a context manager for test sessions: up, yield the facts, and down in every case
         (exceptions, atexit, SIGTERM/SIGHUP/SIGINT).
 """
@@ -29,8 +32,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tests.k8s.lab import build, config, hoststate, manifests
-from tests.k8s.lab.config import Paths
+from tests.k8s.lab import build, config, hoststate, manifests, pki
+from tests.k8s.lab.config import NodeSpec, Paths
 from tests.k8s.lab.proc import (
     LabError,
     LabUnavailable,
@@ -48,14 +51,25 @@ CTR = Path("/usr/bin/ctr")
 SHIM = Path("/usr/bin/containerd-shim-runc-v2")
 CNI_LOOPBACK = Path("/usr/lib/cni/loopback")
 # Stopped in this order: what creates objects first, the runtime after, the store last.
+# A node's processes are named with its suffix: "kubelet", "kubelet-2".
 STOP_ORDER = (
+    "provisioner-shared",
     "provisioner-tmpfs",
     "provisioner-disk",
     "kube-scheduler",
     "kube-controller-manager",
+    "kubelet-2",
     "kubelet",
 )
-STOP_ORDER_LATE = ("containerd", "kube-apiserver", "etcd")
+STOP_ORDER_LATE = ("containerd-2", "containerd", "kube-apiserver", "etcd")
+# What a containerd keeps of its pods below its root: removed by `down`, unlike its image store.
+CRI_STATE_DIRS = ("io.containerd.grpc.v1.cri", "io.containerd.runtime.v2.task")
+PROVISIONERS = (
+    # key, StorageClass, provisioner name, volume directory (a Paths attribute), shared by nodes
+    ("disk", config.SC_DISK, config.PROVISIONER_DISK, "disk_volumes", False),
+    ("tmpfs", config.SC_TMPFS, config.PROVISIONER_TMPFS, "tmpfs_volumes", False),
+    ("shared", config.SC_SHARED, config.PROVISIONER_SHARED, "shared_volumes", True),
+)
 
 
 @dataclass(frozen=True)
@@ -63,12 +77,16 @@ class ClusterFacts:
     kubeconfig: Path
     kubectl: Path
     server: str
-    node: str
+    node: str  # the first node
+    nodes: tuple[str, ...]  # every node, the first one first
+    # node -> its kubelet's cgroupRoot: "/" for the first, "/howfast-lab-node2" for the second
+    node_cgroup_roots: dict[str, str]
     k8s_version: str
     storage_classes: dict[str, str]
     default_storage_class: str
     provisioned_classes: tuple[str, ...]
     no_provisioner_class: str
+    shared_storage_class: str  # volumes without node affinity: every node can mount them
     pg_image: str
     pg_uid: int
     pg_gid: int
@@ -112,23 +130,39 @@ def kubectl(
     )
 
 
-def _ctr(paths: Paths, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    argv: list[str | os.PathLike[str]] = [CTR, "--address", paths.containerd_sock]
+def _ctr(node: NodeSpec, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    argv: list[str | os.PathLike[str]] = [CTR, "--address", node.containerd_sock]
     argv += ["--namespace", "k8s.io", *args]
     return run(argv, check=False, timeout=timeout)
 
 
-def _port_in_use(port: int) -> bool:
+def _port_in_use(address: str, port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((address, port))
         except OSError:
             return True
     return False
 
 
-def run_blockers(paths: Paths) -> str | None:
+def node_specs(paths: Paths, count: int) -> list[NodeSpec]:
+    if count not in (1, 2):
+        raise LabError(f"the lab runs 1 or 2 nodes, not {count}")
+    return [paths.node(i) for i in range(1, count + 1)]
+
+
+def expected_processes(count: int) -> set[str]:
+    """The names of every process a healthy lab of `count` nodes runs."""
+    names = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+    names |= {f"provisioner-{key}" for key, *_ in PROVISIONERS}
+    for i in range(1, count + 1):
+        suffix = config.node_suffix(i)
+        names |= {f"containerd{suffix}", f"kubelet{suffix}"}
+    return names
+
+
+def run_blockers(paths: Paths, nodes: int = 1) -> str | None:
     """Why the cluster cannot start here (after stale state is cleaned), or None."""
     if os.geteuid() != 0:
         return "the k8s lab needs root (containerd, kubelet)"
@@ -139,12 +173,25 @@ def run_blockers(paths: Paths) -> str | None:
     for exe in (ETCD, CONTAINERD, CTR, CNI_LOOPBACK, Path("/usr/sbin/runc")):
         if not exe.exists():
             return f"{exe} is missing (run `python -m tests.k8s.lab build`)"
-    sock = str(paths.containerd_sock) + ".ttrpc"
-    if len(sock.encode()) > 107:
-        return f"the cache dir path is too long for a unix socket path: {sock}"
-    busy = [p for p in config.PORTS if _port_in_use(p)]
+    for node in node_specs(paths, nodes):
+        sock = str(node.containerd_sock) + ".ttrpc"
+        if len(sock.encode()) > 107:
+            return f"the cache dir path is too long for a unix socket path: {sock}"
+    listen = [("127.0.0.1", p) for p in config.PORTS]
+    if nodes >= 2:
+        listen += [(config.NODE2_ADDRESS, p) for p in config.NODE2_PORTS]
+    busy = [f"{addr}:{port}" for addr, port in listen if _port_in_use(addr, port)]
     if busy:
-        return f"ports in use on 127.0.0.1 (another cluster or program?): {busy}"
+        return f"ports in use on loopback (another cluster or program?): {busy}"
+    if nodes >= 2:
+        taken = [
+            d for d in hoststate.cgroup_root_dirs(config.NODE2_CGROUP_ROOT) if os.path.isdir(d)
+        ]
+        if taken:
+            return (
+                f"cgroup {taken[0]} exists (a lab of another cache dir?): the second node's"
+                " kubelet needs a cgroup root that no other kubelet uses"
+            )
     return None
 
 
@@ -217,6 +264,12 @@ def _owner_alive(state: dict[str, Any]) -> bool:
     return owner is not None and is_same_process(owner["pid"], owner["start_time"])
 
 
+def started_by_hand(paths: Paths) -> bool:
+    """True while a lab started with `python -m tests.k8s.lab up` (no owner) is recorded."""
+    state = _load_state(paths)
+    return state is not None and state.get("owner", "?") is None
+
+
 def running_facts(paths: Paths) -> ClusterFacts | None:
     """The facts of a healthy lab started by hand (`python -m tests.k8s.lab up`) and still
     running from this cache dir, else None. A lab that a test session started is never
@@ -225,51 +278,66 @@ def running_facts(paths: Paths) -> ClusterFacts | None:
     if state is None or not state["processes"] or state.get("owner", "?") is not None:
         return None
     alive = {p["name"] for p in state["processes"] if is_same_process(p["pid"], p["start_time"])}
-    wanted = {*STOP_ORDER, *STOP_ORDER_LATE}
-    if alive != wanted:
+    nodes = int(state.get("nodes", 1))
+    if alive != expected_processes(nodes):
         return None
     if kubectl(paths, "get", "--raw", "/readyz", check=False, timeout=5).returncode != 0:
         return None
-    return facts(paths)
+    return facts(paths, nodes=nodes)
 
 
-def up(paths: Paths | None = None, owner_pid: int | None = None) -> ClusterFacts:
+def up(
+    paths: Paths | None = None, owner_pid: int | None = None, nodes: int | None = None
+) -> ClusterFacts:
     """Build what is missing, clean what a previous session left, start the cluster.
 
     owner_pid: the process whose life bounds the cluster's (a test session), None for a lab
-    started by hand. A healthy lab started by hand is returned as it is; a lab whose owner is
-    still alive belongs to another session (LabUnavailable); any other state is stale and is
-    cleaned up first."""
+    started by hand. nodes: 1 or 2 (default: config.default_nodes()). A healthy lab started by
+    hand is returned as it is, whatever its number of nodes; a lab whose owner is still alive
+    belongs to another session (LabUnavailable); any other state is stale and is cleaned up
+    first."""
     paths = paths or Paths.default()
+    nodes = config.default_nodes() if nodes is None else nodes
+    node_specs(paths, nodes)  # refuses a count the lab cannot run, before anything starts
     build.ensure_built(paths)
     running = running_facts(paths)
     if running is not None:
-        log("the lab is already running (started by hand): using it")
+        log(f"the lab is already running (started by hand, {len(running.nodes)} node(s)): using it")
         return running
     state = _load_state(paths)
     if state is not None and _owner_alive(state) and state["owner"]["pid"] != os.getpid():
         raise LabUnavailable(f"the lab is in use by another session (pid {state['owner']['pid']})")
-    if state is not None or _our_processes(paths):
+    if state is not None or lab_processes(paths):
         log("state of an earlier lab found (killed session?): cleaning it up first")
         down(paths)
-    blocker = run_blockers(paths)
+    blocker = run_blockers(paths, nodes)
     if blocker:
         raise LabUnavailable(blocker)
     try:
-        return _up(paths, owner_pid)
+        return _up(paths, owner_pid, nodes)
     except BaseException:
         log("start-up failed: tearing down what was started")
         down(paths)
         raise
 
 
-def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
+def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
     t0 = time.monotonic()
     r, b, p = paths.run, paths.bin, paths.pki
-    for d in ("logs", "cni-bin", "cni-conf", "containerd", "kubelet", "pod-logs", "runc"):
+    nodes = node_specs(paths, node_count)
+    for d in ("logs", "cni-bin", "cni-conf"):
         (r / d).mkdir(parents=True, exist_ok=True)
+    for node in nodes:
+        for node_dir in (node.containerd_dir, node.kubelet_dir, node.pod_logs, node.runc_root):
+            node_dir.mkdir(parents=True, exist_ok=True)
+        pki.ensure_node_pki(node)
     # Host state first, saved before anything changes, so that down() can always restore it.
-    state: dict[str, Any] = {"version": config.K8S_VERSION, "processes": [], "mounts": []}
+    state: dict[str, Any] = {
+        "version": config.K8S_VERSION,
+        "nodes": node_count,
+        "processes": [],
+        "mounts": [],
+    }
     state.update(hoststate.snapshot())
     state["started_at"] = time.time()
     state["owner"] = (
@@ -279,9 +347,9 @@ def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
     starter = _Starter(paths, state)
     cgroup_v1 = not state["cgroup_v2"]
 
-    # Volumes: one directory on disk, one on a tmpfs of its own.
-    paths.disk_volumes.mkdir(exist_ok=True)
-    paths.tmpfs_volumes.mkdir(exist_ok=True)
+    # Volumes: one directory on disk, one on a tmpfs of its own, one shared by the nodes.
+    for *_, attr, _ in PROVISIONERS:
+        getattr(paths, attr).mkdir(exist_ok=True)
     state["mounts"].append(str(paths.tmpfs_volumes))
     _save_state(paths, state)
     run(
@@ -306,21 +374,24 @@ def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
     )  # fmt: skip
     starter.wait("etcd", "etcd", lambda: _http_ok(f"{etcd_url}/health"), 30)
 
-    # containerd with a CNI chain that gives pods nothing but `lo`.
+    # A containerd per node, with a CNI chain (shared) that gives pods nothing but `lo`.
     for name, target in (("loopback", CNI_LOOPBACK), ("lo-only", b / "lo-only")):
         link = r / "cni-bin" / name
         link.unlink(missing_ok=True)
         link.symlink_to(target)
     (r / "cni-conf" / "10-lo-only.conflist").write_text(manifests.cni_conflist())
-    (r / "containerd" / "config.toml").write_text(manifests.containerd_config(paths))
-    starter.start("containerd", [CONTAINERD, "--config", r / "containerd" / "config.toml"])
-    starter.wait(
-        "containerd",
-        "containerd",
-        lambda: _ctr(paths, "version").returncode == 0,
-        30,
-    )
-    _import_images(paths)
+    for node in nodes:
+        toml = node.containerd_dir / "config.toml"
+        toml.write_text(manifests.containerd_config(paths, node))
+        starter.start(f"containerd{node.suffix}", [CONTAINERD, "--config", toml])
+    for node in nodes:
+        starter.wait(
+            f"containerd{node.suffix}",
+            f"containerd{node.suffix}",
+            lambda node=node: _ctr(node, "version").returncode == 0,
+            30,
+        )
+        _import_images(paths, node)
 
     apiserver = b / "kube-apiserver"
     starter.start(
@@ -375,27 +446,34 @@ def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
         ],
     )  # fmt: skip
 
-    kubelet_cfg = r / "kubelet" / "config.json"
-    kubelet_cfg.write_text(manifests.kubelet_config(paths, cgroup_v1))
-    starter.start(
-        "kubelet",
-        [
-            b / "kubelet", f"--config={kubelet_cfg}", f"--kubeconfig={p}/kubelet.kubeconfig",
-            f"--root-dir={r}/kubelet/root", f"--hostname-override={config.NODE_NAME}", "--v=1",
-        ],
-    )  # fmt: skip
-    node = f"node/{config.NODE_NAME}"
-    starter.wait(
-        f"{node} Ready",
-        "kubelet",
-        lambda: (
-            kubectl(
-                paths, "wait", "--for=condition=Ready", node, "--timeout=2s", check=False
-            ).returncode
-            == 0
-        ),
-        180,
-    )
+    for node in nodes:
+        if node.cgroup_root is not None:
+            # recorded before it exists, so that down() removes it even if up dies half-way
+            state["cgroup_roots"] = hoststate.cgroup_root_dirs(node.cgroup_root)
+            _save_state(paths, state)
+            hoststate.make_cgroup_root(node.cgroup_root)
+        kubelet_cfg = node.kubelet_dir / "config.json"
+        kubelet_cfg.write_text(manifests.kubelet_config(paths, node, cgroup_v1))
+        starter.start(
+            f"kubelet{node.suffix}",
+            [
+                b / "kubelet", f"--config={kubelet_cfg}", f"--kubeconfig={node.kubeconfig}",
+                f"--root-dir={node.kubelet_root}", f"--hostname-override={node.name}", "--v=1",
+            ],
+        )  # fmt: skip
+    for node in nodes:
+        starter.wait(
+            f"node/{node.name} Ready",
+            f"kubelet{node.suffix}",
+            lambda node=node: (
+                kubectl(
+                    paths, "wait", "--for=condition=Ready", f"node/{node.name}", "--timeout=2s",
+                    check=False,
+                ).returncode
+                == 0
+            ),
+            180,
+        )  # fmt: skip
     # A pod created before the default service account exists is refused.
     starter.wait(
         "service account default/default",
@@ -404,16 +482,14 @@ def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
         60,
     )
 
-    # Storage: two dynamic provisioners on different storage + a class without one.
+    # Storage: dynamic provisioners on different storage (one of them shared by the nodes) + a
+    # class without one.
     kubectl(paths, "apply", "-f", "-", input=json.dumps(manifests.storage_objects()))
     helper = r / "helper-pod.json"
     helper.write_text(manifests.helper_pod())
-    for key, name, provisioner, volumes in (
-        ("disk", config.SC_DISK, config.PROVISIONER_DISK, paths.disk_volumes),
-        ("tmpfs", config.SC_TMPFS, config.PROVISIONER_TMPFS, paths.tmpfs_volumes),
-    ):
+    for key, name, provisioner, attr, shared in PROVISIONERS:
         cfg = r / f"provisioner-{key}.json"
-        cfg.write_text(manifests.provisioner_config(volumes))
+        cfg.write_text(manifests.provisioner_config(getattr(paths, attr), shared))
         starter.start(
             f"provisioner-{key}",
             [
@@ -429,35 +505,42 @@ def _up(paths: Paths, owner_pid: int | None) -> ClusterFacts:
             ],
         )  # fmt: skip
     time.sleep(0.5)
-    for key in ("disk", "tmpfs"):
+    for key, *_ in PROVISIONERS:
         if not starter.alive(f"provisioner-{key}"):
             tail = (r / "logs" / f"provisioner-{key}.log").read_text()[-2000:]
             raise LabError(f"provisioner-{key} exited at start:\n{tail}")
     elapsed = time.monotonic() - t0
-    log(f"cluster up in {elapsed:.1f}s (kubeconfig: {paths.admin_kubeconfig})")
-    return facts(paths, elapsed)
+    log(f"{node_count} node(s) up in {elapsed:.1f}s (kubeconfig: {paths.admin_kubeconfig})")
+    return facts(paths, elapsed, node_count)
 
 
-def facts(paths: Paths, started_in_s: float = 0.0) -> ClusterFacts:
+def facts(paths: Paths, started_in_s: float = 0.0, nodes: int = 1) -> ClusterFacts:
     return ClusterFacts(
         kubeconfig=paths.admin_kubeconfig,
         kubectl=paths.kubectl,
         server=f"https://127.0.0.1:{config.API_PORT}",
         node=config.NODE_NAME,
+        nodes=tuple(node.name for node in node_specs(paths, nodes)),
+        node_cgroup_roots={
+            node.name: f"/{node.cgroup_root or ''}" for node in node_specs(paths, nodes)
+        },
         k8s_version=config.K8S_VERSION,
         storage_classes={
             config.SC_DISK: "local-path-provisioner on a directory on disk",
             config.SC_TMPFS: "local-path-provisioner on a tmpfs directory",
+            config.SC_SHARED: "local-path-provisioner on one host directory that every node"
+            " mounts: emulates network storage (no node affinity)",
             config.SC_NONE: "no provisioner: claims stay Pending",
         },
         default_storage_class=config.SC_DISK,
-        provisioned_classes=(config.SC_DISK, config.SC_TMPFS),
+        provisioned_classes=tuple(name for _, name, *_ in PROVISIONERS),
         no_provisioner_class=config.SC_NONE,
+        shared_storage_class=config.SC_SHARED,
         pg_image=config.PG_IMAGE,
         pg_uid=config.PG_UID,
         pg_gid=config.PG_GID,
         pg_bindir=config.PG_BINDIR,
-        volume_dirs={config.SC_DISK: paths.disk_volumes, config.SC_TMPFS: paths.tmpfs_volumes},
+        volume_dirs={name: getattr(paths, attr) for _, name, _, attr, _ in PROVISIONERS},
         cgroup_v2=hoststate.cgroup_v2(),
         started_in_s=round(started_in_s, 1),
         cache_dir=paths.root,
@@ -469,14 +552,14 @@ def _image_marker(tar: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def _import_images(paths: Paths) -> None:
-    """Import the image tarballs into containerd, unless the kept store already has them."""
-    markers = paths.run / "containerd" / "imported.json"
+def _import_images(paths: Paths, node: NodeSpec) -> None:
+    """Import the image tarballs into a node's containerd, unless its kept store has them."""
+    markers = node.containerd_dir / "imported.json"
     try:
         done: dict[str, str] = json.loads(markers.read_text())
     except (OSError, ValueError):
         done = {}
-    listed = _ctr(paths, "images", "ls", "-q").stdout.split()
+    listed = _ctr(node, "images", "ls", "-q").stdout.split()
     for tar, ref in (
         (paths.images / "pause.tar", config.PAUSE_IMAGE),
         (paths.images / "pgfio.tar", config.PG_IMAGE),
@@ -484,18 +567,18 @@ def _import_images(paths: Paths) -> None:
         if done.get(ref) == _image_marker(tar) and any(ref in name for name in listed):
             continue
         t0 = time.monotonic()
-        proc = _ctr(paths, "images", "import", "--no-unpack=false", str(tar), timeout=300)
+        proc = _ctr(node, "images", "import", "--no-unpack=false", str(tar), timeout=300)
         if proc.returncode != 0:
             raise LabError(f"ctr images import {tar} failed: {proc.stderr.strip()}")
         done[ref] = _image_marker(tar)
         markers.write_text(json.dumps(done))
-        log(f"image {ref} imported in {time.monotonic() - t0:.1f}s")
+        log(f"image {ref} imported into node {node.name} in {time.monotonic() - t0:.1f}s")
 
 
 # --- down -----------------------------------------------------------------------------------------
 
 
-def _our_processes(paths: Paths) -> list[tuple[str, int, int]]:
+def lab_processes(paths: Paths) -> list[tuple[str, int, int]]:
     """Processes of a lab in this cache dir, found by scanning /proc (for state-less cleanup):
     binaries from our bin/, and etcd, containerd or its shims whose command line names our
     run dir. Nothing else (a `tail -f` of a lab log is not the lab)."""
@@ -518,15 +601,21 @@ def _our_processes(paths: Paths) -> list[tuple[str, int, int]]:
     return found
 
 
+def _lab_cgroups(state: dict[str, Any]) -> list[str]:
+    """The cgroup trees of our kubelets: the kubepods they made (absent before `up`) and the
+    second node's cgroup root. Without the record, whose kubepods would they be?"""
+    tops = []
+    if "kube_cgroups_before" in state:
+        before = set(state["kube_cgroups_before"])
+        tops += [top for top in hoststate.kube_cgroups() if top not in before]
+    tops += [top for top in state.get("cgroup_roots", []) if os.path.isdir(top)]
+    return tops
+
+
 def _pod_processes(state: dict[str, Any]) -> list[tuple[str, int, int]]:
-    """Processes in the kubepods cgroups our kubelet made (absent before `up`)."""
-    if "kube_cgroups_before" not in state:
-        return []
-    before = set(state["kube_cgroups_before"])
+    """Processes in the cgroups our kubelets made."""
     procs = []
-    for top in hoststate.kube_cgroups():
-        if top in before:
-            continue
+    for top in _lab_cgroups(state):
         for pid in hoststate.cgroup_pids(Path(top)):
             start = proc_start_time(pid)
             if start is not None:
@@ -539,7 +628,7 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
     paths = paths or Paths.default()
     t0 = time.monotonic()
     state = _load_state(paths)
-    if state is None and not paths.run.exists() and not _our_processes(paths):
+    if state is None and not lab_processes(paths) and _only_kept_stores(paths):
         log("down: nothing to do")
         return
     state = state or {"processes": [], "mounts": []}
@@ -549,27 +638,31 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
         return [p for n in names for p in recorded if p[0] == n]
 
     stop_processes(named(STOP_ORDER))
-    containers_clean = False
-    if any(p[0] == "containerd" and is_same_process(p[1], p[2]) for p in recorded):
-        containers_clean = _remove_containers(paths)
+    # A node's image store is kept when its containers are all gone, or when it did not run.
+    keep_store = {}
+    for node in (paths.node(1), paths.node(2)):
+        name = f"containerd{node.suffix}"
+        if any(p[0] == name and is_same_process(p[1], p[2]) for p in recorded):
+            keep_store[node] = _remove_containers(node)
+        else:
+            started = any(p[0] == name for p in recorded)
+            keep_store[node] = bool(state.get("nodes")) and not started
     # Container processes and shims: pods' cgroups, then shims started for our socket.
     stop_processes(_pod_processes(state), grace=2)
     stop_processes(
-        [p for p in _our_processes(paths) if "shim" in p[0] or p[0] == "pod process"], grace=2
+        [p for p in lab_processes(paths) if "shim" in p[0] or p[0] == "pod process"], grace=2
     )
     stop_processes(named(STOP_ORDER_LATE))
-    leftovers = _our_processes(paths)
+    leftovers = lab_processes(paths)
     if leftovers:
         log(f"killing unrecorded lab processes: {leftovers}")
         stop_processes(leftovers, grace=3)
     left_mounts = hoststate.unmount_all_under(paths.run)
     if left_mounts:
         log(f"WARNING: still mounted below {paths.run}: {left_mounts}")
-    if "kube_cgroups_before" in state:  # without the record, whose kubepods would it be?
-        before = set(state["kube_cgroups_before"])
-        for top in hoststate.kube_cgroups():
-            if top not in before and not hoststate.remove_cgroup_tree(Path(top)):
-                log(f"WARNING: cgroup {top} could not be removed")
+    for top in _lab_cgroups(state):
+        if not hoststate.remove_cgroup_tree(Path(top)):
+            log(f"WARNING: cgroup {top} could not be removed")
     if "iptables" in state:
         hoststate.restore_iptables(state["iptables"])
     if "sysctls" in state:
@@ -583,45 +676,76 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
         shutil.rmtree(last, ignore_errors=True)
         shutil.copytree(logs, last)
     if not left_mounts:
-        _remove_run_dir(paths, keep_images and containers_clean)
+        _remove_run_dir(paths, [n for n, keep in keep_store.items() if keep and keep_images])
     log(f"down: done in {time.monotonic() - t0:.1f}s")
 
 
-def _remove_containers(paths: Paths) -> bool:
-    """Kill and remove every container of our containerd; True if none is left."""
-    tasks = _ctr(paths, "tasks", "ls", "-q").stdout.split()
+def _remove_containers(node: NodeSpec) -> bool:
+    """Kill and remove every container of a node's containerd; True if none is left."""
+    tasks = _ctr(node, "tasks", "ls", "-q").stdout.split()
     for task in tasks:
-        _ctr(paths, "tasks", "kill", "--signal", "SIGKILL", task)
+        _ctr(node, "tasks", "kill", "--signal", "SIGKILL", task)
     deadline = time.monotonic() + 5
     for task in tasks:
         while time.monotonic() < deadline:
-            if _ctr(paths, "tasks", "delete", task).returncode == 0:
+            if _ctr(node, "tasks", "delete", task).returncode == 0:
                 break
             time.sleep(0.2)
-    for container in _ctr(paths, "containers", "ls", "-q").stdout.split():
-        _ctr(paths, "containers", "delete", container)
-    listed = _ctr(paths, "containers", "ls", "-q")
+    for container in _ctr(node, "containers", "ls", "-q").stdout.split():
+        _ctr(node, "containers", "delete", container)
+    listed = _ctr(node, "containers", "ls", "-q")
     return listed.returncode == 0 and not listed.stdout.split()
 
 
-def _remove_run_dir(paths: Paths, keep_images: bool) -> None:
-    """Remove run/, except containerd's content and snapshots when keeping images is safe
-    (all containers were removed): the next `up` then skips the image import."""
+def _remove_run_dir(paths: Paths, keep_stores: list[NodeSpec]) -> None:
+    """Remove run/, except the containerd content and snapshots of the nodes in `keep_stores`
+    (their containers were all removed, or they did not run): the next `up` then skips the
+    image import."""
     if not paths.run.exists():
         return
-    keep = paths.run / "containerd"
-    root = keep / "root"
-    if keep_images and root.is_dir():
-        for entry in paths.run.iterdir():
-            if entry != keep:
-                _rm(entry)
-        for entry in keep.iterdir():
-            if entry not in (root, keep / "imported.json"):
-                _rm(entry)
-        for name in ("io.containerd.grpc.v1.cri", "io.containerd.runtime.v2.task"):
-            _rm(root / name)
-    else:
-        shutil.rmtree(paths.run, ignore_errors=True)
+    keep: set[Path] = set()
+    for node in keep_stores:
+        root = node.containerd_dir / "root"
+        if root.is_dir():
+            keep |= {root, node.containerd_dir / "imported.json"}
+            for name in CRI_STATE_DIRS:
+                _rm(root / name)
+    _remove_all_but(paths.run, keep)
+
+
+def _only_kept_stores(paths: Paths) -> bool:
+    """True when run/ holds nothing but what a finished `down` keeps (or does not exist): a
+    second `down` must not delete the image stores."""
+    if not paths.run.exists():
+        return True
+    if hoststate.mount_points_under(paths.run):
+        return False
+    allowed = {paths.run: {"containerd", "node2"}, paths.run / "node2": {"containerd"}}
+    for node in (paths.node(1), paths.node(2)):
+        allowed[node.containerd_dir] = {"root", "imported.json"}
+    for directory, names in allowed.items():
+        if directory.is_dir() and not {e.name for e in directory.iterdir()} <= names:
+            return False
+    for node in (paths.node(1), paths.node(2)):
+        root = node.containerd_dir / "root"
+        if any((root / d).exists() for d in CRI_STATE_DIRS):
+            return False
+    return True
+
+
+def _remove_all_but(top: Path, keep: set[Path]) -> None:
+    """Remove everything below `top` except the paths in `keep` (and the directories above
+    them); `top` itself goes too when nothing below it is kept."""
+    if not any(top in k.parents for k in keep):
+        shutil.rmtree(top, ignore_errors=True)
+        return
+    for entry in top.iterdir():
+        if entry in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink() and any(entry in k.parents for k in keep):
+            _remove_all_but(entry, keep)
+        else:
+            _rm(entry)
 
 
 def _rm(path: Path) -> None:
@@ -637,7 +761,7 @@ def prune(paths: Paths | None = None) -> None:
     if paths.go_root.exists():
         shutil.rmtree(paths.go_root)
         log(f"removed {paths.go_root}")
-    if _load_state(paths) is None and not _our_processes(paths) and paths.run.exists():
+    if _load_state(paths) is None and not lab_processes(paths) and paths.run.exists():
         if hoststate.mount_points_under(paths.run):
             log(f"not removing {paths.run}: something is mounted below it (run `down`)")
         else:
@@ -672,14 +796,26 @@ def status(paths: Paths | None = None) -> dict[str, Any]:
         "built": build.is_built(paths),
         "running": any(p["alive"] for p in procs.values()),
         "api_ready": api_ready,
+        "nodes": [n.name for n in node_specs(paths, int(state.get("nodes", 1)))] if procs else [],
         "kubeconfig": str(paths.admin_kubeconfig),
         "processes": procs,
         "unrecorded_lab_processes": [
             {"name": n, "pid": pid}
-            for n, pid, _ in _our_processes(paths)
+            for n, pid, _ in lab_processes(paths)
             if pid not in {p["pid"] for p in procs.values()}
         ],
         "mounts": [str(m) for m in hoststate.mount_points_under(paths.run)],
+        # the second node's cgroup root, whoever made it, and our kubelets' kubepods
+        "cgroups": sorted(
+            {
+                *(
+                    d
+                    for d in hoststate.cgroup_root_dirs(config.NODE2_CGROUP_ROOT)
+                    if os.path.isdir(d)
+                ),
+                *_lab_cgroups(state),
+            }
+        ),
         "disk_bytes": {
             "bin": size(paths.bin),
             "images": size(paths.images),
@@ -695,9 +831,10 @@ _HANDLED = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
-def lab(paths: Paths | None = None) -> Iterator[ClusterFacts]:
-    """The cluster for the duration of a `with` block; torn down however the block ends.
-    (A lab that is already running when the block starts is used and left running.)
+def lab(paths: Paths | None = None, nodes: int | None = None) -> Iterator[ClusterFacts]:
+    """The cluster (of `nodes` nodes, see up()) for the duration of a `with` block; torn down
+    however the block ends. (A lab that is already running when the block starts is used and
+    left running, whatever its number of nodes.)
 
     SIGTERM and SIGHUP raise KeyboardInterrupt, as SIGINT does, so the finally clause runs
     (and pytest stops the session); atexit covers an interpreter that exits some other way.
@@ -731,7 +868,7 @@ def lab(paths: Paths | None = None) -> Iterator[ClusterFacts]:
     previous = {sig: signal.signal(sig, on_signal) for sig in _HANDLED}
     atexit.register(teardown)
     try:
-        yield up(paths, owner_pid=os.getpid())
+        yield up(paths, owner_pid=os.getpid(), nodes=nodes)
     finally:
         try:
             teardown()

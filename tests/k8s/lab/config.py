@@ -12,7 +12,8 @@ Kubernetes version, so that every clone and every session on a machine shares on
             pki/                         CA, certificates, kubeconfigs
             gomod/                       the wrapper Go module that builds Kubernetes
             logs/                        build logs; last-run/ keeps the logs of the last cluster
-            run/                         everything of a running cluster (removed by `down`)
+            run/                         everything of a running cluster (removed by `down`);
+                                         run/node2/ the second node's containerd and kubelet
 """
 
 from __future__ import annotations
@@ -48,6 +49,21 @@ PG_GID = 999
 PG_BINDIR = "/usr/lib/postgresql/15/bin"
 
 NODE_NAME = "localhost"
+# The second node's name is an IPv4 loopback literal: the API server reaches kubelets by node
+# name (--kubelet-preferred-address-types=Hostname), and an IP literal needs no resolver (a name
+# like "node-b" would send a DNS query off the machine). Its kubelet listens on that address, on
+# ports of its own, so that nothing it opens can be mistaken for the first node's.
+NODE2_NAME = "127.0.0.2"
+NODE2_ADDRESS = "127.0.0.2"
+NODE2_KUBELET_PORT = 10350
+NODE2_HEALTHZ_PORT = 10348
+NODE2_PORTS = (NODE2_KUBELET_PORT, NODE2_HEALTHZ_PORT)  # on NODE2_ADDRESS
+# Two kubelets on one cgroup root take each other's pods for orphans and kill them: the second
+# one gets a cgroup root of its own, made in every hierarchy by `up`, removed by `down`.
+NODE2_CGROUP_ROOT = "howfast-lab-node2"
+# `up` starts this many nodes unless told otherwise (--nodes, HOWFAST_K8S_LAB_NODES).
+DEFAULT_NODES = 2
+NODES_ENV = "HOWFAST_K8S_LAB_NODES"
 API_PORT = 6443
 ETCD_CLIENT_PORT = 12379
 ETCD_PEER_PORT = 12380
@@ -75,8 +91,13 @@ TMPFS_SIZE = "2g"
 SC_DISK = "lab-disk"
 SC_TMPFS = "lab-tmpfs"
 SC_NONE = "lab-no-provisioner"
+# Volumes both nodes can mount: a directory on the host that every kubelet of this one machine
+# reaches, which is how the lab emulates network storage (NFS, CephFS...). Its volumes have no
+# node affinity, so a pod can be recreated on the other node with its data.
+SC_SHARED = "lab-shared"
 PROVISIONER_DISK = "lab.howfast/disk"
 PROVISIONER_TMPFS = "lab.howfast/tmpfs"
+PROVISIONER_SHARED = "lab.howfast/shared"
 PROVISIONER_NONE = "kubernetes.io/no-provisioner"
 
 # Host sysctls the kubelet sets to its liking; `up` records them and `down` restores them.
@@ -103,6 +124,17 @@ HOST_PATHS_CREATED = (
 
 LAB_DIR = Path(__file__).resolve().parent
 GO_SOURCES = LAB_DIR / "go"
+
+
+def node_suffix(index: int) -> str:
+    """Appended to the names of a node's processes in the state file ("kubelet", "kubelet-2")."""
+    return "" if index == 1 else f"-{index}"
+
+
+def default_nodes() -> int:
+    """How many nodes `up` starts when not told: $HOWFAST_K8S_LAB_NODES, else DEFAULT_NODES."""
+    value = os.environ.get(NODES_ENV, "").strip()
+    return int(value) if value.isdigit() else DEFAULT_NODES
 
 
 def cache_root() -> Path:
@@ -181,6 +213,94 @@ class Paths:
     @property
     def tmpfs_volumes(self) -> Path:
         return self.run / "volumes-tmpfs"
+
+    @property
+    def shared_volumes(self) -> Path:
+        return self.run / "volumes-shared"
+
+    def node(self, index: int) -> NodeSpec:
+        """The first node (index 1) keeps the lab's original layout directly under run/; the
+        second has the same layout under run/node2/."""
+        if index == 1:
+            return NodeSpec(
+                index=1,
+                name=NODE_NAME,
+                address="127.0.0.1",
+                kubelet_port=KUBELET_PORT,
+                healthz_port=KUBELET_HEALTHZ_PORT,
+                dir=self.run,
+                cgroup_root=None,
+                pki_prefix="kubelet",
+                pki=self.pki,
+            )
+        if index == 2:
+            return NodeSpec(
+                index=2,
+                name=NODE2_NAME,
+                address=NODE2_ADDRESS,
+                kubelet_port=NODE2_KUBELET_PORT,
+                healthz_port=NODE2_HEALTHZ_PORT,
+                dir=self.run / "node2",
+                cgroup_root=NODE2_CGROUP_ROOT,
+                pki_prefix="node2-kubelet",
+                pki=self.pki,
+            )
+        raise ValueError(f"the lab has nodes 1 and 2, not {index}")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the lab: its kubelet and its own containerd, and where each keeps its files."""
+
+    index: int
+    name: str
+    address: str  # where its kubelet listens (and what the API server dials: see NODE2_NAME)
+    kubelet_port: int
+    healthz_port: int
+    dir: Path  # containerd/, kubelet/, pod-logs/, runc/ are below it
+    cgroup_root: str | None  # None: the hierarchies' root, as a lone kubelet has it
+    pki_prefix: str  # <prefix>-client.crt, <prefix>-serving.crt, <prefix>.kubeconfig
+    pki: Path
+
+    @property
+    def suffix(self) -> str:
+        return node_suffix(self.index)
+
+    @property
+    def containerd_dir(self) -> Path:
+        return self.dir / "containerd"
+
+    @property
+    def containerd_sock(self) -> Path:
+        return self.containerd_dir / "containerd.sock"
+
+    @property
+    def kubelet_dir(self) -> Path:
+        return self.dir / "kubelet"
+
+    @property
+    def kubelet_root(self) -> Path:
+        return self.kubelet_dir / "root"
+
+    @property
+    def pod_logs(self) -> Path:
+        return self.dir / "pod-logs"
+
+    @property
+    def runc_root(self) -> Path:
+        return self.dir / "runc"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.pki / f"{self.pki_prefix}.kubeconfig"
+
+    @property
+    def client_cert(self) -> str:
+        return f"{self.pki_prefix}-client"
+
+    @property
+    def serving_cert(self) -> str:
+        return f"{self.pki_prefix}-serving"
 
 
 K8S_BINARIES = (

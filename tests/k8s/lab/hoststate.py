@@ -3,7 +3,8 @@
 - sysctls the kubelet sets (vm.overcommit_memory, kernel.panic, ...);
 - iptables chains (the kubelet is told not to make its KUBE-* chains; any it makes anyway go);
 - host paths hard-coded in containerd, its shims, CNI and the kubelet (/run/containerd, ...);
-- the top-level kubepods cgroups the kubelet makes in each hierarchy.
+- the top-level kubepods cgroups the kubelet makes in each hierarchy, and the second node's
+  cgroup root (made by `up` itself, see make_cgroup_root).
 Every value lives in the state file, so that a later session can restore it after a SIGKILL.
 """
 
@@ -138,6 +139,33 @@ def remove_cgroup_tree(top: Path) -> bool:
         with contextlib.suppress(OSError):
             os.rmdir(dirpath)
     return not top.exists()
+
+
+def cgroup_root_dirs(name: str) -> list[str]:
+    """Where a cgroup root named `name` lives: one directory in each hierarchy."""
+    return [str(h / name) for h in cgroup_hierarchies()]
+
+
+def make_cgroup_root(name: str) -> None:
+    """Make /NAME in every cgroup hierarchy, as a kubelet's cgroupRoot (the kubelet refuses a
+    root that is missing in any hierarchy, and never creates it).
+
+    v1: a new cpuset has no CPUs and no memory nodes, and no task can join it until both are
+    set: they are copied from the hierarchy's root. v2 (and the unified tree of a hybrid host):
+    the controllers the root hands down are enabled for the kubelet's children."""
+    for hierarchy in cgroup_hierarchies():
+        top = hierarchy / name
+        top.mkdir()
+        for knob in ("cpuset.cpus", "cpuset.mems"):
+            if (hierarchy / knob).exists() and (top / knob).exists():
+                (top / knob).write_text((hierarchy / knob).read_text())
+        subtree = top / "cgroup.subtree_control"
+        if subtree.exists():
+            for controller in (top / "cgroup.controllers").read_text().split():
+                try:
+                    subtree.write_text(f"+{controller}\n")
+                except OSError as exc:  # e.g. a controller the host keeps to itself
+                    log(f"cgroup {top}: cannot enable {controller} for the kubelet: {exc}")
 
 
 def _unescape(field: str) -> str:

@@ -7,15 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from tests.k8s.lab import config
-from tests.k8s.lab.config import Paths
+from tests.k8s.lab.config import NodeSpec, Paths
 
 STORAGE_NAMESPACE = "lab-storage"
 PROVISIONER_SA = "lab-provisioner"
 
 
-def containerd_config(paths: Paths) -> str:
+def containerd_config(paths: Paths, node: NodeSpec) -> str:
+    """Each node's containerd has its own root, state, opt, sockets and runc root; the CNI
+    configuration (loopback only) is the lab's, shared by both."""
     r = paths.run
-    c = r / "containerd"
+    c = node.containerd_dir
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
 root = "{c}/root"
@@ -26,9 +28,9 @@ disabled_plugins = [
   "io.containerd.tracing.processor.v1.otlp",
 ]
 [grpc]
-  address = "{paths.containerd_sock}"
+  address = "{node.containerd_sock}"
 [ttrpc]
-  address = "{paths.containerd_sock}.ttrpc"
+  address = "{node.containerd_sock}.ttrpc"
 [debug]
   address = ""
 [metrics]
@@ -52,7 +54,7 @@ disabled_plugins = [
       runtime_type = "io.containerd.runc.v2"
       [{cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "{r}/runc"
+        Root = "{node.runc_root}"
   [{cri}.cni]
     bin_dir = "{r}/cni-bin"
     conf_dir = "{r}/cni-conf"
@@ -69,28 +71,28 @@ def cni_conflist() -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def kubelet_config(paths: Paths, cgroup_v1: bool) -> str:
+def kubelet_config(paths: Paths, node: NodeSpec, cgroup_v1: bool) -> str:
     p = paths.pki
     doc: dict[str, Any] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
-        "address": "127.0.0.1",
-        "port": config.KUBELET_PORT,
+        "address": node.address,
+        "port": node.kubelet_port,
         "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
-        "healthzPort": config.KUBELET_HEALTHZ_PORT,
+        "healthzBindAddress": node.address,
+        "healthzPort": node.healthz_port,
         "authentication": {
             "anonymous": {"enabled": False},
             "webhook": {"enabled": True},
             "x509": {"clientCAFile": str(p / "ca.crt")},
         },
         "authorization": {"mode": "Webhook"},
-        "tlsCertFile": str(p / "kubelet-serving.crt"),
-        "tlsPrivateKeyFile": str(p / "kubelet-serving.key"),
+        "tlsCertFile": str(p / f"{node.serving_cert}.crt"),
+        "tlsPrivateKeyFile": str(p / f"{node.serving_cert}.key"),
         "cgroupDriver": "cgroupfs",
-        "containerRuntimeEndpoint": f"unix://{paths.containerd_sock}",
+        "containerRuntimeEndpoint": f"unix://{node.containerd_sock}",
         "failSwapOn": False,
-        "podLogsDir": str(paths.run / "pod-logs"),
+        "podLogsDir": str(node.pod_logs),
         "resolvConf": "/etc/resolv.conf",
         # The lab needs no KUBE-FIREWALL & co: leave the host's iptables alone.
         "makeIPTablesUtilChains": False,
@@ -106,17 +108,27 @@ def kubelet_config(paths: Paths, cgroup_v1: bool) -> str:
         "serializeImagePulls": False,
         "maxPods": 50,
     }
+    if node.cgroup_root is not None:
+        # Its pods' cgroups go below a root of its own (made beforehand in every hierarchy):
+        # on a shared root each kubelet would kill the other's pods as orphans.
+        doc["cgroupRoot"] = f"/{node.cgroup_root}"
     if cgroup_v1:
         doc["failCgroupV1"] = False  # 1.34 tolerates cgroup v1 when told to
     return json.dumps(doc, indent=2) + "\n"
 
 
-def provisioner_config(volume_dir: Path) -> str:
-    doc = {
-        "nodePathMap": [
-            {"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(volume_dir)]},
-        ]
-    }
+def provisioner_config(volume_dir: Path, shared: bool = False) -> str:
+    """Where a local-path-provisioner makes volumes. `shared`: the directory is reachable from
+    every node (sharedFileSystemPath), so volumes get no node affinity and may be ReadWriteMany."""
+    doc: dict[str, Any]
+    if shared:
+        doc = {"sharedFileSystemPath": str(volume_dir)}
+    else:
+        doc = {
+            "nodePathMap": [
+                {"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(volume_dir)]},
+            ]
+        }
     return json.dumps(doc) + "\n"
 
 
@@ -142,7 +154,9 @@ def helper_pod() -> str:
     return json.dumps(doc) + "\n"
 
 
-def _storage_class(name: str, provisioner: str, description: str) -> dict[str, Any]:
+def _storage_class(
+    name: str, provisioner: str, description: str, binding: str = "WaitForFirstConsumer"
+) -> dict[str, Any]:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
@@ -152,7 +166,7 @@ def _storage_class(name: str, provisioner: str, description: str) -> dict[str, A
             "annotations": {"howfast.lab/description": description},
         },
         "provisioner": provisioner,
-        "volumeBindingMode": "WaitForFirstConsumer",
+        "volumeBindingMode": binding,
         "reclaimPolicy": "Delete",
     }
 
@@ -190,8 +204,18 @@ def storage_objects() -> dict[str, Any]:
             **_storage_class(config.SC_NONE, config.PROVISIONER_NONE, "no provisioner"),
             "reclaimPolicy": "Retain",
         },
+        # Like network storage, its volumes exist before any pod uses them and are not tied
+        # to a node: Immediate binding.
+        _storage_class(
+            config.SC_SHARED,
+            config.PROVISIONER_SHARED,
+            "local-path-provisioner, one host directory every node mounts: emulates network"
+            " storage (no node affinity, ReadWriteMany allowed)",
+            binding="Immediate",
+        ),
         provisioner_configmap(f"{config.SC_DISK}-config"),
         provisioner_configmap(f"{config.SC_TMPFS}-config"),
+        provisioner_configmap(f"{config.SC_SHARED}-config"),
     ]
     # The disk class is the default one, like local-path in most small clusters.
     items[2]["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] = "true"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.k8s.lab import config
+from tests.k8s.lab.config import NodeSpec
 from tests.k8s.lab.proc import run
 
 API_URL = f"https://127.0.0.1:{config.API_PORT}"
@@ -58,7 +59,7 @@ def _key(path: Path) -> None:
     path.chmod(0o600)
 
 
-def _sign(pki: Path, cert: Cert) -> None:
+def _sign(pki: Path, cert: Cert, serial: str = "ca.srl") -> None:
     key, crt = pki / f"{cert.name}.key", pki / f"{cert.name}.crt"
     _key(key)
     with tempfile.TemporaryDirectory(dir=pki) as tmp:
@@ -74,7 +75,8 @@ def _sign(pki: Path, cert: Cert) -> None:
         run(
             [
                 "openssl", "x509", "-req", "-in", csr, "-CA", pki / "ca.crt",
-                "-CAkey", pki / "ca.key", "-CAcreateserial", "-days", _DAYS,
+                "-CAkey", pki / "ca.key", "-CAserial", pki / serial, "-CAcreateserial",
+                "-days", _DAYS,
                 "-extfile", ext, "-out", crt,
             ]
         )  # fmt: skip
@@ -128,4 +130,28 @@ def ensure_pki(pki: Path) -> None:
         path = pki / f"{name}.kubeconfig"
         path.write_text(kubeconfig(pki, name, cert_name))
         path.chmod(0o600)
+    done.write_text("ok\n")
+
+
+def node_certs(node: NodeSpec) -> tuple[Cert, Cert]:
+    """A kubelet's client certificate (what the Node authorizer and NodeRestriction expect of
+    node NAME) and its serving certificate."""
+    ip = f"IP:{node.address}"
+    names = (ip,) if node.name == node.address else (f"DNS:{node.name}", ip)
+    return (
+        Cert(node.client_cert, f"/O=system:nodes/CN=system:node:{node.name}"),
+        Cert(node.serving_cert, f"/CN={node.name}", names),
+    )
+
+
+def ensure_node_pki(node: NodeSpec) -> None:
+    """The certificates and kubeconfig of a node added after the lab's PKI was made (once).
+    Signed by the lab's CA with a serial file of their own: the lab's files stay untouched."""
+    done = node.pki / f".{node.pki_prefix}-complete"
+    if node.index == 1 or done.exists():  # the first node's are part of ensure_pki
+        return
+    for cert in node_certs(node):
+        _sign(node.pki, cert, serial=f"{node.pki_prefix}.srl")
+    node.kubeconfig.write_text(kubeconfig(node.pki, f"node-{node.index}", node.client_cert))
+    node.kubeconfig.chmod(0o600)
     done.write_text("ok\n")
