@@ -115,3 +115,28 @@ def test_cleanup_classifies_writers() -> None:
     assert classify(json.dumps(gone), here)[0] == "gone"
     elsewhere = {**alive, "host": "another-machine"}
     assert classify(json.dumps(elsewhere), here)[0] == "unknown"
+
+
+def _waiting(reason: str, message: str) -> dict[str, object]:
+    return {
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "postgres",
+                    "image": "pg",
+                    "state": {"waiting": {"reason": reason, "message": message}},
+                }
+            ],
+        }
+    }
+
+
+def test_a_refused_container_configuration_is_a_problem_unless_the_kubelet_retries_it():
+    from howfast.targets.k8s.cluster import pod_problem
+
+    refused = pod_problem(_waiting("CreateContainerConfigError", 'secret "x" not found'))
+    assert refused is not None and "configuration is refused" in refused
+    # The kubelet's secret cache lagging behind the pod's binding: it retries by itself.
+    lagging = "failed to sync secret cache: timed out waiting for the condition"
+    assert pod_problem(_waiting("CreateContainerConfigError", lagging)) is None
