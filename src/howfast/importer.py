@@ -10,6 +10,7 @@ from howfast.clock import now
 from howfast.errors import UsageError
 from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
 from howfast.plans.model import duration_seconds, size_bytes
+from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.workloads.fio import parse as fio_parse
 from howfast.workloads.fio.workload import histograms_us, job_metrics
@@ -72,6 +73,12 @@ def pgbench_init_params(init: parse.PgbenchInit) -> dict[str, JSONValue]:
     return {k: v for k, v in candidates.items() if v is not None}
 
 
+def _writer() -> dict[str, JSONValue]:
+    """This process, as the run's writer: an import killed before it finishes (SIGKILL, the
+    OOM killer) is then marked aborted by the next command, as a killed run is."""
+    return liveness.this_process().document()
+
+
 def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str | None) -> int:
     """Store every init and run of a pgbench output as a step, in order. Refused (UsageError,
     nothing stored) when none of them is complete: a run without its summary's "tps = " line,
@@ -91,7 +98,7 @@ def import_pgbench_text(store: Store, text: str, *, source_name: str, label: str
     client_version = next((item.version for item in found if item.version), None)
     if client_version is not None:
         environment["pgbench_version"] = client_version
-    run_id = store.create_run("import", environment, started, label=label)
+    run_id = store.create_run("import", environment, started, label=label, writer=_writer())
     store.add_target(
         run_id, TargetRecord(name=target, kind="import", pg_version=_server_version(found))
     )
@@ -243,7 +250,7 @@ def import_fio_text(store: Store, text: str, *, source_name: str, label: str | N
     target = label or source_name
     started = now()
     environment = {"imported_from": source_name, "fio_version": result.fio_version}
-    run_id = store.create_run("import", environment, started, label=label)
+    run_id = store.create_run("import", environment, started, label=label, writer=_writer())
     store.add_target(run_id, TargetRecord(name=target, kind="import"))
     status = "completed"
     for job in result.jobs:
