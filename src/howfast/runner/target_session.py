@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from howfast.analysis.memory_storage import memory_storage_warning
 from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
@@ -75,11 +76,13 @@ class TargetSession:
         self.work_root = new_work_root()
         try:
             self.connection = target.start()
-            env.store.update_target(env.run_id, target.record())
+            record = target.record()
+            env.store.update_target(env.run_id, record)
         except (HowfastError, OSError) as exc:
             self.start_error = str(exc)
             return False
-        for warning in getattr(target, "warnings", []):
+        in_memory = memory_storage_warning(record)  # the steps carry it when the run is read
+        for warning in [*getattr(target, "warnings", []), *([in_memory] if in_memory else [])]:
             env.observer.message(f"warning: {warning}")
         self.sampling = TargetSampling(
             target, self.connection, self.sample_interval_s, env.host, self.extra_samplers
