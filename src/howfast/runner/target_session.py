@@ -16,7 +16,13 @@ from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.runner.observer import StepRef
-from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
+from howfast.runner.step import (
+    StepEnvironment,
+    execute_step,
+    expected,
+    store_step,
+    unloaded_reason,
+)
 from howfast.samplers.session import SamplerFactory, TargetSampling
 from howfast.targets.base import Connection
 from howfast.workloads import get_workload
@@ -101,6 +107,11 @@ class TargetSession:
             outcome = StepOutcome(status="failed", error=self.start_error or "not started")
             return store_step(env, spec, ref, outcome, started)
         env.observer.step_started(ref, expected(spec))
+        unloaded = unloaded_reason(spec, env.previous, env.numbers)
+        if unloaded is not None:  # skipped, not failed: the failure is the load's
+            return store_step(
+                env, spec, ref, StepOutcome(status="skipped", error=unloaded), started
+            )
         self.ran += 1
         step_dir = self.work_root / f"step-{self.ran}"
         step_dir.mkdir()
