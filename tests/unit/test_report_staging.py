@@ -36,3 +36,17 @@ def test_an_error_while_writing_leaves_the_earlier_report_and_no_temporary_file(
         raise OSError(28, "No space left on device")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
     assert (tmp_path / "r.md").read_text() == "old"
+
+
+def test_through_a_link_the_file_it_names_is_replaced_and_its_mode_kept(tmp_path: Path):
+    real = tmp_path / "published" / "r.html"
+    real.parent.mkdir()
+    real.write_text("old")
+    real.chmod(0o640)
+    link = tmp_path / "r.html"
+    link.symlink_to(real)
+    with staged(link) as staging:
+        staging.write_document("new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert real.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in real.parent.iterdir()) == ["r.html"]

@@ -20,8 +20,11 @@ class Staging:
     """The temporary files of one report; `commit` puts them in place."""
 
     def __init__(self, document: Path) -> None:
-        self.document = document
-        self.directory = document.parent if str(document.parent) else Path(".")
+        # Through a symbolic link, the file it points to is replaced, and the link stays.
+        self.document = document.resolve() if document.is_symlink() else document
+        self.directory = self.document.parent
+        # A report written again keeps the earlier one's permissions.
+        self.mode = self.document.stat().st_mode & 0o777 if self.document.exists() else 0o644
         self._file: Path | None = None
         self._images: Path | None = None
         self._images_target: Path | None = None
@@ -42,7 +45,7 @@ class Staging:
         self._file = Path(name)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
-        os.chmod(self._file, 0o644)  # mkstemp's 0600 is not what a written file gets
+        os.chmod(self._file, self.mode)  # mkstemp's 0600 is not what a written file gets
 
     def commit(self) -> None:
         """The images, then the document. An earlier report's images that this one does not
