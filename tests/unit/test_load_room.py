@@ -12,6 +12,7 @@ from howfast.workloads.pgbench.room import (
     Room,
     UnitCost,
     WalBounds,
+    generous_unit,
     load_need,
     needs_measuring,
     shortfall,
@@ -103,3 +104,11 @@ def test_the_gist_of_an_error_is_one_telling_line_of_bounded_length() -> None:
     )
     long = error_gist("x" * 50 + " " + "y" * 200)
     assert long == "x" * 50 + "…"
+
+
+def test_a_lower_fillfactor_is_estimated_larger_before_measuring() -> None:
+    assert generous_unit() == GENEROUS_UNIT
+    tenth = generous_unit(10)
+    assert tenth.table_bytes == 10 * GENEROUS_UNIT.table_bytes
+    assert tenth.index_bytes == GENEROUS_UNIT.index_bytes  # the keys do not spread
+    assert generous_unit("bogus") == GENEROUS_UNIT

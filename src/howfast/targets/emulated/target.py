@@ -200,7 +200,7 @@ class EmulatedTarget(Target):
     def _qd1_ms(self, path: Path) -> float:
         assert self.volume is not None
         try:
-            out = self.volume.run(qd1_check_argv(path), "the QD1 check")
+            out = self.volume.run(qd1_check_argv(path))
             if out.returncode != 0:
                 raise HowfastError(f"the QD1 check failed: {out.stderr.strip()[-200:]}")
             return write_latency_ms(out.stdout)

@@ -122,7 +122,7 @@ class EmulatedVolume:
         with contextlib.suppress(OSError):
             self.nodelay_file.touch()
 
-    def run(self, argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """A tool on the volume, interruptible although its I/O is not: see run_interruptibly."""
         return run_interruptibly(argv, self.undelay)
 
@@ -138,7 +138,7 @@ class EmulatedVolume:
             raise
 
     def _run(self, argv: list[str], what: str) -> str:
-        out = self.run(argv, what)
+        out = self.run(argv)
         if out.returncode != 0:
             tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
             raise HowfastError(f"{what} failed (exit {out.returncode}): {' '.join(tail)}")

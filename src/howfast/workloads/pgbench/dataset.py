@@ -139,7 +139,8 @@ class Measured:
 def measure_unit(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Measured:
     """Load scale 1 and measure what one scale unit takes: its tables, their primary keys,
     and the WAL loading them wrote. Refused first when even that cannot fit."""
-    refuse_unless_fits(ctx, 1, room.GENEROUS_UNIT, "the measuring load (pgbench -i -s 1)")
+    generous = room.generous_unit(params.get("fillfactor"))
+    refuse_unless_fits(ctx, 1, generous, "the measuring load (pgbench -i -s 1)")
     server = ctx.server()
     before = wal_position(server)
     result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
@@ -149,7 +150,7 @@ def measure_unit(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -
     after = wal_position(server)
     total, tables, indexes, shared = measure(server)
     wal = after - before if after is not None and before is not None else None
-    unit = room.UnitCost(tables, indexes, wal if wal else room.GENEROUS_UNIT.wal_bytes)
+    unit = room.UnitCost(tables, indexes, wal if wal else generous.wal_bytes)
     return Measured(unit, total, shared)
 
 
@@ -284,14 +285,14 @@ def check_scale_room(ctx: StepContext, params: dict[str, JSONValue], pgbench: st
         return  # an existing server: its disks are not visible
     free, _ = found
     bounds = wal_bounds(ctx.server())
-    generous = room.load_need(scale, room.GENEROUS_UNIT, bounds)
-    if not room.needs_measuring(generous, free):
+    unit = room.generous_unit(params.get("fillfactor"))
+    if not room.needs_measuring(room.load_need(scale, unit, bounds), free):
         return
     what = f"scale {scale}"
-    if scale == 1 or room.shortfall(room.load_need(1, room.GENEROUS_UNIT, bounds), free):
+    if scale == 1 or room.shortfall(room.load_need(1, unit, bounds), free):
         # Scale 1 is its own measure; and where not even that fits, the generous estimate
         # of the whole load says how far off it is.
-        refuse_unless_fits(ctx, scale, room.GENEROUS_UNIT, what)
+        refuse_unless_fits(ctx, scale, unit, what)
         return
     measured = measure_unit(ctx, params, pgbench)
     problem = room_problem(ctx, scale, measured.unit)

@@ -42,6 +42,19 @@ class UnitCost:
 GENEROUS_UNIT = UnitCost(14 * MIB, 3 * MIB, 14 * MIB, measured=False)
 
 
+def generous_unit(fillfactor: object = 100) -> UnitCost:
+    """GENEROUS_UNIT for a load's fillfactor: a table filled to 10% takes ten times the room
+    (its WAL is counted as growing alike, on the safe side)."""
+    fill = fillfactor if isinstance(fillfactor, int) and 0 < fillfactor <= 100 else 100
+    spread = 100 / fill
+    return UnitCost(
+        int(GENEROUS_UNIT.table_bytes * spread),
+        GENEROUS_UNIT.index_bytes,
+        int(GENEROUS_UNIT.wal_bytes * spread),
+        measured=False,
+    )
+
+
 @dataclass(frozen=True)
 class WalBounds:
     """What bounds pg_wal's growth on the target, and what it holds now."""
