@@ -11,6 +11,7 @@ from howfast.errors import UsageError
 from howfast.import_text import TextSource
 from howfast.model import JSONValue, StepRecord, TargetRecord
 from howfast.plans.model import duration_seconds, size_bytes
+from howfast.store import liveness
 from howfast.store.base import Columns, Store
 from howfast.workloads.fio import parse as fio_parse
 from howfast.workloads.fio.workload import histograms_us, job_metrics
@@ -74,6 +75,12 @@ def pgbench_init_params(init: parse.PgbenchInit) -> dict[str, JSONValue]:
     return {k: v for k, v in candidates.items() if v is not None}
 
 
+def _writer() -> dict[str, JSONValue]:
+    """This process, as the run's writer: an import killed before it finishes (SIGKILL, the
+    OOM killer) is then marked aborted by the next command, as a killed run is."""
+    return liveness.this_process().document()
+
+
 def import_pgbench_text(
     store: Store, text: str | TextSource, *, source_name: str, label: str | None
 ) -> int:
@@ -95,7 +102,7 @@ def import_pgbench_text(
     client_version = next((item.version for item in found if item.version), None)
     if client_version is not None:
         environment["pgbench_version"] = client_version
-    run_id = store.create_run("import", environment, started, label=label)
+    run_id = store.create_run("import", environment, started, label=label, writer=_writer())
     store.add_target(
         run_id, TargetRecord(name=target, kind="import", pg_version=_server_version(found))
     )
@@ -261,7 +268,7 @@ def import_fio_text(
     target = label or source_name
     started = now()
     environment = {"imported_from": source_name, "fio_version": result.fio_version}
-    run_id = store.create_run("import", environment, started, label=label)
+    run_id = store.create_run("import", environment, started, label=label, writer=_writer())
     store.add_target(run_id, TargetRecord(name=target, kind="import"))
     status = "completed"
     for job in result.jobs:

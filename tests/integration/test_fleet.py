@@ -213,3 +213,28 @@ def test_a_kubernetes_fleet_dry_run_prints_every_instance_without_a_cluster(
     capped = howfast.plan(FLEET.format(duration="3s"), name="capped.toml")
     refused = howfast("run", str(capped), "--target", "k8s://slow", "--dry-run")
     assert refused.returncode == 2 and "cannot cap a pod's I/O" in refused.stderr
+
+
+def test_an_instance_whose_load_failed_skips_the_steps_that_read_it(
+    howfast: Howfast, target_dir: Path
+):
+    """Issue 26, item 4, in a fleet: each instance's load fails (a tablespace that does not
+    exist), so no instance measures tables that are not there."""
+    plan = howfast.plan(
+        FLEET.replace('{{ name = "capped", count = 2, write_iops = 100 }},\n', "")
+        .replace("scale = 1\n", 'scale = 1\nextra_args = ["--tablespace=no_such_tablespace"]\n')
+        .format(duration="1s")
+    )
+    out = howfast("run", str(plan), "--target", str(target_dir), "--json", timeout=300)
+    assert out.returncode == 1, out.stderr
+    steps = json.loads(out.stdout)["steps"]
+    assert [(s["workload"], s["status"]) for s in steps] == [
+        ("pgbench-init", "failed"),
+        ("pgbench-init", "failed"),
+        ("pgbench", "skipped"),
+        ("pgbench", "skipped"),
+    ]
+    for skipped in (s for s in steps if s["status"] == "skipped"):
+        assert "(pgbench -i scale 1) failed, so the tables this step reads" in skipped["error"]
+        assert "no_such_tablespace" in skipped["error"]
+    assert list(target_dir.iterdir()) == []

@@ -4,11 +4,14 @@ the check that compares the latency asked with the latency measured."""
 from __future__ import annotations
 
 import json
-from pathlib import PurePath
+import signal
+import time
+from pathlib import Path, PurePath
 
 import pytest
 
 from howfast.analysis.emulation import latency_warning
+from howfast.errors import Aborted
 from howfast.iolimits import IoLimits, throttle_lines
 from howfast.targets.emulated.build import (
     DELAY_PLUGIN,
@@ -21,6 +24,7 @@ from howfast.targets.emulated.build import (
     variants,
 )
 from howfast.targets.emulated.target import write_latency_ms
+from howfast.targets.emulated.volume import loop_devices_of, run_interruptibly
 
 IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
 
@@ -171,3 +175,72 @@ def test_without_nbdkits_python_plugin_the_backend_says_what_to_install(monkeypa
     assert backend.name is None
     assert backend.reason == "nbdkit's python plugin is not installed (nbdkit-plugin-python)"
     assert "nbdkit-plugin-python" in volume.INSTALL_HINT
+
+
+def test_the_delay_plugin_is_told_where_its_nodelay_file_is():
+    argv = nbdkit_argv(IMG, SOCK, PID, 100.0, PurePath("/dev/shm/r/nodelay"))
+    assert argv[6:] == ["python", str(DELAY_PLUGIN), f"file={IMG}", "delay-ms=100.0",
+                        "nodelay-file=/dev/shm/r/nodelay"]  # fmt: skip
+    assert "nodelay-file" in DELAY_PLUGIN.read_text()
+
+
+def test_loop_devices_are_found_by_their_backing_file_in_sysfs(tmp_path: Path):
+    """As /sys/block lists them (recorded layout): the volume's own, also once its file is
+    gone, and not another volume's."""
+    for name, backing in (
+        ("loop0", "/dev/shm/howfast-vol-a-1/fuse/nbd\n"),
+        ("loop1", "/dev/shm/howfast-vol-b-2/fuse/nbd\n"),
+        ("loop7", "/dev/shm/howfast-vol-a-1/fuse/nbd (deleted)\n"),
+    ):
+        (tmp_path / name / "loop").mkdir(parents=True)
+        (tmp_path / name / "loop" / "backing_file").write_text(backing)
+    (tmp_path / "loop3").mkdir()  # not attached: no loop/ directory
+    mine = Path("/dev/shm/howfast-vol-a-1/fuse/nbd")
+    assert loop_devices_of(mine, tmp_path) == ["/dev/loop0", "/dev/loop7"]
+
+
+def interrupt_after(seconds: float) -> None:
+    """Raise in the main thread after `seconds`, as the runner's signal guard does (Aborted)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Aborted("SIGINT")
+
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def test_an_interrupted_tool_gets_the_delay_lifted_and_ends_by_itself(tmp_path: Path):
+    lifted = tmp_path / "nodelay"
+    # A tool that waits until the delay is lifted, as a mount waits for its delayed reads.
+    tool = ["sh", "-c", f'while [ ! -e "{lifted}" ]; do sleep 0.02; done; echo done']
+    previous = signal.getsignal(signal.SIGALRM)
+    try:
+        interrupt_after(0.3)
+        started = time.monotonic()
+        with pytest.raises(Aborted):
+            run_interruptibly(tool, lifted.touch, settle_s=20)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert lifted.exists()
+    assert time.monotonic() - started < 5  # it ended once lifted, well before settle_s
+
+
+def test_a_tool_that_does_not_end_is_killed_after_the_settle_time(tmp_path: Path):
+    previous = signal.getsignal(signal.SIGALRM)
+    called = []
+    try:
+        interrupt_after(0.2)
+        started = time.monotonic()
+        with pytest.raises(Aborted):
+            run_interruptibly(["sleep", "60"], lambda: called.append(True), settle_s=0.5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert called == [True]
+    assert time.monotonic() - started < 5
+
+
+def test_a_tool_that_is_not_interrupted_gives_its_output():
+    out = run_interruptibly(["sh", "-c", "echo out; echo err >&2; exit 3"], lambda: None)
+    assert (out.returncode, out.stdout, out.stderr) == (3, "out\n", "err\n")

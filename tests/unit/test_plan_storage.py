@@ -85,3 +85,15 @@ def test_builtin_latency_plan():
     assert specs[2].params["rate_basis"] == "first-target"
     with pytest.raises(UsageError):
         storage_variants("0.5x", None)
+
+
+def test_added_latency_is_bounded_in_plans_and_on_the_command_line():
+    """Issue 26: `--storage-latency 1h` hung in losetup. 100 ms is the most a volume adds."""
+    assert [v.describe() for v in storage_variants("0,100ms", None)] == ["+0ms", "+100ms"]
+    for text in ("1h", "0,20s", "100.5ms"):
+        with pytest.raises(UsageError, match=r"--storage-latency: .* at most 100ms per I/O"):
+            storage_variants(text, None)
+    with pytest.raises(PlanError, match=r"s\.toml:2: storage\.latency\[1\]: .*at most 100ms"):
+        parse_plan('[storage]\nlatency = ["2ms", "0.2s"]\n' + STEP, source="s.toml")
+    plan = parse_plan('[storage]\nlatency = "0.1s"\n' + STEP, source="s.toml")
+    assert plan.storage is not None and plan.storage.latency == [100.0]

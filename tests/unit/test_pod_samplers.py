@@ -403,3 +403,29 @@ def test_server_counters_script_reads_this_machines_cgroup() -> None:
     assert counters.version == "v1" and counters.source.startswith("cgroup v1 of the server")
     assert reading.cpu.usage_ns is not None and reading.cpu.usage_ns > 0
     assert reading.postmaster is None and reading.processes == {}
+
+
+class SilentCounters(ShellHere):
+    """The server container's counters read by an exec that ends with a status and prints
+    nothing, as an exec the API server cut or a container killed mid-read does (the lab's
+    cluster is not for unit tests): the cgroup is found, then every reading fails silently."""
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
+    ) -> ExecResult:
+        if command != ["cat", "/proc/self/cgroup"]:
+            command = ["/bin/sh", "-c", "exit 137"]
+        return super().exec(namespace, pod, container, command, timeout_s=timeout_s)
+
+
+def test_a_server_sampler_whose_exec_says_nothing_gives_its_exit_status() -> None:
+    target = PlacedTarget()
+    target.cluster = SilentCounters()
+    counters = PodHost(target).server_counters()  # type: ignore[arg-type]
+    assert counters is not None
+    sampler = ContainerServerSampler(counters, {})
+    sampler.start(context())
+    assert sampler.stop().warnings == [
+        "sampler serverio could not start: cannot read the server container's counters: "
+        "the exec exited with status 137 and printed nothing"
+    ]

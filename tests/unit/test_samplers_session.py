@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from howfast.analysis.derive import derive_step
+from howfast.errors import HowfastError
 from howfast.model import Sample, StepRecord
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
@@ -268,3 +269,29 @@ def test_only_pgbench_and_fio_steps_are_sampled_and_zero_turns_it_off() -> None:
     busy = sampling.start("fio")
     assert [s.name for s in busy.samplers] == ["cpu"]  # no devices, server or log here
     busy.stop()
+
+
+@pytest.mark.parametrize(
+    ("raised", "said"),
+    [
+        # issue 26: the K8s server sampler stopped with "...counters:" and nothing after it
+        (
+            HowfastError("cannot read the server container's counters: "),
+            "cannot read the server container's counters: no reason given (HowfastError)",
+        ),
+        (TimeoutError(), "TimeoutError"),
+        (OSError("   \n"), "OSError"),
+        (HowfastError("pgbench exited with status 1:\n\nERROR: disk full"), None),
+    ],
+)
+def test_a_sampler_that_stops_always_says_why(raised: BaseException, said: str | None) -> None:
+    class Failing(Counting):
+        def tick(self, t: float) -> None:
+            raise raised
+
+    sampler = Failing()
+    sampler.start(context())
+    time.sleep(3 * FAST)
+    (warning,) = sampler.stop().warnings
+    reason = warning.removeprefix("sampler counting stopped: ")
+    assert reason == (said or "pgbench exited with status 1: ERROR: disk full")

@@ -11,6 +11,7 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 - latency percentiles from too few transactions to be bounded (analysis/percentiles.py);
 - fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py);
 - whether an emulated volume added the latency asked (analysis/emulation.py);
+- that a target on tmpfs measured memory, not storage (analysis/memory_storage.py);
 - the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py);
 - each target's durability verdict and advice (analysis/durability.py, analysis/advice.py).
 
@@ -33,6 +34,7 @@ from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
 from howfast.analysis.io import analyze_step
+from howfast.analysis.memory_storage import MARK, memory_storage_warning
 from howfast.analysis.working_set import regime_warnings
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.workloads.pgbench.build import expected_seconds
@@ -88,6 +90,7 @@ def derive_run(run: RunRecord) -> RunRecord:
         steps.append(derived)
     _summarise_curves(steps)
     _warn_about_emulation(run, steps)
+    _warn_about_memory_storage(run, steps)
     out = replace(run, steps=steps)
     out.targets = _judge_targets(out)
     return out
@@ -115,6 +118,18 @@ def _warn_about_emulation(run: RunRecord, steps: list[StepRecord]) -> None:
         first = next((s for s in steps if s.target == target.name), None)
         if warning and first is not None and warning not in first.warnings:
             first.warnings.insert(0, warning)
+
+
+def _warn_about_memory_storage(run: RunRecord, steps: list[StepRecord]) -> None:
+    """A target on tmpfs: said on each of its steps, since every figure it measured is the
+    memory's (the fio probes say it themselves)."""
+    for target in run.targets:
+        warning = memory_storage_warning(target)
+        if warning is None:
+            continue
+        for step in steps:
+            if step.target == target.name and not any(MARK in w for w in step.warnings):
+                step.warnings.insert(0, warning)
 
 
 def series_needed(run: RunRecord) -> set[str]:

@@ -82,8 +82,15 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
 
 @results_group.command("delete")
 @click.argument("run_id")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Delete a run marked running whose howfast cannot be seen from here (another host "
+    "or container, or a run that does not say which process writes it). A run whose howfast "
+    "is alive on this machine is still refused.",
+)
 @store_option
-def delete_command(run_id: str, store: str | None) -> int:
+def delete_command(run_id: str, force: bool, store: str | None) -> int:
     """Delete a run and everything stored with it."""
     env = CliEnv()
     rid = parse_run_id(run_id)
@@ -92,16 +99,18 @@ def delete_command(run_id: str, store: str | None) -> int:
         # Its writer would fail at its next step: refuse while it runs (the runs whose
         # howfast is gone were just marked aborted by open_results).
         running = still_running(db, rid)
-        if running:
-            raise UsageError(
-                f"{running}: deleting it would make its next step fail",
-                "wait until it ends, or interrupt it (Ctrl-C, or kill -INT its PID), "
-                "then delete it",
+        if running and not (force and running.unknown):
+            hint = (
+                "if you know that nothing writes it any more, delete it with --force"
+                if running.unknown
+                else "wait until it ends, or interrupt it (Ctrl-C, or kill -INT its PID), "
+                "then delete it"
             )
+            raise UsageError(f"{running}: deleting it would make its next step fail", hint)
         deleted = db.delete_run(rid)
     finally:
         db.close()
     if not deleted:
         raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
-    env.info(f"deleted run {rid}")
+    env.info(f"deleted run {rid}" + (" (it was marked running)" if running else ""))
     return 0

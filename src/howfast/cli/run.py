@@ -33,7 +33,7 @@ from howfast.plans import (
 )
 from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
-from howfast.plans.model import StorageSection
+from howfast.plans.model import MAX_ADDED_LATENCY_MS, StorageSection, too_much_latency
 from howfast.plans.until import UntilRule, make_rule
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
@@ -422,6 +422,9 @@ def storage_variants(
             0.0 if v.strip() in ("0", "0ms") else parse_duration(v, "--storage-latency") * 1000
             for v in latency.split(",")
         ]
+        for text, ms in zip(latency.split(","), latencies, strict=True):
+            if ms > MAX_ADDED_LATENCY_MS:
+                raise UsageError(f"--storage-latency: {too_much_latency(text.strip())}")
     caps: list[int | None] = [None]
     if iops is not None:  # 0 (or "none") is a variant without a cap
         caps = [

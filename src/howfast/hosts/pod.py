@@ -113,6 +113,13 @@ def unpack(text: str, into: Path) -> dict[str, Path]:
     return files
 
 
+def _exec_failure(out: Any) -> str:
+    """What a failed exec said, or its exit status when it said nothing (an exec that the
+    API server cut, a container that restarted)."""
+    said = str(out.stderr or "").strip()
+    return said or f"the exec exited with status {out.returncode} and printed nothing"
+
+
 class PodServerCounters(ServerCounters):
     """The server container's cgroup and processes, one exec per reading. Which cgroup
     version, and so which files, is found at the first reading (an exec that fails there
@@ -128,7 +135,7 @@ class PodServerCounters(ServerCounters):
     def _detect(self) -> None:
         out = self.host._exec(["cat", "/proc/self/cgroup"], container=m.POSTGRES)
         if out.returncode != 0:
-            raise HowfastError(f"cannot read the server container's cgroup: {out.stderr}")
+            raise HowfastError(f"cannot read the server container's cgroup: {_exec_failure(out)}")
         self.version, self.cgroup = podread.own_cgroup_path(out.stdout)
         v1 = self.version == "v1"
         self.files = dict(podread.CGROUP_V1_FILES) if v1 else podread.cgroup_v2_files("/")
@@ -150,7 +157,7 @@ class PodServerCounters(ServerCounters):
         argv = podread.server_argv(self.files, m.PGDATA)
         out = self.host._exec(argv, container=m.POSTGRES, timeout_s=EXEC_TIMEOUT_S)
         if out.returncode != 0:
-            raise HowfastError(f"cannot read the server container's counters: {out.stderr}")
+            raise HowfastError(f"cannot read the server container's counters: {_exec_failure(out)}")
         return podread.parse_server(self.version, self.files, out.stdout)
 
     def device_number(self, device: str) -> str | None:

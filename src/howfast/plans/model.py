@@ -50,11 +50,30 @@ else:
     Step = Annotated[Union[tuple(STEP_MODELS.values())], Field(discriminator="workload")]  # noqa: UP007
 
 
+# The most latency an emulated volume adds to each I/O. Building the volume and the cluster
+# makes hundreds of I/Os one after another (mounting it about 40, initdb and the QD1 checks
+# hundreds more): at 100 ms that took over two minutes on the test machine, at 1 s a mount
+# alone took 42 s, and every step's I/O waits as long (docs/emulated-storage.md).
+MAX_ADDED_LATENCY_MS = 100.0
+
+
 def added_latency_ms(value: object) -> float:
-    """An added latency in milliseconds: "2ms", "1s", or "0" for none."""
+    """An added latency in milliseconds: "2ms", "0.1s", or "0" for none; at most
+    MAX_ADDED_LATENCY_MS."""
     if isinstance(value, str) and value.strip().lower() in ("0", "0ms", "0s"):
         return 0.0
-    return duration_seconds(value) * 1000
+    ms = duration_seconds(value) * 1000
+    if ms > MAX_ADDED_LATENCY_MS:
+        raise ValueError(too_much_latency(value))
+    return ms
+
+
+def too_much_latency(value: object) -> str:
+    return (
+        f"{quote(value)} is more latency than an emulated volume adds: at most "
+        f"{MAX_ADDED_LATENCY_MS:g}ms per I/O (building the volume and the cluster makes "
+        "hundreds of I/Os one after another, which at 100ms already takes minutes)"
+    )
 
 
 def _listed(value: object) -> object:

@@ -40,14 +40,16 @@ def render_table(table: Table) -> str:
     return "\n".join(lines)
 
 
-def render(document: ReportDocument, path: Path, generated_at: str) -> str:
-    """The Markdown text; writes the chart images into charts_dir(path) on the way."""
-    images = charts_dir(path)
+def render(
+    document: ReportDocument, path: Path, generated_at: str, images: Path | None = None
+) -> str:
+    """The Markdown text; writes the chart images into `images` on the way (by default
+    charts_dir(path), the directory its links name)."""
+    linked = charts_dir(path)
+    images = images or linked
     charts = document.charts()
     if charts:
         images.mkdir(parents=True, exist_ok=True)
-        for old in images.glob("chart-*.png"):  # of an earlier report to the same file
-            old.unlink()
     parts = [f"# {document.title}", "", document.subtitle, "", f"_generated {generated_at}_", ""]
     for section in document.sections:
         parts += [f"{'#' * section.level} {section.title}", ""]
@@ -57,7 +59,7 @@ def render(document: ReportDocument, path: Path, generated_at: str) -> str:
             elif isinstance(block, Chart):
                 image = images / f"{block.id}.png"
                 render_png(block, image)
-                parts += [f"![{_escape(block.title)}]({images.name}/{image.name})", ""]
+                parts += [f"![{_escape(block.title)}]({linked.name}/{image.name})", ""]
             else:
                 parts += [f"> {block}" if block.startswith("Warning:") else block, ""]
     return "\n".join(parts)

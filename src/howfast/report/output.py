@@ -14,6 +14,7 @@ from howfast.errors import UsageError
 from howfast.model import RunRecord
 from howfast.report import document, html
 from howfast.report.charts import DEFAULT_ROLES, MAX_PER_SECOND_TESTS, io_series_names
+from howfast.report.staging import staged
 
 HTML_SUFFIXES = (".html", ".htm")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -57,20 +58,44 @@ def report_format(path: Path) -> str:
 
 
 def write_report(runs: Sequence[RunRecord], path: Path, generated_at: str | None = None) -> Written:
+    """The report of `runs` in `path`, whole or not at all (report/staging.py): on an error
+    nothing is left half-written and an earlier report of that name is unchanged."""
     kind = report_format(path)
     generated = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     outline = document.build(overview(runs))
+    images = None
     try:
-        if kind == "html":
-            text = html.render(outline, generated)
-            images = None
-        else:
-            # Imported here: matplotlib takes seconds to load, and only Markdown needs it.
-            from howfast.report import markdown
+        with staged(path) as staging:
+            if kind == "html":
+                text = html.render(outline, generated)
+            else:
+                # Imported here: matplotlib takes seconds to load, and only Markdown needs it.
+                from howfast.report import markdown
 
-            text = markdown.render(outline, path, generated)
-            images = markdown.charts_dir(path) if outline.charts() else None
-        path.write_text(text, encoding="utf-8")
+                if outline.charts():
+                    images = markdown.charts_dir(path)
+                    text = markdown.render(outline, path, generated, staging.images_dir(images))
+                else:
+                    text = markdown.render(outline, path, generated)
+            staging.write_document(text)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot write the report: {exc.strerror}") from None
+        raise UsageError(
+            f"{path}: cannot write the report: {exc.strerror or exc}",
+            _nothing_written(path, images),
+        ) from None
     return Written(path, path.stat().st_size, len(outline.charts()), images)
+
+
+def _nothing_written(path: Path, images: Path | None) -> str:
+    earlier = [
+        text
+        for text, there in (
+            (f"the earlier {path.name}", path.exists()),
+            (f"its charts in {images.name}/" if images else "", images and images.exists()),
+        )
+        if there
+    ]
+    if not earlier:
+        return "nothing was written"
+    verb = "are" if len(earlier) > 1 else "is"
+    return f"nothing was written: {' and '.join(earlier)} {verb} unchanged"

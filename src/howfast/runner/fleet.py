@@ -24,7 +24,13 @@ from howfast.plans.fleet import FleetScenario
 from howfast.runner.observer import RunObserver, StepRef
 from howfast.runner.run import RunInfo, RunResult, record_run
 from howfast.runner.signals import SignalGuard
-from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
+from howfast.runner.step import (
+    StepEnvironment,
+    execute_step,
+    expected,
+    store_step,
+    unloaded_reason,
+)
 from howfast.runner.target_session import new_work_root
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
@@ -185,7 +191,13 @@ class FleetRunner:
         work_root: Path,
     ) -> int:
         workload = get_workload(spec.workload)
-        running = [x for x in live if x.failed_start is None]
+        skipped = {  # an instance whose load failed: nothing to read, its step is skipped
+            id(x): reason
+            for x in live
+            if x.failed_start is None
+            and (reason := unloaded_reason(spec, x.env.previous, x.env.numbers)) is not None
+        }
+        running = [x for x in live if x.failed_start is None and id(x) not in skipped]
         barrier = threading.Barrier(len(running) or 1, timeout=BARRIER_TIMEOUT_S)
         results: dict[int, StepResult] = {}
         refs = {}
@@ -219,7 +231,9 @@ class FleetRunner:
         failed = 0
         for x in live:
             result = results.get(id(x))
-            if result is None:
+            if id(x) in skipped:
+                result = StepResult(StepOutcome(status="skipped", error=skipped[id(x)]), now())
+            elif result is None:
                 reason = x.failed_start or "the instance's step did not finish"
                 result = StepResult(StepOutcome(status="failed", error=reason), now())
             outcome = result.outcome

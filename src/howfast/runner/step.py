@@ -3,9 +3,10 @@ commit the record to the store at once."""
 
 from __future__ import annotations
 
+import re
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from howfast.analysis.derive import derive_last
@@ -20,6 +21,7 @@ from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
+from howfast.workloads import get_workload, registry
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 from howfast.workloads.pgbench.build import expected_seconds
 
@@ -37,6 +39,9 @@ class StepEnvironment:
     guard: SignalGuard
     previous: list[StepRecord]  # this target's stored steps, oldest first
     first_target: list[StepRecord]  # the run's first target's (the same list on that one)
+    # Where each stored step came in the run's progress ([N/total]), by its id: a skipped
+    # step names the failed load it depended on by that number.
+    numbers: dict[int, int] = field(default_factory=dict)
 
     @property
     def cancel(self) -> CancelToken:
@@ -129,9 +134,55 @@ def store_step(
     )
     with env.guard.critical():
         record.id = env.store.add_step(env.run_id, record)
+    env.numbers[record.id] = ref.index + 1
     env.previous.append(record)
     env.observer.step_finished(ref, derive_last(env.previous))  # with its derived warnings
     return record
+
+
+def unloaded_reason(
+    spec: StepSpec, previous: Sequence[StepRecord], numbers: Mapping[int, int]
+) -> str | None:
+    """Why a step that reads loaded tables must not run: the target's latest load (a
+    pgbench-init step) did not complete, so its tables are missing, half-loaded or without
+    their primary keys, and a figure measured on them would be stored as if it meant
+    something. None when the step reads no loaded data or the latest load completed."""
+    if not registry.plugin(spec.workload).reads_loaded_data:
+        return None
+    load = next((s for s in reversed(previous) if registry.plugin(s.workload).loads_data), None)
+    if load is None or load.status == "completed":
+        return None
+    which = get_workload(load.workload).label(load.params)
+    number = numbers.get(load.id) if load.id is not None else None
+    where = f"step {number} ({which})" if number else which
+    return (
+        f"{where} {load.status}, so the tables this step reads are missing or incomplete: "
+        f"{error_gist(load.error)}"
+    )
+
+
+def error_gist(error: str | None) -> str:
+    """The line of a step's error that says what went wrong (pgbench's "error:" line, the
+    server's ERROR), else its first line; the server log's tail is left out."""
+    lines = []
+    for line in (error or "").splitlines():
+        if line.startswith("--- server log"):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    if not lines:
+        return "no reason was recorded"
+    telling = [line for line in lines[1:] if _TELLING.search(line)]
+    gist = telling[0] if telling else lines[0]
+    if len(gist) > GIST_CHARS:  # the step's own error has it in full
+        gist = gist[: GIST_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return gist
+
+
+GIST_CHARS = 160
+
+
+_TELLING = re.compile(r"error|no space|panic|fatal|killed|refused", re.IGNORECASE)
 
 
 def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:

@@ -11,11 +11,18 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from howfast.analysis.memory_storage import memory_storage_warning
 from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.runner.observer import StepRef
-from howfast.runner.step import StepEnvironment, execute_step, expected, store_step
+from howfast.runner.step import (
+    StepEnvironment,
+    execute_step,
+    expected,
+    store_step,
+    unloaded_reason,
+)
 from howfast.samplers.session import SamplerFactory, TargetSampling
 from howfast.targets.base import Connection
 from howfast.workloads import get_workload
@@ -75,11 +82,13 @@ class TargetSession:
         self.work_root = new_work_root()
         try:
             self.connection = target.start()
-            env.store.update_target(env.run_id, target.record())
+            record = target.record()
+            env.store.update_target(env.run_id, record)
         except (HowfastError, OSError) as exc:
             self.start_error = str(exc)
             return False
-        for warning in getattr(target, "warnings", []):
+        in_memory = memory_storage_warning(record)  # the steps carry it when the run is read
+        for warning in [*getattr(target, "warnings", []), *([in_memory] if in_memory else [])]:
             env.observer.message(f"warning: {warning}")
         self.sampling = TargetSampling(
             target, self.connection, self.sample_interval_s, env.host, self.extra_samplers
@@ -98,6 +107,11 @@ class TargetSession:
             outcome = StepOutcome(status="failed", error=self.start_error or "not started")
             return store_step(env, spec, ref, outcome, started)
         env.observer.step_started(ref, expected(spec))
+        unloaded = unloaded_reason(spec, env.previous, env.numbers)
+        if unloaded is not None:  # skipped, not failed: the failure is the load's
+            return store_step(
+                env, spec, ref, StepOutcome(status="skipped", error=unloaded), started
+            )
         self.ran += 1
         step_dir = self.work_root / f"step-{self.ran}"
         step_dir.mkdir()

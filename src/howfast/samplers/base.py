@@ -156,7 +156,7 @@ class PeriodicSampler(Sampler):
         try:
             out = self.result()
         except Exception as exc:  # a bug in a summary must not lose the step
-            out = SamplerResult(warnings=[f"sampler {self.name} failed: {_describe(exc)}"])
+            out = SamplerResult(warnings=[f"sampler {self.name} failed: {describe_failure(exc)}"])
         if self._failure:
             out.warnings.insert(0, self._failure)
         return out
@@ -167,9 +167,17 @@ class PeriodicSampler(Sampler):
             yield
         except Exception as exc:  # permission, a vanished file, a lost connection...
             if self._failure is None:
-                self._failure = f"sampler {self.name} {what}: {_describe(exc)}"
+                self._failure = f"sampler {self.name} {what}: {describe_failure(exc)}"
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+def describe_failure(exc: BaseException) -> str:
+    """One line saying why, never empty: the message's first line, with the next when it
+    ends in a colon (the cause comes after it), else the exception's type."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = lines[0]
+    if first.endswith(":"):
+        cause = lines[1] if len(lines) > 1 else f"no reason given ({type(exc).__name__})"
+        return f"{first} {cause}"
+    return first

@@ -25,7 +25,7 @@ from collections import defaultdict
 
 from howfast.errors import UsageError
 from howfast.model import JSONValue, Sample
-from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
+from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.devices import RoleDevice
 from howfast.samplers.promapi import (
     DISK_COUNTERS,
@@ -136,9 +136,11 @@ class PrometheusSampler(Sampler):
             self._cpu(out, start, end, step, instance)
             self._postgres(out, start, end, step)
         except PromError as exc:
-            out.warnings.append(f"sampler prometheus: {exc}")
+            out.warnings.append(f"sampler prometheus: {describe_failure(exc)}")
         except Exception as exc:  # a bug here must not lose the step
-            out.warnings.append(f"sampler prometheus failed: {type(exc).__name__}: {exc}")
+            out.warnings.append(
+                f"sampler prometheus failed: {type(exc).__name__}: {describe_failure(exc)}"
+            )
         if self.missing:
             out.warnings.append("sampler prometheus could not match: " + "; ".join(self.missing))
         section: dict[str, JSONValue] = {

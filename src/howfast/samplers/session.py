@@ -15,7 +15,7 @@ from typing import Any
 
 from howfast.hosts.base import Host
 from howfast.model import STEP_SECTIONS, JSONValue
-from howfast.samplers.base import Sampler, SamplerContext, SamplerResult
+from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.cpu import first_reading
 from howfast.samplers.devices import RoleDevice, resolve_roles
 from howfast.samplers.registry import SamplerSetup, create_samplers
@@ -50,7 +50,9 @@ class TargetSampling:
                 paths = target.storage_paths()
                 self.roles = host.role_devices(paths) if host else resolve_roles(paths)
             except Exception as exc:  # the step still runs; it says why the disks are missing
-                self.problem = f"cannot tell which devices hold {target.name}: {exc}"
+                self.problem = (
+                    f"cannot tell which devices hold {target.name}: {describe_failure(exc)}"
+                )
 
     def start(self, workload: str) -> StepSampling:
         if not self.interval_s:

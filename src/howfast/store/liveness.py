@@ -133,7 +133,19 @@ def close_abandoned_runs(store: Store, here: Writer | None = None) -> list[Aband
     return closed
 
 
-def still_running(store: Store, run_id: int, here: Writer | None = None) -> str | None:
+@dataclass(frozen=True)
+class StillRunning:
+    """Why a `running` run must be left alone. `unknown`: its writer cannot be seen from
+    here (another host or container, or none recorded), as opposed to alive on this machine."""
+
+    reason: str
+    unknown: bool
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def still_running(store: Store, run_id: int, here: Writer | None = None) -> StillRunning | None:
     """Why run `run_id` must be left alone: its status is `running` and its writer is not
     certainly gone (alive here, or on another host or container where it cannot be told);
     None when nothing writes it any more."""
@@ -143,13 +155,23 @@ def still_running(store: Store, run_id: int, here: Writer | None = None) -> str 
             continue
         writer = Writer.from_document(document)
         if writer is None:
-            return f"run {run_id} is marked running and does not say which process writes it"
+            return StillRunning(
+                f"run {run_id} is marked running and does not say which process writes it",
+                unknown=True,
+            )
         if is_gone(writer, here):
             return None
         if writer.host != here.host or writer.pid_ns != here.pid_ns:
-            return (
+            return StillRunning(
                 f"run {run_id} is running on {writer.host} (PID {writer.pid}), where this "
-                "howfast cannot tell whether it still does"
+                "howfast cannot tell whether it still does",
+                unknown=True,
             )
-        return f"run {run_id} is still running (howfast PID {writer.pid})"
+        if writer.boot_id is None or here.boot_id is None:
+            return StillRunning(
+                f"run {run_id} is marked running by PID {writer.pid}, and without the "
+                "machine's boot id this howfast cannot tell whether that process is its writer",
+                unknown=True,
+            )
+        return StillRunning(f"run {run_id} is still running (howfast PID {writer.pid})", False)
     return None

@@ -11,7 +11,8 @@ else lists workloads. The plugin owns:
 - `label(params)` (progress lines), `short_label(params)` (tables and comparisons);
 - `expected_seconds(params)` (ETAs), `metrics`, `key_metrics`, `headline_metrics`
   (what analysis summarises and reports show);
-- `needs_server`, `sampled`, and `executor()`, the Workload that runs it, imported only when a
+- `needs_server`, `sampled`, `loads_data`, `reads_loaded_data` (a step is skipped when the
+  load it reads failed), and `executor()`, the Workload that runs it, imported only when a
   step runs so that plans and analysis never import executors.
 
 Plugin modules import nothing of howfast.plans: the plan model is built from them.
@@ -76,6 +77,10 @@ class WorkloadPlugin(ABC, Generic[S]):
     order: int = 100  # position in listings ("one of ...") and in error messages
     needs_server: bool = True  # False for pure storage probes (fio, pg_test_fsync)
     sampled: bool = False  # whether the samplers watch its steps
+    loads_data: bool = False  # it (re)creates the tables later steps read (pgbench-init)
+    # It reads the tables a `loads_data` step made: skipped, with the reason, when the
+    # target's latest such step did not complete (half-loaded tables, no primary keys).
+    reads_loaded_data: bool = False
     metrics: tuple[Metric, ...] = ()  # catalogue entries of the metrics it reports
     key_metrics: tuple[str, ...] = ()  # summarised over repetitions and compared, in order
     headline_metrics: tuple[str, ...] = ()  # the few people quote, where room is short

@@ -24,6 +24,7 @@ class SeqreadPlugin(WorkloadPlugin[SeqreadStep]):
     order = 50
     sampled = True
     executor_class = "howfast.workloads.seqread:SeqreadWorkload"
+    reads_loaded_data = True
 
     def expand(self, step: SeqreadStep, ctx: ExpandContext) -> list[StepSpec]:
         known: dict[str, JSONValue] = {"scale": ctx.scale} if ctx.scale is not None else {}

@@ -46,16 +46,24 @@ def format_ms(value: float) -> str:
 
 
 def nbdkit_argv(
-    image: PurePath, socket: PurePath, pidfile: PurePath, latency_ms: float
+    image: PurePath,
+    socket: PurePath,
+    pidfile: PurePath,
+    latency_ms: float,
+    nodelay_file: PurePath | None = None,
 ) -> list[str]:
     """nbdkit in the foreground (stopped by its PID), serving the image on a unix socket only,
     through the delay plugin: reads, writes, zeroes and flushes each wait `latency_ms` (which
     may be a fraction, passed exactly). +0 ms goes through the plugin too, so that variants
-    differ only by the delay."""
-    return [
+    differ only by the delay. Once `nodelay_file` exists nothing waits any more: howfast
+    creates it to take the volume down (or stop building it) without waiting out delays."""
+    argv = [
         "nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile),
         "python", str(DELAY_PLUGIN), f"file={image}", f"delay-ms={float(latency_ms)!r}",
     ]  # fmt: skip
+    if nodelay_file is not None:
+        argv.append(f"nodelay-file={nodelay_file}")
+    return argv
 
 
 def plain_nbdkit_argv(image: PurePath, socket: PurePath, pidfile: PurePath) -> list[str]:

@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -199,8 +198,9 @@ class EmulatedTarget(Target):
             self.warnings.append(warning)
 
     def _qd1_ms(self, path: Path) -> float:
+        assert self.volume is not None
         try:
-            out = subprocess.run(qd1_check_argv(path), capture_output=True, text=True)
+            out = self.volume.run(qd1_check_argv(path))
             if out.returncode != 0:
                 raise HowfastError(f"the QD1 check failed: {out.stderr.strip()[-200:]}")
             return write_latency_ms(out.stdout)
@@ -221,6 +221,8 @@ class EmulatedTarget(Target):
         return record
 
     def stop(self) -> None:
+        if self.volume is not None:  # measured or interrupted: nothing waits out a delay now
+            self.volume.undelay()
         try:
             self.inner.stop()
         finally:
@@ -292,7 +294,13 @@ class EmulatedTarget(Target):
             (
                 f"serve it with {format_ms(self.limits.latency_ms)} added to each read, "
                 "write and flush",
-                nbdkit_argv(image, socket, run_dir / "nbdkit.pid", self.limits.latency_ms),
+                nbdkit_argv(
+                    image,
+                    socket,
+                    run_dir / "nbdkit.pid",
+                    self.limits.latency_ms,
+                    run_dir / "nodelay",
+                ),
             ),
             ("show it as a file", nbdfuse_argv(run_dir / "fuse", socket, run_dir / "nbdfuse.pid")),
             ("a loop device on that file", losetup_argv(run_dir / "fuse" / "nbd")),

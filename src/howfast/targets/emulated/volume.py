@@ -6,8 +6,13 @@
     volume.teardown()     # unmount, detach, unmount FUSE, stop nbdkit by PID; idempotent
 
 Every process is started by howfast and stopped by its PID; every mount and loop device is
-one this object made and remembers. `available()` says which backend this machine offers, or
-why none, with what to install.
+one this object made: the ones it remembers, and the loop devices whose backing file is its
+own FUSE file (an interrupted losetup attaches one without saying which). `available()` says
+which backend this machine offers, or why none, with what to install.
+
+Interruptible: a Ctrl-C while a layer is set up (a mount waits for each of its I/Os in
+turn, uninterruptibly) first lifts the delay (`undelay`: the plugin's nodelay file), so that
+the tool in flight finishes at once, then takes the layers down without waiting out delays.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +39,9 @@ from howfast.targets.emulated.build import (
 )
 
 READY_TIMEOUT_S = 20
+SETTLE_S = 10  # an interrupted tool, once the delay is lifted, ends within this, else killed
+RELEASE_S = 30  # a detached loop device lets go of its file once its last I/O is done
+SYS_BLOCK = Path("/sys/block")
 NBDKIT_PLUGIN_DIRS = ("/usr/lib/x86_64-linux-gnu/nbdkit/plugins", "/usr/lib/nbdkit/plugins")
 INSTALL_HINT = (
     "install them with: sudo apt-get install -y nbdkit nbdkit-plugin-python libnbd-bin fuse3"
@@ -88,9 +97,10 @@ class EmulatedVolume:
         self.mount_dir = workspace / "mnt"
         self.fuse_dir = run_dir / "fuse"
         self.socket = run_dir / "nbdkit.sock"
+        self.nodelay_file = run_dir / "nodelay"  # once it exists, the plugin delays nothing
         # What serves the image: the delay plugin (a benchmark may put another server here).
         self.nbdkit_argv = nbdkit_argv(
-            self.image, self.socket, run_dir / "nbdkit.pid", limits.latency_ms
+            self.image, self.socket, run_dir / "nbdkit.pid", limits.latency_ms, self.nodelay_file
         )
         self.loop_device: str | None = None
         self._nbdkit: subprocess.Popen[bytes] | None = None
@@ -106,18 +116,38 @@ class EmulatedVolume:
         rdev = os.stat(self.loop_device).st_rdev
         return f"{os.major(rdev)}:{os.minor(rdev)}"
 
+    def undelay(self) -> None:
+        """No request waits any more (the volume is being taken down): quick, and safe to
+        call at any time, from a signal handler too."""
+        with contextlib.suppress(OSError):
+            self.nodelay_file.touch()
+
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """A tool on the volume, interruptible although its I/O is not: see run_interruptibly."""
+        return run_interruptibly(argv, self.undelay)
+
     def build(self) -> None:
-        """Each layer in turn; on any failure what was built is taken down again."""
+        """Each layer in turn; on any failure or interruption what was built is taken down
+        again, and the first exception is the one raised (what could not be taken down is
+        tried again, and said, by the next teardown)."""
         try:
             self._build()
         except BaseException:
-            self.teardown()
+            with contextlib.suppress(HowfastError):
+                self.teardown()
             raise
+
+    def _run(self, argv: list[str], what: str) -> str:
+        out = self.run(argv)
+        if out.returncode != 0:
+            tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+            raise HowfastError(f"{what} failed (exit {out.returncode}): {' '.join(tail)}")
+        return out.stdout
 
     def _build(self) -> None:
         with self.image.open("wb") as f:
             f.truncate(self.size_bytes)  # sparse: takes space only as it is written
-        _run(mkfs_argv(self.image), "mkfs.ext4")
+        self._run(mkfs_argv(self.image), "mkfs.ext4")
         self.fuse_dir.mkdir()
         self._nbdkit = _start(self.nbdkit_argv, self.run_dir / "nbdkit.log")
         _wait_for(lambda: self.socket.exists(), self._nbdkit, "nbdkit", self.run_dir / "nbdkit.log")
@@ -128,23 +158,26 @@ class EmulatedVolume:
         self._fuse_mounted = True  # from here on, teardown unmounts it
         pidfile = self.run_dir / "nbdfuse.pid"
         _wait_for(pidfile.exists, self._nbdfuse, "nbdfuse", self.run_dir / "nbdfuse.log")
-        self.loop_device = _run(losetup_argv(self.fuse_dir / "nbd"), "losetup").strip()
         self.mount_dir.mkdir()
-        _run(mount_argv(self.loop_device, self.mount_dir), "mount")
-        self._mounted = True
+        self.loop_device = self._run(losetup_argv(self.fuse_dir / "nbd"), "losetup").strip()
+        self._mounted = True  # from here on, teardown unmounts it if it is mounted
+        self._run(mount_argv(self.loop_device, self.mount_dir), "mount")
         self.mount_dir.chmod(0o755)  # the server's OS user creates its cluster inside
 
     def teardown(self) -> None:
         """Unmount, detach the loop device, unmount FUSE, stop nbdkit; each step is tried even
-        when an earlier one failed, and the first failure is raised at the end."""
+        when an earlier one failed, and the first failure is raised at the end. The volume is
+        about to be deleted: its I/O is no longer delayed."""
+        self.undelay()
         problems: list[str] = []
-        if self._mounted:
+        if self._mounted and _is_mounted(self.mount_dir):
             problems += _retry(["umount", str(self.mount_dir)], "umount")
-            self._mounted = bool(problems) and _is_mounted(self.mount_dir)
-        if self.loop_device is not None:
-            problems += _try(["losetup", "--detach", self.loop_device], "losetup --detach")
-            self.loop_device = None
-        if self._fuse_mounted:
+        self._mounted = _is_mounted(self.mount_dir)
+        for device in {*([self.loop_device] if self.loop_device else []), *self.loop_devices()}:
+            problems += _try(["losetup", "--detach", device], "losetup --detach")
+        self.loop_device = None
+        if self._fuse_mounted and _is_mounted(self.fuse_dir):
+            self._wait_for_loop_release()
             problems += _unmount_fuse(self.fuse_dir)  # retried: the loop device may still close
             self._fuse_mounted = _is_mounted(self.fuse_dir)
         for proc in (self._nbdfuse, self._nbdkit):
@@ -160,8 +193,64 @@ class EmulatedVolume:
         if problems:
             raise HowfastError("taking the emulated volume down: " + "; ".join(problems))
 
+    def loop_devices(self) -> list[str]:
+        """The loop devices backed by this volume's FUSE file, from sysfs (no I/O on the file):
+        the one losetup printed, and one an interrupted losetup attached without saying."""
+        return loop_devices_of(self.fuse_dir / "nbd")
+
+    def _wait_for_loop_release(self) -> None:
+        """A detached loop device lets go of its backing file only once its last I/O is done
+        and udev has closed it: unmounting FUSE before that says "target is busy"."""
+        deadline = time.monotonic() + RELEASE_S
+        while self.loop_devices() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def loop_devices_of(backing: Path, sys_block: Path = SYS_BLOCK) -> list[str]:
+    """/dev/loopN of every loop device whose backing file is `backing` (sysfs names a deleted
+    file with " (deleted)" after it)."""
+    found = []
+    for entry in sorted(sys_block.glob("loop*")):
+        try:
+            name = (entry / "loop" / "backing_file").read_text().strip()
+        except OSError:
+            continue
+        if name.removesuffix(" (deleted)") == str(backing):
+            found.append(f"/dev/{entry.name}")
+    return found
+
+
+def run_interruptibly(
+    argv: list[str], interrupted: Callable[[], None], settle_s: float = SETTLE_S
+) -> subprocess.CompletedProcess[str]:
+    """Run a tool and collect its output. A tool doing I/O on the volume cannot be killed
+    while a delayed request is in flight (state D), so an exception while it runs (Ctrl-C's
+    Aborted) first calls `interrupted` (which lifts the delay), then lets the tool end by
+    itself within `settle_s`, kills it otherwise, and never waits for it without end."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches howfast, which ends it
+    )
+    try:
+        stdout, stderr = proc.communicate()
+    except BaseException:
+        interrupted()
+        try:
+            proc.communicate(timeout=settle_s)  # reading on: a full pipe would block it
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=settle_s)
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
 
 def _run(argv: list[str], what: str) -> str:
+    """A quick command of the teardown (umount, losetup --detach): no delay applies any more."""
     out = subprocess.run(argv, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         tail = (out.stderr or out.stdout).strip().splitlines()[-3:]

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from howfast.analysis.memory_storage import MARK, MEMORY_FILESYSTEMS
 from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.model import JSONValue, Sample
 from howfast.units import format_bytes
@@ -47,9 +48,6 @@ from howfast.workloads.fio.plan import PLUGIN
 
 MIB = 1 << 20
 FIO_HINT = "install it with: sudo apt-get install -y fio"
-# Filesystems that keep files in RAM: even where the kernel accepts O_DIRECT on them (tmpfs
-# since Linux 6.6), every read and write is a memory copy.
-MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
 TAIL_LINES = 8
 
 _LIBAIO_UNAVAILABLE = re.compile(r"engine libaio not loadable|io_queue_init|aio-max-nr")
@@ -114,7 +112,7 @@ def memory_fs_warning(directory: Path | str, fstype: str | None) -> str | None:
     if fstype not in MEMORY_FILESYSTEMS:
         return None
     return (
-        f"{directory} is on {fstype}, which lives in memory: nothing reaches a disk and "
+        f"{directory} is on {fstype}, which {MARK}: nothing reaches a disk and "
         "flushes cost nothing, so these numbers are the RAM's, not a storage's"
     )
 

@@ -4,12 +4,19 @@ A scale-1 load first measures what one scale unit takes on this server: the data
 minus what it holds besides the pgbench tables. A unit's size depends on the PostgreSQL
 version, fillfactor and partitioning, so it is measured rather than guessed. `sizing.py`
 then picks the scale from the memory PostgreSQL can use and its shared_buffers.
+
+Before any load, the room it needs at its peak (tables, primary keys, the keys' sort files,
+WAL up to max_wal_size: room.py) is checked against the target's filesystems, so that a full
+disk is a refusal instead of a PANIC or a half-loaded database.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
 
 from howfast.errors import HowfastError
 from howfast.model import JSONValue
@@ -18,17 +25,26 @@ from howfast.targets import pgquery
 from howfast.targets.base import Connection
 from howfast.targets.memory import MemoryBasis, human_bytes
 from howfast.workloads.base import StepContext, StepOutcome
-from howfast.workloads.pgbench import build
+from howfast.workloads.pgbench import build, room
 
 SIZE_TOLERANCE = 0.10  # a loaded database this far from the expected size is worth a warning
-SPACE_MARGIN = 1.2  # room for WAL and the index builds' temporary files besides the data
 OVERSHOOT = 1.25  # scale 1 is the least pgbench loads: say so when it is well over the target
 
 _SIZES_SQL = """
 SELECT pg_database_size(current_database()),
-       (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+       (SELECT coalesce(sum(pg_table_size(c.oid)), 0) FROM pg_class c
+         WHERE c.relkind = 'r' AND c.relname ~ '^pgbench_' AND pg_table_is_visible(c.oid)),
+       (SELECT coalesce(sum(pg_indexes_size(c.oid)), 0) FROM pg_class c
          WHERE c.relkind = 'r' AND c.relname ~ '^pgbench_' AND pg_table_is_visible(c.oid)),
        pg_size_bytes(current_setting('shared_buffers'))
+"""
+# What bounds pg_wal (room.py); wal_keep_segments before PostgreSQL 13, wal_keep_size since.
+_WAL_SQL = """
+SELECT pg_size_bytes(current_setting('max_wal_size')),
+       coalesce(pg_size_bytes(current_setting('wal_keep_size', true)),
+                current_setting('wal_keep_segments', true)::bigint
+                * pg_size_bytes(current_setting('wal_segment_size')), 0),
+       current_setting('archive_mode')
 """
 
 
@@ -65,14 +81,77 @@ def wanted(params: dict[str, JSONValue]) -> bool:
     return params.get("dataset") is not None and params.get("scale") is None
 
 
-def measure(conn: Connection) -> tuple[int, int, int]:
-    """(database bytes, bytes of the pgbench tables with their indexes, shared_buffers)."""
-    with pgquery.connect(conn) as db:
-        row = db.execute(_SIZES_SQL).fetchone()
+def measure(conn: Connection) -> tuple[int, int, int, int]:
+    """(database bytes, bytes of the pgbench tables, of their indexes, shared_buffers)."""
+    try:
+        with pgquery.connect(conn) as db:
+            row = db.execute(_SIZES_SQL).fetchone()
+    except psycopg.Error as exc:
+        raise HowfastError(f"reading the database's size failed: {exc}") from None
     if row is None:
         raise HowfastError("the server returned no sizes")
-    total, tables, shared = (int(str(v)) for v in row)
-    return total, tables, shared
+    total, tables, indexes, shared = (int(str(v)) for v in row)
+    return total, tables, indexes, shared
+
+
+def wal_bounds(conn: Connection) -> room.WalBounds:
+    """What bounds pg_wal's growth on the server, and what it holds now (pg_ls_waldir needs a
+    superuser or pg_monitor: without it, pg_wal is taken as empty, on the safe side)."""
+    try:
+        with pgquery.connect(conn) as db:
+            row = db.execute(_WAL_SQL).fetchone()
+            try:
+                held = db.execute("SELECT coalesce(sum(size), 0) FROM pg_ls_waldir()").fetchone()
+            except psycopg.Error:
+                held = None
+    except psycopg.Error:
+        return room.WalBounds(None)  # WAL then counted in full
+    if row is None:
+        return room.WalBounds(None)
+    max_wal, keep, archive = row
+    return room.WalBounds(
+        int(str(max_wal)),
+        int(str(keep)),
+        archiving=str(archive) != "off",
+        in_pg_wal=int(str(held[0])) if held else 0,
+    )
+
+
+def wal_position(conn: Connection) -> int | None:
+    """Bytes of WAL written since the cluster began (pg_current_wal_lsn, PostgreSQL 10+)."""
+    try:
+        with pgquery.connect(conn) as db:
+            row = db.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')").fetchone()
+    except psycopg.Error:
+        return None  # an older server, or a standby: the generous figure stands in
+    return int(str(row[0])) if row else None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the scale-1 load measured on the target."""
+
+    unit: room.UnitCost
+    database_bytes: int
+    shared_buffers_bytes: int
+
+
+def measure_unit(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Measured:
+    """Load scale 1 and measure what one scale unit takes: its tables, their primary keys,
+    and the WAL loading them wrote. Refused first when even that cannot fit."""
+    generous = room.generous_unit(params.get("fillfactor"))
+    refuse_unless_fits(ctx, 1, generous, "the measuring load (pgbench -i -s 1)")
+    server = ctx.server()
+    before = wal_position(server)
+    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
+        raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
+    after = wal_position(server)
+    total, tables, indexes, shared = measure(server)
+    wal = after - before if after is not None and before is not None else None
+    unit = room.UnitCost(tables, indexes, wal if wal else generous.wal_bytes)
+    return Measured(unit, total, shared)
 
 
 def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Sizing:
@@ -88,21 +167,18 @@ def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Si
     warnings: list[str] = []
     started = time.monotonic()
     server = ctx.server()
-    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
-    if result.returncode != 0:
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
-        raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
-    total, unit, shared = measure(server)
+    measured = measure_unit(ctx, params, pgbench)
+    unit = measured.unit.data_bytes
     try:
         plan = plan_dataset(
             regime,
             explicit_bytes=explicit,
             memory_bytes=basis.bytes,
-            shared_buffers_bytes=shared,
+            shared_buffers_bytes=measured.shared_buffers_bytes,
             bytes_per_scale=unit,
-            base_bytes=total - unit,
+            base_bytes=measured.database_bytes - unit,
         )
-        check_room(ctx, plan, already_loaded=unit)
+        check_room(ctx, plan, measured.unit)
     except HowfastError:
         # Later steps must not quietly measure the scale-1 tables instead.
         drop_tables(server)
@@ -121,22 +197,60 @@ def drop_tables(conn: Connection) -> None:
         db.execute(f"DROP TABLE IF EXISTS {', '.join(pgquery.PGBENCH_TABLES)}")
 
 
-def check_room(ctx: StepContext, plan: DatasetPlan, *, already_loaded: int) -> None:
+def check_room(ctx: StepContext, plan: DatasetPlan, unit: room.UnitCost) -> None:
     """Refuse a load that cannot fit on the storage, before spending hours on it."""
-    data = ctx.target.storage_paths().get("data")
-    if data is None:
-        return  # an existing server: its disks are not visible
-    free_now = ctx.host.free_bytes(data)
-    if free_now is None:
-        return  # the filesystem does not say
-    free = free_now + already_loaded  # the load drops what is there
-    need = int(plan.expected_bytes * SPACE_MARGIN)
-    if need > free:
+    problem = room_problem(ctx, plan.scale, unit)
+    if problem is not None:
         raise HowfastError(
             f"the {plan.regime} dataset (scale {plan.scale}, about "
-            f"{human_bytes(plan.expected_bytes)}) needs about {human_bytes(need)} but "
-            f"{data} has {human_bytes(free)} free",
+            f"{human_bytes(plan.expected_bytes)}) {problem}",
             "emulate a machine with less memory with --memory, or give --dataset SIZE",
+        )
+
+
+def free_room(ctx: StepContext) -> tuple[room.Room, dict[str, Path]] | None:
+    """Free bytes on the data directory's filesystem, and on the WAL's when it is another;
+    None where the disks are not visible (an existing server) or do not say."""
+    paths = ctx.target.storage_paths()
+    data = paths.get("data")
+    if data is None:
+        return None
+    data_free = ctx.host.free_bytes(data)
+    if data_free is None:
+        return None
+    wal = paths.get("wal", data)
+    wal_free = None
+    if not ctx.host.same_filesystem(data, wal):
+        wal_free = ctx.host.free_bytes(wal)
+    _, tables, indexes, _ = measure(ctx.server())  # what the load drops before it loads
+    return room.Room(data_free, wal_free, reclaimed=tables + indexes), paths
+
+
+def room_problem(ctx: StepContext, scale: int, unit: room.UnitCost) -> str | None:
+    """ "needs about ... but ... has ... free", when a load of `scale` does not fit."""
+    found = free_room(ctx)
+    if found is None:
+        return None
+    free, paths = found
+    need = room.load_need(scale, unit, wal_bounds(ctx.server()))
+    short = room.shortfall(need, free)
+    if short is None:
+        return None
+    needed, available, role = short
+    where = paths["wal"] if role == "wal" else paths["data"]
+    what = " for its WAL" if role == "wal" else ""
+    return (
+        f"needs about {human_bytes(needed)}{what} ({need.parts(wal_apart=free.wal_apart)}) "
+        f"but {where} has {human_bytes(available)} free"
+    )
+
+
+def refuse_unless_fits(ctx: StepContext, scale: int, unit: room.UnitCost, what: str) -> None:
+    problem = room_problem(ctx, scale, unit)
+    if problem is not None:
+        raise HowfastError(
+            f"{what} {problem}: not loaded",
+            "lower --scale, free space on the target, or give it a larger filesystem",
         )
 
 
@@ -158,35 +272,33 @@ def finish(outcome: StepOutcome, sizing: Sizing | None) -> StepOutcome:
     return outcome
 
 
-# What one scale unit takes with its indexes, on the generous side (PostgreSQL 13-17 at the
-# default fillfactor: about 15 MiB): below half the free space with it, no need to measure.
-GENEROUS_BYTES_PER_SCALE = 16 * 2**20
-
-
 def check_scale_room(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> None:
-    """Refuse an explicit --scale that cannot fit on the target's filesystem, before loading
-    it: a full disk makes PostgreSQL PANIC. When a generous estimate leaves any doubt, load
-    scale 1 and measure what a unit takes on this server, as --dataset does."""
+    """Refuse an explicit --scale that cannot fit on the target's filesystems, before loading
+    it: a full disk makes PostgreSQL PANIC, or leaves tables without their keys. When a
+    generous estimate leaves any doubt, load scale 1 and measure what a unit takes on this
+    server, as --dataset does."""
     scale = params.get("scale")
-    data = ctx.target.storage_paths().get("data")
-    if not isinstance(scale, int) or data is None:
-        return  # an existing server: its disks are not visible
-    free_now = ctx.host.free_bytes(data)
-    if free_now is None or GENEROUS_BYTES_PER_SCALE * scale * SPACE_MARGIN < free_now / 2:
+    if not isinstance(scale, int):
         return
-    server = ctx.server()
-    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
-    if result.returncode != 0:
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
-        raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
-    _, unit, _ = measure(server)
-    free = (ctx.host.free_bytes(data) or free_now) + unit  # the load drops what is there
-    need = int(scale * unit * SPACE_MARGIN)
-    if need > free:
-        drop_tables(server)  # later steps must not quietly measure the scale-1 tables
+    found = free_room(ctx)
+    if found is None:
+        return  # an existing server: its disks are not visible
+    free, _ = found
+    bounds = wal_bounds(ctx.server())
+    unit = room.generous_unit(params.get("fillfactor"))
+    if not room.needs_measuring(room.load_need(scale, unit, bounds), free):
+        return
+    what = f"scale {scale}"
+    if scale == 1 or room.shortfall(room.load_need(1, unit, bounds), free):
+        # Scale 1 is its own measure; and where not even that fits, the generous estimate
+        # of the whole load says how far off it is.
+        refuse_unless_fits(ctx, scale, unit, what)
+        return
+    measured = measure_unit(ctx, params, pgbench)
+    problem = room_problem(ctx, scale, measured.unit)
+    if problem is not None:
+        drop_tables(ctx.server())  # later steps must not quietly measure the scale-1 tables
         raise HowfastError(
-            f"scale {scale} needs about {human_bytes(need)} ({human_bytes(unit)} per scale "
-            f"unit, measured, plus {SPACE_MARGIN - 1:.0%} for WAL and index builds) but "
-            f"{data} has {human_bytes(free)} free: not loaded",
-            "lower --scale, or free space on the target",
+            f"{what} {problem}: not loaded",
+            "lower --scale, free space on the target, or give it a larger filesystem",
         )

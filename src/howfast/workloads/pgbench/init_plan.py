@@ -71,6 +71,7 @@ class PgbenchInitPlugin(WorkloadPlugin[PgbenchInitStep]):
     model = PgbenchInitStep
     order = 10
     executor_class = "howfast.workloads.pgbench.workload:PgbenchInitWorkload"
+    loads_data = True
     metrics = (
         _m("init_total_s", "load time"),
         _m("drop_s", "drop"),

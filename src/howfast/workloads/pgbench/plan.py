@@ -189,6 +189,7 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     order = 20
     sampled = True
     executor_class = "howfast.workloads.pgbench.workload:PgbenchWorkload"
+    reads_loaded_data = True  # custom scripts too: a plan loads tables before them to use them
     metrics = (
         _m("tps", "TPS", "tx/s", True, 1),
         _m("steady_tps", "steady TPS", "tx/s", True, 1),
