@@ -10,21 +10,12 @@ first time they are used, so that importing analysis never imports the workloads
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from howfast.metric import Metric
 
 if TYPE_CHECKING:
     from howfast.workloads.registry import Plugin
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    label: str
-    unit: str
-    # True: more is better (TPS, IOPS); False: less is better (latency, time); None: neither.
-    higher_is_better: bool | None
-    digits: int = 2  # decimals worth printing in this unit
 
 
 # What every fio profile reports: throughput, and average and p99 latency per direction.

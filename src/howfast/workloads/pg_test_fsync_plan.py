@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from howfast.analysis.metrics import Metric
+from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.workloads.fields import PositiveInt
 from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from howfast.model import JSONValue, StepSpec
 
 if TYPE_CHECKING:
-    from howfast.analysis.metrics import Metric
+    from howfast.metric import Metric
     from howfast.plans.model import Overrides
     from howfast.workloads.base import Workload
 

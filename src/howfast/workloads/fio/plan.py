@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from howfast.analysis.metrics import FIO_FIGURES, Metric
+from howfast.analysis.metrics import FIO_FIGURES
+from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.units import format_bytes, quote, whole_seconds
 from howfast.workloads.fields import Duration, Size, no_duplicates

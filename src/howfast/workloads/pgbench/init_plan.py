@@ -8,7 +8,8 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from howfast.analysis.metrics import INIT_PHASES, Metric
+from howfast.analysis.metrics import INIT_PHASES
+from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.sizing import dataset_value
 from howfast.workloads.fields import PositiveInt, check_extra_arg, conflict

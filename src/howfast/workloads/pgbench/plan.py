@@ -21,8 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from howfast.analysis.metrics import Metric
 from howfast.errors import UsageError
+from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.units import quote, whole_seconds
 from howfast.workloads.fields import (
