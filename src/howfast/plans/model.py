@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from howfast.errors import UsageError
 from howfast.plans.fleet import FleetSection
 from howfast.plans.until import check_until
+from howfast.rates import parse_slo
 from howfast.sizing import dataset_value
 from howfast.units import (
     duration_seconds,
@@ -154,8 +155,6 @@ class Overrides:
             if value <= 0:
                 raise UsageError(f"a rate must be above 0 transactions/s, got {value:g}")
         if self.slo is not None:
-            from howfast.analysis.latency_curve import parse_slo
-
             object.__setattr__(self, "slo", parse_slo(self.slo).text)
         if self.scale is not None and self.scale < 1:
             raise UsageError(f"--scale must be 1 or more, got {self.scale}")

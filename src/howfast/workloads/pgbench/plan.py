@@ -24,6 +24,7 @@ from pydantic import (
 from howfast.errors import UsageError
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
+from howfast.rates import parse_slo, rate_label
 from howfast.units import quote, whole_seconds
 from howfast.workloads.fields import (
     Duration,
@@ -138,8 +139,6 @@ class PgbenchStep(StepModel):
     def _valid_slo(cls, text: str | None) -> str | None:
         if text is None:
             return None
-        from howfast.analysis.latency_curve import parse_slo
-
         try:
             return parse_slo(text).text
         except UsageError as e:
@@ -288,8 +287,6 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
         return text + _settings_text(params)
 
     def short_label(self, params: Mapping[str, JSONValue]) -> str:
-        from howfast.analysis.groups import rate_label
-
         clients = params.get("clients")
         text = f"pgbench {params.get('mode')}, {clients} client{'' if clients == 1 else 's'}"
         rate = rate_label(params)
