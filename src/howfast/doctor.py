@@ -6,24 +6,10 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from howfast.model import JSONValue
+from howfast.checks import Check
 from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    disables: str | None = None  # what does not work without it
-    hint: str | None = None  # how to get it
-    required: bool = False
-
-    def as_dict(self) -> dict[str, JSONValue]:
-        return asdict(self)
 
 
 def _version_of(program: str, args: list[str]) -> str | None:

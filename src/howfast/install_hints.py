@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from howfast.doctor import Check
+from howfast.checks import Check
 from howfast.model import JSONValue
 
 # The programs doctor checks, in the order commands name their packages.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from howfast.doctor import Check
+from howfast.checks import Check
 from howfast.install_hints import (
     install_command,
     install_commands,
