@@ -10,9 +10,10 @@ import pytest
 
 from howfast.errors import HowfastError, PlanError
 from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
+from howfast.observer import StepRef
 from howfast.plans import Overrides, builtin_plan_text, effective_settings, expand, load_plan
 from howfast.plans.load import key_lines, parse_plan
-from howfast.runner import Runner, StepRef
+from howfast.runner import Runner
 from howfast.store import open_store
 from howfast.targets.base import Target
 from howfast.targets.pgbin import PgInstall

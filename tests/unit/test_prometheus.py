@@ -17,8 +17,8 @@ from howfast.metrics.families import RunMetrics, metric_name, step_labels
 from howfast.metrics.live import MetricsObserver
 from howfast.metrics.textfile import render_run
 from howfast.model import RunRecord, Sample, StepRecord
+from howfast.observer import StepRef
 from howfast.runner.fanout import FanOut
-from howfast.runner.observer import StepRef
 from howfast.samplers.base import SamplerContext
 from howfast.samplers.devices import RoleDevice
 from howfast.samplers.promapi import (

@@ -20,8 +20,8 @@ from howfast.clock import now
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
 from howfast.model import JSONValue, StepSpec, TargetRecord
+from howfast.observer import RunObserver, StepRef
 from howfast.plans.fleet import FleetScenario
-from howfast.runner.observer import RunObserver, StepRef
 from howfast.runner.run import RunInfo, RunResult, record_run
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import (

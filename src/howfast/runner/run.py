@@ -16,9 +16,9 @@ from howfast import environment
 from howfast.clock import now
 from howfast.errors import Aborted, UsageError
 from howfast.model import StepRecord, StepSpec
+from howfast.observer import RunObserver
 from howfast.plans.until import Block, UntilRule
 from howfast.runner.interleaved import InterleavedRun, planned_steps
-from howfast.runner.observer import RunObserver
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
 from howfast.runner.target_session import TargetSession

@@ -15,7 +15,7 @@ from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
 from howfast.model import StepRecord, StepSpec
-from howfast.runner.observer import RunObserver, StepRef
+from howfast.observer import RunObserver, StepRef
 from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store

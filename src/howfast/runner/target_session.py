@@ -15,7 +15,7 @@ from howfast.analysis.memory_storage import memory_storage_warning
 from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
-from howfast.runner.observer import StepRef
+from howfast.observer import StepRef
 from howfast.runner.step import (
     StepEnvironment,
     execute_step,
