@@ -15,10 +15,10 @@ from howfast.printable import printable
 from howfast.targets.memory import (
     MemoryBasis,
     cap_floor_problem,
-    human_bytes,
     shared_memory_problem,
 )
 from howfast.targets.userpaths import created_by_howfast, howfast_directory_around
+from howfast.units import human_bytes
 
 
 @pytest.mark.parametrize(

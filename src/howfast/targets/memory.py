@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.targets.cgroup import CGROUP_ROOT, parse_proc_cgroup
+from howfast.units import human_bytes
 
 # cgroup v1 spells "no limit" as a number near 2**63; anything this large is no limit.
 NO_LIMIT = 1 << 60
@@ -24,15 +25,6 @@ class MemoryBasis:
     def describe(self) -> str:
         what = {"--memory": "the --memory cap", "cgroup": "the cgroup limit howfast runs under"}
         return f"{human_bytes(self.bytes)} ({what.get(self.source, 'RAM')})"
-
-
-def human_bytes(n: float) -> str:
-    """'1.50 GiB', '224 MiB'; below a MiB in KiB or bytes, never '0 MiB'."""
-    if n >= 1024**3:
-        return f"{n / 1024**3:.2f} GiB"
-    if n >= 1024**2:
-        return f"{n / 1024**2:.0f} MiB"
-    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n:.0f} bytes"
 
 
 def parse_limit(text: str) -> int | None:

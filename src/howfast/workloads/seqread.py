@@ -28,7 +28,7 @@ from howfast.hosts.base import Host
 from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Target
-from howfast.targets.memory import human_bytes
+from howfast.units import human_bytes
 from howfast.workloads import seqread_plan
 from howfast.workloads.base import (
     PlanContext,

@@ -23,7 +23,8 @@ from howfast.model import JSONValue
 from howfast.sizing import DatasetPlan, parse_dataset, plan_dataset
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
-from howfast.targets.memory import MemoryBasis, human_bytes
+from howfast.targets.memory import MemoryBasis
+from howfast.units import human_bytes
 from howfast.workloads.base import StepContext, StepOutcome
 from howfast.workloads.pgbench import build, room
 
