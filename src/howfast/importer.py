@@ -10,9 +10,9 @@ from howfast.clock import now
 from howfast.errors import UsageError
 from howfast.import_text import TextSource
 from howfast.model import JSONValue, StepRecord, TargetRecord
-from howfast.plans.model import duration_seconds, size_bytes
 from howfast.store import liveness
 from howfast.store.base import Columns, Store
+from howfast.units import duration_seconds, size_bytes
 from howfast.workloads.fio import parse as fio_parse
 from howfast.workloads.fio.workload import histograms_us, job_metrics
 from howfast.workloads.pgbench import invocations, parse

@@ -18,6 +18,8 @@ from howfast.analysis.metrics import HEADLINE_METRICS, KEY_METRICS, metric
 from howfast.errors import UsageError
 from howfast.plans import Overrides, expand, load_plan
 from howfast.plans.model import STEP_MODELS, Plan
+from howfast.plugin import registry
+from howfast.plugin.workload import ExpandContext, StepModel
 from howfast.samplers.cgroupmem import CgroupMemorySampler
 from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler
@@ -27,10 +29,8 @@ from howfast.samplers.registry import SamplerSetup, create_samplers, samplers_fo
 from howfast.samplers.waits import WaitEventSampler
 from howfast.targets.factory import is_dsn
 from howfast.targets.registry import TargetOptions, kind_for
-from howfast.workloads import get_workload, registry
+from howfast.workloads import get_workload
 from howfast.workloads.base import Workload
-from howfast.workloads.pgbench.build import expected_seconds
-from howfast.workloads.plugin import ExpandContext, StepModel
 
 WORKLOADS = ["pgbench-init", "pgbench", "fio", "pg_test_fsync", "seqread"]
 
@@ -47,11 +47,12 @@ def test_every_workload_is_found_in_its_order() -> None:
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_a_plugin_names_its_executor_which_agrees_with_it(name: str) -> None:
     plugin = registry.plugin(name)
-    executor = plugin.executor()
+    executor = get_workload(name)
     assert isinstance(executor, Workload)
+    assert f"{type(executor).__module__}:{type(executor).__name__}" == plugin.executor_class
     assert executor.name == name
     assert executor.needs_server == plugin.needs_server
-    assert type(get_workload(name)) is type(executor)
+    assert get_workload(name) is not executor  # a new one each time
     params = expand_one(name)
     assert executor.label(params) == plugin.label(params)
 
@@ -109,7 +110,6 @@ def test_the_plan_model_is_built_from_the_step_models() -> None:
 def test_each_workload_says_how_long_its_steps_take(
     workload: str, params: dict[str, object], seconds: float | None
 ) -> None:
-    assert expected_seconds(workload, params) == pytest.approx(seconds)
     assert registry.expected_seconds(workload, params) == pytest.approx(seconds)
 
 
@@ -152,7 +152,7 @@ def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
             """
             from typing import Literal
 
-            from howfast.workloads.plugin import StepModel, WorkloadPlugin
+            from howfast.plugin.workload import StepModel, WorkloadPlugin
 
 
             class ToyStep(StepModel):
@@ -194,7 +194,7 @@ def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
             ("toy", {"seconds": 3}, 1),
             ("toy", {"seconds": 3}, 2),
         ]
-        assert expected_seconds("toy", {"seconds": 3}) == 3.0
+        assert registry.expected_seconds("toy", {"seconds": 3}) == 3.0
         assert step_label("toy", {"seconds": 3}) == "toy"
     finally:
         monkeypatch.undo()

@@ -37,7 +37,7 @@ from howfast.analysis.io import analyze_step
 from howfast.analysis.memory_storage import MARK, memory_storage_warning
 from howfast.analysis.working_set import regime_warnings
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
-from howfast.workloads.pgbench.build import expected_seconds
+from howfast.plugin.registry import expected_seconds
 
 # What analysis/io.py adds, to be replaced in legacy steps.
 IO_METRICS = frozenset(

@@ -85,8 +85,8 @@ def params_key(params: Mapping[str, JSONValue]) -> str:
 
 def step_label(workload: str, params: Mapping[str, JSONValue]) -> str:
     """'pgbench select-only, 4 clients', 'fio rand-read-4k-qd64', 'pgbench-init scale 10':
-    the workload's short label (workloads/plugin.py), then the step's own settings."""
-    from howfast.workloads.registry import find
+    the workload's short label (plugin/workload.py), then the step's own settings."""
+    from howfast.plugin.registry import find
 
     plugin = find(workload)
     text = plugin.short_label(params) if plugin is not None else workload

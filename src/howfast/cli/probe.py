@@ -21,17 +21,17 @@ from howfast.dryrun import plan_document, write_text
 from howfast.errors import MissingToolError, UsageError
 from howfast.hosts.local import LocalHost
 from howfast.model import JSONValue, StepSpec
-from howfast.plans import parse_duration, parse_size
+from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.targets.userpaths import check_user_directories
+from howfast.units import parse_duration, parse_size
 from howfast.workloads import fsync_probe
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FIO_HINT, space_problem
 from howfast.workloads.pg_test_fsync_plan import TESTS
-from howfast.workloads.registry import expected_seconds
 
 PG_TEST_FSYNC = "pg_test_fsync"
 DEFAULT_SIZE = "1GiB"

@@ -25,16 +25,14 @@ from howfast.plans import (
     effective_settings,
     expand,
     load_plan,
-    parse_duration,
     parse_int_list,
-    parse_modes,
     parse_set_option,
-    parse_size,
 )
 from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
 from howfast.plans.model import MAX_ADDED_LATENCY_MS, StorageSection, too_much_latency
 from howfast.plans.until import UntilRule, make_rule
+from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
@@ -47,7 +45,8 @@ from howfast.targets.memory import cap_floor_problem, memory_basis
 from howfast.targets.pgbin import PgInstall, choose_install
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
-from howfast.workloads.pgbench.build import expected_seconds
+from howfast.units import parse_duration, parse_size
+from howfast.workloads.pgbench.plan import parse_modes
 
 
 @click.command("run")

@@ -16,14 +16,15 @@ from howfast.errors import HowfastError
 from howfast.hosts.base import Host
 from howfast.model import StepRecord, StepSpec
 from howfast.observer import RunObserver, StepRef
+from howfast.plugin import registry
+from howfast.plugin.registry import expected_seconds
 from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
 from howfast.targets.pgbin import PgInstall
-from howfast.workloads import get_workload, registry
+from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
-from howfast.workloads.pgbench.build import expected_seconds
 
 
 @dataclass

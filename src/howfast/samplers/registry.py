@@ -67,7 +67,7 @@ def sampler_plugins() -> tuple[SamplerPlugin, ...]:
 def samplers_for(workload: str) -> list[SamplerPlugin]:
     """The sampler plugins that watch steps of `workload`; none for a workload that is not
     sampled (pgbench-init, pg_test_fsync) or not known."""
-    from howfast.workloads.registry import find
+    from howfast.plugin.registry import find
 
     plugin = find(workload)
     if plugin is None or not plugin.sampled:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from howfast.hosts.base import Invocation
 from howfast.model import JSONValue
+from howfast.plugin.registry import expected_seconds
 from howfast.targets.pgbin import INSTALL_HINT
 from howfast.workloads import pg_test_fsync, pg_test_fsync_plan
 from howfast.workloads.base import (
@@ -28,7 +29,6 @@ from howfast.workloads.fio.workload import (
     space_problem,
     ticking,
 )
-from howfast.workloads.registry import expected_seconds
 
 TEST_FILE_NAME = "howfast-pg_test_fsync.dat"
 FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth

@@ -8,8 +8,8 @@ from typing import Literal
 
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
-from howfast.workloads.fields import PositiveInt
-from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.fields import PositiveInt
+from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
 
 TESTS = 16  # pg_test_fsync runs about this many tests of `seconds` each
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from howfast.model import JSONValue, StepSpec
-from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
 
 
 class SeqreadStep(StepModel):

@@ -11,9 +11,9 @@ from pydantic import AfterValidator, Field, model_validator
 from howfast.analysis.metrics import INIT_PHASES
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
+from howfast.plugin.fields import PositiveInt, check_extra_arg, conflict
+from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
 from howfast.sizing import dataset_value
-from howfast.workloads.fields import PositiveInt, check_extra_arg, conflict
-from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
 
 # Options that a plan key controls; in extra_args they would contradict the recorded params.
 _OWNED = {

