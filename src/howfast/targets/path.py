@@ -15,6 +15,7 @@ from howfast.model import TargetRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.fsinfo import describe_path
+from howfast.targets.leftovers.marks import mark_kept
 
 
 class PathTarget(Target):
@@ -55,6 +56,7 @@ class PathTarget(Target):
 
     def stop(self) -> None:
         if self.keep:
+            mark_kept(self.probe_dir)
             return
         if self._created:
             shutil.rmtree(self.probe_dir, ignore_errors=True)
