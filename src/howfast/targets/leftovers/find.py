@@ -126,7 +126,7 @@ def stop_command(root: Process, data_dir: str, users: dict[int, str], euid: int)
 def _combine(states: Iterable[tuple[str, str]]) -> tuple[str, str]:
     """One state for a run's group from each mark's (state, why): a sign of life wins."""
     marks = list(states)
-    for wanted in (IN_USE, GONE):
+    for wanted in (IN_USE, GONE, UNKNOWN):
         for state, why in marks:
             if state == wanted:
                 return state, why
