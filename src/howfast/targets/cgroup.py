@@ -316,6 +316,8 @@ def remove_if_abandoned(path: Path, timeout_s: float = 0.0) -> str | None:
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
     except OSError:
+        if not path.exists():
+            return None  # removed meanwhile (another howfast tidied it: the lock goes last)
         return f"it has no owner lock {lock}: not made by this howfast"
     deadline = time.monotonic() + timeout_s
     try:
