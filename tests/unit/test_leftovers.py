@@ -104,24 +104,26 @@ def by_kind(leftovers: list) -> dict[str, list]:
 def test_a_killed_emulated_run_is_taken_down_top_to_bottom():
     leftovers = find(killed_volume_snapshot())
     assert [x.kind for x in leftovers] == [
-        "server", "volume", "private directory", "private directory", "cgroup",
+        "volume", "server", "private directory", "private directory", "cgroup",
     ]  # fmt: skip
     assert all(x.state == GONE and x.removable for x in leftovers)
-    server, volume, work_dir, run_dir, cgroup = leftovers
-    # The server first, named by its real data directory on the volume, with the command
-    # that stops it by hand as its OS user; then the volume's layers, top to bottom.
+    volume, server, work_dir, run_dir, cgroup = leftovers
+    # The server, named by its real data directory on the volume, with the command that
+    # stops it by hand as its OS user. With --yes its volume goes first: its I/O path
+    # (nbdfuse, then nbdkit), then the server on it at once, then the layers top to bottom.
     assert server.path == f"{INNER}/data" and server.run == "howfast-vol-071aee8f"
     assert server.stop_command == (
         f"sudo -u postgres /usr/lib/postgresql/15/bin/pg_ctl -D {INNER}/data stop -m fast"
     )
     assert [(a.op, a.pid) for a in server.actions] == [("stop-server", 3469)]
     assert [(a.op, a.path or a.pid) for a in volume.actions] == [
+        ("stop-process", 3200),  # nbdfuse, the client, before nbdkit
+        ("stop-process", 3199),
+        ("kill-servers", VOL),
         ("no-processes", VOL),
         ("umount", f"{VOL}/mnt"),
         ("detach-loop", "/dev/loop0"),
         ("unmount-fuse", f"{SHM_VOL}/fuse"),
-        ("stop-process", 3200),  # nbdfuse, the client, before nbdkit
-        ("stop-process", 3199),
         ("rmtree", SHM_VOL),
         ("rmtree", VOL),
     ]
@@ -157,6 +159,47 @@ def test_a_private_directory_whose_owner_runs_is_left_alone_whatever_the_rest_sa
     )
     work = [x for x in find(snapshot) if "howfast-work" in x.path]
     assert [(x.state, x.removable) for x in work] == [(IN_USE, False)]
+
+
+def test_a_volume_without_any_directory_or_record_goes_by_whose_child_nbdkit_is():
+    """As seen on the test machine: a run with an hour of added delay, killed while losetup
+    waited for the volume's first flush; its test had removed the target directory, and its
+    howfast (an older version) wrote no owner record. nbdkit, nbdfuse and losetup now belong
+    to PID 1: their howfast is gone. That losetup holds the kernel's loop lock: every other
+    losetup on the machine waits until it is stopped (its volume's nbdfuse and nbdkit first,
+    which fails the flush it waits for)."""
+    shm = "/dev/shm/howfast-vol-a37a4775-su4iwbu3"
+    image = "/var/tmp/howfast-target-go4omvar/bench/howfast-vol-a37a4775/volume.img"
+    init = Process(1, 0, 1, 0, ("/sbin/init",), "/", "/sbin/init")
+    nbdkit = Process(7814, 1, 50, 0, ("nbdkit", "--foreground", "--unix", f"{shm}/nbdkit.sock",
+                     "python", "/x/delay_plugin.py", f"file={image}", "delay-ms=3600000.0"),
+                     "/tmp", "/usr/sbin/nbdkit")  # fmt: skip
+    nbdfuse = Process(7815, 1, 51, 0, ("nbdfuse", "--pidfile", f"{shm}/nbdfuse.pid",
+                      f"{shm}/fuse", "--unix", f"{shm}/nbdkit.sock"), "/tmp",
+                      "/usr/bin/nbdfuse")  # fmt: skip
+    losetup = Process(7890, 1, 52, 0, ("losetup", "--find", "--show", "--direct-io=on",
+                      f"{shm}/fuse/nbd"), "/tmp", "/usr/sbin/losetup")  # fmt: skip
+    fuse = parse_mounts(f"/dev/fuse {shm}/fuse fuse rw,nosuid,nodev,relatime 0 0\n")
+    snapshot = Snapshot(
+        processes=[init, nbdkit, nbdfuse, losetup],
+        mounts=fuse,
+        private_dirs=[PrivateDir(shm, None, "unknown", 10.0)],
+    )
+    (volume,) = find(snapshot)
+    assert (volume.kind, volume.state, volume.path) == ("volume", GONE, shm)
+    assert volume.reason == "its howfast is gone: PID 1 adopted its nbdkit (PID 7814)"
+    assert [(a.op, a.pid or a.path) for a in volume.actions] == [
+        ("stop-process", 7815), ("stop-process", 7814), ("stop-process", 7890),
+        ("unmount-fuse", f"{shm}/fuse"), ("rmtree", shm),
+    ]  # fmt: skip
+    # The same processes while their howfast runs: its children, left alone.
+    parent = Process(7451, 1, 40, 0, ("/venv/bin/python", "-m", "howfast", "run"), "/", None)
+    alive = [init, parent] + [replace(p, ppid=7451) for p in (nbdkit, nbdfuse, losetup)]
+    (volume,) = find(replace(snapshot, processes=alive))
+    assert (volume.state, volume.reason) == (IN_USE, "its howfast (PID 7451) still runs")
+    # A parent that is neither says nothing: the unmarked directory stays unknown.
+    other = [init, replace(parent, argv=("/bin/sh",)), *alive[2:]]
+    assert find(replace(snapshot, processes=other))[0].state == UNKNOWN
 
 
 def test_a_cgroup_without_an_owner_lock_or_with_a_held_one_is_never_removed():

@@ -103,8 +103,10 @@ def cleanup_command(
     if count and not yes:
         if as_json or not sys.stdin.isatty():
             env.info(f"{count} to remove: nothing was changed; pass --yes to remove them")
+        elif click.confirm(f"remove {count}?", default=False):
+            proceed = True
         else:
-            proceed = click.confirm(f"remove {count}?", default=False)
+            return 1
     if count and proceed:
         if local_removable:
             from howfast.targets.leftovers.remove import remove

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import PurePath
 
 from howfast.targets.leftovers import names
@@ -34,8 +35,12 @@ from howfast.targets.leftovers.machine import (
 )
 
 SERVER_PROGRAMS = {"postgres", "postmaster"}
-TOOL_PROGRAMS = {"pgbench", "fio", "pg_test_fsync", "psql"}
+TOOL_PROGRAMS = {"pgbench", "fio", "pg_test_fsync"}  # what runs in a step's work directory
 LAYER_PROGRAMS = {"nbdkit", "nbdfuse"}
+# What howfast runs while it builds a volume: one of a killed run may wait for ever on its
+# volume (a losetup waiting for a flush through an hour of added delay holds the kernel's
+# loop device lock, and every other losetup on the machine waits behind it).
+SETUP_PROGRAMS = {"losetup", "mkfs.ext4", "mke2fs", "mount", "umount", "fusermount3", "fio"}
 
 GONE, IN_USE, UNKNOWN, KEPT = "gone", "in use", "unknown", "kept"
 
@@ -236,6 +241,45 @@ def lock_holders(snapshot: Snapshot) -> dict[int, str]:
     return found
 
 
+def _process_key(process: Process) -> tuple[str, str] | None:
+    """The group a process howfast started belongs to: a server by the cluster it works in,
+    nbdkit, nbdfuse and a volume's set-up tools by the volume they name."""
+    name = program(process)
+    if name in SERVER_PROGRAMS and process.cwd:
+        cluster = names.cluster_of(process.cwd)
+        return ("cluster", cluster[1]) if cluster else None
+    if name in LAYER_PROGRAMS | SETUP_PROGRAMS:
+        for arg in process.argv[1:]:
+            found = names.volume_run_dir_of(arg) or names.volume_of(arg.removeprefix("file="))
+            if found:
+                return "volume", found[1]
+    return None
+
+
+def is_howfast(process: Process) -> bool:
+    """`howfast ...` or `python -m howfast ...`."""
+    argv = process.argv
+    if any(PurePath(a).name == "howfast" for a in argv[:2]):
+        return True
+    return any(a == "-m" and b == "howfast" for a, b in pairwise(argv))
+
+
+def parent_state(process: Process, by_pid: dict[int, Process]) -> tuple[str, str] | None:
+    """howfast starts its servers, nbdkit and nbdfuse itself: while it lives it is their
+    parent; once it is gone they belong to PID 1. Another parent (a subreaper) tells nothing."""
+    parent = by_pid.get(process.ppid)
+    if parent is None or program(parent) == program(process):  # a backend: its postmaster's
+        return None
+    if is_howfast(parent):
+        return IN_USE, f"its howfast (PID {parent.pid}) still runs"
+    if parent.pid == 1:
+        return (
+            GONE,
+            f"its howfast is gone: PID 1 adopted its {program(process)} (PID {process.pid})",
+        )
+    return None
+
+
 def group_all(snapshot: Snapshot) -> list[Group]:
     """Each run's things in one group, with the marks that tell whether its howfast runs."""
     groups: dict[tuple[str, str], Group] = {}
@@ -273,6 +317,12 @@ def group_all(snapshot: Snapshot) -> list[Group]:
             on_volume, in_cluster = names.volume_of(process.cwd), names.cluster_of(process.cwd)
             if on_volume and in_cluster and names.is_within(in_cluster[0], on_volume[0]):
                 inner[in_cluster[1]] = ("volume", on_volume[1])
+    by_pid = {p.pid: p for p in snapshot.processes}
+    for process in snapshot.processes:  # whose child it is says whether its howfast runs
+        key = _process_key(process)
+        mark = parent_state(process, by_pid) if key else None
+        if key and mark:
+            group(inner.get(key[1], key) if key[0] == "cluster" else key).marks.append(mark)
     for token, outer_key in inner.items():  # a cluster goes with its volume or fleet
         outer = group(outer_key)
         outer.tokens.add(token)
@@ -400,18 +450,30 @@ class Describer:
         ]
 
     def volume(self, group: Group, state: str, why: str) -> Leftover:
-        """One emulated volume, its layers taken down top to bottom: the filesystem, the loop
-        device, the FUSE file, nbdfuse and nbdkit, then its files."""
+        """One emulated volume of a run that is gone, and whatever is on it: nothing of it is
+        worth keeping, so its I/O path goes first (nbdfuse, nbdkit: whatever still waits on
+        the volume then fails at once instead of waiting through the added delay), then what
+        still works on it (set-up tools, the server: stopped at once), then the filesystem,
+        the loop device, the FUSE file and the files."""
         snap, token = self.snapshot, group.key
         workspaces = [e.path for e in group.entries]
         run_dirs = [p.path for p in group.privates if _private_key(p)[0] == "volume"]
+        mine = [p for p in snap.processes if _process_key(p) == ("volume", token)]
 
         def ours(path: str) -> bool:
             found = names.volume_run_dir_of(path) or names.volume_of(path)
             return found is not None and found[1] == token
 
         details: list[str] = []
-        actions = [Action("no-processes", w) for w in workspaces]
+        actions: list[Action] = []
+        layers = sorted(  # the client first: its FUSE connection goes down with it
+            (p for p in mine if program(p) in LAYER_PROGRAMS), key=lambda p: program(p) != "nbdfuse"
+        )
+        for process in layers + [p for p in mine if program(p) in SETUP_PROGRAMS]:
+            details.append(f"{program(process)} PID {process.pid}")
+            actions.append(Action("stop-process", "", process.pid, process.start_ticks))
+        for workspace in workspaces:
+            actions += [Action("kill-servers", workspace), Action("no-processes", workspace)]
         mounts = sorted((m for m in snap.mounts if ours(m.point)), key=lambda m: -len(m.point))
         fuse = [m for m in mounts if m.fstype.startswith("fuse")]
         for mount in (m for m in mounts if m not in fuse):
@@ -423,14 +485,6 @@ class Describer:
         for mount in fuse:
             details.append(f"FUSE file on {mount.point}")
             actions.append(Action("unmount-fuse", mount.point))
-        layers = [
-            p
-            for p in snap.processes
-            if program(p) in LAYER_PROGRAMS and any(ours(a.removeprefix("file=")) for a in p.argv)
-        ]
-        for process in sorted(layers, key=lambda p: program(p) != "nbdfuse"):  # client first
-            details.append(f"{program(process)} PID {process.pid}")
-            actions.append(Action("stop-process", "", process.pid, process.start_ticks))
         details += [f"image {e.size_bytes / 2**20:.0f} MiB" for e in group.entries if e.size_bytes]
         details += [f"private directory {d}" for d in run_dirs]
         actions += [Action("rmtree", d) for d in run_dirs + workspaces]
@@ -457,7 +511,9 @@ class Describer:
         )  # fmt: skip
 
 
-ORDER = ("server", "tool", "volume", "cluster", "fleet", "private directory", "cgroup", "lock file")
+# The order the remover takes them in: a volume before the server on it (its volume is taken
+# down first), a server before its cluster's directory, processes before their cgroups.
+ORDER = ("tool", "volume", "server", "cluster", "fleet", "private directory", "cgroup", "lock file")
 
 
 def find(snapshot: Snapshot, scope: list[str] | None = None) -> list[Leftover]:

@@ -145,8 +145,23 @@ def stop_process(action: Action) -> None:
     raise HowfastError(f"PID {action.pid} did not stop")
 
 
+def kill_servers(action: Action) -> None:
+    """The servers working on a volume being taken down: an immediate shutdown (SIGQUIT),
+    SIGKILL 10 s later; their storage is gone, a clean shutdown could not write."""
+    for sig in (signal.SIGQUIT, signal.SIGKILL):
+        found = [p for p in read_processes() if p.cwd and names.is_within(p.cwd, action.path)]
+        for process in found:
+            if Path(process.exe or "").name in ("postgres", "postmaster"):
+                _signal(process.pid, process.start_ticks, sig)
+        deadline = time.monotonic() + SERVER_IMMEDIATE_S
+        while _working_in(action.path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
 def no_processes(action: Action) -> None:
-    left = _working_in(action.path)
+    deadline = time.monotonic() + RETRY_S  # those just stopped may still be leaving
+    while (left := _working_in(action.path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     if left:
         raise HowfastError(
             f"processes still work in {action.path} (PIDs {', '.join(map(str, left))}): left alone"
@@ -247,6 +262,7 @@ ACTIONS = {
     "stop-server": stop_server,
     "stop-process": stop_process,
     "no-processes": no_processes,
+    "kill-servers": kill_servers,
     "umount": umount,
     "detach-loop": detach_loop,
     "unmount-fuse": unmount_fuse,
