@@ -142,7 +142,22 @@ def stop_process(action: Action) -> None:
         _signal(action.pid, action.ticks, sig)
         if _wait_gone(action.pid, action.ticks, PROCESS_TERM_S):
             return
-    raise HowfastError(f"PID {action.pid} did not stop")
+    raise HowfastError(f"PID {action.pid} did not stop{_waiting(action.pid)}")
+
+
+def _waiting(pid: int) -> str:
+    """Why a killed process lives on: one waiting in the kernel (state D) dies only when what
+    it waits for ends."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+        wchan = (PROC / str(pid) / "wchan").read_text().strip()
+    except OSError:
+        return ""
+    state = stat[stat.rindex(")") + 2 :].split()[0]
+    if state != "D":
+        return ""
+    where = f", in {wchan}" if wchan else ""
+    return f": it waits in the kernel (state D{where}) and ends when that does"
 
 
 def kill_servers(action: Action) -> None:
