@@ -14,15 +14,8 @@ import pytest
 
 from howfast.store import liveness
 from howfast.targets.leftovers import marks, names
-from howfast.targets.leftovers.find import (
-    GONE,
-    IN_USE,
-    KEPT,
-    UNKNOWN,
-    candidate_directories,
-    find,
-    private_state,
-)
+from howfast.targets.leftovers.find import candidate_directories, find
+from howfast.targets.leftovers.groups import GONE, IN_USE, KEPT, UNKNOWN, private_state
 from howfast.targets.leftovers.machine import (
     CgroupDir,
     Entry,

@@ -7,6 +7,7 @@ clusters, emulated volumes, private directories and cgroups stay, and sometimes 
 - `marks.py`: the marks howfast leaves on what it creates so that a later howfast can tell
   whose it is (the owner record of a private directory, the kept mark of a --keep cluster).
 - `machine.py`: reads this machine (processes, mounts, loop devices, locks, directories).
-- `find.py`: pure: from what was read, each run's leftovers, and whether its howfast is gone.
+- `groups.py`: pure: from what was read, each run's leftovers, and whether its howfast is gone.
+- `find.py`: pure: each leftover as the user sees it, with the actions that take it down.
 - `remove.py`: takes them down, in the order that leaves nothing behind.
 """

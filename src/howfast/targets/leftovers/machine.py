@@ -6,6 +6,8 @@ pure and everything that decides is in find.py.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import tempfile
 from collections.abc import Iterable
@@ -210,8 +212,6 @@ def lock_holder(path: Path, holders: dict[tuple[int, int, int], int] | None) -> 
     except OSError:
         return None
     if holders is None:  # no /proc/locks: try the lock itself, and let go at once
-        import fcntl
-
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -230,8 +230,6 @@ def lock_holder(path: Path, holders: dict[tuple[int, int, int], int] | None) -> 
     doc: dict[str, object] = {"pid": pid}
     if info is not None:
         with contextlib.suppress(OSError, ValueError):
-            import json
-
             written = json.loads(info.read_text())
             if isinstance(written, dict) and written.get("pid") == pid:
                 doc = written
