@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,21 @@ def stop_howfast(proc: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> 
         proc.kill()
         raise
     return out or "", err or ""
+
+
+def wait_for(proc: subprocess.Popen[str], text: str, timeout: float = 150) -> str:
+    """Read howfast's stderr until a line holds `text`; what was read."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} not seen in stderr:\n{seen}")
 
 
 def finish(proc: subprocess.Popen[str], input: str | None, timeout: float) -> tuple[str, str]:

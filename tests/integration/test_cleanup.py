@@ -24,6 +24,7 @@ from tests.integration.conftest import (
     postgres_shared_memory,
     remove_leftovers,
     shared_memory_of,
+    wait_for,
 )
 
 pytestmark = pytest.mark.integration
@@ -41,20 +42,6 @@ clients = [1]
 duration = "{duration}"
 """
 EMULATED = ["--storage-latency", "1ms", "--storage-size", "256MiB"]
-
-
-def wait_for(proc: subprocess.Popen[str], text: str, timeout: float = 150) -> str:
-    seen = ""
-    deadline = time.monotonic() + timeout
-    assert proc.stderr is not None
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen += line
-        if text in line:
-            return seen
-    raise AssertionError(f"{text!r} not seen in stderr:\n{seen}")
 
 
 def cleanup(howfast: Howfast, *args: str) -> dict:

@@ -4,12 +4,11 @@ its server running and, on an emulated volume, the volume mounted)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Howfast, finish, postgres_pids_under
+from tests.integration.conftest import Howfast, finish, postgres_pids_under, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -29,10 +28,7 @@ def test_a_time_out_interrupts_howfast_which_then_takes_down_its_cluster(
     howfast: Howfast, target_dir: Path
 ):
     proc = howfast.popen("run", str(howfast.plan(PLAN)), "--target", str(target_dir))
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 150
-    while "[2/2]" not in proc.stderr.readline():
-        assert time.monotonic() < deadline and proc.poll() is None
+    wait_for(proc, "[2/2]")
     assert postgres_pids_under(target_dir), "the server runs"
     with pytest.raises(AssertionError) as caught:
         finish(proc, None, timeout=1)

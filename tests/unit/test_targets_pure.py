@@ -150,6 +150,20 @@ def test_parse_dsn_keeps_password_out_of_args():
         parse_dsn("postgresql://bench@db/x?nonsense_option=1")
 
 
+def refused_while_working_in(
+    data: Path, directory: Path
+) -> tuple[pytest.ExceptionInfo[UsageError], int]:
+    """check_earlier_clusters(directory) while a process works in `data`: its refusal."""
+    sleeper = subprocess.Popen(["sleep", "30"], cwd=data)
+    try:
+        with pytest.raises(UsageError) as caught:
+            check_earlier_clusters(directory, "target directory")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    return caught, sleeper.pid
+
+
 def test_earlier_clusters_stopped_are_noted_and_running_are_refused(tmp_path: Path):
     (tmp_path / MARKER).write_text("{}\n")
     assert check_earlier_clusters(tmp_path, "target directory") == []
@@ -160,14 +174,8 @@ def test_earlier_clusters_stopped_are_noted_and_running_are_refused(tmp_path: Pa
     running = tmp_path / "howfast-live2" / "data"
     running.mkdir(parents=True)
     # A process working in the cluster's data directory, as every PostgreSQL process does.
-    sleeper = subprocess.Popen(["sleep", "30"], cwd=running)
-    try:
-        with pytest.raises(UsageError) as caught:
-            check_earlier_clusters(tmp_path, "target directory")
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    assert f"its server is still running (PIDs {sleeper.pid})" in str(caught.value)
+    caught, pid = refused_while_working_in(running, tmp_path)
+    assert f"its server is still running (PIDs {pid})" in str(caught.value)
     assert f"pg_ctl -D {running} stop -m fast" in (caught.value.hint or "")
     assert f"`howfast cleanup --target {tmp_path}` lists" in (caught.value.hint or "")
     assert check_earlier_clusters(tmp_path, "target directory")[1].count("howfast-live2") == 1
@@ -192,12 +200,6 @@ def test_earlier_leftovers_say_how_to_remove_them(tmp_path: Path):
     assert notes[2].endswith(cleanup)
     data = volume / "mnt" / "howfast-9abcdef0" / "data"
     data.mkdir(parents=True)
-    sleeper = subprocess.Popen(["sleep", "30"], cwd=data)
-    try:
-        with pytest.raises(UsageError) as caught:
-            check_earlier_clusters(tmp_path, "target directory")
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+    caught, _ = refused_while_working_in(data, tmp_path)
     assert f"holds {volume.name} from an earlier run whose howfast is gone" in str(caught.value)
     assert f"pg_ctl -D {data} stop -m fast" in (caught.value.hint or "")

@@ -70,37 +70,32 @@ def cgroup_of_lock(name: str) -> str | None:
     return found[1] if found else None
 
 
-def cluster_of(path: str) -> tuple[str, str] | None:
-    """For a path inside a cluster directory (a server's working directory,
-    `<dir>/howfast-TOKEN/data`): (the cluster directory, TOKEN)."""
+def _directory_of(path: str, pattern: re.Pattern[str]) -> tuple[str, str] | None:
+    """The innermost directory of `path` whose name matches `pattern`, with its token."""
     parts = PurePath(path).parts
     for i in range(len(parts) - 1, 0, -1):
-        found = CLUSTER.fullmatch(parts[i])
+        found = pattern.fullmatch(parts[i])
         if found:
             return str(PurePath(*parts[: i + 1])), found[1]
     return None
+
+
+def cluster_of(path: str) -> tuple[str, str] | None:
+    """For a path inside a cluster directory (a server's working directory,
+    `<dir>/howfast-TOKEN/data`): (the cluster directory, TOKEN)."""
+    return _directory_of(path, CLUSTER)
 
 
 def volume_of(path: str) -> tuple[str, str] | None:
     """For a path inside an emulated volume's workspace (`<dir>/howfast-vol-TOKEN/...`):
     (the workspace, TOKEN)."""
-    parts = PurePath(path).parts
-    for i in range(len(parts) - 1, 0, -1):
-        found = VOLUME.fullmatch(parts[i])
-        if found:
-            return str(PurePath(*parts[: i + 1])), found[1]
-    return None
+    return _directory_of(path, VOLUME)
 
 
 def volume_run_dir_of(path: str) -> tuple[str, str] | None:
     """For a path inside a volume's private directory (`/dev/shm/howfast-vol-TOKEN-xxxx/...`,
     e.g. a loop device's backing file): (that directory, TOKEN)."""
-    parts = PurePath(path).parts
-    for i in range(len(parts) - 1, 0, -1):
-        found = VOLUME_RUN_DIR.fullmatch(parts[i])
-        if found:
-            return str(PurePath(*parts[: i + 1])), found[1]
-    return None
+    return _directory_of(path, VOLUME_RUN_DIR)
 
 
 def is_within(path: str, directory: str) -> bool:
