@@ -175,7 +175,7 @@ def remove_leftovers(target: Path) -> str:
 
 
 @pytest.fixture
-def target_dir() -> Iterator[Path]:
+def target_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
     """An empty directory the unprivileged PostgreSQL user can reach. Whatever a howfast
     killed by a test's time-out left there is removed with `howfast cleanup` afterwards."""
     base = shared_tmpdir("howfast-target-")
@@ -185,6 +185,9 @@ def target_dir() -> Iterator[Path]:
     try:
         yield target
     finally:
+        if "howfast" in request.fixturenames:  # a howfast still running there stops first
+            runner = request.getfixturevalue("howfast")
+            runner.stop_all()
         remove_leftovers(target)
         shutil.rmtree(base, ignore_errors=True)
 
