@@ -46,8 +46,9 @@ EMULATED = ["--storage-latency", "1ms", "--storage-size", "256MiB"]
 
 def cleanup(howfast: Howfast, *args: str) -> dict:
     out = howfast("cleanup", "--json", *args)
-    assert out.returncode == 0, out.stderr
-    doc: dict = json.loads(out.stdout)
+    doc: dict = json.loads(out.stdout) if out.stdout.startswith("{") else {}
+    failed = [x for x in doc.get("local", {}).get("leftovers", []) if x["error"]]
+    assert out.returncode == 0, (out.stderr, [(x["kind"], x["path"], x["error"]) for x in failed])
     return doc
 
 
