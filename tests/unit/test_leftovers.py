@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,7 +116,7 @@ def test_a_killed_emulated_run_is_taken_down_top_to_bottom():
         ("kill-servers", VOL),
         ("no-processes", VOL),
         ("umount", f"{VOL}/mnt"),
-        ("detach-loop", "/dev/loop0"),
+        ("detach-loops", SHM_VOL),  # looked up again then: a losetup may have made one since
         ("unmount-fuse", f"{SHM_VOL}/fuse"),
         ("rmtree", SHM_VOL),
         ("rmtree", VOL),
@@ -183,7 +184,7 @@ def test_a_volume_without_any_directory_or_record_goes_by_whose_child_nbdkit_is(
     assert volume.reason == "its howfast is gone: PID 1 adopted its nbdkit (PID 7814)"
     assert [(a.op, a.pid or a.path) for a in volume.actions] == [
         ("stop-process", 7815), ("stop-process", 7814), ("stop-process", 7890),
-        ("unmount-fuse", f"{shm}/fuse"), ("rmtree", shm),
+        ("detach-loops", shm), ("unmount-fuse", f"{shm}/fuse"), ("rmtree", shm),
     ]  # fmt: skip
     # The same processes while their howfast runs: its children, left alone.
     parent = Process(7451, 1, 40, 0, ("/venv/bin/python", "-m", "howfast", "run"), "/", None)
@@ -340,3 +341,27 @@ def test_reading_private_and_target_directories(tmp_path: Path, monkeypatch: pyt
         assert held.holder_pid == os.getpid()
     finally:
         os.close(fd)
+
+
+def test_a_zombie_owner_is_gone():
+    """A howfast killed by a parent that has not collected it yet (or never will: a killed
+    shell's child, adopted by an init that does not reap) still shows its PID and start time,
+    as a zombie: it is gone, and a process of its found that way is no longer alive."""
+    from howfast.targets.leftovers.machine import owner_state, zombie
+    from howfast.targets.leftovers.remove import _alive
+
+    child = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while not zombie(child.pid):
+            assert time.monotonic() < deadline, "the child never ended"
+            time.sleep(0.01)
+        here = liveness.this_process()
+        ticks = liveness.process_start_ticks(child.pid)
+        writer = liveness.Writer(here.host, here.boot_id, child.pid, ticks, here.pid_ns)
+        assert not liveness.is_gone(writer, here)  # the store's test alone cannot tell
+        assert owner_state(marks.OwnerRecord(writer), here) == "gone"
+        assert not _alive(child.pid, ticks)
+    finally:
+        child.wait()
+    assert not zombie(os.getpid())

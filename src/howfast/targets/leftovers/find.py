@@ -39,7 +39,7 @@ class Action:
     """One thing the remover does, in order; `pid` with `ticks` names a process exactly."""
 
     op: str  # a key of remove.ACTIONS: stop-server, stop-process, kill-servers, no-processes,
-    #          umount, detach-loop, unmount-fuse, rmtree, rmdir-cgroup, unlink
+    #          umount, detach-loop, detach-loops, unmount-fuse, rmtree, rmdir-cgroup, unlink
     path: str = ""
     pid: int | None = None
     ticks: int | None = None
@@ -225,7 +225,11 @@ class Describer:
             actions.append(Action("umount", mount.point))
         for loop in (x for x in snap.loops if ours(x.backing)):
             details.append(f"loop device {loop.device}")
-            actions.append(Action("detach-loop", loop.device, extra=loop.backing))
+            if not any(names.is_within(loop.backing, d) for d in run_dirs):
+                actions.append(Action("detach-loop", loop.device, extra=loop.backing))
+        # and, looked up again when it is done, every loop device on a file of its private
+        # directory: a losetup that waited on the volume may have made one since
+        actions += [Action("detach-loops", d) for d in run_dirs]
         for mount in fuse:
             details.append(f"FUSE file on {mount.point}")
             actions.append(Action("unmount-fuse", mount.point))

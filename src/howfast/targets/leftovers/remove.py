@@ -28,6 +28,7 @@ from howfast.targets.leftovers.find import Action, Leftover
 from howfast.targets.leftovers.machine import (
     PROC,
     parse_mounts,
+    read_loops,
     read_process,
     read_processes,
     strip_deleted,
@@ -232,6 +233,14 @@ def detach_loop(action: Action) -> None:
         time.sleep(0.1)
 
 
+def detach_loops(action: Action) -> None:
+    """Every loop device whose backing file is in the volume's private directory (the FUSE
+    file), as they are now."""
+    for loop in read_loops():
+        if names.is_within(loop.backing, action.path):
+            detach_loop(Action("detach-loop", loop.device, extra=loop.backing))
+
+
 def unmount_fuse(action: Action) -> None:
     """fusermount3 -u, the documented way; umount as root when it is missing. A FUSE file
     whose nbdfuse died ("Transport endpoint is not connected") unmounts the same way."""
@@ -287,6 +296,7 @@ ACTIONS = {
     "kill-servers": kill_servers,
     "umount": umount,
     "detach-loop": detach_loop,
+    "detach-loops": detach_loops,
     "unmount-fuse": unmount_fuse,
     "rmtree": rmtree,
     "rmdir-cgroup": rmdir_cgroup,
