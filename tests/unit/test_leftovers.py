@@ -365,3 +365,28 @@ def test_a_zombie_owner_is_gone():
     finally:
         child.wait()
     assert not zombie(os.getpid())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: makes a loop device")
+def test_detach_loops_finds_the_devices_made_since_the_listing(tmp_path: Path):
+    """A volume's loop devices are looked up when they are detached: one a losetup made after
+    cleanup looked (it was waiting on the volume) goes too; one on another file stays."""
+    from howfast.targets.leftovers.find import Action
+    from howfast.targets.leftovers.machine import read_loops
+    from howfast.targets.leftovers.remove import detach_loops
+
+    private = tmp_path / "howfast-vol-0badcafe-abcdefgh"
+    private.mkdir()
+    made = []
+    for file in (private / "nbd", tmp_path / "other.img"):
+        with file.open("wb") as f:
+            f.truncate(8 * 2**20)
+        made.append(subprocess.run(["losetup", "--find", "--show", str(file)], check=True,
+                                   capture_output=True, text=True).stdout.strip())  # fmt: skip
+    try:
+        detach_loops(Action("detach-loops", str(private)))
+        left = {loop.device for loop in read_loops()}
+        assert made[0] not in left and made[1] in left
+    finally:
+        for device in made:
+            subprocess.run(["losetup", "--detach", device], capture_output=True)
