@@ -6,10 +6,12 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -31,10 +33,69 @@ duration = "2s"
 """
 
 
+# A test's time-out (its own, or pytest's 300 s) ends howfast as a user would, with SIGINT,
+# so that howfast takes down what it built (servers, emulated volumes, cgroups); only a
+# howfast still there STOP_GRACE_S later is killed. A SIGKILLed howfast leaves its volume
+# mounted, its loop device attached and its /dev/shm directories behind (issue 26): the
+# time-outs below leave room for that grace inside pytest's 300 s (240 + 45).
+STOP_GRACE_S = 45.0
+
+
+def stop_howfast(proc: subprocess.Popen[str], grace_s: float = STOP_GRACE_S) -> tuple[str, str]:
+    """SIGINT, wait up to `grace_s` for howfast to clean up and exit, then SIGKILL; what it
+    printed. Whatever interrupts the wait (pytest's time-out) still ends in a SIGKILL."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return out or "", (err or "") + f"\n(killed: it still ran {grace_s:g} s after SIGINT)"
+    except BaseException:
+        proc.kill()
+        raise
+    return out or "", err or ""
+
+
+def wait_for(proc: subprocess.Popen[str], text: str, timeout: float = 150) -> str:
+    """Read howfast's stderr until a line holds `text`; what was read."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} not seen in stderr:\n{seen}")
+
+
+def finish(proc: subprocess.Popen[str], input: str | None, timeout: float) -> tuple[str, str]:
+    """Wait for howfast; past `timeout`, or when the test is ended meanwhile, stop it."""
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _, err = stop_howfast(proc)
+        command = " ".join(str(a) for a in proc.args[3:])  # type: ignore[index]
+        raise AssertionError(
+            f"howfast {command} still ran after {timeout:g} s: interrupted (SIGINT), "
+            f"exit status {proc.returncode}\n{err[-4000:]}"
+        ) from None
+    except BaseException:
+        stop_howfast(proc)
+        raise
+    return out, err
+
+
 @dataclass
 class Howfast:
     store: Path
     workdir: Path
+    started: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "HOWFAST_STORE": str(self.store), "PYTHONUNBUFFERED": "1"}
@@ -45,37 +106,43 @@ class Howfast:
     def __call__(
         self, *args: str, input: str | None = None, timeout: float = 240
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.argv(*args),
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            input=input,
-            timeout=timeout,
-            cwd=self.workdir,
-        )
+        proc = self.popen(*args, stdin=subprocess.PIPE if input is not None else None)
+        out, err = finish(proc, input, timeout)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
-    def popen(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
+    def popen(self, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
+        """howfast in the background; the fixture stops it (SIGINT first) if the test ends
+        while it still runs."""
+        proc = subprocess.Popen(
             self.argv(*args),
             env=self.env(),
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             cwd=self.workdir,
         )
+        self.started.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                stop_howfast(proc)
 
     def in_private_shm(self, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
         """Run howfast with a /dev/shm of its own (tests/integration/private_shm.py); returns
-        what it left there. Root only."""
+        what it left there. Root only. The wrapper passes SIGINT on to howfast."""
         result = self.workdir / "shm-left.json"
         wrapper = str(Path(__file__).with_name("private_shm.py"))
         argv = ["unshare", "--mount", "--propagation", "private", sys.executable, wrapper,
                 str(result), "--", *self.argv(*args)]  # fmt: skip
-        out = subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=240,
-                             cwd=self.workdir)  # fmt: skip
+        proc = subprocess.Popen(argv, env=self.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=self.workdir)  # fmt: skip
+        self.started.append(proc)
+        out, err = finish(proc, None, 240)
         left = json.loads(result.read_text()) if result.exists() else ["(the wrapper failed)"]
-        return out, left
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err), left
 
     def plan(self, text: str, name: str = "tiny.toml") -> Path:
         path = self.workdir / name
@@ -84,13 +151,33 @@ class Howfast:
 
 
 @pytest.fixture
-def howfast(tmp_path: Path) -> Howfast:
-    return Howfast(store=tmp_path / "results.db", workdir=tmp_path)
+def howfast(tmp_path: Path) -> Iterator[Howfast]:
+    runner = Howfast(store=tmp_path / "results.db", workdir=tmp_path)
+    try:
+        yield runner
+    finally:
+        runner.stop_all()
+
+
+def remove_leftovers(target: Path) -> str:
+    """What a killed howfast left for this target directory (a volume still mounted would
+    make rmtree descend into it), removed by `howfast cleanup`; what it said, or ''."""
+    mounted = any(
+        f" {target}/" in line for line in Path("/proc/self/mounts").read_text().splitlines()
+    )
+    if not mounted and not any(target.glob("howfast-*")):
+        return ""
+    out = subprocess.run(
+        [sys.executable, "-m", "howfast", "cleanup", "--target", str(target), "--yes"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    return out.stdout + out.stderr
 
 
 @pytest.fixture
-def target_dir() -> Iterator[Path]:
-    """An empty directory the unprivileged PostgreSQL user can reach."""
+def target_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An empty directory the unprivileged PostgreSQL user can reach. Whatever a howfast
+    killed by a test's time-out left there is removed with `howfast cleanup` afterwards."""
     base = shared_tmpdir("howfast-target-")
     target = base / "bench"
     target.mkdir()
@@ -98,6 +185,10 @@ def target_dir() -> Iterator[Path]:
     try:
         yield target
     finally:
+        if "howfast" in request.fixturenames:  # a howfast still running there stops first
+            runner = request.getfixturevalue("howfast")
+            runner.stop_all()
+        remove_leftovers(target)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -5,12 +5,14 @@
 Tests that check "nothing left in /dev/shm" use it: the machine's /dev/shm is shared with
 every other howfast session running at the same time (the Kubernetes lab tests run beside
 the others), whose directories would otherwise count as this command's leftovers. Needs root
-(a mount namespace and a mount)."""
+(a mount namespace and a mount). SIGINT and SIGTERM are passed on to the command, so that a
+test's time-out stops howfast the way a user would (tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -22,7 +24,10 @@ def main() -> int:
         ["mount", "-t", "tmpfs", "-o", "mode=1777,size=512m", "howfast-test-shm", "/dev/shm"],
         check=True,
     )
-    status = subprocess.run(command, check=False).returncode
+    child = subprocess.Popen(command)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+    status = child.wait()
     with open(result, "w") as out:
         json.dump(sorted(os.listdir("/dev/shm")), out)
     return status

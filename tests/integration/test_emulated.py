@@ -21,6 +21,7 @@ from tests.integration.conftest import Howfast
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.emulated,  # scripts/test.sh runs these alone, after the others
     pytest.mark.skipif(
         available().name is None, reason=f"no emulated volumes here: {available().reason}"
     ),

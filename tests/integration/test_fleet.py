@@ -129,6 +129,13 @@ def test_interrupt_with_every_instance_running_leaves_nothing(howfast: Howfast, 
     _wait_for(proc, "tpcb-like")
     time.sleep(2)
     assert len({p for p in postgres_pids_under(target_dir)}) >= 4
+    # A fleet holds its directory's run lock, as any run does: no other run starts there,
+    # and howfast cleanup leaves its instances alone.
+    again = howfast("run", "quick", "--target", str(target_dir))
+    assert again.returncode == 2 and f"(PID {proc.pid})" in again.stderr, again.stderr
+    listed = json.loads(howfast("cleanup", "--target", str(target_dir), "--json").stdout)
+    found = {(x["kind"], x["state"]) for x in listed["local"]["leftovers"]}
+    assert ("fleet", "in use") in found and {s for _, s in found} == {"in use"}, found
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert proc.returncode == 130

@@ -110,6 +110,13 @@ def test_keep_leaves_a_stopped_cluster(howfast: Howfast, target_dir: Path):
     # A directory howfast used before (it carries the marker) may be used again.
     again = howfast("run", str(plan), "--target", str(target_dir))
     assert again.returncode == 0, again.stderr
+    said = " ".join(again.stderr.split())  # the terminal's line breaks removed
+    assert f"holds {kept[0].name} from an earlier run, kept with --keep" in said
+    # howfast cleanup lists it as kept, and leaves it, --yes or not.
+    out = howfast("cleanup", "--target", str(target_dir), "--yes", "--json")
+    (listed,) = json.loads(out.stdout)["local"]["leftovers"]
+    assert (listed["kind"], listed["state"], listed["removed"]) == ("cluster", "kept", False)
+    assert (kept[0] / "data" / "PG_VERSION").exists()
 
 
 def test_several_targets_run_the_same_steps_one_after_the_other(howfast: Howfast, target_dir):

@@ -246,6 +246,7 @@ def test_a_directory_and_a_server_uri_interleaved(
     assert postgres_pids_under(target_dir) == []
 
 
+@pytest.mark.emulated
 @pytest.mark.skipif(
     available().name is None, reason=f"no emulated volumes here: {available().reason}"
 )

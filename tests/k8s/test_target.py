@@ -262,7 +262,7 @@ def test_cleanup_removes_what_a_killed_run_left(
         for line in proc.stderr:
             if "[2/2]" in line:
                 break
-        listed = run_howfast(howfast_env, "cleanup", "--json").stdout
+        listed = run_howfast(howfast_env, "cleanup", "--k8s", "--json").stdout
         (running,) = json.loads(listed)["runs"]
         assert running["state"] == "running" and not running["removed"]
         proc.send_signal(signal.SIGKILL)
@@ -277,10 +277,10 @@ def test_cleanup_removes_what_a_killed_run_left(
             shutil.rmtree(directory)
     assert len(scratch) == 1, scratch
     assert leftovers(kube)  # SIGKILL cannot be caught: the objects stay
-    out = json.loads(run_howfast(howfast_env, "cleanup", "--yes", "--json").stdout)
+    out = json.loads(run_howfast(howfast_env, "cleanup", "--k8s", "--yes", "--json").stdout)
     (run,) = out["runs"]
     assert run["state"] == "gone" and run["removed"]
     assert {o["kind"] for o in run["objects"]} >= {"Pod", "PersistentVolumeClaim", "Secret"}
     assert leftovers(kube) == {}
-    again = json.loads(run_howfast(howfast_env, "cleanup", "--json").stdout)
+    again = json.loads(run_howfast(howfast_env, "cleanup", "--k8s", "--json").stdout)
     assert again["runs"] == []

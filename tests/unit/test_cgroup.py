@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import HowfastError
-from howfast.targets.cgroup import MemoryCgroup, detect, parse_proc_cgroup
+from howfast.targets.cgroup import (
+    MemoryCgroup,
+    detect,
+    owner_lock_path,
+    parse_proc_cgroup,
+    remove_if_abandoned,
+)
 
 HYBRID = """9:name=systemd:/
 4:memory:/process_api/c0327
@@ -76,3 +82,39 @@ def test_real_cgroup_caps_page_cache_and_is_removed(tmp_path: Path):
         data.unlink(missing_ok=True)
         group.remove()
     assert not group.path.exists()
+
+
+def test_a_cgroup_is_removed_as_abandoned_only_when_its_owner_is_gone_and_it_is_empty(
+    tmp_path: Path,
+):
+    """remove_if_abandoned, which `howfast run` and `howfast cleanup` use: on a real cgroup
+    whose creator's owner lock is let go as a SIGKILL would (the descriptor closed, the lock
+    file left), with a process inside it first."""
+    assert remove_if_abandoned(tmp_path / "howfast-io-00000000") is None  # gone meanwhile
+    unowned = tmp_path / "howfast-io-11111111"
+    unowned.mkdir()
+    assert "no owner lock" in (remove_if_abandoned(unowned) or "")
+    support = detect()
+    if support.version is None:
+        pytest.skip(f"no usable memory cgroup here: {support.reason}")
+    group = MemoryCgroup(support, f"howfast-{os.getpid():08x}"[-16:], 64 * 2**20)
+    group.create()
+    sleeper = None
+    try:
+        assert "owner lock is held" in (remove_if_abandoned(group.path) or "")
+        assert group._owner is not None
+        os.close(group._owner)  # its howfast is killed: the kernel lets the lock go
+        group._owner = None
+        sleeper = group.spawn(lambda: subprocess.Popen(["sleep", "30"]))
+        why = remove_if_abandoned(group.path)
+        assert why == f"its processes still run (PIDs {sleeper.pid})" and group.path.exists()
+        sleeper.kill()
+        sleeper.wait()
+        assert remove_if_abandoned(group.path, timeout_s=10) is None
+        assert not group.path.exists() and not owner_lock_path(group.path.name).exists()
+    finally:
+        if sleeper is not None and sleeper.poll() is None:
+            sleeper.kill()
+        if group.path.exists():
+            group.path.rmdir()
+        owner_lock_path(group.path.name).unlink(missing_ok=True)

@@ -13,6 +13,7 @@ from howfast.errors import UsageError
 from howfast.targets.claim import MARKER, check_directory, claim_directory
 from howfast.targets.dsn import parse_dsn
 from howfast.targets.fsinfo import block_device, mount_for, parse_mountinfo, parse_scheduler
+from howfast.targets.leftovers.marks import KEPT
 from howfast.targets.local import check_earlier_clusters, conf_line
 from howfast.targets.pgbin import parse_version
 
@@ -161,6 +162,20 @@ def test_parse_dsn_keeps_password_out_of_args():
         parse_dsn("postgresql://bench@db/x?nonsense_option=1")
 
 
+def refused_while_working_in(
+    data: Path, directory: Path
+) -> tuple[pytest.ExceptionInfo[UsageError], int]:
+    """check_earlier_clusters(directory) while a process works in `data`: its refusal."""
+    sleeper = subprocess.Popen(["sleep", "30"], cwd=data)
+    try:
+        with pytest.raises(UsageError) as caught:
+            check_earlier_clusters(directory, "target directory")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    return caught, sleeper.pid
+
+
 def test_earlier_clusters_stopped_are_noted_and_running_are_refused(tmp_path: Path):
     (tmp_path / MARKER).write_text("{}\n")
     assert check_earlier_clusters(tmp_path, "target directory") == []
@@ -171,15 +186,10 @@ def test_earlier_clusters_stopped_are_noted_and_running_are_refused(tmp_path: Pa
     running = tmp_path / "howfast-live2" / "data"
     running.mkdir(parents=True)
     # A process working in the cluster's data directory, as every PostgreSQL process does.
-    sleeper = subprocess.Popen(["sleep", "30"], cwd=running)
-    try:
-        with pytest.raises(UsageError) as caught:
-            check_earlier_clusters(tmp_path, "target directory")
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    assert f"its server is still running (PIDs {sleeper.pid})" in str(caught.value)
+    caught, pid = refused_while_working_in(running, tmp_path)
+    assert f"its server is still running (PIDs {pid})" in str(caught.value)
     assert f"pg_ctl -D {running} stop -m fast" in (caught.value.hint or "")
+    assert f"`howfast cleanup --target {tmp_path}` lists" in (caught.value.hint or "")
     assert check_earlier_clusters(tmp_path, "target directory")[1].count("howfast-live2") == 1
 
 
@@ -196,3 +206,27 @@ def test_libpq_keywords_reach_the_tools_under_the_variables_libpq_reads():
         "PGSSLROOTCERT": "/ca.pem",
         "PGSSLMINPROTOCOLVERSION": "TLSv1.3",
     }
+
+
+def test_earlier_leftovers_say_how_to_remove_them(tmp_path: Path):
+    """What a killed run left says `howfast cleanup`; a --keep cluster says it was kept. A
+    server still running on a killed run's emulated volume is named by its real data
+    directory, inside the volume (the volume's workspace has no data directory)."""
+    (tmp_path / MARKER).write_text("{}\n")
+    (tmp_path / "howfast-0c44b091" / "data").mkdir(parents=True)
+    (tmp_path / "howfast-1234abcd").mkdir()
+    (tmp_path / "howfast-1234abcd" / KEPT).write_text("kept\n")
+    volume = tmp_path / "howfast-vol-071aee8f"
+    (volume / "mnt").mkdir(parents=True)
+    notes = check_earlier_clusters(tmp_path, "target directory")
+    cleanup = f"`howfast cleanup --target {tmp_path} --yes` removes it"
+    killed = "howfast-0c44b091 from an earlier run, left by a howfast that was killed"
+    assert notes[0].endswith(f"{killed}: {cleanup}")
+    assert "howfast-1234abcd from an earlier run, kept with --keep" in notes[1]
+    assert "an emulated volume left by a howfast that was killed" in notes[2]
+    assert notes[2].endswith(cleanup)
+    data = volume / "mnt" / "howfast-9abcdef0" / "data"
+    data.mkdir(parents=True)
+    caught, _ = refused_while_working_in(data, tmp_path)
+    assert f"holds {volume.name} from an earlier run whose howfast is gone" in str(caught.value)
+    assert f"pg_ctl -D {data} stop -m fast" in (caught.value.hint or "")

@@ -25,6 +25,7 @@ from howfast.runner.step import (
 )
 from howfast.samplers.session import SamplerFactory, TargetSampling
 from howfast.targets.base import Connection
+from howfast.targets.leftovers.marks import write_owner
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome
 
@@ -173,9 +174,12 @@ class TargetSession:
 
 
 def new_work_root() -> Path:
-    """A private directory for the steps' files, named with this process's PID: what a
-    SIGKILLed howfast leaves there says whose it was."""
-    return Path(tempfile.mkdtemp(prefix=f"howfast-work-{os.getpid()}-", dir=private_tmp()))
+    """A private directory for the steps' files, named with this process's PID and carrying
+    its owner record: what a SIGKILLed howfast leaves there says whose it was (howfast
+    cleanup removes it once that process is gone)."""
+    path = Path(tempfile.mkdtemp(prefix=f"howfast-work-{os.getpid()}-", dir=private_tmp()))
+    write_owner(path)
+    return path
 
 
 def private_tmp() -> str:

@@ -327,22 +327,44 @@ def remove_abandoned(parent: Path) -> list[Path]:
     """Remove the empty cgroups under `parent` that a killed howfast left; return them."""
     removed = []
     for path in sorted(parent.glob("howfast-*")):
-        lock = owner_lock_path(path.name)
-        if not _ABANDONED_NAME.fullmatch(path.name) or not path.is_dir() or not lock.exists():
-            continue
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
-        except OSError:
-            continue
+        abandoned = _ABANDONED_NAME.fullmatch(path.name) and path.is_dir()
+        if abandoned and remove_if_abandoned(path) is None:
+            removed.append(path)
+    return removed
+
+
+def remove_if_abandoned(path: Path, timeout_s: float = 0.0) -> str | None:
+    """Remove one cgroup a killed howfast left, if its owner lock is free and it is empty
+    (for up to `timeout_s`: the processes of a server just stopped may still be leaving);
+    None when it is removed, else why it is not."""
+    lock = owner_lock_path(path.name)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        if not path.exists():
+            return None  # removed meanwhile (another howfast tidied it: the lock goes last)
+        return f"it has no owner lock {lock}: not made by this howfast"
+    deadline = time.monotonic() + timeout_s
+    try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its howfast is gone
-            if (path / "cgroup.procs").read_text().strip():
-                continue  # its processes still run: not ours to kill
-            path.rmdir()
         except OSError:
-            continue
-        finally:
-            os.close(fd)
-        lock.unlink(missing_ok=True)
-        removed.append(path)
-    return removed
+            return "its owner lock is held: its howfast still runs"
+        while True:
+            try:
+                procs = (path / "cgroup.procs").read_text().split()
+                if not procs:
+                    path.rmdir()
+                    break
+                problem = f"its processes still run (PIDs {', '.join(procs)})"  # not ours to kill
+            except FileNotFoundError:
+                break  # gone already
+            except OSError as exc:
+                problem = f"cannot remove it: {exc.strerror}"
+            if time.monotonic() >= deadline:
+                return problem
+            time.sleep(0.2)
+    finally:
+        os.close(fd)
+    lock.unlink(missing_ok=True)
+    return None

@@ -31,6 +31,7 @@ from howfast.plans.fleet import FleetScenario
 from howfast.targets.base import Connection
 from howfast.targets.cgroup import CgroupSupport, IoCgroup, detect_io
 from howfast.targets.claim import Claim, check_directory, claim_directory
+from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fleet_base import FleetInstance
 from howfast.targets.fsinfo import describe_path
 from howfast.targets.local import LocalTarget, check_earlier_clusters
@@ -162,9 +163,13 @@ class LocalFleet:
         self.workspace = self.directory / f"howfast-fleet-{token or secrets.token_hex(4)}"
         self.device: FleetDevice | None = None
         self._claim: Claim | None = None
+        self._lock: DirectoryLock | None = None
 
     def check(self, scenarios: list[FleetScenario]) -> None:
         check_directory(self.directory, "target directory")
+        if self._lock is None:  # one run at a time, as on a single target's directory; and
+            # while it is held, howfast cleanup knows the fleet's workspace is in use
+            self._lock = lock_directory(self.directory, "target directory")
         check_earlier_clusters(self.directory, "target directory")
         check_reachable(server_user(), self.directory)
         for klass in (c for s in scenarios for c in s.classes):
@@ -187,6 +192,9 @@ class LocalFleet:
         if self._claim is not None:
             self._claim.release()
             self._claim = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def members(self, scenario: FleetScenario, *, planned: bool = False) -> list[FleetInstance]:
         device = self.device

@@ -28,6 +28,7 @@ from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fsinfo import describe_path, same_filesystem, whole_disk_number
+from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
 from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
@@ -66,25 +67,41 @@ def check_earlier_clusters(directory: Path, role: str) -> list[str]:
     """Refuse a directory where a server of an earlier howfast cluster still runs: left by a
     howfast that was killed (SIGKILL cannot be caught), or a --keep cluster started again. It
     would compete for the storage under test; howfast does not stop what it did not start.
-    Returns a warning for each stopped one: howfast leaves it, and it takes space."""
+    Returns a warning for each stopped one (it takes space), saying how to remove it: the
+    caller holds the directory's lock, so nothing here belongs to a live run."""
+    cleanup = f"howfast cleanup --target {directory}"
     warnings = []
     for cluster in sorted(p for p in directory.glob("howfast-*") if p.is_dir()):
         pids = processes_in(cluster)
         if pids:
+            data_dir = _working_dir(min(pids)) or cluster / "data"
             raise UsageError(
                 f"{role} {directory} holds {cluster.name} from an earlier run whose howfast "
                 "is gone, and its server is still running (PIDs "
                 f"{', '.join(map(str, sorted(pids)))}); it would compete for the storage under "
                 "test",
-                f"stop it, e.g. `pg_ctl -D {cluster / 'data'} stop -m fast` as its OS user, "
-                f"then remove {cluster} if you no longer need it",
+                f"`{cleanup}` lists what that run left, and with --yes stops its server and "
+                f"removes the rest; or stop it by hand, `pg_ctl -D {data_dir} stop -m fast` as "
+                "its OS user",
             )
-        warnings.append(
-            f"{role} {directory} holds {cluster.name} from an earlier run (kept with --keep, "
-            "or left by a howfast that was killed); it is left alone: remove it when you no "
-            "longer need it"
-        )
+        if (cluster / KEPT).exists() or (cluster / "server.log").is_file():
+            how = "kept with --keep; it is left alone: remove it when you no longer need it"
+        elif cluster.name.startswith("howfast-vol-"):
+            how = (
+                "an emulated volume left by a howfast that was killed (its image, and maybe a "
+                f"mount and a loop device, stay until removed): `{cleanup} --yes` removes it"
+            )
+        else:
+            how = f"left by a howfast that was killed: `{cleanup} --yes` removes it"
+        warnings.append(f"{role} {directory} holds {cluster.name} from an earlier run, {how}")
     return warnings
+
+
+def _working_dir(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd").removesuffix(" (deleted)"))
+    except OSError:
+        return None
 
 
 def free_port() -> int:
@@ -237,6 +254,7 @@ class LocalTarget(Target):
             )
         self.run_dir = Path(tempfile.mkdtemp(prefix=f"howfast-run-{self.token}-", dir=base))
         self._created.append(self.run_dir)
+        write_owner(self.run_dir, directories=avoid, token=self.token)  # for howfast cleanup
         if self.user.uid != os.geteuid():
             os.chown(self.run_dir, self.user.uid, self.user.gid)
         if self.wal_root and self.wal_cluster_dir:
@@ -509,6 +527,7 @@ class LocalTarget(Target):
                 conf.write(conf_line("unix_socket_directories", str(self.cluster_dir)))
             if self.run_dir:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
+            mark_kept(self.cluster_dir)  # howfast cleanup leaves it alone
             return
         # Only what this object created, newest first.
         for path in reversed(self._created):

@@ -16,6 +16,7 @@ from howfast.targets.base import Connection, Target
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fsinfo import describe_path
+from howfast.targets.leftovers.marks import mark_kept
 
 
 class PathTarget(Target):
@@ -71,6 +72,7 @@ class PathTarget(Target):
 
     def _stop(self) -> None:
         if self.keep:
+            mark_kept(self.probe_dir)
             return
         if self._created:
             shutil.rmtree(self.probe_dir, ignore_errors=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import UsageError
+from howfast.targets.leftovers.marks import write_owner
 from howfast.targets.memory import MemoryBasis, shared_memory_problem
 from howfast.targets.osuser import server_user
 from howfast.targets.pgbin import PgInstall
@@ -75,6 +76,7 @@ def check_settings(install: PgInstall, items: list[SettingSource]) -> None:
     user = server_user()
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     scratch = Path(tempfile.mkdtemp(prefix="howfast-settings-", dir=base))
+    write_owner(scratch)  # a howfast killed meanwhile leaves it: howfast cleanup removes it
     errors: list[str] = []
     try:
         (scratch / "postgresql.conf").write_text("")

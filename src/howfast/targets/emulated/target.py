@@ -40,6 +40,7 @@ from howfast.targets.emulated.build import (
     nbdkit_argv,
 )
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
+from howfast.targets.leftovers.marks import write_owner
 from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.pgbin import PgInstall
@@ -156,6 +157,7 @@ class EmulatedTarget(Target):
                 prefix=f"howfast-vol-{self.token}-", dir=runtime_base([self.directory])
             )
         )
+        write_owner(self._run_dir, directories=[self.directory], token=self.token)
         self.volume = EmulatedVolume(self.workspace, self._run_dir, self.size_bytes, self.limits)
         self.volume.build()
         self._measure_added_latency()  # before the caps: it measures the delay alone

@@ -1,0 +1,13 @@
+"""What killed local runs left on this machine, found by howfast's marks only, and removed.
+
+A run that ends in any way howfast sees (completion, an error, Ctrl-C, SIGTERM) takes down
+what it built. One killed with SIGKILL (the OOM killer, a test's time-out) cannot: its
+clusters, emulated volumes, private directories and cgroups stay, and sometimes its server.
+
+- `marks.py`: the marks howfast leaves on what it creates so that a later howfast can tell
+  whose it is (the owner record of a private directory, the kept mark of a --keep cluster).
+- `machine.py`: reads this machine (processes, mounts, loop devices, locks, directories).
+- `groups.py`: pure: from what was read, each run's leftovers, and whether its howfast is gone.
+- `find.py`: pure: each leftover as the user sees it, with the actions that take it down.
+- `remove.py`: takes them down, in the order that leaves nothing behind.
+"""

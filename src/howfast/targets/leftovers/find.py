@@ -1,0 +1,296 @@
+"""What killed runs left on this machine, as rows a user reads and actions the remover runs
+(pure): each group of a run's leftovers (groups.py) described part by part, in the order that
+takes them down.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from howfast.targets.leftovers import names
+from howfast.targets.leftovers.groups import (
+    GONE,
+    IN_USE,
+    KEPT,
+    LAYER_PROGRAMS,
+    SERVER_PROGRAMS,
+    SETUP_PROGRAMS,
+    TOOL_PROGRAMS,
+    Group,
+    cgroup_state,
+    combine,
+    group_all,
+    in_scope,
+    lock_holders,
+    outer_directory,
+    private_key,
+    private_state,
+    process_key,
+    program,
+)
+from howfast.targets.leftovers.machine import CgroupDir, PrivateDir, Process, Snapshot
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing the remover does, in order; `pid` with `ticks` names a process exactly."""
+
+    op: str  # a key of remove.ACTIONS: stop-server, stop-process, kill-servers, no-processes,
+    #          umount, detach-loop, detach-loops, unmount-fuse, rmtree, rmdir-cgroup, unlink
+    path: str = ""
+    pid: int | None = None
+    ticks: int | None = None
+    extra: str = ""  # a loop device's backing file; a cgroup's owner lock
+
+
+@dataclass
+class Leftover:
+    kind: str  # server, tool, volume, cluster, fleet, private directory, cgroup, lock file
+    path: str
+    run: str  # what ties it to its run: a name, a PID
+    state: str  # gone, in use, unknown, kept
+    reason: str
+    details: list[str] = field(default_factory=list)
+    stop_command: str | None = None
+    actions: list[Action] = field(default_factory=list)
+    directories: list[str] = field(default_factory=list)  # whose run locks removal holds
+    removed: bool = False
+    error: str | None = None
+
+    @property
+    def removable(self) -> bool:
+        return self.state == GONE and bool(self.actions)
+
+
+# -- which target directories to look into ----------------------------------------------
+def candidate_directories(snapshot: Snapshot, given: Iterable[str] = ()) -> list[str]:
+    """Target directories where runs left something, as this machine shows them: servers'
+    working directories, mount points, nbdkit's image, the private directories' records."""
+    paths: list[str] = list(given)
+    for process in snapshot.processes:
+        if process.cwd:
+            paths.append(process.cwd)
+        if program(process) in LAYER_PROGRAMS:
+            paths += [a.removeprefix("file=") for a in process.argv if a.startswith("file=")]
+    paths += [m.point for m in snapshot.mounts]
+    for private in snapshot.private_dirs:
+        if private.owner is not None:
+            paths += private.owner.directories
+    found = [outer_directory(p) for p in paths]
+    return sorted({p for p in found if p is not None} | set(given))
+
+
+# -- helpers ----------------------------------------------------------------------------
+def server_roots(processes: list[Process]) -> list[Process]:
+    """The postmasters among a cluster's processes: those whose parent is not one of them."""
+    pids = {p.pid for p in processes}
+    return [p for p in processes if p.ppid not in pids]
+
+
+def stop_command(root: Process, data_dir: str, users: dict[int, str], euid: int) -> str:
+    """What a user would type to stop the server: pg_ctl beside its postgres, as its user."""
+    bindir = PurePath(root.exe).parent if root.exe else None
+    pg_ctl = str(bindir / "pg_ctl") if bindir else "pg_ctl"
+    command = f"{pg_ctl} -D {data_dir} stop -m fast"
+    if root.uid is not None and root.uid != euid:
+        command = f"sudo -u {users.get(root.uid, str(root.uid))} {command}"
+    return command
+
+
+def _rmtree(path: str) -> list[Action]:
+    """A directory of ours: nothing may still run or be mounted in it when it goes."""
+    return [Action("no-processes", path), Action("rmtree", path)]
+
+
+# -- from groups to leftovers --------------------------------------------------------------
+class Describer:
+    """Each group's leftovers as rows the user reads and actions the remover runs."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    def describe(self, group: Group) -> list[Leftover]:
+        state, why = combine(group.marks)
+        if group.kind == "cluster" and any(e.kept for e in group.entries):
+            state, why = KEPT, "kept with --keep"
+        found = self.servers(group, state, why) + self.tools(group, state, why)
+        if group.kind == "volume":
+            found.append(self.volume(group, state, why))
+        elif group.kind in ("cluster", "fleet"):
+            details = [f"{len(group.tokens)} instance cluster(s)"] if group.kind == "fleet" else []
+            for entry in group.entries:
+                found.append(
+                    Leftover(
+                        group.kind,
+                        entry.path,
+                        group.name,
+                        state,
+                        why,
+                        details,
+                        None,
+                        _rmtree(entry.path),
+                    )
+                )
+        for private in group.privates:
+            if group.kind == "volume" and private_key(private)[0] == "volume":
+                continue  # taken down with the volume: it holds the FUSE mount
+            found.append(self.private(group, private, state, why))
+        found += [self.cgroup(group, cgroup, state, why) for cgroup in group.cgroups]
+        return found
+
+    def processes_under(self, directories: list[str], programs: set[str]) -> list[Process]:
+        return [
+            p
+            for p in self.snapshot.processes
+            if p.cwd
+            and program(p) in programs
+            and any(names.is_within(p.cwd, d) for d in directories)
+        ]
+
+    def servers(self, group: Group, state: str, why: str) -> list[Leftover]:
+        by_dir: dict[str, list[Process]] = defaultdict(list)
+        for process in self.processes_under([e.path for e in group.entries], SERVER_PROGRAMS):
+            by_dir[process.cwd or ""].append(process)
+        found = []
+        for data_dir, members in sorted(by_dir.items()):
+            pids = ", ".join(str(p.pid) for p in sorted(members, key=lambda p: p.pid))
+            for root in server_roots(members):
+                command: str | None = None  # a live run's server is never to be stopped
+                if state == GONE:
+                    command = stop_command(root, data_dir, self.snapshot.users, self.snapshot.euid)
+                found.append(
+                    Leftover(
+                        "server",
+                        data_dir,
+                        group.name,
+                        state,
+                        why,
+                        [f"PIDs {pids}"],
+                        command,
+                        [Action("stop-server", data_dir, root.pid, root.start_ticks)],
+                    )
+                )
+        return found
+
+    def tools(self, group: Group, state: str, why: str) -> list[Leftover]:
+        """pgbench, fio... that a killed run started; they end by themselves, at the end of
+        their step's duration, but a long step may have far to go."""
+        places = [p.path for p in group.privates]
+        return [
+            Leftover(
+                "tool",
+                f"{program(p)} PID {p.pid}",
+                group.name,
+                state,
+                why,
+                [f"started by {group.name}: {' '.join(p.argv)[:80]}"],
+                None,
+                [Action("stop-process", p.cwd or "", p.pid, p.start_ticks)],
+            )
+            for p in self.processes_under(places, TOOL_PROGRAMS)
+        ]
+
+    def volume(self, group: Group, state: str, why: str) -> Leftover:
+        """One emulated volume of a run that is gone, and whatever is on it: nothing of it is
+        worth keeping, so its I/O path goes first (nbdfuse, nbdkit: whatever still waits on
+        the volume then fails at once instead of waiting through the added delay), then what
+        still works on it (set-up tools, the server: stopped at once), then the filesystem,
+        the loop device, the FUSE file and the files."""
+        snap, token = self.snapshot, group.key
+        workspaces = [e.path for e in group.entries]
+        run_dirs = [p.path for p in group.privates if private_key(p)[0] == "volume"]
+        mine = [p for p in snap.processes if process_key(p) == ("volume", token)]
+
+        def ours(path: str) -> bool:
+            found = names.volume_run_dir_of(path) or names.volume_of(path)
+            return found is not None and found[1] == token
+
+        details: list[str] = []
+        actions: list[Action] = []
+        layers = sorted(  # the client first: its FUSE connection goes down with it
+            (p for p in mine if program(p) in LAYER_PROGRAMS), key=lambda p: program(p) != "nbdfuse"
+        )
+        for process in layers + [p for p in mine if program(p) in SETUP_PROGRAMS]:
+            details.append(f"{program(process)} PID {process.pid}")
+            actions.append(Action("stop-process", "", process.pid, process.start_ticks))
+        for workspace in workspaces:
+            actions += [Action("kill-servers", workspace), Action("no-processes", workspace)]
+        mounts = sorted((m for m in snap.mounts if ours(m.point)), key=lambda m: -len(m.point))
+        fuse = [m for m in mounts if m.fstype.startswith("fuse")]
+        for mount in (m for m in mounts if m not in fuse):
+            details.append(f"{mount.fstype} mounted on {mount.point}")
+            actions.append(Action("umount", mount.point))
+        for loop in (x for x in snap.loops if ours(x.backing)):
+            details.append(f"loop device {loop.device}")
+            if not any(names.is_within(loop.backing, d) for d in run_dirs):
+                actions.append(Action("detach-loop", loop.device, extra=loop.backing))
+        # and, looked up again when it is done, every loop device on a file of its private
+        # directory: a losetup that waited on the volume may have made one since
+        actions += [Action("detach-loops", d) for d in run_dirs]
+        for mount in fuse:
+            details.append(f"FUSE file on {mount.point}")
+            actions.append(Action("unmount-fuse", mount.point))
+        details += [f"image {e.size_bytes / 2**20:.0f} MiB" for e in group.entries if e.size_bytes]
+        details += [f"private directory {d}" for d in run_dirs]
+        actions += [Action("rmtree", d) for d in run_dirs + workspaces]
+        path = (workspaces or run_dirs or [f"howfast-vol-{token}"])[0]
+        return Leftover("volume", path, group.name, state, why, details, None, actions)
+
+    def private(self, group: Group, private: PrivateDir, state: str, why: str) -> Leftover:
+        own_state, own_why = private_state(private, lock_holders(self.snapshot))
+        if own_state == IN_USE:  # its own owner still runs: whatever the rest says
+            state, why = own_state, own_why
+        return Leftover(
+            "private directory", private.path, group.name, state, why, [], None,
+            _rmtree(private.path),
+        )  # fmt: skip
+
+    def cgroup(self, group: Group, cgroup: CgroupDir, state: str, why: str) -> Leftover:
+        own_state, own_why = cgroup_state(cgroup)
+        if own_state != GONE:  # a held owner lock, or none: never removed
+            state, why = own_state, own_why
+        details = [f"processes {', '.join(map(str, cgroup.pids))}"] if cgroup.pids else []
+        return Leftover(
+            "cgroup", cgroup.path, group.name, state, why, details, None,
+            [Action("rmdir-cgroup", cgroup.path)],
+        )  # fmt: skip
+
+
+# The order the remover takes them in: a volume before the server on it (its volume is taken
+# down first), a server before its cluster's directory, processes before their cgroups.
+ORDER = ("tool", "volume", "server", "cluster", "fleet", "private directory", "cgroup", "lock file")
+
+
+def find(snapshot: Snapshot, scope: list[str] | None = None) -> list[Leftover]:
+    """Every leftover of howfast's runs on this machine (or of runs on `scope`'s directories),
+    in the order the remover takes them: servers before the volumes they run on, processes
+    before the directories and cgroups they are in."""
+    groups = group_all(snapshot)
+    if scope is not None:
+        groups = in_scope(groups, scope)
+    describer = Describer(snapshot)
+    known = {d.path for d in snapshot.target_dirs}
+    found = []
+    for group in groups:
+        for leftover in describer.describe(group):
+            leftover.directories = sorted({d for d in group.directories if d in known})
+            found.append(leftover)
+    if scope is None:
+        found += [
+            Leftover(
+                "lock file",
+                lock.path,
+                "-",
+                GONE,
+                "a cgroup owner lock whose cgroup is gone, and nothing holds it",
+                [],
+                None,
+                [Action("unlink", lock.path)],
+            )
+            for lock in snapshot.lock_files
+            if not lock.held
+        ]
+    return sorted(found, key=lambda x: ORDER.index(x.kind))
