@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from howfast.checks import Check
-from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
+from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
 
 
 def _version_of(program: str, args: list[str]) -> str | None:

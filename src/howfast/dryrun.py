@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec
 from howfast.targets.base import Target
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
 from howfast.workloads.base import PlanContext
 

@@ -28,11 +28,11 @@ from rich.console import Console
 from howfast.analysis.derive import derive_step
 from howfast.cli import main
 from howfast.cli.reading import read_run
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepRecord
 from howfast.report import terminal
 from howfast.store import open_store
 from howfast.targets.path import PathTarget
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads.base import StepContext, Workload
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FioWorkload

@@ -8,9 +8,9 @@ import pytest
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet, jain_index
 from howfast.errors import PlanError
 from howfast.iolimits import IoLimits, scheduler_of, weight_problem
+from howfast.machine.cgroup import CgroupSupport
 from howfast.model import JSONValue, RunRecord, StepRecord
 from howfast.plans import expand, load_plan, parse_plan
-from howfast.targets.cgroup import CgroupSupport
 from howfast.targets.fleet import limits_problem
 
 STEP = '[[steps]]\nworkload = "pgbench"\nmodes = ["tpcb-like"]\nclients = [2]\nduration = "3s"\n'

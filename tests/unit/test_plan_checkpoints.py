@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import HowfastError, PlanError
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
 from howfast.plans import Overrides, builtin_plan_text, effective_settings, expand, load_plan
@@ -16,7 +17,6 @@ from howfast.plans.load import key_lines, parse_plan
 from howfast.runner import Runner
 from howfast.store import open_store
 from howfast.targets.base import Target
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads.base import StepContext, StepOutcome, Workload
 from howfast.workloads.pgbench.workload import PgbenchWorkload
 

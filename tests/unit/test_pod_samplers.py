@@ -15,7 +15,8 @@ from howfast.errors import HowfastError
 from howfast.hosts.base import ServerCounters
 from howfast.hosts.local import LocalHost
 from howfast.hosts.pod import PROC_SHARE_S, PodHost
-from howfast.hosts.podread import (
+from howfast.machine.devices import parse_block_links, roles_from_mounts
+from howfast.machine.podread import (
     CGROUP_V1_FILES,
     ContainerCpu,
     ServerReading,
@@ -28,7 +29,6 @@ from howfast.hosts.podread import (
 )
 from howfast.samplers.base import SamplerContext
 from howfast.samplers.cpu import CpuSampler
-from howfast.samplers.devices import parse_block_links, roles_from_mounts
 from howfast.samplers.diskstats import DiskSampler, counter_delta, parse_diskstats
 from howfast.samplers.serverio import ContainerServerSampler, cpu_usage
 from howfast.targets.k8s.cluster import ExecResult

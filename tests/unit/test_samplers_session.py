@@ -12,12 +12,12 @@ import pytest
 
 from howfast.analysis.derive import derive_step
 from howfast.errors import HowfastError
+from howfast.machine.devices import RoleDevice
 from howfast.model import Sample, StepRecord
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler
-from howfast.samplers.devices import RoleDevice
 from howfast.samplers.diskstats import DiskSampler, counter_delta, parse_diskstats
 from howfast.samplers.session import StepSampling, TargetSampling
 from howfast.targets.base import Target

@@ -13,6 +13,7 @@ from howfast.cli.output import finish
 from howfast.cli.stores import open_results
 from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
+from howfast.machine.pgbin import PgInstall
 from howfast.metrics.live import LINGER_S
 from howfast.model import StepSpec
 from howfast.plans import Plan
@@ -22,7 +23,6 @@ from howfast.targets.fleet import LocalFleet
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.k8s.fleet import K8sFleet, check_classes
 from howfast.targets.k8s.spec import K8sOptions, parse_target
-from howfast.targets.pgbin import PgInstall
 from howfast.targets.registry import kind_for
 
 

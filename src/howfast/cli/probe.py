@@ -20,12 +20,12 @@ from howfast.cli.stores import open_results
 from howfast.dryrun import plan_document, write_text
 from howfast.errors import MissingToolError, UsageError
 from howfast.hosts.local import LocalHost
+from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.model import JSONValue, StepSpec
 from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
-from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.targets.userpaths import check_user_directories
 from howfast.units import parse_duration, parse_size
 from howfast.workloads import fsync_probe

@@ -18,6 +18,9 @@ from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
 from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
+from howfast.machine.cgroup import detect, detect_io, remove_abandoned
+from howfast.machine.memory import cap_floor_problem, memory_basis
+from howfast.machine.pgbin import PgInstall, choose_install
 from howfast.metrics.live import LINGER_S
 from howfast.plans import (
     Overrides,
@@ -36,13 +39,10 @@ from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
-from howfast.targets.cgroup import detect, detect_io, remove_abandoned
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.kinds.k8s import is_k8s
-from howfast.targets.memory import cap_floor_problem, memory_basis
-from howfast.targets.pgbin import PgInstall, choose_install
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
 from howfast.units import parse_duration, parse_size

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from howfast.cancel import NEVER, CancelToken
-from howfast.hosts.podread import ServerReading
+from howfast.machine.devices import RoleDevice
+from howfast.machine.memory import MemoryBasis
+from howfast.machine.podread import ServerReading
 from howfast.model import JSONValue
-from howfast.samplers.devices import RoleDevice
-from howfast.targets.memory import MemoryBasis
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from howfast.cancel import NEVER, CancelToken
+from howfast.diskcounters import parse_diskstats
 from howfast.errors import Aborted, HowfastError
-from howfast.hosts import podread
 from howfast.hosts.base import (
     Host,
     Invocation,
@@ -36,16 +36,16 @@ from howfast.hosts.base import (
     StartHandler,
     ToolResult,
 )
-from howfast.hosts.podread import ServerReading
-from howfast.samplers.devices import (
+from howfast.machine import podread
+from howfast.machine.devices import (
     RoleDevice,
     diskstats_numbers,
     parse_block_links,
     roles_from_mounts,
 )
-from howfast.samplers.diskstats import parse_diskstats
+from howfast.machine.memory import MemoryBasis
+from howfast.machine.podread import ServerReading
 from howfast.targets.k8s import manifests as m
-from howfast.targets.memory import MemoryBasis
 
 if TYPE_CHECKING:
     from howfast.targets.k8s.target import K8sTarget

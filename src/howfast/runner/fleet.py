@@ -19,6 +19,7 @@ from pathlib import Path
 from howfast.clock import now
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec, TargetRecord
 from howfast.observer import RunObserver, StepRef
 from howfast.plans.fleet import FleetScenario
@@ -36,7 +37,6 @@ from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection
 from howfast.targets.fleet_base import FleetInstance, FleetPlace
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome, Workload
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from howfast import environment
 from howfast.clock import now
 from howfast.errors import Aborted, UsageError
+from howfast.machine import environment
+from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
 from howfast.observer import RunObserver
 from howfast.plans.until import Block, UntilRule
@@ -28,7 +29,6 @@ from howfast.sizing import REGIMES
 from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.targets.base import Target
-from howfast.targets.pgbin import PgInstall
 
 
 @dataclass

@@ -14,6 +14,7 @@ from howfast.cancel import CancelToken
 from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
+from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
 from howfast.observer import RunObserver, StepRef
 from howfast.plugin import registry
@@ -22,7 +23,6 @@ from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 

@@ -6,10 +6,10 @@ when the step starts) and the highest sample on v2.
 
 from __future__ import annotations
 
+from howfast.machine.cgroup import MemoryCgroup
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.registry import SamplerPlugin, SamplerSetup
-from howfast.targets.cgroup import MemoryCgroup
 
 
 class CgroupMemorySampler(PeriodicSampler):

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from howfast.hosts.base import Host
+from howfast.machine.devices import RoleDevice, resolve_roles
 from howfast.model import STEP_SECTIONS, JSONValue
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.cpu import first_reading
-from howfast.samplers.devices import RoleDevice, resolve_roles
 from howfast.samplers.registry import SamplerSetup, create_samplers
 from howfast.targets.base import Connection, Target
 from howfast.workloads.base import StepOutcome

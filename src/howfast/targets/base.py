@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from howfast.machine.cgroup import MemoryCgroup
 from howfast.model import TargetRecord
-from howfast.targets.cgroup import MemoryCgroup
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
-    from howfast.targets.pgbin import PgInstall
-    from howfast.targets.serverio import ServerIo
+    from howfast.machine.pgbin import PgInstall
+    from howfast.machine.serverio import ServerIo
 
 
 # libpq's connection keywords that have an environment variable (libpq's "Environment

@@ -8,11 +8,11 @@ import psycopg.conninfo
 from howfast.errors import UsageError
 from howfast.hosts.base import Host
 from howfast.hosts.local import ClientHost
+from howfast.machine.pgbin import PgInstall
 from howfast.model import TargetRecord
 from howfast.redact import passwords_in, redact_dsn, redact_text
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, Target
-from howfast.targets.pgbin import PgInstall
 
 _CORE_KEYS = {"host", "hostaddr", "port", "user", "dbname", "password"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from howfast.machine.pgbin import PgInstall
 from howfast.targets.base import Target
 from howfast.targets.k8s.spec import K8sOptions
-from howfast.targets.pgbin import PgInstall
 from howfast.targets.registry import TargetOptions, kind_for
 
 

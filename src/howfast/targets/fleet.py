@@ -26,17 +26,17 @@ from howfast.iolimits import (
     throttle_lines,
     weight_problem,
 )
+from howfast.machine.cgroup import CgroupSupport, IoCgroup, detect_io
+from howfast.machine.fsinfo import describe_path
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, TargetRecord
 from howfast.plans.fleet import FleetScenario
 from howfast.targets.base import Connection
-from howfast.targets.cgroup import CgroupSupport, IoCgroup, detect_io
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fleet_base import FleetInstance
-from howfast.targets.fsinfo import describe_path
 from howfast.targets.local import LocalTarget, check_earlier_clusters
 from howfast.targets.osuser import check_reachable, server_user
-from howfast.targets.pgbin import PgInstall
 
 
 @dataclass(frozen=True)

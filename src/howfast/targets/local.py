@@ -21,18 +21,18 @@ import time
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
+from howfast.machine.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
+from howfast.machine.fsinfo import describe_path, same_filesystem, whole_disk_number
+from howfast.machine.memory import cap_problem
+from howfast.machine.pgbin import PgInstall
+from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, Target
-from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
-from howfast.targets.fsinfo import describe_path, same_filesystem, whole_disk_number
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
-from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
-from howfast.targets.pgbin import PgInstall
-from howfast.targets.serverio import IoAccount, ServerIo, open_accounting
 
 SUPERUSER = "howfast"
 START_TIMEOUT_S = 60
@@ -180,7 +180,7 @@ class LocalTarget(Target):
         self.cgroup: MemoryCgroup | None = None
         # I/O limits set by whoever built the storage (an emulated volume); not ours to remove
         self.io_cgroup: IoCgroup | None = None
-        # Where PostgreSQL's own I/O is counted (targets/serverio.py); the cgroup made for it
+        # Where PostgreSQL's own I/O is counted (machine/serverio.py); the cgroup made for it
         # (no limits) is ours to remove at stop.
         self.io_account: IoAccount | None = None
         self.io_account_note: str | None = None

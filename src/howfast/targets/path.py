@@ -11,11 +11,11 @@ import secrets
 import shutil
 from pathlib import Path
 
+from howfast.machine.fsinfo import describe_path
 from howfast.model import TargetRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
-from howfast.targets.fsinfo import describe_path
 from howfast.targets.leftovers.marks import mark_kept
 
 

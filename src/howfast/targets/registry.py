@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from howfast.errors import UsageError
 
 if TYPE_CHECKING:
+    from howfast.machine.pgbin import PgInstall
     from howfast.targets.base import Target
     from howfast.targets.k8s.spec import K8sOptions
-    from howfast.targets.pgbin import PgInstall
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from howfast.hosts.base import Invocation
+from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue
 from howfast.plugin.registry import expected_seconds
-from howfast.targets.pgbin import INSTALL_HINT
 from howfast.workloads import pg_test_fsync, pg_test_fsync_plan
 from howfast.workloads.base import (
     PlanContext,

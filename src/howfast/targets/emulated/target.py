@@ -24,10 +24,12 @@ from howfast.errors import HowfastError, UsageError
 from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
 from howfast.iolimits import throttle_lines
+from howfast.machine.cgroup import IoCgroup, MemoryCgroup, detect_io
+from howfast.machine.pgbin import PgInstall
+from howfast.machine.serverio import ServerIo
 from howfast.model import TargetRecord
 from howfast.redact import redact_dsn
 from howfast.targets.base import Connection, Target
-from howfast.targets.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.emulated.build import (
@@ -43,8 +45,6 @@ from howfast.targets.emulated.volume import EmulatedVolume, require_backend
 from howfast.targets.leftovers.marks import write_owner
 from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
 from howfast.targets.osuser import check_reachable, server_user
-from howfast.targets.pgbin import PgInstall
-from howfast.targets.serverio import ServerIo
 
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from howfast.errors import HowfastError, UsageError
+from howfast.machine.memory import cap_problem
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, Target
@@ -24,11 +25,10 @@ from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
 from howfast.targets.k8s.spec import K8sOptions, K8sSpec, parse_quantity_bytes
-from howfast.targets.memory import cap_problem
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
-    from howfast.targets.pgbin import PgInstall
+    from howfast.machine.pgbin import PgInstall
 
 RESTART_TIMEOUT_S = 300
 

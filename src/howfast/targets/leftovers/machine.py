@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from howfast.machine.cgroup import CgroupSupport, detect, detect_io, owner_lock_path
 from howfast.store import liveness
-from howfast.targets.cgroup import CgroupSupport, detect, detect_io, owner_lock_path
 from howfast.targets.claim import MARKER
 from howfast.targets.dirlock import INFO, holder_text
 from howfast.targets.leftovers import marks, names

@@ -19,11 +19,11 @@ from pathlib import Path
 import psycopg
 
 from howfast.errors import HowfastError
+from howfast.machine.memory import MemoryBasis
 from howfast.model import JSONValue
 from howfast.sizing import DatasetPlan, parse_dataset, plan_dataset
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
-from howfast.targets.memory import MemoryBasis
 from howfast.units import human_bytes
 from howfast.workloads.base import StepContext, StepOutcome
 from howfast.workloads.pgbench import build, room

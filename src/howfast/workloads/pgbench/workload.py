@@ -8,9 +8,9 @@ from pathlib import Path
 
 from howfast.errors import HowfastError, MissingToolError
 from howfast.hosts.base import ToolResult
+from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue, Sample
 from howfast.targets import pgquery
-from howfast.targets.pgbin import INSTALL_HINT
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,

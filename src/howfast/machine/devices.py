@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from howfast.machine.fsinfo import block_device, describe_path, mount_for, parse_mountinfo
 from howfast.model import JSONValue
-from howfast.targets.fsinfo import block_device, describe_path, mount_for, parse_mountinfo
 
 
 @dataclass(frozen=True)

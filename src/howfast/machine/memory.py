@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from howfast.targets.cgroup import CGROUP_ROOT, parse_proc_cgroup
+from howfast.machine.cgroup import CGROUP_ROOT, parse_proc_cgroup
 from howfast.units import human_bytes
 
 # cgroup v1 spells "no limit" as a number near 2**63; anything this large is no limit.

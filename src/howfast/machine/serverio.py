@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import HowfastError
-from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect_io
+from howfast.machine.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect_io
 
 FIELDS = ("read_bytes", "write_bytes", "read_ios", "write_ios")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from howfast.targets.serverio import parse_blkio_v1, parse_io_stat, parse_proc_io
+from howfast.machine.serverio import parse_blkio_v1, parse_io_stat, parse_proc_io
 
 MARK = "\x1e"
 
