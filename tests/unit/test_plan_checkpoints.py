@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import HowfastError, PlanError
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
@@ -155,6 +157,9 @@ class SettingsTarget(Target):
         return TargetRecord(name=self.name, kind=self.kind)
 
     def stop(self) -> None: ...
+
+    def host(self, install: PgInstall) -> Host:
+        return LocalHost(install)
 
     def apply_step_settings(self, settings: dict[str, str]) -> str | None:
         if self.fail:

@@ -12,7 +12,10 @@ import pytest
 
 from howfast.analysis.derive import derive_step
 from howfast.errors import HowfastError
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
 from howfast.machine.devices import RoleDevice
+from howfast.machine.pgbin import PgInstall
 from howfast.model import Sample, StepRecord
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
@@ -37,6 +40,9 @@ class FakeTarget(Target):
         raise NotImplementedError
 
     def stop(self) -> None: ...
+
+    def host(self, install: PgInstall) -> Host:
+        return LocalHost(install)
 
 
 def context(interval: float = FAST) -> SamplerContext:

@@ -125,12 +125,10 @@ class Target(ABC):
         """Provision or connect; return how to reach the server (None: a target with no
         server, such as a directory probed with fio only)."""
 
+    @abstractmethod
     def host(self, install: PgInstall) -> Host:
-        """Where this target's tools run and what its server's machine is: this machine,
-        with PostgreSQL's programs from `install`."""
-        from howfast.hosts.local import LocalHost
-
-        return LocalHost(install)
+        """Where this target's tools run and what its server's machine is (a LocalHost for
+        this machine, with PostgreSQL's programs from `install`)."""
 
     def planned_connection(self) -> Connection | None:
         """How clients will reach the server, as far as it is known before start() (for

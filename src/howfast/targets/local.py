@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
 from howfast.machine.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
 from howfast.machine.fsinfo import describe_path, same_filesystem, whole_disk_number
 from howfast.machine.memory import cap_problem
@@ -398,6 +400,10 @@ class LocalTarget(Target):
             pass  # it could not start (the cause of the crash?); nothing more to do
         finally:
             self._stop_postmaster(signal.SIGQUIT)
+
+    def host(self, install: PgInstall) -> Host:
+        """This machine, with PostgreSQL's programs from `install`."""
+        return LocalHost(install)
 
     def record(self) -> TargetRecord:
         device: dict[str, object] = {}

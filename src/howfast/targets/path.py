@@ -11,7 +11,10 @@ import secrets
 import shutil
 from pathlib import Path
 
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
 from howfast.machine.fsinfo import describe_path
+from howfast.machine.pgbin import PgInstall
 from howfast.model import TargetRecord
 from howfast.targets.base import Connection, Target
 from howfast.targets.claim import Claim, check_directory, claim_directory
@@ -46,6 +49,10 @@ class PathTarget(Target):
         self.probe_dir.mkdir(mode=0o700)
         self._created = True
         return None  # no server: only storage probes run here
+
+    def host(self, install: PgInstall) -> Host:
+        """This machine, with PostgreSQL's programs from `install`."""
+        return LocalHost(install)
 
     def record(self) -> TargetRecord:
         where = self.probe_dir if self.probe_dir.exists() else self.directory
