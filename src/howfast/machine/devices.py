@@ -107,7 +107,7 @@ class BlockLink:
 
 
 def parse_block_links(text: str) -> dict[str, BlockLink]:
-    """hosts/podread.BLOCK_LINKS_SCRIPT's output -> MAJ:MIN -> BlockLink."""
+    """machine/podread.BLOCK_LINKS_SCRIPT's output -> MAJ:MIN -> BlockLink."""
     out: dict[str, BlockLink] = {}
     for line in text.splitlines():
         parts = line.split(maxsplit=2)

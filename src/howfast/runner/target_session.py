@@ -88,6 +88,7 @@ class TargetSession:
         except (HowfastError, OSError) as exc:
             self.start_error = str(exc)
             return False
+        env.host = target.host(env.install)  # a pod's host is known once the pod runs
         in_memory = memory_storage_warning(record)  # the steps carry it when the run is read
         for warning in [*getattr(target, "warnings", []), *([in_memory] if in_memory else [])]:
             env.observer.message(f"warning: {warning}")

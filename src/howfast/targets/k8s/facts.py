@@ -1,12 +1,16 @@
-"""What a Kubernetes target's record says about where it ran, from API objects (plain dicts).
-Pure: target.py reads the objects, these pick the fields `compare` should show."""
+"""What a Kubernetes target's record says about where it ran, and what its host needs to know
+of its pod (pod_description), from API objects (plain dicts). Pure: target.py reads the
+objects, these pick the fields `compare` should show and the facts PodHost works from."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from howfast.hosts.pod import NodeFacts, PodDescription
 from howfast.model import JSONValue
+from howfast.targets.k8s.spec import parse_quantity_bytes
 
 NODE_LABELS = (
     "node.kubernetes.io/instance-type",
@@ -106,3 +110,42 @@ def cpu_cores(quantity: str) -> int | None:
     except ValueError:
         return None
     return max(1, int(value))
+
+
+def node_description(node: Mapping[str, Any] | None) -> NodeFacts:
+    """What a PodHost needs of a node: its name, allocatable cores and memory (None when
+    not known: the pod is not scheduled yet, or the node cannot be read)."""
+    if not node:
+        return NodeFacts()
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    cores = cpu_cores(str(allocatable.get("cpu", ""))) if allocatable else None
+    try:
+        memory: int | None = parse_quantity_bytes(str(allocatable["memory"]))
+    except (KeyError, ValueError):
+        memory = None
+    name = (node.get("metadata") or {}).get("name")
+    return NodeFacts(str(name) if name else None, cores, memory)
+
+
+def pod_description(
+    pod: Mapping[str, Any] | None,
+    node: Mapping[str, Any] | None,
+    *,
+    planned: PodDescription,
+) -> PodDescription:
+    """The description of a pod as the cluster shows it (its name, its containers' images)
+    and of its node, over what was `planned` (the containers' roles and mounts, which the
+    pod's creator knows). Pure: any Kubernetes-based target builds its PodHost with it, for a
+    pod howfast created or one it did not."""
+    if not pod:
+        return replace(planned, node=node_description(node))
+    metadata = pod.get("metadata") or {}
+    containers = (pod.get("spec") or {}).get("containers") or []
+    images = {str(c["name"]): str(c.get("image", "")) for c in containers} or planned.images
+    return replace(
+        planned,
+        pod=str(metadata.get("name") or planned.pod),
+        namespace=str(metadata.get("namespace") or planned.namespace),
+        images=images,
+        node=node_description(node),
+    )

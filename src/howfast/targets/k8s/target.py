@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from howfast.errors import HowfastError, UsageError
+from howfast.hosts.pod import ExecResult, PodDescription, PodHost
 from howfast.machine.memory import cap_problem
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
@@ -24,7 +25,7 @@ from howfast.targets.base import Connection, PlannedConnection, Target
 from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
-from howfast.targets.k8s.spec import K8sOptions, K8sSpec, parse_quantity_bytes
+from howfast.targets.k8s.spec import K8sOptions, K8sSpec
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
@@ -62,8 +63,10 @@ class K8sTarget(Target):
         self.node: dict[str, Any] | None = None
         self.step_settings: dict[str, str] = {}
         self.warnings: list[str] = []
-        self._host: Host | None = None
+        self._host: PodHost | None = None  # the running pod's, made once it runs
+        self._host_asked = False
         self._started = False
+        self._api = RunningPod(self)
 
     # -- plan -------------------------------------------------------------------------------
     def plan(self, port: int | str = "PORT", writer: str = "") -> m.Plan:
@@ -95,11 +98,43 @@ class K8sTarget(Target):
         return Path(m.SCRATCH) if self.server else Path(m.DATA_MOUNT)
 
     def host(self, install: PgInstall) -> Host:
-        if self._host is None:
-            from howfast.hosts.pod import PodHost
+        """The pod as a host: once started, the running pod on its node; before (checks, a
+        dry run), the pod as planned, its node not known yet."""
+        self._host_asked = True
+        if self.pod is None:
+            return PodHost(self.planned_pod(), self._api)
+        return self._pod_host()
 
-            self._host = PodHost(self)
+    def _pod_host(self) -> PodHost:
+        if self._host is None:
+            self._host = PodHost(
+                facts.pod_description(self.pod, self.node, planned=self.planned_pod()), self._api
+            )
         return self._host
+
+    def planned_pod(self) -> PodDescription:
+        """The run's pod as its manifests make it (manifests.py), its node unknown."""
+        options = self.options
+        separate_fio = options.fio_image != options.image
+        images = {m.TOOLS: options.image}
+        if self.server:
+            images[m.POSTGRES] = options.image
+        if separate_fio:
+            images[m.FIO] = options.fio_image
+        return PodDescription(
+            context=options.context,
+            namespace=self.namespace,
+            pod=self.plan().name,
+            tools_container=m.TOOLS,
+            server_container=m.POSTGRES if self.server else None,
+            data_dir=m.PGDATA,
+            work_dir=m.WORK_MOUNT,
+            volume_root=m.MOUNT_ROOT,
+            path_setup=m.PATH_SETUP,
+            memory_limit_bytes=options.memory_bytes,
+            program_containers={"fio": m.FIO} if separate_fio else {},
+            images=images,
+        )
 
     # -- checks -----------------------------------------------------------------------------
     def connect(self) -> Cluster:
@@ -265,17 +300,6 @@ class K8sTarget(Target):
         return None
 
     # -- facts --------------------------------------------------------------------------------
-    def node_cores(self) -> int | None:
-        allocatable = ((self.node or {}).get("status") or {}).get("allocatable") or {}
-        return facts.cpu_cores(str(allocatable.get("cpu", ""))) if allocatable else None
-
-    def node_memory(self) -> int | None:
-        allocatable = ((self.node or {}).get("status") or {}).get("allocatable") or {}
-        try:
-            return parse_quantity_bytes(str(allocatable["memory"]))
-        except (KeyError, ValueError):
-            return None
-
     def record(self) -> TargetRecord:
         device: dict[str, Any] = {}
         kube: dict[str, Any] = {"namespace": self.namespace, "run_label": self.token}
@@ -305,7 +329,9 @@ class K8sTarget(Target):
                 else:
                     entry["medium"] = volume.medium or "disk"
                     entry["size_limit"] = self.options.volume_size
-                host = self._host
+                # As before pods had descriptions: the file system is read when a host was
+                # asked for before the record (not for a fleet member, started first).
+                host = self._pod_host() if self._host_asked else None
                 if host is not None:
                     mount = m.DATA_MOUNT if role == "data" else m.WAL_MOUNT
                     with contextlib.suppress(HowfastError):
@@ -330,3 +356,21 @@ class K8sTarget(Target):
             device=device,
             location=f"{self.spec.text} (namespace {self.namespace})",
         )
+
+
+class RunningPod:
+    """The cluster's exec for a target's pod, refused while the pod is not running (before
+    start, after stop), as the target's own execs are (exec_place)."""
+
+    def __init__(self, target: K8sTarget) -> None:
+        self.target = target
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
+    ) -> ExecResult:
+        cluster, _, _ = self.target.exec_place()
+        return cluster.exec(namespace, pod, container, command, timeout_s=timeout_s)
+
+    def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
+        cluster, _, _ = self.target.exec_place()
+        return cluster.exec_stream(namespace, pod, container, command)
