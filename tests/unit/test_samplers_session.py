@@ -17,6 +17,7 @@ from howfast.hosts.local import LocalHost
 from howfast.machine.devices import RoleDevice
 from howfast.machine.pgbin import PgInstall
 from howfast.model import Sample, StepRecord
+from howfast.runner.step import add_sampled
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.checkpoints import CheckpointSampler
@@ -227,7 +228,7 @@ def test_a_session_joins_series_metrics_warnings_and_sections_to_the_outcome() -
     session.start()
     session.stop()
     outcome = StepOutcome(metrics={"tps": 1234.5}, series={"tps": [Sample(1.0, 1.0)]})
-    session.merge_into(outcome, 30.0)
+    add_sampled(outcome, session.part())
     assert outcome.metrics["tps"] == 1234.5  # the tool's own figure wins
     assert outcome.series["io.data.write_mbps"] == prepared.series["io.data.write_mbps"]
     assert outcome.warnings == ["sampler x stopped: gone"]
@@ -269,7 +270,8 @@ def test_only_pgbench_and_fio_steps_are_sampled_and_zero_turns_it_off() -> None:
     assert idle.samplers == []
     idle.stop()
     outcome = StepOutcome()
-    idle.merge_into(outcome, 10.0)
+    assert idle.part() is None
+    add_sampled(outcome, idle.part())
     assert outcome.sections == {} and outcome.metrics == {}
     assert TargetSampling(FakeTarget(), None, None).start("pgbench").samplers == []
     busy = sampling.start("fio")
