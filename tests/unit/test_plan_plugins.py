@@ -14,11 +14,13 @@ import pytest
 
 import howfast.workloads as workloads_package
 from howfast.analysis.groups import step_label
+from howfast.analysis.hooks import NOTHING, analysis_for
 from howfast.analysis.metrics import HEADLINE_METRICS, KEY_METRICS, metric
 from howfast.errors import UsageError
 from howfast.plans import Overrides, expand, load_plan
 from howfast.plans.model import STEP_MODELS, Plan
 from howfast.plugin import registry
+from howfast.plugin.loading import load
 from howfast.plugin.workload import ExpandContext, StepModel
 from howfast.samplers.cgroupmem import CgroupMemorySampler
 from howfast.samplers.checkpoints import CheckpointSampler
@@ -74,6 +76,16 @@ def test_an_unknown_workload_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="sysbench"):
         get_workload("sysbench")
     assert registry.find("sysbench") is None
+
+
+def test_a_workload_s_part_of_reading_a_run_is_named_by_its_plugin() -> None:
+    from howfast.workloads.fio.analysis import ANALYSIS
+
+    assert analysis_for("fio") is ANALYSIS
+    assert analysis_for("seqread") is NOTHING  # declares none: its steps read as stored
+    assert analysis_for("sysbench") is NOTHING  # a workload this howfast does not know
+    with pytest.raises(ValueError, match="is not 'module:attribute'"):
+        load("howfast.workloads.fio.analysis")
 
 
 def test_the_plan_model_is_built_from_the_step_models() -> None:
@@ -366,14 +378,12 @@ terminal.run_details(run)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analysis/fio_checks.py imports the fio executor until issue 27's step 6 moves it",
-)
 def test_reading_a_run_imports_no_executor() -> None:
-    # Deriving, grouping and rendering a run as `results show` and `report` do.
+    # Deriving, grouping and rendering a run as `results show` and `report` do; fio's part of
+    # the derivation is loaded, its executor is not.
     loaded = loaded_after(READ_FIXTURE_RUNS)
     assert "howfast.report.document" in loaded and "howfast.analysis.derive" in loaded
+    assert "howfast.workloads.fio.analysis" in loaded
     assert executors_in(loaded) == []
 
 

@@ -86,6 +86,9 @@ class WorkloadPlugin(ABC, Generic[S]):
     key_metrics: tuple[str, ...] = ()  # summarised over repetitions and compared, in order
     headline_metrics: tuple[str, ...] = ()  # the few people quote, where room is short
     executor_class: str = ""  # "module:Class" of its Workload, imported when a step runs
+    # "module:attribute" of its WorkloadAnalysis (analysis/hooks.py): its part of reading a
+    # run, imported by the analysis layer; None: its steps read as stored
+    analysis: str | None = None
 
     @abstractmethod
     def expand(self, step: S, ctx: ExpandContext) -> list[StepSpec]:

@@ -8,9 +8,9 @@ module plus its executor.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from howfast.plugin.loading import load
 from howfast.plugin.registry import plugin
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ def get_workload(name: str) -> Workload:
     from howfast.workloads.base import Workload  # executors only when a step runs
 
     found = plugin(name)
-    module, _, cls = found.executor_class.partition(":")
-    instance = getattr(importlib.import_module(module), cls)()
+    executor = load(found.executor_class)
+    instance = executor() if callable(executor) else None
     if not isinstance(instance, Workload):
         raise TypeError(f"{found.executor_class} is not a Workload")
     return instance

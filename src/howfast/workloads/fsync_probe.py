@@ -22,13 +22,8 @@ from howfast.workloads.base import (
     StepOutcome,
     Workload,
 )
-from howfast.workloads.fio.workload import (
-    MIB,
-    error_tail,
-    memory_fs_warning,
-    space_problem,
-    ticking,
-)
+from howfast.workloads.fio.checks import memory_fs_warning
+from howfast.workloads.fio.workload import MIB, error_tail, space_problem, ticking
 
 TEST_FILE_NAME = "howfast-pg_test_fsync.dat"
 FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth

@@ -68,6 +68,7 @@ class FioPlugin(WorkloadPlugin[FioStep]):
     needs_server = False
     sampled = True
     executor_class = "howfast.workloads.fio.workload:FioWorkload"
+    analysis = "howfast.workloads.fio.analysis:ANALYSIS"
     metrics = (
         _m("read_iops", "read IOPS", "IOPS", True, 0),
         _m("write_iops", "write IOPS", "IOPS", True, 0),

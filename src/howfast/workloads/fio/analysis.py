@@ -1,18 +1,20 @@
-"""What makes a fio result not what it looks like, and the commit-rate ceiling of a job that
-flushed every write: derived when a run is read, from the facts stored with the step.
+"""fio's part of reading a run (analysis/hooks.py): what makes a fio result not what it looks
+like, and the commit-rate ceiling of a job that flushed every write, derived when a run is
+read from the facts stored with the step.
 
 A step howfast ran records the facts in its resolved params (`fstype`, `direct_refused`,
 `flushes_every_write`, `machine_memory_bytes`, `prefill_bytes`, `direct`); an imported step
 has fio's own options as params (`direct`, `fsync`, `fdatasync`, `sync`, `gtod_reduce`). The
-rules themselves live beside the executor (workloads/fio/workload.py), which is pure there.
+rules themselves are pure, in checks.py, which the executor applies as it runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from howfast.analysis.hooks import DeriveContext, Derived, WorkloadAnalysis
 from howfast.model import JSONValue, StepRecord
-from howfast.workloads.fio.workload import (
+from howfast.workloads.fio.checks import (
     choose_direct,
     commit_metrics,
     flushes_every_write,
@@ -78,3 +80,19 @@ def fio_commit_metrics(step: StepRecord, imported: bool) -> dict[str, JSONValue]
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
     return dict(commit_metrics(numbers))
+
+
+class FioAnalysis(WorkloadAnalysis):
+    def derive_step(
+        self, step: StepRecord, before: Sequence[StepRecord], ctx: DeriveContext
+    ) -> Derived:
+        commit = fio_commit_metrics(step, ctx.imported)
+        judged = step.status == "completed" or ctx.imported
+        return Derived(
+            metrics=commit or {},
+            owned=COMMIT_METRICS if commit is not None else frozenset(),  # None: cannot tell
+            warnings=tuple(fio_warnings(step, ctx.imported)) if judged else (),
+        )
+
+
+ANALYSIS = FioAnalysis()
