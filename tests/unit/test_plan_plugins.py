@@ -27,10 +27,12 @@ from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler
 from howfast.samplers.diskstats import DiskSampler
 from howfast.samplers.pgstats import PgStatsSampler
-from howfast.samplers.registry import SamplerSetup, create_samplers, samplers_for
+from howfast.samplers.plugin import SamplerSetup
+from howfast.samplers.registry import create_samplers, samplers_for
 from howfast.samplers.waits import WaitEventSampler
 from howfast.targets.factory import is_dsn
-from howfast.targets.registry import TargetOptions, kind_for
+from howfast.targets.kind import TargetOptions
+from howfast.targets.registry import kind_for
 from howfast.workloads import get_workload
 from howfast.workloads.base import Workload
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from howfast.machine.cgroup import MemoryCgroup
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 
 
 class CgroupMemorySampler(PeriodicSampler):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from howfast.model import JSONValue
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 
 TAIL_BYTES = 64 * 1024  # how far back to look for a checkpoint already running
 

@@ -27,7 +27,7 @@ from howfast.machine.podread import ContainerCpu, ServerReading
 from howfast.machine.serverio import FIELDS, ServerIo, device_numbers, parse_proc_io
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 
 if TYPE_CHECKING:
     from howfast.hosts.base import ServerCounters

@@ -20,7 +20,8 @@ from howfast.machine.devices import RoleDevice, resolve_roles
 from howfast.model import STEP_SECTIONS, JSONValue, Sample
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.cpu import first_reading
-from howfast.samplers.registry import SamplerSetup, create_samplers
+from howfast.samplers.plugin import SamplerSetup
+from howfast.samplers.registry import create_samplers
 from howfast.targets.base import Connection, Target
 
 # A sampler more (such as --prometheus's) for each sampled step, given the target and the

@@ -8,7 +8,8 @@ from pathlib import Path
 from howfast.machine.pgbin import PgInstall
 from howfast.targets.base import Target
 from howfast.targets.k8s.spec import K8sOptions
-from howfast.targets.registry import TargetOptions, kind_for
+from howfast.targets.kind import TargetOptions
+from howfast.targets.registry import kind_for
 
 
 def is_dsn(text: str) -> bool:

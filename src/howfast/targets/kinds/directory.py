@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from howfast.targets.base import Target
-from howfast.targets.registry import TargetKind, TargetOptions
+from howfast.targets.kind import TargetKind, TargetOptions
 
 
 class DirectoryKind(TargetKind):

@@ -8,7 +8,7 @@ import re
 
 from howfast.errors import UsageError
 from howfast.targets.base import Target
-from howfast.targets.registry import TargetKind, TargetOptions
+from howfast.targets.kind import TargetKind, TargetOptions
 
 SCHEMES = ("postgresql://", "postgres://")
 _FIRST_KEY = re.compile(r"\s*([A-Za-z_]+)\s*=")

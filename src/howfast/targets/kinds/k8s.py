@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from howfast.errors import UsageError
 from howfast.targets.base import Target
-from howfast.targets.registry import TargetKind, TargetOptions
+from howfast.targets.kind import TargetKind, TargetOptions
 
 SCHEME = "k8s://"
 
