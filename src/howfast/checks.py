@@ -1,5 +1,5 @@
 """One finding of `howfast doctor`: what was checked, whether it is there, and what is lost
-without it. The doctor (doctor.py), the target kinds' own checks and the install hints make
+without it. The doctor (service/doctor.py), the target kinds' own checks and the install hints make
 and read them."""
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ from rich.console import Console
 
 from howfast.analysis.derive import derive_step
 from howfast.cli import main
-from howfast.cli.reading import read_run
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepRecord
 from howfast.report import terminal
+from howfast.service.reading import read_run
 from howfast.store import open_store
 from howfast.targets.path import PathTarget
 from howfast.workloads.base import StepContext, Workload

@@ -29,13 +29,13 @@ from unittest import mock
 
 from rich.console import Console
 
-from howfast import importer
 from howfast.analysis import steady
-from howfast.cli.reading import read_run, run_document
 from howfast.import_text import open_source
 from howfast.metrics.textfile import render_run
 from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
 from howfast.report import terminal
+from howfast.service import importer
+from howfast.service.reading import read_run, run_document
 from howfast.store import SqlStore, open_store
 from tests.unit.stored_runs import DEVICE, ENVIRONMENT, STARTED, fio, init, pgbench, store_run
 

@@ -12,9 +12,9 @@ from rich.console import Console
 from howfast.analysis.probe import commit_ceiling, fio_row, fsync_result, probe_summary
 from howfast.analysis.summary import summarize
 from howfast.hosts.base import ToolResult
-from howfast.importer import fio_job_params
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.report.terminal import run_summary
+from howfast.service.importer import fio_job_params
 from howfast.workloads.fio.checks import (
     IoChoice,
     choose_direct,

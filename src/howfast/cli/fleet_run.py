@@ -11,7 +11,6 @@ from howfast.cli.fleet_progress import FleetProgressObserver
 from howfast.cli.live_metrics import live_metrics
 from howfast.cli.output import finish
 from howfast.cli.stores import open_results
-from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
 from howfast.machine.pgbin import PgInstall
 from howfast.metrics.live import LINGER_S
@@ -19,6 +18,7 @@ from howfast.model import StepSpec
 from howfast.plans import Plan
 from howfast.runner.fanout import FanOut
 from howfast.runner.fleet import FleetRunner
+from howfast.service.dryrun import plan_document, write_text
 from howfast.targets.fleet import LocalFleet
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.k8s.fleet import K8sFleet, check_classes

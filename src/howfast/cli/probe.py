@@ -17,13 +17,13 @@ from howfast.cli.options import check_path_value, json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
-from howfast.dryrun import plan_document, write_text
 from howfast.errors import MissingToolError, UsageError
 from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.model import JSONValue, StepSpec
 from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
+from howfast.service.dryrun import plan_document, write_text
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.userpaths import check_user_directories

@@ -16,7 +16,6 @@ from howfast.cli.options import check_path_value, checked_path, json_option, sto
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
-from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
 from howfast.machine.cgroup import detect, detect_io, remove_abandoned
 from howfast.machine.memory import cap_floor_problem, memory_basis
@@ -39,6 +38,7 @@ from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
+from howfast.service.dryrun import plan_document, write_text
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
