@@ -36,7 +36,7 @@ from howfast.targets.path import PathTarget
 from howfast.workloads.base import StepContext, Workload
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FioWorkload
-from howfast.workloads.fsync_probe import PgTestFsyncWorkload
+from howfast.workloads.pg_test_fsync.workload import PgTestFsyncWorkload
 from tests.conftest import pg_bindir, shared_tmpdir
 from tests.integration.conftest import Howfast
 

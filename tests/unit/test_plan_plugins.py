@@ -160,8 +160,10 @@ def test_key_metrics_come_from_the_workloads() -> None:
     assert metric("no_such_metric").higher_is_better is None
 
 
-def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "toy_plan.py").write_text(
+def test_adding_a_workload_is_one_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    (tmp_path / "toy" / "plan.py").write_text(
         textwrap.dedent(
             """
             from typing import Literal
@@ -178,7 +180,7 @@ def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
                 name = "toy"
                 model = ToyStep
                 key_metrics = ("toy_ops",)
-                executor_class = "howfast.workloads.seqread:SeqreadWorkload"
+                executor_class = "howfast.workloads.seqread.workload:SeqreadWorkload"
 
                 def expand(self, step, ctx):
                     return ctx.repeated("toy", seconds=step.seconds)
@@ -213,7 +215,8 @@ def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
     finally:
         monkeypatch.undo()
         registry.plugins.cache_clear()
-        sys.modules.pop("howfast.workloads.toy_plan", None)
+        sys.modules.pop("howfast.workloads.toy.plan", None)
+        sys.modules.pop("howfast.workloads.toy", None)
     assert "toy" not in registry.plugins()
 
 
@@ -338,9 +341,11 @@ def executors_in(modules: set[str]) -> list[str]:
 
 def test_the_executors_are_those_the_workloads_name() -> None:
     assert "howfast.workloads.fio.workload" in executor_modules()
-    assert executors_in({"howfast.hosts.local", "howfast.workloads.seqread", "howfast.units"}) == [
+    assert executors_in(
+        {"howfast.hosts.local", "howfast.workloads.seqread.workload", "howfast.units"}
+    ) == [
         "howfast.hosts.local",
-        "howfast.workloads.seqread",
+        "howfast.workloads.seqread.workload",
     ]
 
 

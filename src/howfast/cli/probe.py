@@ -28,10 +28,10 @@ from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.userpaths import check_user_directories
 from howfast.units import parse_duration, parse_size
-from howfast.workloads import fsync_probe
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FIO_HINT, space_problem
-from howfast.workloads.pg_test_fsync_plan import TESTS
+from howfast.workloads.pg_test_fsync import workload as pg_test_fsync
+from howfast.workloads.pg_test_fsync.plan import TESTS
 
 PG_TEST_FSYNC = "pg_test_fsync"
 DEFAULT_SIZE = "1GiB"
@@ -100,7 +100,7 @@ def refuse_what_cannot_run(target: PathTarget, steps: list[StepSpec], host: Loca
         raise MissingToolError("fio not found on PATH", FIO_HINT)
     needed = max(
         [int(s.params["size_bytes"]) for s in fio_steps]
-        + ([fsync_probe.FILE_BYTES] if len(fio_steps) < len(steps) else [])
+        + ([pg_test_fsync.FILE_BYTES] if len(fio_steps) < len(steps) else [])
     )
     problem = space_problem(target.directory, needed, host.free_bytes(target.directory))
     if problem:

@@ -1,11 +1,11 @@
-"""Workloads, found rather than listed: every module of howfast.workloads (and its packages)
-named `plan` or `*_plan` that defines a module-level `PLUGIN` (a WorkloadPlugin).
+"""Workloads, found rather than listed: every module of howfast.workloads' packages named
+`plan` that defines a module-level `PLUGIN` (a WorkloadPlugin).
 
-Adding a workload is one new module: its plan model, expansion, labels, expected duration,
-metrics and the name of its executor (plugin/workload.py). Discovery imports only those plan
-modules, never the executors. The workloads package is named, not imported by an import
-statement: it sits above this layer (docs/architecture.md), and only its plan modules are
-loaded here.
+Adding a workload is one new package whose plan module holds its plan model, expansion,
+labels, expected duration, metrics and the name of its executor (plugin/workload.py).
+Discovery imports only those plan modules, never the executors. The workloads package is
+named, not imported by an import statement: it sits above this layer (docs/architecture.md),
+and only its plan modules are loaded here.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ WORKLOADS_PACKAGE = "howfast.workloads"
 
 
 def _is_plan_module(name: str) -> bool:
-    leaf = name.rpartition(".")[2]
-    return leaf == "plan" or leaf.endswith("_plan")
+    return name.rpartition(".")[2] == "plan"
 
 
 @functools.cache

@@ -1,9 +1,9 @@
 """The one interface a workload implements to be planned, labelled, timed and analysed.
 
-A workload is one module that defines a module-level `PLUGIN`, an instance of a
-`WorkloadPlugin` subclass, and is named `plan` (in a package: `workloads/fio/plan.py`) or ends
-in `_plan` (`workloads/seqread_plan.py`). The registry (plugin/registry.py) finds it; nothing
-else lists workloads. The plugin owns:
+A workload is one package under howfast.workloads whose module `plan` (`workloads/fio/plan.py`,
+`workloads/pgbench/init/plan.py`) defines a module-level `PLUGIN`, an instance of a
+`WorkloadPlugin` subclass. The registry (plugin/registry.py) finds it; nothing else lists
+workloads. The plugin owns:
 
 - `model`: the pydantic model of its `[[steps]]` table in a plan file (`workload = "<name>"`);
 - `expand(step, ctx)`: the steps it becomes, with their params (the stable JSON contract of

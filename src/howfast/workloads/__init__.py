@@ -1,9 +1,9 @@
 """Workloads: one tool invocation with its parameters.
 
-Each workload is found, not listed: a plan module (`pgbench/plan.py`, `seqread_plan.py`...)
-defines its `PLUGIN` (plugin/workload.py: step model, expansion, labels, duration, metrics,
-and which executor runs it); plugin/registry.py discovers them. A new tool is one new plan
-module plus its executor.
+Each workload is found, not listed: a package whose `plan` module (`pgbench/plan.py`,
+`seqread/plan.py`...) defines its `PLUGIN` (plugin/workload.py: step model, expansion,
+labels, duration, metrics, and which executor runs it); plugin/registry.py discovers them. A
+new tool is one new package: its plan module plus its executor.
 """
 
 from __future__ import annotations

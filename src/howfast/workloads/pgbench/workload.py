@@ -21,7 +21,6 @@ from howfast.workloads.base import (
 from howfast.workloads.pgbench import (
     build,
     dataset,
-    init_plan,
     livelog,
     logsampling,
     parse,
@@ -29,6 +28,7 @@ from howfast.workloads.pgbench import (
     rates,
     txlog,
 )
+from howfast.workloads.pgbench.init import plan as init_plan
 
 TAIL_LINES = 8
 

@@ -1,6 +1,6 @@
 """Executor for pg_test_fsync, PostgreSQL's own probe of its WAL sync methods.
 
-The argv and the parser live in workloads/pg_test_fsync.py. The program runs on a file in the
+The argv and the parser live in parse.py. The program runs on a file in the
 target's scratch directory (on the storage under test), with LC_ALL=C so that its output is
 the English the parser reads. Where it is not installed the step is skipped, not failed: the
 fio probes say most of the same thing.
@@ -14,7 +14,6 @@ from howfast.hosts.base import Invocation
 from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue
 from howfast.plugin.registry import expected_seconds
-from howfast.workloads import pg_test_fsync, pg_test_fsync_plan
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -24,6 +23,7 @@ from howfast.workloads.base import (
 )
 from howfast.workloads.fio.checks import memory_fs_warning
 from howfast.workloads.fio.workload import MIB, error_tail, space_problem, ticking
+from howfast.workloads.pg_test_fsync import parse, plan
 
 TEST_FILE_NAME = "howfast-pg_test_fsync.dat"
 FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth
@@ -32,7 +32,7 @@ FILE_BYTES = 16 * MIB  # pg_test_fsync writes one WAL segment's worth
 def fsync_invocation(program: str, scratch: Path, seconds: int) -> Invocation:
     """pg_test_fsync on a file in the scratch directory, in English for the parser."""
     return Invocation(
-        tuple(pg_test_fsync.build_argv(program, scratch / TEST_FILE_NAME, seconds)),
+        tuple(parse.build_argv(program, scratch / TEST_FILE_NAME, seconds)),
         env={"LC_ALL": "C"},
         expected_s=expected_seconds("pg_test_fsync", {"seconds": seconds}),
     )
@@ -43,7 +43,7 @@ class PgTestFsyncWorkload(Workload):
     needs_server = False
 
     def label(self, params: dict[str, JSONValue]) -> str:
-        return pg_test_fsync_plan.PLUGIN.label(params)
+        return plan.PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         seconds = int(params.get("seconds") or 5)
@@ -74,13 +74,13 @@ class PgTestFsyncWorkload(Workload):
             error = error_tail(result, "pg_test_fsync")
             return StepOutcome(status="failed", error=error, resolved_params=resolved)
         try:
-            tests = pg_test_fsync.parse(result.stdout)
+            tests = parse.parse(result.stdout)
         except ValueError:
             error = error_tail(result, "pg_test_fsync") + "\n(it printed no results)"
             return StepOutcome(status="failed", error=error, resolved_params=resolved)
         warning = memory_fs_warning(scratch.parent, ctx.host.fstype(scratch))
         return StepOutcome(
-            metrics=dict(pg_test_fsync.metrics(tests)),
+            metrics=dict(parse.metrics(tests)),
             warnings=[warning] if warning else [],
             resolved_params=resolved,
         )

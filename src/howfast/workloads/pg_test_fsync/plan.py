@@ -26,7 +26,7 @@ class PgTestFsyncPlugin(WorkloadPlugin[PgTestFsyncStep]):
     model = PgTestFsyncStep
     order = 40
     needs_server = False
-    executor_class = "howfast.workloads.fsync_probe:PgTestFsyncWorkload"
+    executor_class = "howfast.workloads.pg_test_fsync.workload:PgTestFsyncWorkload"
     metrics = (Metric("fdatasync_ops_s", "fdatasync", "ops/s", True, 0),)
     key_metrics = ("fdatasync_ops_s",)
     headline_metrics = ("fdatasync_ops_s",)

@@ -23,7 +23,7 @@ class SeqreadPlugin(WorkloadPlugin[SeqreadStep]):
     model = SeqreadStep
     order = 50
     sampled = True
-    executor_class = "howfast.workloads.seqread:SeqreadWorkload"
+    executor_class = "howfast.workloads.seqread.workload:SeqreadWorkload"
     reads_loaded_data = True
 
     def expand(self, step: SeqreadStep, ctx: ExpandContext) -> list[StepSpec]:

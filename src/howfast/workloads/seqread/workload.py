@@ -29,7 +29,6 @@ from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Target
 from howfast.units import human_bytes
-from howfast.workloads import seqread_plan
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -37,6 +36,7 @@ from howfast.workloads.base import (
     StepOutcome,
     Workload,
 )
+from howfast.workloads.seqread import plan as seqread_plan
 
 COLD_SHARE = 0.8  # cold when the device read at least this share of the table
 
