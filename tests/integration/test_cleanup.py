@@ -148,7 +148,8 @@ def test_a_killed_runs_server_is_listed_with_its_stop_command_and_stopped_only_w
     listed_dirs = {Path(x["path"]).name for x in privates}
     assert listed_dirs == set(shm_dirs(*mine))
     assert not any(x["removed"] for x in leftovers(listed))
-    assert postgres_pids_under(cluster) == servers  # listing stops nothing
+    # Listing stops nothing (the server may have started a process since: autovacuum)
+    assert set(servers) <= set(postgres_pids_under(cluster))
     text = howfast("cleanup", "--target", str(target_dir))
     assert "stop it by hand" in text.stdout and "pass --yes to remove them" in text.stderr
 

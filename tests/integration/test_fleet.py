@@ -155,9 +155,12 @@ def test_limits_that_cannot_hold_here_are_refused_before_anything(
     assert out.returncode == 2, out.stderr
     assert "fleet class capped (weight 500) cannot be enforced" in out.stderr
     assert list(target_dir.iterdir()) == []
+    second = target_dir.parent / "second"
+    second.mkdir()
     two = howfast("run", str(howfast.plan(FLEET.format(duration="3s"))), "--target",
-                  str(target_dir), "--target", str(target_dir))  # fmt: skip
+                  str(target_dir), "--target", str(second))  # fmt: skip
     assert two.returncode == 2 and "a fleet runs on one target: a directory" in two.stderr
+    assert list(second.iterdir()) == []
     k8s_class = FLEET.format(duration="3s").replace("write_iops = 100", 'storage_class = "fast"')
     out = howfast("run", str(howfast.plan(k8s_class)), "--target", str(target_dir))
     assert out.returncode == 2 and "storage_class applies to k8s:// targets only" in out.stderr

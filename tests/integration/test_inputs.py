@@ -403,6 +403,11 @@ def test_shared_buffers_beyond_memory_is_refused_before_anything_runs(
     planned = howfast.plan(TINY_PLAN.replace('shared_buffers = "32MB"', 'shared_buffers = "4TB"'))
     out = howfast("run", str(planned), "--target", str(target_dir), "--memory", "1GiB")
     refused(out, "tiny.toml:4: settings.shared_buffers", "1.00 GiB (the --memory cap)")
+    # A --set replaces the plan's value: only the value in force must fit (a dry run, to
+    # check the settings as a run would without running).
+    out = howfast("run", str(planned), "--target", str(target_dir), "--memory", "1GiB",
+                  "--set", "shared_buffers=16MB", "--dry-run")  # fmt: skip
+    assert out.returncode == 0, out.stderr
 
 
 def test_a_server_that_cannot_start_says_why_at_once(howfast: Howfast, target_dir: Path):

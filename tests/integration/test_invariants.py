@@ -121,6 +121,7 @@ duration = "4s"
 """
 
 
+@pytest.mark.emulated  # scripts/test.sh runs these alone, after the others
 def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
     howfast: Howfast, target_dir: Path
 ):

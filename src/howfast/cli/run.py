@@ -302,7 +302,13 @@ def run_command(
             SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()
         ]  # created or stored, by the PostgreSQL that would read them, and against memory
         check_settings(install, sources)
-        check_shared_memory(sources, memory_basis(memory_limit))
+        # The memory it needs is that of the value in force: a --set replaces the plan's.
+        in_force = [
+            s
+            for s in sources
+            if not (s.name in overrides.settings and s.where.endswith(f": settings.{s.name}"))
+        ]
+        check_shared_memory(in_force, memory_basis(memory_limit))
     if not dry_run and needs_server:  # only runs that make cgroups here tidy them up
         _remove_abandoned_cgroups(env)
     if loaded.fleet is not None:
