@@ -20,19 +20,19 @@ from howfast.machine.memory import MemoryBasis
 from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.spec import K8sOptions, parse_target
-from howfast.targets.k8s.target import K8sTarget
+from howfast.targets.k8s.target import K8sPodTarget, K8sTarget, K8sVolumeTarget
 
 GiB = 1 << 30
 
 
-def target(server: bool = True, **options: Any) -> K8sTarget:
-    """A Kubernetes target as the CLI makes it; nothing is contacted."""
-    return K8sTarget(
-        parse_target("k8s://fast"), K8sOptions(namespace="bench", **options), server=server
-    )
+def target(server: bool = True, **options: Any) -> K8sPodTarget:
+    """A Kubernetes target as the CLI makes it (a probe's without a server); nothing is
+    contacted."""
+    kind = K8sTarget if server else K8sVolumeTarget
+    return kind(parse_target("k8s://fast"), K8sOptions(namespace="bench", **options))
 
 
-def pod_manifest(t: K8sTarget) -> dict[str, Any]:
+def pod_manifest(t: K8sPodTarget) -> dict[str, Any]:
     (pod,) = [o for o in m.all_manifests(t.plan()) if o["kind"] == "Pod"]
     return pod
 
@@ -167,11 +167,11 @@ def test_a_pod_host_answers_from_its_description(tmp_path: Path) -> None:
 
 def test_a_target_not_started_gives_the_planned_pod_and_refuses_execs() -> None:
     t = target(memory_bytes=None)
-    host = t.host(None)  # type: ignore[arg-type]
+    host = t.host()
     assert isinstance(host, PodHost) and host.pod == t.planned_pod()
     assert host.cores() == 1  # the node is not known before the pod is scheduled
     unknown = host.server_memory(None)
     assert isinstance(unknown, str) and "give --memory SIZE" in unknown
-    assert target(memory_bytes=GiB).host(None).server_memory(None) == MemoryBasis(GiB, "--memory")  # type: ignore[arg-type]
+    assert target(memory_bytes=GiB).host().server_memory(None) == MemoryBasis(GiB, "--memory")
     with pytest.raises(HowfastError, match="the pod is not running"):
         host.fstype(Path(m.DATA_MOUNT))
