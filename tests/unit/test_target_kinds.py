@@ -417,3 +417,23 @@ def test_adding_a_target_kind_is_one_module(
         registry.kinds.cache_clear()
         sys.modules.pop("howfast.targets.kinds.memdir", None)
     assert [k.name for k in registry.kinds()] == ["dsn", "k8s", "local"]
+
+
+def test_the_runner_and_the_dry_run_ask_targets_no_attribute_by_name() -> None:
+    """Issue 27: what a target can do is a capability (isinstance), not a hook looked up by
+    name; a getattr or hasattr in the runner or the dry run would bring the hooks back."""
+    import ast
+
+    import howfast
+
+    root = Path(howfast.__file__).parent
+    files = [*sorted((root / "runner").glob("*.py")), root / "service" / "dryrun.py"]
+    found = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+    ]
+    assert len(files) > 5 and found == []
