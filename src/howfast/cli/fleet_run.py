@@ -4,20 +4,26 @@ directory, or a k8s:// StorageClass), in classes, scenario after scenario
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from howfast.cli.context import CliEnv
 from howfast.cli.fleet_progress import FleetProgressObserver
 from howfast.cli.live_metrics import live_metrics
 from howfast.cli.output import finish
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
+from howfast.machine.pgbin import PgInstall
 from howfast.metrics.live import LINGER_S
 from howfast.model import StepSpec
 from howfast.plans import Plan
 from howfast.runner.fanout import FanOut
 from howfast.runner.fleet import FleetRunner
 from howfast.service.dryrun import plan_document, write_text
-from howfast.targets.kind import TargetOptions
-from howfast.targets.registry import fleet_place
+from howfast.targets.fleet import LocalFleet
+from howfast.targets.fleet_base import FleetPlace
+from howfast.targets.k8s.fleet import K8sFleet, check_classes
+from howfast.targets.k8s.spec import K8sOptions, parse_target
+from howfast.targets.registry import kind_for
 
 
 def refuse_with_fleet(**given: object) -> None:
@@ -33,19 +39,22 @@ def run_fleet(
     plan: Plan,
     steps: list[StepSpec],
     targets: tuple[str, ...],
-    options: TargetOptions,
+    install: PgInstall,
     *,
+    settings: dict[str, str],
+    checksums: bool,
     store: str | None,
     label: str | None,
     dry_run: bool,
     as_json: bool,
     metrics: tuple[int | None, str | None] = (None, None),
+    kubernetes: K8sOptions | None = None,
 ) -> int:
     assert plan.fleet is not None
     scenarios = plan.fleet.all_scenarios()
-    place = fleet_place(targets, options, planned=dry_run)
-    place.check_plan(scenarios)  # before a dry run too: what the plan alone refuses
-    install = options.install
+    place = fleet_place(targets, install, settings, checksums, kubernetes, dry_run=dry_run)
+    if isinstance(place, K8sFleet):
+        check_classes(scenarios)  # before a dry run too: no cluster needed to refuse
     if dry_run:
         members = [m for s in scenarios for m in place.members(s, planned=True)]
         document = plan_document(members, steps, install)
@@ -76,3 +85,28 @@ def run_fleet(
         if live:
             live.close(linger_s=linger_s)
     return finish(env, db, result, as_json)
+
+
+def fleet_place(
+    targets: tuple[str, ...],
+    install: PgInstall,
+    settings: dict[str, str],
+    checksums: bool,
+    kubernetes: K8sOptions | None,
+    *,
+    dry_run: bool,
+) -> FleetPlace:
+    """Where the fleet's instances live: subdirectories of a directory, or pods of a cluster."""
+    kind = kind_for(targets[0]).name if len(targets) == 1 else None
+    if kind == "k8s" and kubernetes is not None:
+        return K8sFleet(parse_target(targets[0]), kubernetes, settings=settings,
+                        checksums=checksums)  # fmt: skip
+    if kind != "local":
+        raise UsageError(
+            "a fleet runs on one target: a directory (its instances live in subdirectories of "
+            "it) or a k8s:// StorageClass (one pod each)",
+            "give one --target DIR or --target k8s://CLASS",
+        )
+    directory = Path(targets[0]).expanduser()
+    return LocalFleet(directory, install, settings=settings, checksums=checksums,
+                      token="XXXXXXXX" if dry_run else None)  # fmt: skip

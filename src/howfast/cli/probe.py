@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv
-from howfast.cli.kind_options import kind_values, target_kind_options
+from howfast.cli.k8s_options import NAMES as K8S_NAMES
+from howfast.cli.k8s_options import build_options, kubernetes_options
 from howfast.cli.options import check_path_value, json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
@@ -23,9 +24,7 @@ from howfast.model import JSONValue, StepSpec
 from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.service.dryrun import plan_document, write_text
-from howfast.targets import registry
-from howfast.targets.base import Target
-from howfast.targets.kind import OptionContext, TargetOptions
+from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.userpaths import check_user_directories
 from howfast.units import parse_duration, parse_size
@@ -172,7 +171,7 @@ def print_dry_run(
     help="Where to find pg_test_fsync [default: newest].",
 )
 @click.option("--label", help="A note stored with the run, e.g. 'longhorn 3 replicas'.")
-@target_kind_options("probe")
+@kubernetes_options
 @store_option
 @json_option
 def probe_command(
@@ -187,7 +186,7 @@ def probe_command(
     label: str | None,
     store: str | None,
     as_json: bool,
-    **given: str | None,
+    **kube_values: str | None,
 ) -> int:
     """Probe the storage behind DIR (or k8s://CLASS) with fio and pg_test_fsync; store it.
 
@@ -206,50 +205,68 @@ def probe_command(
     env = CliEnv()
     names = chosen_profiles(profiles)
     steps = probe_steps(names, _size(size), _runtime(runtime), fsync_seconds)
-    kind_options = registry.parse_kind_options(
-        kind_values("probe", given), OptionContext("probe", (where,))
+    kube = build_options(
+        {k: kube_values.get(k) for k in K8S_NAMES}, has_k8s=where.startswith("k8s://")
     )
-    here = registry.local_install([where]) != "none"  # the tools run on this machine
-    if here:
-        check_user_directories([where], role="probe directory")
-        install = probe_install(pg_bin)
-    else:  # every tool runs in the pod, from its image
-        install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
-    options = TargetOptions(install, keep=keep, kind_options=kind_options)
-    target = registry.probe_target(where, options)
+    if kube is not None:
+        return _probe_k8s(env, where, kube, steps, dry_run, keep, label, store, as_json)
+    check_user_directories([where], role="probe directory")
+    directory = Path(where)
+    install = probe_install(pg_bin)
+    target = PathTarget(directory.expanduser(), install=install, keep=keep)
+    host = LocalHost()
     if dry_run:
-        if isinstance(target, PathTarget):  # its own JSON: the job files by profile
-            return print_dry_run(env, target, steps, install, as_json)
+        return print_dry_run(env, target, steps, install, as_json)
+    target.check(will_init=False)
+    try:
+        refuse_what_cannot_run(target, steps, host)
+    except BaseException:
+        target.stop()  # gives back the directory lock that check() took
+        raise
+    db = open_results(env, store)
+    expected = sum(expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps)
+    observer = ProgressObserver(env, expected)
+    try:
+        runner = Runner(
+            db, [target], steps, plan_name="probe", install=install, observer=observer, label=label
+        )
+        result = runner.execute()
+    finally:
+        observer.close()
+    return finish(env, db, result, as_json)
+
+
+def _probe_k8s(
+    env: CliEnv,
+    where: str,
+    kube: K8sOptions,
+    steps: list[StepSpec],
+    dry_run: bool,
+    keep: bool,
+    label: str | None,
+    store: str | None,
+    as_json: bool,
+) -> int:
+    """The probes in a pod on a volume of the class (a PVC of --volume-size), deleted after."""
+    from howfast.targets.k8s.spec import parse_target
+    from howfast.targets.k8s.target import K8sVolumeTarget
+
+    spec = parse_target(where)
+    if spec.wal is not None:
+        raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
+    if keep:
+        raise UsageError("--keep applies to directories: a probe's volume is always deleted")
+    target = K8sVolumeTarget(spec, kube)
+    install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
+    if dry_run:
         document = plan_document([target], steps, install)
         if as_json:
             env.print_json(document)
         else:
             write_text(document, "howfast probe", env.stdout)
         return 0
-    if isinstance(target, PathTarget):
-        target.check(will_init=False)
-        try:
-            refuse_what_cannot_run(target, steps, LocalHost())
-        except BaseException:
-            target.stop()  # gives back the directory lock that check() took
-            raise
-    return _run_probe(env, target, steps, install, label, store, as_json,
-                      fallback_s=TESTS * (fsync_seconds if here else 2))  # fmt: skip
-
-
-def _run_probe(
-    env: CliEnv,
-    target: Target,
-    steps: list[StepSpec],
-    install: PgInstall,
-    label: str | None,
-    store: str | None,
-    as_json: bool,
-    *,
-    fallback_s: float,
-) -> int:
     db = open_results(env, store)
-    expected = sum(expected_seconds(s.workload, s.params) or fallback_s for s in steps)
+    expected = sum(expected_seconds(s.workload, s.params) or TESTS * 2 for s in steps)
     observer = ProgressObserver(env, expected)
     try:
         runner = Runner(

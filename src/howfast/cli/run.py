@@ -9,13 +9,15 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.fleet_run import refuse_with_fleet, run_fleet
-from howfast.cli.kind_options import kind_values, target_kind_options
+from howfast.cli.k8s_options import NAMES as K8S_NAMES
+from howfast.cli.k8s_options import build_options, kubernetes_options
 from howfast.cli.live_metrics import live_metrics
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
+from howfast.machine.cgroup import detect, detect_io, remove_abandoned
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall, choose_install
 from howfast.metrics.live import LINGER_S
@@ -30,14 +32,17 @@ from howfast.plans import (
 )
 from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
+from howfast.plans.model import MAX_ADDED_LATENCY_MS, StorageSection, too_much_latency
 from howfast.plans.until import UntilRule, make_rule
 from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
 from howfast.service.dryrun import plan_document, write_text
-from howfast.targets import registry
-from howfast.targets.kind import OptionContext, RunShape, TargetOptions
+from howfast.targets.emulated.build import Limits, variants
+from howfast.targets.emulated.target import emulated_variants
+from howfast.targets.factory import is_dsn, make_target
+from howfast.targets.kinds.k8s import is_k8s
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
 from howfast.units import parse_duration, parse_size
@@ -56,7 +61,7 @@ from howfast.workloads.pgbench.plan import parse_modes
     "of an existing server, or k8s://STORAGECLASS (a pod on a volume of that class; "
     "k8s://CLASS?wal=CLASS2, k8s://emptyDir[?medium=Memory]). Repeat to compare targets.",
 )
-@target_kind_options("run")
+@kubernetes_options
 @store_option
 @click.option(
     "--set",
@@ -78,6 +83,25 @@ from howfast.workloads.pgbench.plan import parse_modes
     help="Run each directory target's server in a cgroup capped at SIZE (e.g. 1GiB): "
     "emulates a machine with that much memory. Needs root and cgroups. k8s:// targets: the "
     "server container's memory request and limit.",
+)
+@click.option(
+    "--storage-latency",
+    metavar="2ms|0,1ms,2ms",
+    help="Put each directory target's cluster on an emulated volume with this much added "
+    "latency per read, write and flush (0.5ms works); a list runs one variant per value. "
+    "Needs root.",
+)
+@click.option(
+    "--storage-iops",
+    metavar="N|500,20000",
+    help="Cap the emulated volume's read and write IOPS (each); a list runs one variant per "
+    "value. Needs root and cgroup I/O limits.",
+)
+@click.option(
+    "--storage-size",
+    metavar="SIZE",
+    help="Size of the emulated volume, a sparse file in the target directory [default: the "
+    "plan's [storage] size, else 4GiB].",
 )
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
@@ -178,6 +202,9 @@ def run_command(
     scale: int | None,
     dataset: str | None,
     memory: str | None,
+    storage_latency: str | None,
+    storage_iops: str | None,
+    storage_size: str | None,
     clients: str | None,
     duration: str | None,
     modes: str | None,
@@ -199,7 +226,7 @@ def run_command(
     metrics_address: str | None,
     prometheus_url: str | None,
     as_json: bool,
-    **given: str | None,
+    **kube_values: str | None,
 ) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
 
@@ -241,8 +268,11 @@ def run_command(
             "--until does not apply to a [fleet] plan (yet): its instances run side by side "
             "already; use --repeat"
         )
-    registry.refuse(targets, RunShape(until=rule is not None, fleet=loaded.fleet is not None,
-                                      dry_run=dry_run))  # fmt: skip
+    if rule and any(is_k8s(t) for t in targets):
+        raise UsageError(
+            "--until is not supported with k8s:// targets (yet): every target's pod would stay "
+            "up for the whole run; use --repeat"
+        )
     blocks = expand_blocks(loaded, overrides) if rule else None
     if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
         overrides = dataclasses.replace(overrides, repeat=rule.minimum)
@@ -255,12 +285,13 @@ def run_command(
     )
     if floor:
         raise UsageError(floor)
-    kind_options = registry.parse_kind_options(
-        kind_values("run", given), OptionContext("run", targets, memory_limit, loaded)
+    kube = build_options(
+        {k: kube_values.get(k) for k in K8S_NAMES},
+        has_k8s=any(is_k8s(t) for t in targets),
+        memory_bytes=memory_limit,
     )
-    local_install = registry.local_install(targets)
-    needs_server = local_install == "server"
-    if local_install == "none":  # every tool runs elsewhere (in the pods, from their image)
+    needs_server = any(not is_dsn(t) and not is_k8s(t) for t in targets)
+    if all(is_k8s(t) for t in targets):  # every tool runs in the pods, from their image
         install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
     else:
         install = choose_install(pg_bin, need_server=needs_server)
@@ -278,34 +309,64 @@ def run_command(
             if not (s.name in overrides.settings and s.where.endswith(f": settings.{s.name}"))
         ]
         check_shared_memory(in_force, memory_basis(memory_limit))
-    if not dry_run:  # e.g. the cgroups a killed howfast left, for directory targets
-        for line in registry.housekeeping(targets):
-            env.info(line)
-    options = TargetOptions(
-        install,
-        wal_dir=wal_dir,
-        settings=settings,
-        keep=keep,
-        overwrite=yes,
-        checksums=checksums,
-        memory_limit=memory_limit,
-        kind_options=kind_options,
-    )
+    if not dry_run and needs_server:  # only runs that make cgroups here tidy them up
+        _remove_abandoned_cgroups(env)
     if loaded.fleet is not None:
-        refuse_with_fleet(wal_dir=wal_dir, keep=keep, prometheus=prometheus_url)
+        refuse_with_fleet(
+            storage_latency=storage_latency or loaded.storage,
+            storage_iops=storage_iops,
+            memory=memory_limit if kube is None else None,  # a pod's limit: fine on k8s
+            wal_dir=wal_dir,
+            keep=keep,
+            prometheus=prometheus_url,
+        )
         return run_fleet(
             env,
             loaded,
             steps,
             targets,
-            options,
+            install,
+            settings=settings,
+            checksums=checksums,
             store=store,
             label=label,
             dry_run=dry_run,
             as_json=as_json,
             metrics=(metrics_port, metrics_address),
+            kubernetes=kube,
         )
-    target_objs = registry.make_targets(targets, options)
+    variants = storage_variants(storage_latency, storage_iops, loaded.storage)
+    if variants and wal_dir is not None:
+        raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
+    target_objs = (
+        emulated_variants(
+            list(targets),
+            install,
+            variants,
+            size_bytes=parse_size(storage_size, "--storage-size")
+            if storage_size
+            else (loaded.storage.size if loaded.storage else DEFAULT_VOLUME_BYTES),
+            settings=settings,
+            keep=keep,
+            checksums=checksums,
+            memory_limit=memory_limit,
+        )
+        if variants
+        else [
+            make_target(
+                t,
+                install,
+                wal_dir=wal_dir,
+                settings=settings,
+                keep=keep,
+                overwrite=yes,
+                checksums=checksums,
+                memory_limit=memory_limit,
+                kubernetes=kube,
+            )
+            for t in targets
+        ]
+    )
     if dry_run:
         document = plan_document(target_objs, steps, install)
         if rule:
@@ -349,6 +410,45 @@ def run_command(
         if live:  # one last scrape of the final figures, if something is scraping
             live.close(linger_s=linger_s)
     return finish(env, db, result, as_json)
+
+
+def storage_variants(
+    latency: str | None, iops: str | None, planned: StorageSection | None = None
+) -> list[Limits]:
+    """--storage-latency x --storage-iops, each a list, else the plan's [storage]; [] when
+    neither asks for emulated volumes."""
+    if latency is None and iops is None:
+        if planned is None:
+            return []
+        return variants(planned.latency, [cap or None for cap in planned.iops])
+    latencies = [0.0]
+    if latency is not None:
+        latencies = [
+            0.0 if v.strip() in ("0", "0ms") else parse_duration(v, "--storage-latency") * 1000
+            for v in latency.split(",")
+        ]
+        for text, ms in zip(latency.split(","), latencies, strict=True):
+            if ms > MAX_ADDED_LATENCY_MS:
+                raise UsageError(f"--storage-latency: {too_much_latency(text.strip())}")
+    caps: list[int | None] = [None]
+    if iops is not None:  # 0 (or "none") is a variant without a cap
+        caps = [
+            None if v.strip() in ("0", "none") else parse_int_list(v, "--storage-iops")[0]
+            for v in iops.split(",")
+        ]
+    return variants(latencies, caps)
+
+
+DEFAULT_VOLUME_BYTES = 4 * 1024**3
+
+
+def _remove_abandoned_cgroups(env: CliEnv) -> None:
+    """The empty cgroups (memory caps, I/O limits and accounting) that a howfast killed with
+    SIGKILL left behind."""
+    parents = {support.parent for support in (detect(), detect_io())}
+    for parent in sorted(p for p in parents if p is not None):
+        for path in remove_abandoned(parent):
+            env.info(f"removed {path}: an empty cgroup left by a howfast that was killed")
 
 
 def _until_rule(
