@@ -467,12 +467,12 @@ class LocalTarget(
     def planned(self) -> PlannedTarget:
         return PlannedTarget(
             host=self.host(),
-            connection=self.planned_connection(),
+            connection=self._planned_connection(),
             scratch_dir=self.cluster_dir,
-            start=self.planned_start(),
+            start=self._planned_start(),
         )
 
-    def planned_connection(self) -> Connection:
+    def _planned_connection(self) -> Connection:
         """The socket directory is made at start (a fresh private directory), the port
         chosen then unless the settings name one."""
         wanted = [self.directory] + ([self.wal_root] if self.wal_root else [])
@@ -487,7 +487,7 @@ class LocalTarget(
             port_text=port or "PORT",
         )
 
-    def planned_start(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def _planned_start(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """What start() runs before any step, for --dry-run: initdb and the server."""
         return (
             ("initdb, as the server's OS user", tuple(self._initdb_argv())),
