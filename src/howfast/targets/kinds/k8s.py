@@ -132,6 +132,11 @@ class K8sKind(TargetKind):
         spec = parse_target(text)
         if spec.wal is not None:
             raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
+        if spec.design_keys():
+            raise UsageError(
+                f"probe k8s://CLASS probes storage, without a server: drop "
+                f"?{'&'.join(spec.design_keys())}"
+            )
         if options.keep:
             raise UsageError("--keep applies to directories: a probe's volume is always deleted")
         return K8sVolumeTarget(spec, _kube(options))
@@ -140,9 +145,14 @@ class K8sKind(TargetKind):
         from howfast.targets.k8s.fleet import K8sFleet
         from howfast.targets.k8s.spec import parse_target
 
+        spec = parse_target(text)
+        if spec.design_keys():
+            raise UsageError(
+                f"{text}: a fleet's instances have no standbys (yet): drop "
+                f"?{'&'.join(spec.design_keys())}"
+            )
         return K8sFleet(
-            parse_target(text), _kube(options), settings=options.settings,
-            checksums=options.checksums,
+            spec, _kube(options), settings=options.settings, checksums=options.checksums,
         )  # fmt: skip
 
     def refuse(self, shape: RunShape) -> None:
