@@ -20,6 +20,7 @@ run: setup
 lint: setup
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m ruff format --check src tests benchmarks
+	.venv/bin/lint-imports --no-cache
 
 typecheck: setup
 	$(PY) -m mypy

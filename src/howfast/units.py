@@ -109,3 +109,12 @@ def format_bytes(n: int | float) -> str:
             value = n / scale
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
     return f"{int(n)} bytes"
+
+
+def human_bytes(n: float) -> str:
+    """'1.50 GiB', '224 MiB'; below a MiB in KiB or bytes, never '0 MiB'."""
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
+    if n >= 1024**2:
+        return f"{n / 1024**2:.0f} MiB"
+    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n:.0f} bytes"

@@ -483,7 +483,7 @@ def test_a_scale_that_cannot_fit_is_refused_before_loading(howfast: Howfast, tar
 def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
     howfast: Howfast, target_dir: Path
 ):
-    from howfast.targets.cgroup import detect, owner_lock_path
+    from howfast.machine.cgroup import detect, owner_lock_path
 
     parent = detect().parent
     if parent is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from howfast.targets.cgroup import detect_io
+from howfast.machine.cgroup import detect_io
 from howfast.targets.fleet import fleet_device
 from tests.integration.conftest import Howfast, postgres_pids_under
 

@@ -434,8 +434,8 @@ def test_a_start_time_out_shows_the_server_log(target_dir: Path, monkeypatch: py
     it listens. `howfast run` refuses that setting, so the target is made here directly:
     what is tested is the time-out's message, with a real postmaster that stays up."""
     from howfast.errors import HowfastError
+    from howfast.machine.pgbin import choose_install
     from howfast.targets import local
-    from howfast.targets.pgbin import choose_install
 
     elsewhere = shared_tmpdir("howfast-socket-")
     elsewhere.chmod(0o777)

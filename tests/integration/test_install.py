@@ -245,7 +245,7 @@ def test_doctor_prints_the_install_commands_of_what_is_missing(tmp_path: Path) -
         "rhel": "sudo dnf install -y postgresql-contrib fio",
         "macos": "brew install postgresql@17 fio",
     }
-    from howfast.install_hints import this_family
+    from howfast.service.install_hints import this_family
 
     here = this_family()
     assert [c["this_machine"] for c in document["install"]].count(True) == (here is not None)

@@ -27,16 +27,16 @@ from rich.console import Console
 
 from howfast.analysis.derive import derive_step
 from howfast.cli import main
-from howfast.cli.reading import read_run
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepRecord
 from howfast.report import terminal
+from howfast.service.reading import read_run
 from howfast.store import open_store
 from howfast.targets.path import PathTarget
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads.base import StepContext, Workload
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FioWorkload
-from howfast.workloads.fsync_probe import PgTestFsyncWorkload
+from howfast.workloads.pg_test_fsync.workload import PgTestFsyncWorkload
 from tests.conftest import pg_bindir, shared_tmpdir
 from tests.integration.conftest import Howfast
 
@@ -132,11 +132,11 @@ def cli(howfast: Howfast, capsys, monkeypatch):
 def run_step(workload: Workload, directory: Path, params: dict[str, JSONValue], work: Path):
     """One step run directly, as the runner does: on a PathTarget started and stopped
     around it, its private files in `work`."""
-    target = PathTarget(directory)
+    install = PgInstall(Path("/nonexistent"), "", "none")
+    target = PathTarget(directory, install=install)
     target.start()
     try:
-        install = PgInstall(Path("/nonexistent"), "", "none")
-        ctx = StepContext(target, None, install, work, host=target.host(install))
+        ctx = StepContext(target, None, install, work, host=target.host())
         return workload.execute(ctx, params)
     finally:
         target.stop()

@@ -59,7 +59,7 @@ duration = "60s"
 
 
 def _cgroups_usable() -> str | None:
-    from howfast.targets.cgroup import detect
+    from howfast.machine.cgroup import detect
 
     support = detect()
     return None if support.version else support.reason
@@ -185,7 +185,7 @@ def test_interrupted_run_removes_the_cgroup(howfast: Howfast, target_dir: Path):
 
 
 def _memory_cgroup(pid: int) -> Path | None:
-    from howfast.targets.cgroup import CGROUP_ROOT, parse_proc_cgroup
+    from howfast.machine.cgroup import CGROUP_ROOT, parse_proc_cgroup
 
     try:
         paths = parse_proc_cgroup(Path(f"/proc/{pid}/cgroup").read_text())

@@ -18,8 +18,8 @@ from howfast.analysis.advice import (
     seconds,
     size_mb,
 )
-from howfast.cli.reading import read_run, run_document
 from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
+from howfast.service.reading import read_run, run_document
 from tests.unit.stored_runs import ENVIRONMENT, STARTED, open_temp_store, pgbench
 
 SETTINGS = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on",

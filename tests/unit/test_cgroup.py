@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import HowfastError
-from howfast.targets.cgroup import (
+from howfast.machine.cgroup import (
     MemoryCgroup,
     detect,
     owner_lock_path,

@@ -11,8 +11,8 @@ from sqlalchemy import insert, text
 
 from howfast.analysis.derive import derive_run
 from howfast.analysis.groups import params_key
-from howfast.cli.reading import read_run
 from howfast.model import JSONValue, RunRecord, Sample, StepRecord, TargetRecord
+from howfast.service.reading import read_run
 from howfast.store import MIGRATIONS, open_store
 from howfast.store.schema import runs, targets
 from tests.unit.stored_runs import STARTED

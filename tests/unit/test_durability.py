@@ -19,8 +19,8 @@ from howfast.analysis.durability import (
     decide,
 )
 from howfast.analysis.durability_facts import judge_run, path_medium, volume_medium
-from howfast.cli.reading import read_run, run_document
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
+from howfast.service.reading import read_run, run_document
 from howfast.targets.pgquery import platform_of
 from tests.unit.stored_runs import ENVIRONMENT, STARTED, fio, open_temp_store, pgbench
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from howfast.analysis.derive import derive_run
-from howfast.cli.reading import run_document
 from howfast.errors import UsageError
 from howfast.exports.output import write_chunks, write_output
 from howfast.exports.restore import restore_run, with_provenance
 from howfast.exports.rows import COLUMNS, csv_chunks, ndjson_chunks, run_rows, unit_of
 from howfast.exports.runfile import FORMAT, export_document, parse_run_file
 from howfast.model import RunRecord, Sample, StepRecord
+from howfast.service.reading import run_document
 from howfast.store import SqlStore, open_store
 from tests.unit.stored_runs import fio, init, pgbench, store_run
 

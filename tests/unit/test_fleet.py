@@ -8,9 +8,9 @@ import pytest
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet, jain_index
 from howfast.errors import PlanError
 from howfast.iolimits import IoLimits, scheduler_of, weight_problem
+from howfast.machine.cgroup import CgroupSupport
 from howfast.model import JSONValue, RunRecord, StepRecord
 from howfast.plans import expand, load_plan, parse_plan
-from howfast.targets.cgroup import CgroupSupport
 from howfast.targets.fleet import limits_problem
 
 STEP = '[[steps]]\nworkload = "pgbench"\nmodes = ["tpcb-like"]\nclients = [2]\nduration = "3s"\n'
@@ -169,7 +169,7 @@ def test_kubernetes_members_take_their_class_storage_and_refuse_cgroup_limits():
         "volume_attributes_class": "gold",
     }  # fmt: skip
     assert members[1].fleet_params()["storage_class"] == "slow"
-    claims = [o for o in members[0].planned_manifests() if o["kind"] == "PersistentVolumeClaim"]
+    claims = [o for o in members[0].planned().objects if o["kind"] == "PersistentVolumeClaim"]
     by_name = {c["metadata"]["name"].rsplit("-", 1)[1]: c["spec"] for c in claims}
     assert by_name["data"]["storageClassName"] == "fast"
     assert by_name["data"]["volumeAttributesClassName"] == "gold"

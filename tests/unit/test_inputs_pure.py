@@ -10,15 +10,15 @@ import pytest
 from howfast.cli.options import MAX_RUN_ID, parse_run_id, path_problem
 from howfast.errors import PlanError
 from howfast.errortext import error_summary
-from howfast.plans.load import overwritten_key, parse_plan
-from howfast.printable import printable
-from howfast.targets.memory import (
+from howfast.machine.memory import (
     MemoryBasis,
     cap_floor_problem,
-    human_bytes,
     shared_memory_problem,
 )
+from howfast.plans.load import overwritten_key, parse_plan
+from howfast.printable import printable
 from howfast.targets.userpaths import created_by_howfast, howfast_directory_around
+from howfast.units import human_bytes
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from howfast.doctor import Check
-from howfast.install_hints import (
+from howfast.checks import Check
+from howfast.service.install_hints import (
     install_command,
     install_commands,
     missing_tools,

@@ -11,12 +11,12 @@ from howfast.analysis.latency_curve import (
     find_knee,
     highest_rate_meeting,
     lag_growing,
-    parse_slo,
     rate_verdict,
     saturation_rate,
     slo_verdict,
 )
 from howfast.errors import UsageError
+from howfast.rates import parse_slo
 
 RATES = [100, 250, 500, 700, 800, 900, 1000, 1100]
 

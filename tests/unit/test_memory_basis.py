@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import UsageError
-from howfast.targets.factory import make_target
-from howfast.targets.memory import (
+from howfast.machine.memory import (
     MEMORY_HEADROOM,
     MemoryBasis,
     cap_problem,
@@ -20,7 +19,8 @@ from howfast.targets.memory import (
     pg_memory_bytes,
     v1_hierarchical_limit,
 )
-from howfast.targets.pgbin import PgInstall
+from howfast.machine.pgbin import PgInstall
+from howfast.targets.factory import make_target
 
 GIB = 1024**3
 MIB = 1024**2

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from howfast.workloads.pg_test_fsync import (
+from howfast.workloads.pg_test_fsync.parse import (
     NON_SYNCED,
     NON_WRITE_FD,
     ONE_WRITE,

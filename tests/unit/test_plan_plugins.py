@@ -14,23 +14,27 @@ import pytest
 
 import howfast.workloads as workloads_package
 from howfast.analysis.groups import step_label
+from howfast.analysis.hooks import NOTHING, analysis_for
 from howfast.analysis.metrics import HEADLINE_METRICS, KEY_METRICS, metric
 from howfast.errors import UsageError
 from howfast.plans import Overrides, expand, load_plan
 from howfast.plans.model import STEP_MODELS, Plan
+from howfast.plugin import registry
+from howfast.plugin.loading import load
+from howfast.plugin.workload import ExpandContext, StepModel
 from howfast.samplers.cgroupmem import CgroupMemorySampler
 from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler
 from howfast.samplers.diskstats import DiskSampler
 from howfast.samplers.pgstats import PgStatsSampler
-from howfast.samplers.registry import SamplerSetup, create_samplers, samplers_for
+from howfast.samplers.plugin import SamplerSetup
+from howfast.samplers.registry import create_samplers, samplers_for
 from howfast.samplers.waits import WaitEventSampler
 from howfast.targets.factory import is_dsn
-from howfast.targets.registry import TargetOptions, kind_for
-from howfast.workloads import get_workload, registry
+from howfast.targets.kind import TargetOptions
+from howfast.targets.registry import kind_for
+from howfast.workloads import get_workload
 from howfast.workloads.base import Workload
-from howfast.workloads.pgbench.build import expected_seconds
-from howfast.workloads.plugin import ExpandContext, StepModel
 
 WORKLOADS = ["pgbench-init", "pgbench", "fio", "pg_test_fsync", "seqread"]
 
@@ -47,11 +51,12 @@ def test_every_workload_is_found_in_its_order() -> None:
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_a_plugin_names_its_executor_which_agrees_with_it(name: str) -> None:
     plugin = registry.plugin(name)
-    executor = plugin.executor()
+    executor = get_workload(name)
     assert isinstance(executor, Workload)
+    assert f"{type(executor).__module__}:{type(executor).__name__}" == plugin.executor_class
     assert executor.name == name
     assert executor.needs_server == plugin.needs_server
-    assert type(get_workload(name)) is type(executor)
+    assert get_workload(name) is not executor  # a new one each time
     params = expand_one(name)
     assert executor.label(params) == plugin.label(params)
 
@@ -73,6 +78,16 @@ def test_an_unknown_workload_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="sysbench"):
         get_workload("sysbench")
     assert registry.find("sysbench") is None
+
+
+def test_a_workload_s_part_of_reading_a_run_is_named_by_its_plugin() -> None:
+    from howfast.workloads.fio.analysis import ANALYSIS
+
+    assert analysis_for("fio") is ANALYSIS
+    assert analysis_for("seqread") is NOTHING  # declares none: its steps read as stored
+    assert analysis_for("sysbench") is NOTHING  # a workload this howfast does not know
+    with pytest.raises(ValueError, match="is not 'module:attribute'"):
+        load("howfast.workloads.fio.analysis")
 
 
 def test_the_plan_model_is_built_from_the_step_models() -> None:
@@ -109,7 +124,6 @@ def test_the_plan_model_is_built_from_the_step_models() -> None:
 def test_each_workload_says_how_long_its_steps_take(
     workload: str, params: dict[str, object], seconds: float | None
 ) -> None:
-    assert expected_seconds(workload, params) == pytest.approx(seconds)
     assert registry.expected_seconds(workload, params) == pytest.approx(seconds)
 
 
@@ -146,13 +160,15 @@ def test_key_metrics_come_from_the_workloads() -> None:
     assert metric("no_such_metric").higher_is_better is None
 
 
-def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "toy_plan.py").write_text(
+def test_adding_a_workload_is_one_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    (tmp_path / "toy" / "plan.py").write_text(
         textwrap.dedent(
             """
             from typing import Literal
 
-            from howfast.workloads.plugin import StepModel, WorkloadPlugin
+            from howfast.plugin.workload import StepModel, WorkloadPlugin
 
 
             class ToyStep(StepModel):
@@ -164,7 +180,7 @@ def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
                 name = "toy"
                 model = ToyStep
                 key_metrics = ("toy_ops",)
-                executor_class = "howfast.workloads.seqread:SeqreadWorkload"
+                executor_class = "howfast.workloads.seqread.workload:SeqreadWorkload"
 
                 def expand(self, step, ctx):
                     return ctx.repeated("toy", seconds=step.seconds)
@@ -194,12 +210,13 @@ def test_adding_a_workload_is_one_module(tmp_path: Path, monkeypatch: pytest.Mon
             ("toy", {"seconds": 3}, 1),
             ("toy", {"seconds": 3}, 2),
         ]
-        assert expected_seconds("toy", {"seconds": 3}) == 3.0
+        assert registry.expected_seconds("toy", {"seconds": 3}) == 3.0
         assert step_label("toy", {"seconds": 3}) == "toy"
     finally:
         monkeypatch.undo()
         registry.plugins.cache_clear()
-        sys.modules.pop("howfast.workloads.toy_plan", None)
+        sys.modules.pop("howfast.workloads.toy.plan", None)
+        sys.modules.pop("howfast.workloads.toy", None)
     assert "toy" not in registry.plugins()
 
 
@@ -275,40 +292,61 @@ def test_an_unknown_target_is_refused_with_what_to_give() -> None:
     ):
         kind_for("s3://bucket")
     options = TargetOptions(install=None)  # type: ignore[arg-type]
-    target = kind_for("k8s://longhorn").create("k8s://longhorn", options)  # nothing contacted
+    (target,) = kind_for("k8s://longhorn").create("k8s://longhorn", options)  # nothing contacted
     assert target.kind == "k8s" and target.name == "k8s://longhorn"
     with pytest.raises(UsageError, match="k8s://CLASS\\?wal=CLASS2"):
         kind_for("k8s://a").create("k8s://a", TargetOptions(install=None, wal_dir=Path("/w")))  # type: ignore[arg-type]
 
 
 # --- import directions -------------------------------------------------------------------
+# The static rule is import-linter's (tests/unit/test_layers.py); these check what a process
+# actually loads, which also covers the executors a plug-in names by a string.
 
-EXECUTORS = (
-    "howfast.runner",
-    "howfast.samplers",
+# Packages that run things: none of them is loaded by planning nor by reading a run.
+RUNNING_PACKAGES = (
+    "howfast.machine",
+    "howfast.hosts",
     "howfast.targets",
-    "howfast.workloads.base",
-    "howfast.workloads.process",
-    "howfast.workloads.fsync_probe",
-    "howfast.workloads.seqread",
-    "howfast.workloads.fio.workload",
-    "howfast.workloads.fio.parse",
-    "howfast.workloads.pg_test_fsync",
-    "howfast.workloads.pgbench.workload",
+    "howfast.samplers",
+    "howfast.runner",
+    "howfast.service",
+    "howfast.cli",
 )
+
+
+def executor_modules() -> set[str]:
+    """The modules of the executors the workloads name, and their base class's."""
+    names = {p.executor_class.partition(":")[0] for p in registry.plugins().values()}
+    return names | {Workload.__module__}
 
 
 def loaded_after(code: str) -> set[str]:
     """The howfast modules a fresh interpreter has loaded after running `code`."""
     script = f"{code}\nimport sys\nprint('\\n'.join(m for m in sys.modules if 'howfast' in m))"
+    root = Path(__file__).resolve().parents[2]  # READ_FIXTURE_RUNS imports tests.unit
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root
     ).stdout
     return set(out.split())
 
 
 def executors_in(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == e or m.startswith(e + ".") for e in EXECUTORS))
+    executors = executor_modules()
+    return sorted(
+        m
+        for m in modules
+        if m in executors or any(m == p or m.startswith(p + ".") for p in RUNNING_PACKAGES)
+    )
+
+
+def test_the_executors_are_those_the_workloads_name() -> None:
+    assert "howfast.workloads.fio.workload" in executor_modules()
+    assert executors_in(
+        {"howfast.hosts.local", "howfast.workloads.seqread.workload", "howfast.units"}
+    ) == [
+        "howfast.hosts.local",
+        "howfast.workloads.seqread.workload",
+    ]
 
 
 def test_sizing_does_not_import_plans() -> None:
@@ -325,13 +363,35 @@ def test_plans_do_not_import_the_executors() -> None:
     assert executors_in(loaded) == []
 
 
-def test_analysis_does_not_import_samplers_or_workloads() -> None:
-    loaded = loaded_after(
-        "from howfast.analysis import compare, groups, io, metrics, overview, probe, summary\n"
-        "metrics.KEY_METRICS.get('fio'); groups.step_label('fio', {'profile': 'x'})"
-    )
+READ_FIXTURE_RUNS = """
+from howfast.analysis.derive import derive_run
+from howfast.analysis.groups import group_steps
+from howfast.analysis.overview import overview
+from howfast.model import RunRecord
+from howfast.report import document, terminal
+from tests.unit.stored_runs import ENVIRONMENT, fio, init, pgbench
+
+steps = [
+    init("/a", 10.0),
+    *(pgbench("/a", tps, repetition=r) for r, tps in enumerate([900.0, 910.0], 1)),
+    pgbench("/a", 300.0, rate=300.0, slo="p99=10ms", curve_last=True),
+    fio("/a", "wal-fsync", write_iops=900.0, sync_lat_avg_ms=1.0),
+    fio("/a", "rand-read-4k-qd64", read_iops=45000.0),
+]
+run = derive_run(RunRecord(1, "quick", "completed", "t0", "t1", ENVIRONMENT, [], steps))
+assert group_steps(run) and run.document()["steps"]
+document.build(overview([run]))
+terminal.run_details(run)
+"""
+
+
+def test_reading_a_run_imports_no_executor() -> None:
+    # Deriving, grouping and rendering a run as `results show` and `report` do; fio's part of
+    # the derivation is loaded, its executor is not.
+    loaded = loaded_after(READ_FIXTURE_RUNS)
+    assert "howfast.report.document" in loaded and "howfast.analysis.derive" in loaded
+    assert "howfast.workloads.fio.analysis" in loaded
     assert executors_in(loaded) == []
-    assert "howfast.analysis.io" in loaded
 
 
 def test_a_plan_module_can_be_imported_first() -> None:

@@ -19,14 +19,13 @@ from howfast.plans import (
     key_lines,
     list_builtin_plans,
     load_plan,
-    parse_duration,
     parse_int_list,
-    parse_modes,
     parse_plan,
     parse_set_option,
-    parse_size,
 )
 from howfast.plans.load import format_path, line_of
+from howfast.units import parse_duration, parse_size
+from howfast.workloads.pgbench.plan import parse_modes
 
 DATA = Path(__file__).parent.parent / "data" / "plans"
 
@@ -361,7 +360,6 @@ def test_bad_scripts(tmp_path: Path, script: str, reason: str) -> None:
         ({"clients": []}, "--clients needs at least one value"),
         ({"clients": [4, 0]}, "--clients must be 1 or more, got 0"),
         ({"clients": [2, 2]}, "--clients: listed more than once: 2"),
-        ({"modes": ["select_only"]}, 'unknown pgbench mode "select_only"'),
         ({"duration_s": 0}, "--duration: a duration must be more than zero"),
         ({"duration_s": 1.5}, "--duration: must be whole seconds, got 1.5s"),
         ({"settings": {"bad-name": "1"}}, '--set: "bad-name" is not a PostgreSQL setting name'),
@@ -372,6 +370,21 @@ def test_bad_overrides_are_usage_errors(overrides: dict[str, object], message: s
     with pytest.raises(UsageError) as caught:
         Overrides(**overrides)  # type: ignore[arg-type]
     assert message in str(caught.value)
+
+
+PGBENCH_STEP = 'workload = "pgbench"\nmodes = ["tpcb-like"]\nclients = [1]\nduration = 1\n'
+FIO_STEP = 'workload = "fio"\nprofiles = ["wal-fsync"]\n'
+
+
+@pytest.mark.parametrize("steps", [PGBENCH_STEP, FIO_STEP])
+def test_an_unknown_mode_is_refused_when_any_plan_is_expanded(steps: str) -> None:
+    # pgbench knows its modes (its plugin's check_overrides): refused before anything runs,
+    # also for a plan without pgbench steps, as when Overrides checked them itself.
+    plan = parse_plan(f"[[steps]]\n{steps}", source="p.toml")
+    with pytest.raises(UsageError, match='unknown pgbench mode "select_only"'):
+        expand(plan, Overrides(modes=["select_only"]))
+    with pytest.raises(UsageError, match="--modes: listed more than once"):
+        Overrides(modes=["select-only", "select-only"])
 
 
 # --- errors: file, line, key, reason ------------------------------------------------------

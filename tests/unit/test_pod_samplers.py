@@ -14,8 +14,9 @@ import pytest
 from howfast.errors import HowfastError
 from howfast.hosts.base import ServerCounters
 from howfast.hosts.local import LocalHost
-from howfast.hosts.pod import PROC_SHARE_S, PodHost
-from howfast.hosts.podread import (
+from howfast.hosts.pod import PROC_SHARE_S, ExecResult, PodDescription, PodHost
+from howfast.machine.devices import parse_block_links, roles_from_mounts
+from howfast.machine.podread import (
     CGROUP_V1_FILES,
     ContainerCpu,
     ServerReading,
@@ -28,10 +29,8 @@ from howfast.hosts.podread import (
 )
 from howfast.samplers.base import SamplerContext
 from howfast.samplers.cpu import CpuSampler
-from howfast.samplers.devices import parse_block_links, roles_from_mounts
 from howfast.samplers.diskstats import DiskSampler, counter_delta, parse_diskstats
 from howfast.samplers.serverio import ContainerServerSampler, cpu_usage
-from howfast.targets.k8s.cluster import ExecResult
 from tests.unit.test_samplers_session import FakeTarget
 
 PROC = Path(__file__).parent.parent / "data" / "proc"
@@ -344,20 +343,23 @@ class ShellHere:
         return ExecResult(done.returncode, done.stdout, done.stderr)
 
 
-class PlacedTarget:
-    token = "t0"
-    server = True
-
-    def __init__(self) -> None:
-        self.cluster = ShellHere()
-
-    def exec_place(self) -> tuple[ShellHere, str, str]:
-        return self.cluster, "ns", "howfast-t0"
+# A pod as howfast's manifests make it (its containers and mounts), on an unknown node.
+POD = PodDescription(
+    context=None,
+    namespace="ns",
+    pod="howfast-t0",
+    tools_container="tools",
+    server_container="postgres",
+    data_dir="/howfast/data/pgdata",
+    work_dir="/howfast/work",
+    volume_root="/howfast",
+    path_setup=":",
+)
 
 
 def pod_host() -> tuple[PodHost, ShellHere]:
-    target = PlacedTarget()
-    return PodHost(target), target.cluster  # type: ignore[arg-type]
+    shell = ShellHere()
+    return PodHost(POD, shell), shell  # type: ignore[arg-type]
 
 
 def test_pod_host_finds_the_same_device_as_the_local_host(tmp_path: Path) -> None:
@@ -419,9 +421,7 @@ class SilentCounters(ShellHere):
 
 
 def test_a_server_sampler_whose_exec_says_nothing_gives_its_exit_status() -> None:
-    target = PlacedTarget()
-    target.cluster = SilentCounters()
-    counters = PodHost(target).server_counters()  # type: ignore[arg-type]
+    counters = PodHost(POD, SilentCounters()).server_counters()  # type: ignore[arg-type]
     assert counters is not None
     sampler = ContainerServerSampler(counters, {})
     sampler.start(context())

@@ -12,21 +12,18 @@ from rich.console import Console
 from howfast.analysis.probe import commit_ceiling, fio_row, fsync_result, probe_summary
 from howfast.analysis.summary import summarize
 from howfast.hosts.base import ToolResult
-from howfast.importer import fio_job_params
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.report.terminal import run_summary
-from howfast.workloads.fio.parse import parse_output
-from howfast.workloads.fio.workload import (
+from howfast.service.importer import fio_job_params
+from howfast.workloads.fio.checks import (
     IoChoice,
     choose_direct,
     commit_metrics,
-    error_tail,
-    histograms_us,
     imported_warnings,
-    prefill_warning,
     run_warnings,
-    space_problem,
 )
+from howfast.workloads.fio.parse import parse_output
+from howfast.workloads.fio.workload import error_tail, histograms_us, prefill_warning, space_problem
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "fio"
 MIB = 1 << 20

@@ -13,14 +13,14 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from howfast.machine.devices import RoleDevice
 from howfast.metrics.families import RunMetrics, metric_name, step_labels
 from howfast.metrics.live import MetricsObserver
 from howfast.metrics.textfile import render_run
 from howfast.model import RunRecord, Sample, StepRecord
+from howfast.observer import StepRef
 from howfast.runner.fanout import FanOut
-from howfast.runner.observer import StepRef
 from howfast.samplers.base import SamplerContext
-from howfast.samplers.devices import RoleDevice
 from howfast.samplers.promapi import (
     PromClient,
     PromError,

@@ -8,10 +8,10 @@ import io
 from rich.console import Console
 
 from howfast.analysis.regimes import regimes_rows
+from howfast.machine.memory import MemoryBasis
 from howfast.model import RunRecord, StepRecord, TargetRecord
 from howfast.report.regimes_table import regimes_parts, row_notes
 from howfast.sizing import plan_dataset
-from howfast.targets.memory import MemoryBasis
 from howfast.workloads.base import StepOutcome
 from howfast.workloads.pgbench.dataset import Sizing, finish, wanted
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.machine.devices import assign, disk_of
 from howfast.model import Sample
 from howfast.samplers.cpu import (
     CpuTimes,
@@ -17,7 +18,6 @@ from howfast.samplers.cpu import (
     parse_stat,
     process_usage,
 )
-from howfast.samplers.devices import assign, disk_of
 from howfast.samplers.diskstats import (
     Reading,
     counter_delta,

@@ -12,15 +12,18 @@ import pytest
 
 from howfast.analysis.derive import derive_step
 from howfast.errors import HowfastError
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
+from howfast.machine.devices import RoleDevice
 from howfast.model import Sample, StepRecord
+from howfast.runner.step import add_sampled
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler
-from howfast.samplers.devices import RoleDevice
 from howfast.samplers.diskstats import DiskSampler, counter_delta, parse_diskstats
 from howfast.samplers.session import StepSampling, TargetSampling
-from howfast.targets.base import Target
+from howfast.targets.base import PlannedTarget, Target
 from howfast.workloads.base import StepOutcome
 
 PROC = Path(__file__).parent.parent / "data" / "proc"
@@ -37,6 +40,12 @@ class FakeTarget(Target):
         raise NotImplementedError
 
     def stop(self) -> None: ...
+
+    def host(self) -> Host:
+        return LocalHost()
+
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(self.host(), None, None)
 
 
 def context(interval: float = FAST) -> SamplerContext:
@@ -221,7 +230,7 @@ def test_a_session_joins_series_metrics_warnings_and_sections_to_the_outcome() -
     session.start()
     session.stop()
     outcome = StepOutcome(metrics={"tps": 1234.5}, series={"tps": [Sample(1.0, 1.0)]})
-    session.merge_into(outcome, 30.0)
+    add_sampled(outcome, session.part())
     assert outcome.metrics["tps"] == 1234.5  # the tool's own figure wins
     assert outcome.series["io.data.write_mbps"] == prepared.series["io.data.write_mbps"]
     assert outcome.warnings == ["sampler x stopped: gone"]
@@ -263,7 +272,8 @@ def test_only_pgbench_and_fio_steps_are_sampled_and_zero_turns_it_off() -> None:
     assert idle.samplers == []
     idle.stop()
     outcome = StepOutcome()
-    idle.merge_into(outcome, 10.0)
+    assert idle.part() is None
+    add_sampled(outcome, idle.part())
     assert outcome.sections == {} and outcome.metrics == {}
     assert TargetSampling(FakeTarget(), None, None).start("pgbench").samplers == []
     busy = sampling.start("fio")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from howfast.workloads.seqread import (
+from howfast.workloads.seqread.workload import (
     COLD_SHARE,
     cold_verdict,
     largest_table,

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import UsageError
+from howfast.machine.fsinfo import block_device, mount_for, parse_mountinfo, parse_scheduler
+from howfast.machine.pgbin import parse_version
 from howfast.targets.claim import MARKER, check_directory, claim_directory
 from howfast.targets.dsn import parse_dsn
-from howfast.targets.fsinfo import block_device, mount_for, parse_mountinfo, parse_scheduler
 from howfast.targets.leftovers.marks import KEPT
 from howfast.targets.local import check_earlier_clusters, conf_line
-from howfast.targets.pgbin import parse_version
 
 DATA = Path(__file__).parent.parent / "data" / "proc"
 

@@ -7,12 +7,6 @@ import pytest
 
 from howfast.analysis.stats import describe
 from howfast.analysis.until import (
-    BUDGET,
-    FAILED,
-    INTERRUPTED,
-    MAXIMUM,
-    REACHED,
-    UNJUDGED,
     FigureWidth,
     RoundState,
     budget_share,
@@ -28,6 +22,7 @@ from howfast.plans import Overrides, parse_plan
 from howfast.plans.expand import expand_blocks
 from howfast.plans.load import PlanError
 from howfast.plans.until import UntilRule, make_rule, parse_width
+from howfast.until_rule import BUDGET, FAILED, INTERRUPTED, MAXIMUM, REACHED, UNJUDGED
 
 # -- the rule's text ---------------------------------------------------------------------------
 

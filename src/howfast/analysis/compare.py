@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from howfast.analysis.envdiff import EnvDifference, environment_diff
 from howfast.analysis.groups import StepGroup, group_steps
 from howfast.analysis.metrics import KEY_METRICS, metric
-from howfast.analysis.stats import ALPHA, CONFIDENCE, MIN_REPETITIONS, Stats, t_quantile, welch
+from howfast.analysis.stats import ALPHA, CONFIDENCE, Stats, t_quantile, welch
 from howfast.model import JSONValue, RunRecord
+from howfast.until_rule import MIN_REPETITIONS
 
 CANNOT_JUDGE = "significance cannot be judged"
 

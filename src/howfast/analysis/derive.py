@@ -9,7 +9,8 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 - rate, objective and curve verdicts of fixed-rate pgbench steps (analysis/rate_verdicts.py);
 - whether an "on-disk" step read the disk (analysis/working_set.py);
 - latency percentiles from too few transactions to be bounded (analysis/percentiles.py);
-- fio's trust warnings and commit-rate ceiling (analysis/fio_checks.py);
+- what each workload's own part adds (analysis/hooks.py): fio's trust warnings and
+  commit-rate ceiling (workloads/fio/analysis.py);
 - whether an emulated volume added the latency asked (analysis/emulation.py);
 - that a target on tmpfs measured memory, not storage (analysis/memory_storage.py);
 - the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py);
@@ -32,12 +33,12 @@ from howfast.analysis.advice import advise
 from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
-from howfast.analysis.fio_checks import COMMIT_METRICS, fio_commit_metrics, fio_warnings
+from howfast.analysis.hooks import DeriveContext, analysis_for
 from howfast.analysis.io import analyze_step
 from howfast.analysis.memory_storage import MARK, memory_storage_warning
 from howfast.analysis.working_set import regime_warnings
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
-from howfast.workloads.pgbench.build import expected_seconds
+from howfast.plugin.registry import expected_seconds
 
 # What analysis/io.py adds, to be replaced in legacy steps.
 IO_METRICS = frozenset(
@@ -177,9 +178,10 @@ def derive_step(
         _add_rate_verdicts(out)
         _add_regime_warnings(out, before)
         _add_verdict(out, before, target_settings)
-    if step.workload == "fio":
-        _add(out, fio_commit_metrics(step, imported), COMMIT_METRICS)
-        _warn(out, fio_warnings(step, imported) if step.status == "completed" or imported else [])
+    ctx = DeriveContext(imported, target_settings)
+    derived = analysis_for(step.workload).derive_step(step, before, ctx)
+    _add(out, derived.metrics, derived.owned)
+    _warn(out, derived.warnings)
     return out
 
 

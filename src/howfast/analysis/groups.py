@@ -83,22 +83,10 @@ def params_key(params: Mapping[str, JSONValue]) -> str:
     return json.dumps(matching_params(params), sort_keys=True, default=str)
 
 
-def rate_label(params: Mapping[str, JSONValue]) -> str | None:
-    """'rate 500/s', 'rate 50% of the maximum', 'full speed' (a rate curve's first run)."""
-    if isinstance(params.get("rate_fraction"), int | float):
-        whose = "the first target's " if params.get("rate_basis") == "first-target" else ""
-        return f"rate {float(params['rate_fraction']):.0%} of {whose}the maximum"
-    if params.get("rate") is not None:
-        return f"rate {params['rate']}/s"
-    if params.get("curve_role") == "max":
-        return "full speed"
-    return None
-
-
 def step_label(workload: str, params: Mapping[str, JSONValue]) -> str:
     """'pgbench select-only, 4 clients', 'fio rand-read-4k-qd64', 'pgbench-init scale 10':
-    the workload's short label (workloads/plugin.py), then the step's own settings."""
-    from howfast.workloads.registry import find
+    the workload's short label (plugin/workload.py), then the step's own settings."""
+    from howfast.plugin.registry import find
 
     plugin = find(workload)
     text = plugin.short_label(params) if plugin is not None else workload

@@ -16,30 +16,17 @@ Rules, kept simple enough to explain in one sentence each (docs/latency-under-lo
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from howfast.errors import UsageError
 from howfast.model import JSONValue
+from howfast.rates import Slo
 
 ACHIEVED_FRACTION = 0.95
 LAG_FLOOR_MS = 10.0
 LAG_LATENCY_FACTOR = 2.0
 KNEE_RISE_FACTOR = 1.5
-
-SLO_METRICS = {
-    "avg": "latency_avg_ms",
-    "p50": "latency_p50_ms",
-    "p90": "latency_p90_ms",
-    "p95": "latency_p95_ms",
-    "p99": "latency_p99_ms",
-    "p99.9": "latency_p999_ms",
-    "p999": "latency_p999_ms",
-    "max": "latency_max_ms",
-}
-_UNITS_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
 
 
 @dataclass(frozen=True)
@@ -73,13 +60,6 @@ class Knee:
     first_rising_rate: float | None
     baseline_ms: float
     how: str
-
-
-@dataclass(frozen=True)
-class Slo:
-    text: str  # as the user wrote it, e.g. "p99=10ms"
-    metric: str  # the metric it reads, e.g. "latency_p99_ms"
-    limit_ms: float
 
 
 def lag_growing(lag_ms: Sequence[float]) -> bool:
@@ -148,20 +128,6 @@ def find_knee(curve: Sequence[tuple[float, float]]) -> Knee:
         f"latency rises above {KNEE_RISE_FACTOR}x its baseline {baseline:.3f} ms from "
         f"{points[rising_from][0]:g}/s on and stays there; the last rate before is the knee",
     )
-
-
-def parse_slo(text: str) -> Slo:
-    """'p99=10ms', 'p95=2.5ms', 'avg=500us'."""
-    match = re.fullmatch(r"\s*([a-z0-9.]+)\s*=\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s)?\s*", text)
-    if not match or match.group(1) not in SLO_METRICS:
-        raise UsageError(
-            f"--slo {text!r}: expected e.g. p99=10ms; percentiles: "
-            + ", ".join(k for k in SLO_METRICS if k != "p999")
-        )
-    limit = float(match.group(2)) * _UNITS_MS[match.group(3) or "ms"]
-    if limit <= 0:
-        raise UsageError(f"--slo {text!r}: the limit must be above zero")
-    return Slo(text.strip(), SLO_METRICS[match.group(1)], limit)
 
 
 def slo_verdict(slo: Slo, metrics: dict[str, JSONValue], rate_met: bool) -> dict[str, JSONValue]:

@@ -3,28 +3,19 @@
 Statistics, comparisons and reports share this catalogue so that every figure carries its unit
 and a comparison knows whether a higher value is an improvement. Each workload declares its own
 metrics, the ones summarised and compared (key) and the few people quote (headline) in its
-plan module (workloads/plugin.py); the mappings here are read from the workload registry the
+plan module (plugin/workload.py); the mappings here are read from the workload registry the
 first time they are used, so that importing analysis never imports the workloads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from howfast.metric import Metric
+
 if TYPE_CHECKING:
-    from howfast.workloads.registry import Plugin
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    label: str
-    unit: str
-    # True: more is better (TPS, IOPS); False: less is better (latency, time); None: neither.
-    higher_is_better: bool | None
-    digits: int = 2  # decimals worth printing in this unit
+    from howfast.plugin.registry import Plugin
 
 
 # What every fio profile reports: throughput, and average and p99 latency per direction.
@@ -55,7 +46,7 @@ class _FromWorkloads(Mapping[str, _V], Generic[_V]):
 
     def _mapping(self) -> dict[str, _V]:
         if self._data is None:
-            from howfast.workloads.registry import plugins
+            from howfast.plugin.registry import plugins
 
             self._data = self._build(plugins())
         return self._data

@@ -7,7 +7,7 @@ Two sources, each missing something:
 - the server's **I/O cgroup** (v2 `io.stat`, v1 `blkio.throttle.*`): what reached the block
   layer, per device. cgroup v1 leaves out writeback by the kernel's flusher threads (charged
   to the root cgroup), and on Linux 6.10 and later counts nothing at all on a disk that never
-  had a throttle rule (howfast turns that on: targets/cgroup.py `IoCgroup.count_on`);
+  had a throttle rule (howfast turns that on: machine/cgroup.py `IoCgroup.count_on`);
 - **/proc/PID/io** of the server's processes: bytes read from storage, and bytes of pages they
   dirtied (at the time of dirtying, so writeback that happens after the step is counted in
   it). No split by device, no IOPS.

@@ -15,11 +15,11 @@ from howfast.analysis.latency_curve import (
     RatePoint,
     find_knee,
     highest_rate_meeting,
-    parse_slo,
     rate_verdict,
     slo_verdict,
 )
 from howfast.model import JSONValue, Sample, StepRecord
+from howfast.rates import parse_slo
 
 # The params that make fixed-rate steps (and their full-speed step) one curve, on a target.
 CURVE_PARAMS = ("mode", "scripts", "clients", "settings")

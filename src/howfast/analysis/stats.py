@@ -13,7 +13,6 @@ CONFIDENCE = 0.95
 ALPHA = 0.05  # a difference is significant when Welch's p-value is below this
 SPREAD_LIMIT = 0.10  # coefficient of variation above this: the mean is not a steady figure
 RANGE_LIMIT = 0.50  # max more than this far above min: one repetition differs from another
-MIN_REPETITIONS = 3  # fewer behind a comparison: the test has little power
 
 
 @dataclass(frozen=True)

@@ -17,33 +17,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from howfast.analysis.groups import is_warmup, params_key, step_label
-from howfast.analysis.stats import MIN_REPETITIONS, Stats, describe
+from howfast.analysis.stats import Stats, describe
 from howfast.model import JSONValue, RunRecord, StepRecord
-
-DEFAULT_MAX_REPETITIONS = 30  # beyond this the spread is the machine's, not a lack of runs
-
-
-def width_text(ci: float) -> str:
-    """A rule's width as the user writes it: '2%', '0.5%'."""
-    return f"{ci * 100:g}%"
-
-
-# Why a test stopped repeating.
-REACHED = "reached"  # every judged figure's interval is within the width
-BUDGET = "budget"  # its share of the time budget was spent
-MAXIMUM = "maximum"  # the maximum number of repetitions
-FAILED = "failed"  # a repetition failed: repeating a failure only loses time
-UNJUDGED = "unjudged"  # nothing to judge: the minimum number of repetitions ran
-INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C) during this test
-
-STOPPED_WHY = {
-    REACHED: "every figure reached the width",
-    BUDGET: "the time budget was spent",
-    MAXIMUM: "the maximum number of repetitions ran",
-    FAILED: "a repetition failed",
-    UNJUDGED: "no figure to judge; the minimum number of repetitions ran",
-    INTERRUPTED: "the run was interrupted",
-}
+from howfast.until_rule import (
+    BUDGET,
+    DEFAULT_MAX_REPETITIONS,
+    FAILED,
+    INTERRUPTED,
+    MAXIMUM,
+    MIN_REPETITIONS,
+    REACHED,
+    STOPPED_WHY,
+    UNJUDGED,
+    width_text,
+)
 
 
 def round_order(targets: int, round_number: int) -> list[int]:

@@ -90,10 +90,11 @@ def cleanup_command(
     given = [_target_dir(t) for t in targets]
     local: list[Leftover] | None = None
     if parts.local_skipped is None:
-        from howfast.targets.leftovers.find import find
+        from howfast.targets.leftovers.find import candidate_directories, find
         from howfast.targets.leftovers.machine import read_snapshot
 
-        local = find(read_snapshot(given), [str(g) for g in given] if given else None)
+        snapshot = read_snapshot(candidate_directories, given)
+        local = find(snapshot, [str(g) for g in given] if given else None)
     k8s = _k8s_part(parts, namespace, kube_context, force)
     local_removable = [x for x in local or [] if x.removable]
     count = len(local_removable) + len(k8s.removable)

@@ -9,10 +9,10 @@ from howfast.analysis.compare import compare_runs, compare_targets
 from howfast.analysis.gate import evaluate, parse_threshold
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
-from howfast.cli.reading import read_runs
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report.compare_view import comparison_view
+from howfast.service.reading import read_runs
 
 
 @click.command("compare")

@@ -8,8 +8,13 @@ from rich.text import Text
 
 from howfast.cli.context import CliEnv
 from howfast.cli.options import check_path_value, json_option
-from howfast.doctor import all_checks
-from howfast.install_hints import install_commands, missing_tools, this_family, with_install_hints
+from howfast.service.doctor import all_checks
+from howfast.service.install_hints import (
+    install_commands,
+    missing_tools,
+    this_family,
+    with_install_hints,
+)
 from howfast.store import default_store_location
 
 

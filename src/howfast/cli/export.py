@@ -12,7 +12,6 @@ import click
 from howfast import __version__
 from howfast.cli.context import CliEnv
 from howfast.cli.options import check_path_value, parse_run_id, store_option
-from howfast.cli.reading import read_run
 from howfast.cli.stores import open_results
 from howfast.clock import now
 from howfast.errors import UsageError
@@ -21,6 +20,7 @@ from howfast.exports.rows import csv_chunks, ndjson_chunks, run_rows
 from howfast.exports.runfile import export_document
 from howfast.metrics.textfile import render_run, write_atomically
 from howfast.model import RunRecord
+from howfast.service.reading import read_run
 
 
 @click.group("export")

@@ -13,7 +13,7 @@ from rich.progress import Progress, TaskID, TextColumn, TimeElapsedColumn
 from howfast.cli.context import CliEnv
 from howfast.errortext import error_cause
 from howfast.model import StepRecord
-from howfast.runner.observer import StepRef
+from howfast.observer import StepRef
 
 
 def class_of(step: StepRef) -> str:

@@ -11,18 +11,18 @@ from howfast.cli.fleet_progress import FleetProgressObserver
 from howfast.cli.live_metrics import live_metrics
 from howfast.cli.output import finish
 from howfast.cli.stores import open_results
-from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
+from howfast.machine.pgbin import PgInstall
 from howfast.metrics.live import LINGER_S
 from howfast.model import StepSpec
 from howfast.plans import Plan
 from howfast.runner.fanout import FanOut
 from howfast.runner.fleet import FleetRunner
+from howfast.service.dryrun import plan_document, write_text
 from howfast.targets.fleet import LocalFleet
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.k8s.fleet import K8sFleet, check_classes
 from howfast.targets.k8s.spec import K8sOptions, parse_target
-from howfast.targets.pgbin import PgInstall
 from howfast.targets.registry import kind_for
 
 

@@ -10,11 +10,11 @@ import click
 from howfast import import_text
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, store_option
-from howfast.cli.reading import read_run, run_document
 from howfast.cli.stores import open_results
 from howfast.exports.restore import restore_run
 from howfast.exports.runfile import parse_run_file
 from howfast.report import terminal
+from howfast.service.reading import read_run, run_document
 from howfast.store.liveness import this_process
 
 

@@ -15,7 +15,7 @@ from howfast.cli.options import json_option, store_option
 from howfast.cli.output import print_stored_run
 from howfast.cli.stores import open_results
 from howfast.import_text import TextSource
-from howfast.importer import import_fio_text, import_pgbench_text
+from howfast.service.importer import import_fio_text, import_pgbench_text
 from howfast.store.base import Store
 
 

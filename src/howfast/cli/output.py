@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from howfast.cli.context import CliEnv
-from howfast.cli.reading import read_run, run_document
 from howfast.errors import ExitStatus
 from howfast.report import terminal
 from howfast.runner import RunResult
+from howfast.service.reading import read_run, run_document
 from howfast.store.base import Store
 
 EXIT_FOR_STATUS = {

@@ -17,21 +17,21 @@ from howfast.cli.options import check_path_value, json_option, store_option
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
-from howfast.dryrun import plan_document, write_text
 from howfast.errors import MissingToolError, UsageError
 from howfast.hosts.local import LocalHost
+from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.model import JSONValue, StepSpec
-from howfast.plans import parse_duration, parse_size
+from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
+from howfast.service.dryrun import plan_document, write_text
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.path import PathTarget
-from howfast.targets.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.targets.userpaths import check_user_directories
-from howfast.workloads import fsync_probe
+from howfast.units import parse_duration, parse_size
 from howfast.workloads.fio.build import list_profiles
 from howfast.workloads.fio.workload import FIO_HINT, space_problem
-from howfast.workloads.pg_test_fsync_plan import TESTS
-from howfast.workloads.registry import expected_seconds
+from howfast.workloads.pg_test_fsync import workload as pg_test_fsync
+from howfast.workloads.pg_test_fsync.plan import TESTS
 
 PG_TEST_FSYNC = "pg_test_fsync"
 DEFAULT_SIZE = "1GiB"
@@ -100,7 +100,7 @@ def refuse_what_cannot_run(target: PathTarget, steps: list[StepSpec], host: Loca
         raise MissingToolError("fio not found on PATH", FIO_HINT)
     needed = max(
         [int(s.params["size_bytes"]) for s in fio_steps]
-        + ([fsync_probe.FILE_BYTES] if len(fio_steps) < len(steps) else [])
+        + ([pg_test_fsync.FILE_BYTES] if len(fio_steps) < len(steps) else [])
     )
     problem = space_problem(target.directory, needed, host.free_bytes(target.directory))
     if problem:
@@ -212,17 +212,17 @@ def probe_command(
         return _probe_k8s(env, where, kube, steps, dry_run, keep, label, store, as_json)
     check_user_directories([where], role="probe directory")
     directory = Path(where)
-    target = PathTarget(directory.expanduser(), keep=keep)
+    install = probe_install(pg_bin)
+    target = PathTarget(directory.expanduser(), install=install, keep=keep)
     host = LocalHost()
     if dry_run:
-        return print_dry_run(env, target, steps, probe_install(pg_bin), as_json)
+        return print_dry_run(env, target, steps, install, as_json)
     target.check(will_init=False)
     try:
         refuse_what_cannot_run(target, steps, host)
     except BaseException:
         target.stop()  # gives back the directory lock that check() took
         raise
-    install = probe_install(pg_bin)
     db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps)
     observer = ProgressObserver(env, expected)
@@ -249,14 +249,14 @@ def _probe_k8s(
 ) -> int:
     """The probes in a pod on a volume of the class (a PVC of --volume-size), deleted after."""
     from howfast.targets.k8s.spec import parse_target
-    from howfast.targets.k8s.target import K8sTarget
+    from howfast.targets.k8s.target import K8sVolumeTarget
 
     spec = parse_target(where)
     if spec.wal is not None:
         raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
     if keep:
         raise UsageError("--keep applies to directories: a probe's volume is always deleted")
-    target = K8sTarget(spec, kube, server=False)
+    target = K8sVolumeTarget(spec, kube)
     install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
     if dry_run:
         document = plan_document([target], steps, install)

@@ -19,7 +19,7 @@ from rich.text import Text
 from howfast.cli.context import CliEnv
 from howfast.errortext import error_cause
 from howfast.model import StepRecord
-from howfast.runner.observer import StepRef
+from howfast.observer import StepRef
 
 UNKNOWN_STEP_S = 5.0
 

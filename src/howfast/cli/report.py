@@ -9,9 +9,9 @@ import click
 
 from howfast.cli.context import CliEnv
 from howfast.cli.options import checked_path, parse_run_id, store_option
-from howfast.cli.reading import derived, printable_run, stored_runs
 from howfast.cli.stores import open_results
 from howfast.report.output import report_format, series_to_read, write_report
+from howfast.service.reading import derived, printable_run, stored_runs
 
 
 @click.command("report")

@@ -7,10 +7,10 @@ import click
 from howfast.analysis import steady
 from howfast.cli.context import CliEnv
 from howfast.cli.options import json_option, parse_run_id, store_option
-from howfast.cli.reading import read_run, run_document
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report import terminal
+from howfast.service.reading import read_run, run_document
 from howfast.store.liveness import still_running
 
 

@@ -16,8 +16,10 @@ from howfast.cli.options import check_path_value, checked_path, json_option, sto
 from howfast.cli.output import finish
 from howfast.cli.progress import ProgressObserver
 from howfast.cli.stores import open_results
-from howfast.dryrun import plan_document, write_text
 from howfast.errors import UsageError
+from howfast.machine.cgroup import detect, detect_io, remove_abandoned
+from howfast.machine.memory import cap_floor_problem, memory_basis
+from howfast.machine.pgbin import PgInstall, choose_install
 from howfast.metrics.live import LINGER_S
 from howfast.plans import (
     Overrides,
@@ -25,29 +27,26 @@ from howfast.plans import (
     effective_settings,
     expand,
     load_plan,
-    parse_duration,
     parse_int_list,
-    parse_modes,
     parse_set_option,
-    parse_size,
 )
 from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
 from howfast.plans.model import MAX_ADDED_LATENCY_MS, StorageSection, too_much_latency
 from howfast.plans.until import UntilRule, make_rule
+from howfast.plugin.registry import expected_seconds
 from howfast.runner import Runner
 from howfast.runner.fanout import FanOut
 from howfast.samplers.prometheus import prometheus_samplers
-from howfast.targets.cgroup import detect, detect_io, remove_abandoned
+from howfast.service.dryrun import plan_document, write_text
 from howfast.targets.emulated.build import Limits, variants
 from howfast.targets.emulated.target import emulated_variants
 from howfast.targets.factory import is_dsn, make_target
 from howfast.targets.kinds.k8s import is_k8s
-from howfast.targets.memory import cap_floor_problem, memory_basis
-from howfast.targets.pgbin import PgInstall, choose_install
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
-from howfast.workloads.pgbench.build import expected_seconds
+from howfast.units import parse_duration, parse_size
+from howfast.workloads.pgbench.plan import parse_modes
 
 
 @click.command("run")

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from howfast.cancel import NEVER, CancelToken
-from howfast.hosts.podread import ServerReading
+from howfast.machine.devices import RoleDevice
+from howfast.machine.memory import MemoryBasis
+from howfast.machine.podread import ServerReading
 from howfast.model import JSONValue
-from howfast.samplers.devices import RoleDevice
-from howfast.targets.memory import MemoryBasis
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,8 @@ class Host(ABC):
 
     def server_counters(self) -> ServerCounters | None:
         """The server's own cgroup and processes, read through this host (a pod's server
-        container); None where the target reads them itself (Target.server_io) or cannot."""
+        container); None where the target reads them itself (HasLocalServer.server_io) or
+        cannot."""
         return None
 
     @abstractmethod

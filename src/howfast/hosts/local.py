@@ -20,15 +20,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from howfast.cancel import NEVER, CancelToken
+from howfast.diskcounters import parse_diskstats
 from howfast.errors import Aborted
 from howfast.hosts.base import Host, Invocation, LineHandler, StartHandler, ToolResult
-from howfast.samplers.devices import RoleDevice, resolve_roles
-from howfast.samplers.diskstats import parse_diskstats
-from howfast.targets.cgroup import IoCgroup
-from howfast.targets.fsinfo import describe_path
-from howfast.targets.fsinfo import same_filesystem as _same_filesystem
-from howfast.targets.memory import MemoryBasis, memory_basis
-from howfast.targets.pgbin import PgInstall
+from howfast.machine.cgroup import IoCgroup
+from howfast.machine.devices import RoleDevice, resolve_roles
+from howfast.machine.fsinfo import describe_path
+from howfast.machine.fsinfo import same_filesystem as _same_filesystem
+from howfast.machine.memory import MemoryBasis, memory_basis
+from howfast.machine.pgbin import PgInstall
 
 PROC = Path("/proc")
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")

@@ -1,8 +1,12 @@
 """A pod as a host: tools run by exec in one of the pod's containers (never through a
 port-forward from here), and facts come from the pod, its node and its volumes.
 
-    host = PodHost(target)                   # bound to a started K8sTarget
+    host = PodHost(description, api)         # a frozen PodDescription; api: the cluster's exec
     host.run(invocation, work_dir)           # inputs written in the pod first, outputs back
+
+The description says everything the host needs of the pod (its containers, node, mounts):
+any Kubernetes-based target builds one (targets/k8s/facts.py's pod_description), for a pod
+howfast created or not; nothing here knows howfast's own manifests.
 
 An invocation's work directory is a directory in the pod's memory-backed `work` volume (never
 the storage under test), named after the local one; the files it collects come back through
@@ -22,12 +26,13 @@ import tarfile
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from howfast.cancel import NEVER, CancelToken
+from howfast.diskcounters import parse_diskstats
 from howfast.errors import Aborted, HowfastError
-from howfast.hosts import podread
 from howfast.hosts.base import (
     Host,
     Invocation,
@@ -36,19 +41,15 @@ from howfast.hosts.base import (
     StartHandler,
     ToolResult,
 )
-from howfast.hosts.podread import ServerReading
-from howfast.samplers.devices import (
+from howfast.machine import podread
+from howfast.machine.devices import (
     RoleDevice,
     diskstats_numbers,
     parse_block_links,
     roles_from_mounts,
 )
-from howfast.samplers.diskstats import parse_diskstats
-from howfast.targets.k8s import manifests as m
-from howfast.targets.memory import MemoryBasis
-
-if TYPE_CHECKING:
-    from howfast.targets.k8s.target import K8sTarget
+from howfast.machine.memory import MemoryBasis
+from howfast.machine.podread import ServerReading
 
 PID_FILE = ".howfast-pid"
 STOP_GRACE_S = 5.0
@@ -58,19 +59,65 @@ EXEC_TIMEOUT_S = 10.0  # a sampler's reading: never long enough to hold a step u
 NODE_PROC = ("diskstats", "stat", "meminfo")
 PROC_SHARE_S = 0.25
 SECRET_NAMES = {"PGPASSWORD"}  # given to the tools by the container, from the Secret
-# cd to the work directory, leave the PID where a stop can find it, then become the tool.
-WRAPPER = (
-    'd="$1"; shift; cd "$d" || exit 127; echo $$ > '
-    + PID_FILE
-    + "; "
-    + m.PATH_SETUP
-    + '; exec env "$@"'
-)
 
 
-def pod_work_dir(work_dir: Path) -> PurePosixPath:
+@dataclass(frozen=True)
+class NodeFacts:
+    """The node a pod runs on, as far as known (None: not scheduled yet, or not readable)."""
+
+    name: str | None = None
+    cores: int | None = None  # allocatable CPU, in whole cores
+    memory_bytes: int | None = None  # allocatable memory
+
+
+@dataclass(frozen=True)
+class PodDescription:
+    """What a PodHost needs to know of a pod. Frozen: built once the pod is known (before it
+    is scheduled, for a dry run, with the node unknown)."""
+
+    context: str | None  # the kubeconfig context (None: its current one)
+    namespace: str
+    pod: str
+    tools_container: str  # where tools run, unless program_containers names another
+    server_container: str | None  # PostgreSQL's; None: a pod without a server (a probe)
+    data_dir: str  # PostgreSQL's data directory in server_container (finds its processes)
+    work_dir: str  # a memory-backed volume for the tools' work directories (never under test)
+    volume_root: str  # where the volumes under test are mounted
+    path_setup: str  # a shell snippet that puts PostgreSQL's programs on PATH
+    node: NodeFacts = NodeFacts()
+    memory_limit_bytes: int | None = None  # the server container's limit (--memory)
+    program_containers: Mapping[str, str] = field(default_factory=dict)  # fio: its own image
+    images: Mapping[str, str] = field(default_factory=dict)  # container -> image
+
+
+@dataclass
+class ExecResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class PodExec(Protocol):
+    """Exec in a pod's container (targets/k8s/cluster.py's Cluster)."""
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
+    ) -> ExecResult: ...
+
+    def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
+        """A session (the client's WSClient): is_open, update, peek_/read_stdout and _stderr,
+        returncode, close."""
+
+
+def wrapper(path_setup: str) -> str:
+    """cd to the work directory, leave the PID where a stop can find it, then become the
+    tool (with PostgreSQL's programs on PATH)."""
+    return f'd="$1"; shift; cd "$d" || exit 127; echo $$ > {PID_FILE}; {path_setup}; exec env "$@"'
+
+
+def pod_work_dir(work_dir: Path, work_root: str) -> PurePosixPath:
     """The pod directory of a local work directory: its last parts, under the work volume."""
-    return PurePosixPath(m.WORK_MOUNT, *work_dir.parts[-3:])
+    return PurePosixPath(work_root, *work_dir.parts[-3:])
 
 
 def setup_script(directory: PurePosixPath, invocation: Invocation) -> str:
@@ -125,15 +172,16 @@ class PodServerCounters(ServerCounters):
     version, and so which files, is found at the first reading (an exec that fails there
     turns the sampler off with a warning, never the step)."""
 
-    def __init__(self, host: PodHost) -> None:
+    def __init__(self, host: PodHost, container: str) -> None:
         self.host = host
+        self.container = container
         self.version = ""
         self.cgroup = ""
         self.files: dict[str, str] = {}
-        self.source = f"the server container's cgroup + /proc/PID/io, {host._where(m.POSTGRES)}"
+        self.source = f"the server container's cgroup + /proc/PID/io, {host._where(container)}"
 
     def _detect(self) -> None:
-        out = self.host._exec(["cat", "/proc/self/cgroup"], container=m.POSTGRES)
+        out = self.host._exec(["cat", "/proc/self/cgroup"], container=self.container)
         if out.returncode != 0:
             raise HowfastError(f"cannot read the server container's cgroup: {_exec_failure(out)}")
         self.version, self.cgroup = podread.own_cgroup_path(out.stdout)
@@ -142,7 +190,7 @@ class PodServerCounters(ServerCounters):
         what = "blkio.throttle, cpuacct" if v1 else "io.stat, cpu.stat"
         self.source = (
             f"cgroup {self.version} of the server container ({what}) + /proc/PID/io, "
-            f"{self.host._where(m.POSTGRES)}"
+            f"{self.host._where(self.container)}"
         )
         if v1:
             self.note = (
@@ -154,8 +202,8 @@ class PodServerCounters(ServerCounters):
     def read(self) -> ServerReading:
         if not self.version:
             self._detect()
-        argv = podread.server_argv(self.files, m.PGDATA)
-        out = self.host._exec(argv, container=m.POSTGRES, timeout_s=EXEC_TIMEOUT_S)
+        argv = podread.server_argv(self.files, self.host.pod.data_dir)
+        out = self.host._exec(argv, container=self.container, timeout_s=EXEC_TIMEOUT_S)
         if out.returncode != 0:
             raise HowfastError(f"cannot read the server container's counters: {_exec_failure(out)}")
         return podread.parse_server(self.version, self.files, out.stdout)
@@ -167,8 +215,9 @@ class PodServerCounters(ServerCounters):
 class PodHost(Host):
     name = "pod"
 
-    def __init__(self, target: K8sTarget) -> None:
-        self.target = target
+    def __init__(self, pod: PodDescription, api: PodExec) -> None:
+        self.pod = pod
+        self.api = api
         self._numbers: dict[str, str] | None = None  # device name -> MAJ:MIN, on the node
         self._counters: PodServerCounters | None = None
         self._proc_lock = threading.Lock()
@@ -176,15 +225,19 @@ class PodHost(Host):
 
     # -- where things run --------------------------------------------------------------
     def _container(self, program: str) -> str:
-        if program == "fio" and self.target.options.fio_image != self.target.options.image:
-            return m.FIO
-        return m.TOOLS
+        return self.pod.program_containers.get(program, self.pod.tools_container)
 
-    def _exec(self, command: list[str], *, container: str = m.TOOLS, timeout_s: float = 60) -> Any:
-        cluster, namespace, pod = self.target.exec_place()
-        return cluster.exec(namespace, pod, container, command, timeout_s=timeout_s)
+    def _exec(
+        self, command: list[str], *, container: str | None = None, timeout_s: float = 60
+    ) -> ExecResult:
+        pod = self.pod
+        return self.api.exec(
+            pod.namespace, pod.pod, container or pod.tools_container, command, timeout_s=timeout_s
+        )
 
-    def _sh(self, script: str, *, container: str = m.TOOLS, timeout_s: float = 60) -> Any:
+    def _sh(
+        self, script: str, *, container: str | None = None, timeout_s: float = 60
+    ) -> ExecResult:
         return self._exec(["/bin/sh", "-c", script], container=container, timeout_s=timeout_s)
 
     def run(
@@ -200,16 +253,17 @@ class PodHost(Host):
         unknown = set(invocation.secret_env) - SECRET_NAMES
         if unknown:
             raise HowfastError(f"a pod cannot be given {', '.join(sorted(unknown))} safely")
-        cluster, namespace, pod = self.target.exec_place()
+        namespace, pod = self.pod.namespace, self.pod.pod
         container = self._container(invocation.program)
-        directory = pod_work_dir(work_dir)
+        directory = pod_work_dir(work_dir, self.pod.work_dir)
         setup = self._sh(setup_script(directory, invocation), container=container)
         if setup.returncode != 0:
             raise HowfastError(f"cannot prepare {directory} in pod {pod}: {setup.stderr.strip()}")
         env = [f"{k}={v}" for k, v in invocation.env.items()]
-        command = ["/bin/sh", "-c", WRAPPER, "howfast", str(directory), *env, *invocation.argv]
+        script = wrapper(self.pod.path_setup)
+        command = ["/bin/sh", "-c", script, "howfast", str(directory), *env, *invocation.argv]
         try:
-            session = cluster.exec_stream(namespace, pod, container, command)
+            session = self.api.exec_stream(namespace, pod, container, command)
             out: list[str] = []
             err: list[str] = []
             partial = ""
@@ -284,13 +338,13 @@ class PodHost(Host):
 
     def cores(self) -> int:
         """pgbench runs in the tools container, which has no CPU limit: the node's cores."""
-        return self.target.node_cores() or 1
+        return self.pod.node.cores or 1
 
     def server_memory(self, cap_bytes: int | None) -> MemoryBasis | str:
-        limit = self.target.options.memory_bytes or cap_bytes
+        limit = self.pod.memory_limit_bytes or cap_bytes
         if limit:
             return MemoryBasis(limit, "--memory")
-        node = self.target.node_memory()
+        node = self.pod.node.memory_bytes
         if node:
             return MemoryBasis(node, "ram")
         return (
@@ -299,7 +353,7 @@ class PodHost(Host):
         )
 
     def _where(self, container: str) -> str:
-        return f"by exec in pod howfast-{self.target.token} (container {container})"
+        return f"by exec in pod {self.pod.pod} (container {container})"
 
     def role_devices(self, paths: Mapping[str, Path]) -> list[RoleDevice]:
         """From inside the pod: the mounts of the tools container (the same volumes as the
@@ -340,7 +394,7 @@ class PodHost(Host):
         return {name: found[path] for path, name in paths.items()}
 
     def proc_source(self, name: str) -> str:
-        return f"the node's /proc/{name}, {self._where(m.TOOLS)}"
+        return f"the node's /proc/{name}, {self._where(self.pod.tools_container)}"
 
     def process_cpu_note(self) -> str | None:
         return (
@@ -351,10 +405,10 @@ class PodHost(Host):
     def server_counters(self) -> ServerCounters | None:
         """The postgres container's own cgroup (as runc mounts it: v1 at
         /sys/fs/cgroup/CONTROLLER, v2 in its cgroup namespace) and the server's processes."""
-        if not self.target.server:
+        if self.pod.server_container is None:
             return None
         if self._counters is None:
-            self._counters = PodServerCounters(self)
+            self._counters = PodServerCounters(self, self.pod.server_container)
         return self._counters
 
     def device_number(self, device: str) -> str | None:
@@ -390,7 +444,7 @@ class PodHost(Host):
         return out.returncode != 0 and "Invalid argument" in out.stdout + out.stderr
 
     def same_filesystem(self, a: Path, b: Path) -> bool:
-        inside = [str(p).startswith(m.MOUNT_ROOT + "/") for p in (a, b)]
+        inside = [str(p).startswith(self.pod.volume_root + "/") for p in (a, b)]
         if not all(inside):
             return False  # a local work directory: not on any volume of the pod
         out = self._sh(f"stat -c %d {shlex.quote(str(a))} {shlex.quote(str(b))}")

@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from howfast.errors import UsageError
 from howfast.metrics.families import RunMetrics, StepLabels, step_labels
 from howfast.model import StepRecord
-from howfast.runner.observer import StepRef
+from howfast.observer import StepRef
 
 DEFAULT_ADDRESS = "127.0.0.1"
 LINGER_S = 15.0  # at most this long after the run for one last scrape, when someone scrapes

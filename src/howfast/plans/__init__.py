@@ -17,20 +17,10 @@ from howfast.plans.load import (
     load_plan,
     parse_plan,
 )
-from howfast.plans.model import (
-    PGBENCH_MODES,
-    Overrides,
-    Plan,
-    Step,
-    parse_duration,
-    parse_int_list,
-    parse_modes,
-    parse_set_option,
-    parse_size,
-)
+from howfast.plans.model import Plan, Step, parse_int_list, parse_set_option
+from howfast.plugin.overrides import Overrides
 
 __all__ = [
-    "PGBENCH_MODES",
     "Overrides",
     "Plan",
     "Step",
@@ -41,10 +31,7 @@ __all__ = [
     "key_lines",
     "list_builtin_plans",
     "load_plan",
-    "parse_duration",
     "parse_int_list",
-    "parse_modes",
     "parse_plan",
     "parse_set_option",
-    "parse_size",
 ]

@@ -1,6 +1,6 @@
 """Turning a validated plan (and the command line's overrides) into the list of steps to run.
 
-Each workload expands its own steps (its plugin's `expand`, workloads/plugin.py); this module
+Each workload expands its own steps (its plugin's `expand`, plugin/workload.py); this module
 only walks the plan in order, carrying what one step tells the next (the scale a pgbench-init
 step loads). Pure: no I/O, no clock, no CPU count. The params dicts are the stable JSON
 contract described in docs/plans/format.md.
@@ -13,16 +13,19 @@ import json
 
 from howfast.errors import UsageError
 from howfast.model import StepSpec
-from howfast.plans.model import Overrides, Plan
+from howfast.plans.model import Plan
 from howfast.plans.until import Block
-from howfast.workloads import registry
-from howfast.workloads.plugin import ExpandContext
+from howfast.plugin import registry
+from howfast.plugin.overrides import Overrides
+from howfast.plugin.workload import ExpandContext
 
 
 def expand(plan: Plan, overrides: Overrides | None = None) -> list[StepSpec]:
     """The steps of `plan` in order. Within a pgbench step: for each mode, for each client
     count, each repetition. Measuring steps run `repeat` times; pgbench-init runs once."""
     overrides = overrides or Overrides()
+    for plugin in registry.plugins().values():
+        plugin.check_overrides(overrides)
     # The scale later steps record: the override, else the latest pgbench-init above them.
     ctx = ExpandContext(overrides, overrides.repeat or plan.repeat, scale=overrides.scale)
     specs: list[StepSpec] = []

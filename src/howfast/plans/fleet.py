@@ -19,7 +19,7 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from howfast.iolimits import IoLimits
-from howfast.workloads.fields import PositiveInt, Size, conflict, no_duplicates
+from howfast.plugin.fields import PositiveInt, Size, conflict, no_duplicates
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$")]
 # DNS-1123 subdomain, as Kubernetes names StorageClasses and VolumeAttributesClasses

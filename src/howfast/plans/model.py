@@ -1,46 +1,33 @@
 """What a plan file may say: its top-level keys, its steps (one model per workload, found in
-the workload registry), and the command-line overrides.
+the workload registry), and the parsers of the command-line options that change a plan
+(the overrides themselves are plugin/overrides.py's: workloads read them).
 
 The models are strict (a TOML string is not silently an integer) and forbid unknown keys, so
 that a typo in a plan is an error instead of a default quietly taking its place. Each
-workload's step model lives in its plan module (workloads/plugin.py); the value types they
-share in workloads/fields.py, durations and sizes in units.py.
+workload's step model lives in its plan module (plugin/workload.py); the value types they
+share in plugin/fields.py, durations and sizes in units.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from howfast.errors import UsageError
 from howfast.plans.fleet import FleetSection
 from howfast.plans.until import check_until
-from howfast.sizing import dataset_value
-from howfast.units import (
-    duration_seconds,
-    parse_duration,
-    parse_size,
-    quote,
-    size_bytes,
-    whole_seconds,
-)
-from howfast.workloads import registry
-from howfast.workloads.fields import (
-    RESERVED_SETTINGS,
+from howfast.plugin import registry
+from howfast.plugin.fields import (
     Duration,
     PositiveInt,
     Settings,
     Size,
-    no_duplicates,
     setting_name,
     setting_value,
 )
-
-# The overrides' modes are pgbench's (--modes).
-from howfast.workloads.pgbench.plan import PGBENCH_MODES, check_mode
-from howfast.workloads.plugin import StepModel
+from howfast.plugin.workload import StepModel
+from howfast.units import duration_seconds, quote
 
 # A step of a plan: the model of the workload its `workload` key names.
 STEP_MODELS: dict[str, type[StepModel]] = registry.step_models()
@@ -119,75 +106,7 @@ class Plan(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------
-# Command-line overrides and the parsers the CLI uses to build them.
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """`howfast run` options that change a plan. None (or empty) leaves the plan's value.
-
-    Checked on construction, so a bad value is a UsageError before anything runs.
-    """
-
-    scale: int | None = None
-    clients: list[int] | None = None
-    duration_s: float | None = None
-    modes: list[str] | None = None
-    repeat: int | None = None
-    settings: dict[str, str] = field(default_factory=dict)
-    rate: float | None = None  # --rate: one fixed offered rate for every pgbench step
-    rates: list[float] | None = None  # --rates: these offered rates instead of the plan's
-    slo: str | None = None  # --slo p99=10ms
-    dataset: str | None = None  # --dataset: a regime or size for every pgbench-init step
-
-    def __post_init__(self) -> None:
-        if self.dataset is not None:
-            if self.scale is not None:
-                raise UsageError("give --scale or --dataset, not both")
-            try:
-                dataset_value(self.dataset)
-            except ValueError as e:
-                raise UsageError(f"--dataset {e}") from None
-        if self.rate is not None and self.rates is not None:
-            raise UsageError("give --rate or --rates, not both")
-        for value in [self.rate] if self.rate is not None else self.rates or []:
-            if value <= 0:
-                raise UsageError(f"a rate must be above 0 transactions/s, got {value:g}")
-        if self.slo is not None:
-            from howfast.analysis.latency_curve import parse_slo
-
-            object.__setattr__(self, "slo", parse_slo(self.slo).text)
-        if self.scale is not None and self.scale < 1:
-            raise UsageError(f"--scale must be 1 or more, got {self.scale}")
-        if self.repeat is not None and self.repeat < 1:
-            raise UsageError(f"--repeat must be 1 or more, got {self.repeat}")
-        if self.clients is not None:
-            _check_list("--clients", self.clients)
-            if min(self.clients) < 1:
-                raise UsageError(f"--clients must be 1 or more, got {min(self.clients)}")
-        if self.modes is not None:
-            _check_list("--modes", self.modes)
-            for mode in self.modes:
-                check_mode(mode)
-        if self.duration_s is not None:
-            try:
-                whole_seconds(duration_seconds(self.duration_s))
-            except ValueError as e:
-                raise UsageError(f"--duration: {e}") from None
-        try:
-            settings = {setting_name(k): setting_value(v) for k, v in self.settings.items()}
-        except ValueError as e:
-            raise UsageError(f"--set: {e}") from None
-        object.__setattr__(self, "settings", settings)  # frozen: normalise names once, here
-
-
-def _check_list(option: str, values: list[Any]) -> None:
-    if not values:
-        raise UsageError(f"{option} needs at least one value")
-    try:
-        no_duplicates(values)
-    except ValueError as e:
-        raise UsageError(f"{option}: {e}") from None
+# Parsers the CLI uses to build the overrides (plugin/overrides.py).
 
 
 def parse_int_list(text: str, option: str = "--clients") -> list[int]:
@@ -204,15 +123,6 @@ def parse_int_list(text: str, option: str = "--clients") -> list[int]:
     return values
 
 
-def parse_modes(text: str, option: str = "--modes") -> list[str]:
-    """pgbench modes separated by commas: "select-only,tpcb-like"."""
-    modes = [item.strip() for item in text.split(",")]
-    for mode in modes:
-        check_mode(mode)
-    _check_list(option, modes)
-    return modes
-
-
 def parse_set_option(text: str) -> tuple[str, str]:
     """`--set name=value` -> (name, value). The value is kept as written (it may be empty)."""
     name, equals, value = text.partition("=")
@@ -224,24 +134,3 @@ def parse_set_option(text: str) -> tuple[str, str]:
         return setting_name(name.strip()), setting_value(value)
     except ValueError as e:
         raise UsageError(f"--set {quote(text)}: {e}") from None
-
-
-# Names that moved to workloads/fields.py, sizing.py and units.py; still importable from here.
-__all__ = [
-    "PGBENCH_MODES",
-    "RESERVED_SETTINGS",
-    "STEP_MODELS",
-    "Overrides",
-    "Plan",
-    "Step",
-    "dataset_value",
-    "duration_seconds",
-    "parse_duration",
-    "parse_int_list",
-    "parse_modes",
-    "parse_set_option",
-    "parse_size",
-    "setting_name",
-    "setting_value",
-    "size_bytes",
-]

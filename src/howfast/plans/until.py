@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from howfast.analysis.stats import MIN_REPETITIONS
-from howfast.analysis.until import DEFAULT_MAX_REPETITIONS, width_text
 from howfast.errors import UsageError
 from howfast.model import JSONValue, StepSpec
 from howfast.units import duration_seconds, quote
+from howfast.until_rule import DEFAULT_MAX_REPETITIONS, MIN_REPETITIONS, width_text
 
 EXAMPLE = "ci=2% (optionally ci=2%,max=20)"
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
 from howfast.analysis.overview import Overview
-from howfast.analysis.stats import MIN_REPETITIONS
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
 from howfast.report import rate_section, tables
 from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
 from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
 from howfast.report.sweep_table import sweep_charts, sweep_table
+from howfast.until_rule import MIN_REPETITIONS
 
 Block = tables.Table | Chart | str
 

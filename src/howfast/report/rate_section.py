@@ -4,9 +4,9 @@ objective marked."""
 
 from __future__ import annotations
 
-from howfast.analysis.latency_curve import parse_slo
 from howfast.analysis.overview import Overview
 from howfast.analysis.rate_curves import RateCurve, rate_curves
+from howfast.rates import parse_slo
 from howfast.report.charts import Chart, Trace
 from howfast.report.tables import Cell, Table
 

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from howfast.analysis.regimes import RegimeRow, RegimeTps, regimes_rows
 from howfast.model import RunRecord
-from howfast.targets.memory import human_bytes
+from howfast.units import human_bytes
 
 
 def _f(value: float | None, digits: int = 1) -> str:

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from howfast.analysis.compare import Comparison
-from howfast.analysis.groups import StepGroup, rate_label
+from howfast.analysis.groups import StepGroup
 from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, with_unit
 from howfast.analysis.overview import Overview, Placed, TargetView
 from howfast.errortext import error_summary
 from howfast.model import JSONValue, RunRecord
+from howfast.rates import rate_label
 from howfast.report import figures
 
 

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from howfast.analysis.fleet import is_fleet
-from howfast.analysis.groups import StepGroup, rate_label
+from howfast.analysis.groups import StepGroup
 from howfast.analysis.metrics import with_unit
 from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
 from howfast.analysis.summary import ModeRow, TargetSummary, summarize
@@ -16,6 +16,7 @@ from howfast.analysis.why import why_lines
 from howfast.errortext import error_summary
 from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord
 from howfast.printable import printable
+from howfast.rates import rate_label
 from howfast.report import (
     figures,
     fleet_table,

@@ -7,13 +7,12 @@
 - interleaved.py: an `--until` run: every target open at once, tests repeated in rounds that
   alternate the targets until the stopping rule (analysis/until.py) says enough.
 
-Events to the user interface carry which target and which step they are about
-(observer.StepRef), and cancellation is a token (signals.SignalGuard.cancel) that every tool
+Events to the user interface (howfast/observer.py) carry which target and which step they
+are about (StepRef), and cancellation is a token (signals.SignalGuard.cancel) that every tool
 watches, so target sessions can be open side by side.
 """
 
 from howfast.clock import now
-from howfast.runner.observer import RunObserver, StepRef
 from howfast.runner.run import Runner, RunResult
 
-__all__ = ["RunObserver", "RunResult", "Runner", "StepRef", "now"]
+__all__ = ["RunResult", "Runner", "now"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from howfast.model import StepRecord
-from howfast.runner.observer import RunObserver, StepRef
+from howfast.observer import RunObserver, StepRef
 
 
 class FanOut:

@@ -19,9 +19,10 @@ from pathlib import Path
 from howfast.clock import now
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec, TargetRecord
+from howfast.observer import RunObserver, StepRef
 from howfast.plans.fleet import FleetScenario
-from howfast.runner.observer import RunObserver, StepRef
 from howfast.runner.run import RunInfo, RunResult, record_run
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import (
@@ -35,8 +36,8 @@ from howfast.runner.target_session import new_work_root
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection
+from howfast.targets.capabilities import HasServerLog
 from howfast.targets.fleet_base import FleetInstance, FleetPlace
-from howfast.targets.pgbin import PgInstall
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome, Workload
 
@@ -154,7 +155,7 @@ class FleetRunner:
             env = StepEnvironment(
                 run_id=run_id,
                 target=member,
-                host=member.host(self.install),
+                host=member.host(),
                 install=self.install,
                 store=self.store,
                 observer=self.observer,
@@ -240,7 +241,7 @@ class FleetRunner:
             outcome.resolved_params.update(result.extra)
             if outcome.status == "failed":
                 failed += 1
-                if x.failed_start is None:
+                if x.failed_start is None and isinstance(x.member, HasServerLog):
                     tail = x.member.server_log_tail(10)
                     if tail:
                         outcome.error = f"{outcome.error}\n--- server log (last lines) ---\n{tail}"

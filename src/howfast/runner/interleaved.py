@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from howfast.analysis.until import (
-    STOPPED_WHY,
     RoundState,
     budget_share,
     figure_widths,
@@ -25,9 +24,10 @@ from howfast.analysis.until import (
     stop_reason,
 )
 from howfast.model import StepRecord, StepSpec
+from howfast.observer import RunObserver
 from howfast.plans.until import Block, UntilRule
-from howfast.runner.observer import RunObserver
 from howfast.runner.target_session import TargetSession
+from howfast.until_rule import STOPPED_WHY
 from howfast.workloads import get_workload
 
 

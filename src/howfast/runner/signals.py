@@ -12,7 +12,7 @@ from types import FrameType
 from howfast import early_signal
 from howfast.cancel import CancelToken
 from howfast.errors import Aborted
-from howfast.runner.observer import RunObserver
+from howfast.observer import RunObserver
 
 # SIGQUIT (Ctrl-\) too: by default it would kill howfast and leave the server behind.
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)

@@ -14,16 +14,17 @@ from howfast.cancel import CancelToken
 from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
+from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
-from howfast.runner.observer import RunObserver, StepRef
+from howfast.observer import RunObserver, StepRef
+from howfast.plugin import registry
+from howfast.plugin.registry import expected_seconds
 from howfast.runner.signals import SignalGuard
-from howfast.samplers.session import TargetSampling
+from howfast.samplers.session import SampledPart, TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
-from howfast.targets.pgbin import PgInstall
-from howfast.workloads import get_workload, registry
+from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
-from howfast.workloads.pgbench.build import expected_seconds
 
 
 @dataclass
@@ -99,11 +100,24 @@ def execute_step(
         with env.guard.critical():  # a second Ctrl-C must not leave samplers running
             session.stop()
         shutil.rmtree(step_dir, ignore_errors=True)
-    session.merge_into(outcome, expected(spec))
+    add_sampled(outcome, session.part())
     outcome.warnings[:0] = prepared.warnings
     outcome.resolved_params = {**prepared.resolved_params, **outcome.resolved_params}
     _note_loaded_data(spec, outcome, env.previous)
     return outcome
+
+
+def add_sampled(outcome: StepOutcome, part: SampledPart | None) -> None:
+    """Join what the samplers saw to the step's outcome; the tool's own figures win."""
+    if part is None:
+        return
+    for name, points in part.series.items():
+        outcome.series.setdefault(name, points)
+    for name, value in part.metrics.items():
+        if value is not None:
+            outcome.metrics.setdefault(name, value)
+    outcome.warnings += part.warnings
+    outcome.sections.update(part.sections)
 
 
 def store_step(

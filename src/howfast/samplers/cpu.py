@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host

@@ -25,7 +25,7 @@ from howfast.diskcounters import (
 )
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host

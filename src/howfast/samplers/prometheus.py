@@ -24,9 +24,9 @@ import urllib.parse
 from collections import defaultdict
 
 from howfast.errors import UsageError
+from howfast.machine.devices import RoleDevice
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
-from howfast.samplers.devices import RoleDevice
 from howfast.samplers.promapi import (
     DISK_COUNTERS,
     PG_COUNTERS,

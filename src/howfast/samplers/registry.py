@@ -1,5 +1,5 @@
 """Samplers, found rather than listed: every module of howfast.samplers that defines a
-module-level `SAMPLER` (a SamplerPlugin) takes part.
+module-level `SAMPLER` (a SamplerPlugin, samplers/plugin.py) takes part.
 
 A SamplerPlugin says which workloads it watches (None: every workload whose plugin is
 `sampled`) and how to make its sampler for a target (None when the target has nothing for it:
@@ -14,36 +14,12 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
+
 if TYPE_CHECKING:
-    from howfast.hosts.base import Host
     from howfast.samplers.base import Sampler
-    from howfast.targets.base import Connection, Target
-
-
-@dataclass(frozen=True)
-class SamplerSetup:
-    """What a sampler factory may look at."""
-
-    target: Target
-    connection: Connection | None
-    # role -> device name as /proc/diskstats spells it, for the roles the disk sampler reads
-    # (a role whose device another role already has is left out).
-    role_devices: dict[str, str] = field(default_factory=dict)
-    # Where the tools and the server run: /proc and the server's counters are read through
-    # it (a pod's by exec). None: this machine's /proc.
-    host: Host | None = None
-
-
-@dataclass(frozen=True)
-class SamplerPlugin:
-    name: str
-    create: Callable[[SamplerSetup], Sampler | None]  # None: nothing to sample on this target
-    workloads: frozenset[str] | None = None  # None: every sampled workload
-    order: int = 100  # samplers start, and their results merge, in this order
 
 
 @functools.cache
@@ -67,7 +43,7 @@ def sampler_plugins() -> tuple[SamplerPlugin, ...]:
 def samplers_for(workload: str) -> list[SamplerPlugin]:
     """The sampler plugins that watch steps of `workload`; none for a workload that is not
     sampled (pgbench-init, pg_test_fsync) or not known."""
-    from howfast.workloads.registry import find
+    from howfast.plugin.registry import find
 
     plugin = find(workload)
     if plugin is None or not plugin.sampled:

@@ -1,7 +1,7 @@
 """PostgreSQL's own I/O during a step: its I/O cgroup's counters per device, and /proc/PID/io of
 its processes, beside the whole device's counters of the diskstats sampler.
 
-For a server howfast started on this machine (`Target.server_io()`; see targets/serverio.py
+For a server howfast started on this machine (`Target.server_io()`; see machine/serverio.py
 for where the figures come from and what each source misses), and, as ContainerServerSampler,
 for a server in a pod: its container's own cgroup (I/O, CPU and throttling) and processes, read
 through the host (`Host.server_counters()`, by exec; docs/kubernetes.md).
@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from howfast.hosts.podread import ContainerCpu, ServerReading
+from howfast.machine.podread import ContainerCpu, ServerReading
+from howfast.machine.serverio import FIELDS, ServerIo, device_numbers, parse_proc_io
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
-from howfast.targets.serverio import FIELDS, ServerIo, device_numbers, parse_proc_io
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
+from howfast.targets.capabilities import HasLocalServer
 
 if TYPE_CHECKING:
     from howfast.hosts.base import ServerCounters
@@ -331,7 +332,8 @@ def _summed(io: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def _create(setup: SamplerSetup) -> PeriodicSampler | None:
-    source = setup.target.server_io()
+    target = setup.target
+    source = target.server_io() if isinstance(target, HasLocalServer) else None
     if source is not None:
         return ServerIoSampler(source, setup.role_devices)
     counters = setup.host.server_counters() if setup.host is not None else None

@@ -5,22 +5,25 @@ the step's outcome.
     session = sampling.start("pgbench")      # just before the workload runs
     ... workload.execute(ctx) ...            # ctx.on_tool_started = session.track_process
     session.stop()                           # in a finally
-    session.merge_into(outcome, step_s)      # series, metrics, warnings, sections
+    part = session.part()                    # series, metrics, warnings, sections: the runner
+                                             # joins them to the step's outcome
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from howfast.hosts.base import Host
-from howfast.model import STEP_SECTIONS, JSONValue
+from howfast.machine.devices import RoleDevice, resolve_roles
+from howfast.model import STEP_SECTIONS, JSONValue, Sample
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.cpu import first_reading
-from howfast.samplers.devices import RoleDevice, resolve_roles
-from howfast.samplers.registry import SamplerSetup, create_samplers
+from howfast.samplers.plugin import SamplerSetup
+from howfast.samplers.registry import create_samplers
 from howfast.targets.base import Connection, Target
-from howfast.workloads.base import StepOutcome
+from howfast.targets.capabilities import HasStorage
 
 # A sampler more (such as --prometheus's) for each sampled step, given the target and the
 # devices behind its roles; None: nothing to add for this target.
@@ -47,7 +50,7 @@ class TargetSampling:
         self.problem: str | None = None
         if interval_s:
             try:
-                paths = target.storage_paths()
+                paths = target.storage_paths() if isinstance(target, HasStorage) else {}
                 self.roles = host.role_devices(paths) if host else resolve_roles(paths)
             except Exception as exc:  # the step still runs; it says why the disks are missing
                 self.problem = (
@@ -70,6 +73,18 @@ class TargetSampling:
             session.notes.append(self.problem)
         session.start()
         return session
+
+
+@dataclass(frozen=True)
+class SampledPart:
+    """What the samplers saw of one step, for its outcome (runner/step.py joins them: the
+    tool's own figures win); what it means is derived when the run is read
+    (analysis/derive.py)."""
+
+    series: Mapping[str, list[Sample]]
+    metrics: Mapping[str, JSONValue]
+    warnings: tuple[str, ...]
+    sections: Mapping[str, dict[str, JSONValue]]
 
 
 class StepSampling:
@@ -103,11 +118,10 @@ class StepSampling:
             merged.merge(sampler.stop())
         self.result = merged
 
-    def merge_into(self, outcome: StepOutcome, step_s: float | None) -> None:
-        """Add what was sampled to the step's outcome; what it means is derived when the run
-        is read (analysis/derive.py)."""
+    def part(self) -> SampledPart | None:
+        """What was sampled, once stopped; None when nothing was (no samplers)."""
         if self.result is None or self.ctx is None:
-            return
+            return None
         r = self.result
         sections: dict[str, dict[str, JSONValue]] = {name: {} for name in STEP_SECTIONS}
         for name, content in r.sections.items():
@@ -115,13 +129,7 @@ class StepSampling:
         sections["io"]["roles"] = _roles_section(self.roles, sections["io"].get("roles"))
         sections["io"]["interval_s"] = self.ctx.interval_s
         sections["io"]["sampled_s"] = self.ctx.now()  # the step's length, when none was planned
-        for name, points in r.series.items():
-            outcome.series.setdefault(name, points)
-        for name, value in r.metrics.items():
-            if value is not None:
-                outcome.metrics.setdefault(name, value)  # the tool's own figures win
-        outcome.warnings += r.warnings
-        outcome.sections.update(sections)
+        return SampledPart(dict(r.series), dict(r.metrics), tuple(r.warnings), sections)
 
 
 def _roles_section(roles: list[RoleDevice], sampled: JSONValue) -> dict[str, JSONValue]:

@@ -27,7 +27,7 @@ from psycopg import pq
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.registry import SamplerPlugin, SamplerSetup
+from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.targets import pgquery
 
 WAIT_INTERVAL_S = 0.1  # 10 Hz

@@ -18,21 +18,33 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
+from howfast.hosts.base import Host
+from howfast.hosts.local import LocalHost
+from howfast.machine.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
+from howfast.machine.fsinfo import describe_path, same_filesystem, whole_disk_number
+from howfast.machine.memory import cap_problem
+from howfast.machine.pgbin import PgInstall
+from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, PlannedConnection, Target
-from howfast.targets.cgroup import CgroupSupport, IoCgroup, MemoryCgroup, detect
+from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
+from howfast.targets.capabilities import (
+    AppliesStepSettings,
+    HasLocalServer,
+    HasServerLog,
+    HasStorage,
+    HoldsDirectoryLock,
+    Keepable,
+    Restartable,
+)
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
-from howfast.targets.fsinfo import describe_path, same_filesystem, whole_disk_number
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
-from howfast.targets.memory import cap_problem
 from howfast.targets.osuser import OsUser, check_reachable, server_user
-from howfast.targets.pgbin import PgInstall
-from howfast.targets.serverio import IoAccount, ServerIo, open_accounting
 
 SUPERUSER = "howfast"
 START_TIMEOUT_S = 60
@@ -138,7 +150,16 @@ def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
     }
 
 
-class LocalTarget(Target):
+class LocalTarget(
+    Target,
+    HasStorage,
+    HasServerLog,
+    HasLocalServer,
+    Restartable,
+    AppliesStepSettings,
+    HoldsDirectoryLock,
+    Keepable,
+):
     kind = "local"
 
     def __init__(
@@ -180,7 +201,7 @@ class LocalTarget(Target):
         self.cgroup: MemoryCgroup | None = None
         # I/O limits set by whoever built the storage (an emulated volume); not ours to remove
         self.io_cgroup: IoCgroup | None = None
-        # Where PostgreSQL's own I/O is counted (targets/serverio.py); the cgroup made for it
+        # Where PostgreSQL's own I/O is counted (machine/serverio.py); the cgroup made for it
         # (no limits) is ours to remove at stop.
         self.io_account: IoAccount | None = None
         self.io_account_note: str | None = None
@@ -399,6 +420,13 @@ class LocalTarget(Target):
         finally:
             self._stop_postmaster(signal.SIGQUIT)
 
+    def host(self) -> Host:
+        """This machine, with PostgreSQL's programs from the target's install."""
+        return LocalHost(self.install)
+
+    def start_warnings(self) -> tuple[str, ...]:
+        return tuple(self.warnings)
+
     def record(self) -> TargetRecord:
         device: dict[str, object] = {}
         if self.data_dir.exists():
@@ -436,10 +464,15 @@ class LocalTarget(Target):
     def scratch_dir(self) -> Path | None:
         return self.cluster_dir if self.cluster_dir.exists() else None
 
-    def planned_scratch_dir(self) -> Path | None:
-        return self.cluster_dir
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(
+            host=self.host(),
+            connection=self._planned_connection(),
+            scratch_dir=self.cluster_dir,
+            start=self._planned_start(),
+        )
 
-    def planned_connection(self) -> Connection:
+    def _planned_connection(self) -> Connection:
         """The socket directory is made at start (a fresh private directory), the port
         chosen then unless the settings name one."""
         wanted = [self.directory] + ([self.wal_root] if self.wal_root else [])
@@ -454,12 +487,12 @@ class LocalTarget(Target):
             port_text=port or "PORT",
         )
 
-    def planned_commands(self) -> list[tuple[str, list[str]]]:
+    def _planned_start(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """What start() runs before any step, for --dry-run: initdb and the server."""
-        return [
-            ("initdb, as the server's OS user", self._initdb_argv()),
-            ("the server, in its own session", self._postgres_argv()),
-        ]
+        return (
+            ("initdb, as the server's OS user", tuple(self._initdb_argv())),
+            ("the server, in its own session", tuple(self._postgres_argv())),
+        )
 
     def storage_paths(self) -> dict[str, Path]:
         if not self.data_dir.exists():
@@ -470,23 +503,21 @@ class LocalTarget(Target):
     def server_log_file(self) -> Path | None:
         return self.server_log
 
-    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+    def apply_step_settings(self, settings: Mapping[str, str]) -> None:
         """ALTER SYSTEM over the plan's postgresql.conf, then a reload, or a restart when a
         setting only takes effect at server start (shared_buffers...)."""
         if settings == self.step_settings:
-            return None
+            return
         assert self.connection is not None
         in_force, self.step_settings = self.step_settings, {}  # the plan's, if refused
         self.step_settings = pgquery.apply_step_settings(
-            self.connection, settings, in_force, self.restart
+            self.connection, dict(settings), in_force, self.restart
         )
-        return None
 
-    def restart(self) -> str | None:
+    def restart(self) -> None:
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup."""
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
-        return None
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import UsageError
+from howfast.machine.memory import MemoryBasis, shared_memory_problem
+from howfast.machine.pgbin import PgInstall
 from howfast.targets.leftovers.marks import write_owner
-from howfast.targets.memory import MemoryBasis, shared_memory_problem
 from howfast.targets.osuser import server_user
-from howfast.targets.pgbin import PgInstall
 
 _PARAMETER = re.compile(r'parameter "([^"]+)"')
 _MESSAGE = re.compile(r"^.*?(?:FATAL|ERROR):\s+(.*)$")

@@ -10,9 +10,9 @@ from pathlib import Path
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host, Invocation, ToolResult
+from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, Sample, StepRecord
 from howfast.targets.base import Connection, Target
-from howfast.targets.pgbin import PgInstall
 
 
 @dataclass

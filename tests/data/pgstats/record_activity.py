@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
+from howfast.machine.pgbin import choose_install
 from howfast.targets import pgquery
 from howfast.targets.local import LocalTarget
-from howfast.targets.pgbin import choose_install
 
 HERE = Path(__file__).parent
 

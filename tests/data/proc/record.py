@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from howfast.machine.pgbin import choose_install
 from howfast.samplers.pgstats import build_query, choose_views
 from howfast.targets import pgquery
 from howfast.targets.local import LocalTarget
-from howfast.targets.pgbin import choose_install
 
 HERE = Path(__file__).parent
 

@@ -16,11 +16,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import Aborted, HowfastError, UsageError
+from howfast.hosts.pod import ExecResult
 from howfast.targets.k8s import manifests
 
 WATCH_CHUNK_S = 5  # a watch is re-opened this often, to look at the cancel token and deadline
@@ -71,13 +71,6 @@ def kubeconfig_namespace(context: str | None) -> str | None:
         return None
     namespace = (chosen.get("context") or {}).get("namespace")
     return str(namespace) if namespace else None
-
-
-@dataclass
-class ExecResult:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 class Cluster:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from howfast.doctor import Check
+from howfast.checks import Check
 
 # What a run needs in its namespace: (verb, resource)
 NEEDED = (
@@ -32,7 +30,6 @@ def kubeconfig_present() -> bool:
 
 
 def kubernetes_checks(context: str | None = None, namespace: str | None = None) -> list[Check]:
-    from howfast.doctor import Check
     from howfast.errors import HowfastError
     from howfast.targets.k8s.cluster import Cluster, kubeconfig_namespace
 

@@ -1,2 +1,2 @@
-"""Target kinds: one module each, defining `KIND` (targets/registry.py): how a `--target`
+"""Target kinds: one module each, defining `KIND` (targets/kind.py): how a `--target`
 text is recognised, and how its Target is made."""

@@ -10,12 +10,12 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from howfast.machine.cgroup import CgroupSupport, detect, detect_io, owner_lock_path
 from howfast.store import liveness
-from howfast.targets.cgroup import CgroupSupport, detect, detect_io, owner_lock_path
 from howfast.targets.claim import MARKER
 from howfast.targets.dirlock import INFO, holder_text
 from howfast.targets.leftovers import marks, names
@@ -384,12 +384,12 @@ def user_names(uids: Iterable[int | None]) -> dict[int, str]:
     return found
 
 
-def read_snapshot(given: Iterable[Path] = ()) -> Snapshot:
-    """Everything cleanup looks at, read once. The target directories are those the machine
-    points at (servers' working directories, mounts, nbdkit's image, private directories'
-    records) and the `given` ones."""
-    from howfast.targets.leftovers.find import candidate_directories
-
+def read_snapshot(
+    candidates: Callable[[Snapshot, list[str]], list[str]], given: Iterable[Path] = ()
+) -> Snapshot:
+    """Everything cleanup looks at, read once. The target directories are those `candidates`
+    finds in what was read (find.candidate_directories: those the machine points at) and the
+    `given` ones; passed in, as this module is below the pure rules that choose them."""
     here = liveness.this_process()
     snapshot = Snapshot(
         processes=read_processes(),
@@ -399,7 +399,7 @@ def read_snapshot(given: Iterable[Path] = ()) -> Snapshot:
         euid=os.geteuid(),
     )
     holders = flock_holders()
-    for path in candidate_directories(snapshot, [str(Path(g).absolute()) for g in given]):
+    for path in candidates(snapshot, [str(Path(g).absolute()) for g in given]):
         found = read_target_dir(Path(path), holders)
         if found is not None:
             snapshot.target_dirs.append(found)

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
+from howfast.machine.cgroup import remove_if_abandoned
 from howfast.store import liveness
-from howfast.targets.cgroup import remove_if_abandoned
 from howfast.targets.claim import Claim
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers import names

@@ -9,11 +9,12 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from howfast.analysis.metrics import FIO_FIGURES, Metric
+from howfast.analysis.metrics import FIO_FIGURES
+from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
+from howfast.plugin.fields import Duration, Size, no_duplicates
+from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
 from howfast.units import format_bytes, quote, whole_seconds
-from howfast.workloads.fields import Duration, Size, no_duplicates
-from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
@@ -67,6 +68,7 @@ class FioPlugin(WorkloadPlugin[FioStep]):
     needs_server = False
     sampled = True
     executor_class = "howfast.workloads.fio.workload:FioWorkload"
+    analysis = "howfast.workloads.fio.analysis:ANALYSIS"
     metrics = (
         _m("read_iops", "read IOPS", "IOPS", True, 0),
         _m("write_iops", "write IOPS", "IOPS", True, 0),

@@ -7,6 +7,7 @@ from pathlib import PurePath
 
 from howfast.hosts.base import Invocation
 from howfast.model import JSONValue
+from howfast.plugin import registry
 from howfast.targets.base import Connection
 
 LOG_DIR = "txlog"  # in the step's private work directory, never on the storage under test
@@ -108,7 +109,9 @@ def init_invocation(
         tuple(init_argv(pgbench, params, conn.pgbench_args())),
         env=conn.options_env(),
         secret_env=conn.secret_env(),
-        expected_s=expected_seconds("pgbench-init", params) if isinstance(scale, int) else None,
+        expected_s=registry.expected_seconds("pgbench-init", params)
+        if isinstance(scale, int)
+        else None,
     )
 
 
@@ -138,7 +141,7 @@ def run_invocation(
         secret_env=conn.secret_env(),
         dirs=(LOG_DIR,),
         outputs=(f"{LOG_PREFIX}*",),
-        expected_s=expected_seconds("pgbench", params),
+        expected_s=registry.expected_seconds("pgbench", params),
         timeout_s=float(duration) * 3 + 300 if isinstance(duration, int | float) else None,
     )
 
@@ -151,14 +154,6 @@ def calibration_invocation(
         tuple(run_argv(pgbench, params, jobs=jobs, log_prefix=None, conn_args=conn.pgbench_args())),
         env=conn.options_env(),
         secret_env=conn.secret_env(),
-        expected_s=expected_seconds("pgbench", params),
+        expected_s=registry.expected_seconds("pgbench", params),
         timeout_s=300.0,
     )
-
-
-def expected_seconds(workload: str, params: dict[str, JSONValue]) -> float | None:
-    """How long a step should take, for ETAs; None when unknown (transaction counts). Each
-    workload says it (its plugin's `expected_seconds`, workloads/plugin.py)."""
-    from howfast.workloads.registry import expected_seconds as by_workload
-
-    return by_workload(workload, params)

@@ -21,11 +21,10 @@ from pydantic import (
     model_validator,
 )
 
-from howfast.analysis.metrics import Metric
 from howfast.errors import UsageError
+from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
-from howfast.units import quote, whole_seconds
-from howfast.workloads.fields import (
+from howfast.plugin.fields import (
     Duration,
     PositiveInt,
     Settings,
@@ -34,7 +33,10 @@ from howfast.workloads.fields import (
     no_duplicates,
     one_or_list,
 )
-from howfast.workloads.plugin import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.overrides import Overrides, check_list
+from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
+from howfast.rates import parse_slo, rate_label
+from howfast.units import quote, whole_seconds
 
 PGBENCH_MODES: tuple[str, ...] = ("select-only", "tpcb-like", "simple-update")
 Mode = Literal["select-only", "tpcb-like", "simple-update"]
@@ -138,8 +140,6 @@ class PgbenchStep(StepModel):
     def _valid_slo(cls, text: str | None) -> str | None:
         if text is None:
             return None
-        from howfast.analysis.latency_curve import parse_slo
-
         try:
             return parse_slo(text).text
         except UsageError as e:
@@ -288,8 +288,6 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
         return text + _settings_text(params)
 
     def short_label(self, params: Mapping[str, JSONValue]) -> str:
-        from howfast.analysis.groups import rate_label
-
         clients = params.get("clients")
         text = f"pgbench {params.get('mode')}, {clients} client{'' if clients == 1 else 's'}"
         rate = rate_label(params)
@@ -298,6 +296,10 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     def expected_seconds(self, params: Mapping[str, JSONValue]) -> float | None:
         duration = params.get("duration_s")
         return float(duration) if isinstance(duration, int | float) else None
+
+    def check_overrides(self, overrides: Overrides) -> None:
+        for mode in overrides.modes or []:  # --modes
+            check_mode(mode)
 
 
 def _settings_text(params: Mapping[str, JSONValue]) -> str:
@@ -360,6 +362,15 @@ def check_mode(mode: str) -> str:
         )
         raise UsageError(f"unknown pgbench mode {quote(mode)}", hint=hint)
     return mode
+
+
+def parse_modes(text: str, option: str = "--modes") -> list[str]:
+    """pgbench modes separated by commas: "select-only,tpcb-like"."""
+    modes = [item.strip() for item in text.split(",")]
+    for mode in modes:
+        check_mode(mode)
+    check_list(option, modes)
+    return modes
 
 
 PLUGIN = PgbenchPlugin()

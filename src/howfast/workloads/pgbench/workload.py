@@ -8,9 +8,10 @@ from pathlib import Path
 
 from howfast.errors import HowfastError, MissingToolError
 from howfast.hosts.base import ToolResult
+from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue, Sample
 from howfast.targets import pgquery
-from howfast.targets.pgbin import INSTALL_HINT
+from howfast.targets.capabilities import HasStorage
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -21,7 +22,6 @@ from howfast.workloads.base import (
 from howfast.workloads.pgbench import (
     build,
     dataset,
-    init_plan,
     livelog,
     logsampling,
     parse,
@@ -29,6 +29,7 @@ from howfast.workloads.pgbench import (
     rates,
     txlog,
 )
+from howfast.workloads.pgbench.init import plan as init_plan
 
 TAIL_LINES = 8
 
@@ -160,7 +161,7 @@ class PgbenchWorkload(Workload):
             _pgbench(ctx), params, jobs=jobs, conn=ctx.server(), progress=progress
         )
         warnings = []
-        scratch = ctx.target.scratch_dir()
+        scratch = ctx.target.scratch_dir() if isinstance(ctx.target, HasStorage) else None
         if scratch is not None and ctx.host.same_filesystem(ctx.work_dir, scratch):
             warnings.append(
                 "pgbench's per-transaction log is written to the storage under test "
