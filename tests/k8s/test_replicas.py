@@ -7,6 +7,7 @@ ports of this machine); the pod-network objects are checked by the API server's 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from howfast.runner.target_session import private_tmp
 from tests.k8s.conftest import (
     LABEL,
     Kube,
@@ -239,3 +241,35 @@ def test_a_client_pod_on_the_other_node_reaches_the_primary_and_times_round_trip
         target.stop()
     print(f"RTT p50 (ms), host network on loopback: {p50}")
     assert_clean(kube)
+
+
+def test_cleanup_removes_the_standby_a_killed_run_left(
+    k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGKILL once the standby streams (the first step runs): its pod, claim and ConfigMap
+    stay, and `howfast cleanup` finds and removes them with the run's other objects."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
+         "--target", "k8s://lab-disk?replicas=1", *lab_images(k8s_lab)],
+        env=host_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "[1/2]" in line:
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for directory in Path(private_tmp()).glob(f"howfast-work-{proc.pid}-*"):
+            shutil.rmtree(directory)  # what the killed howfast would have removed here
+    standby = kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=standby")["items"]
+    assert [p["metadata"]["name"].endswith("-standby-1") for p in standby] == [True]
+    out = json.loads(run_howfast(host_env, "cleanup", "--k8s", "--yes", "--json").stdout)
+    (run,) = out["runs"]
+    assert run["state"] == "gone" and run["removed"]
+    standby_objects = {o["kind"] for o in run["objects"] if "-standby-1" in o["name"]}
+    assert standby_objects == {"Pod", "ConfigMap", "PersistentVolumeClaim"}
+    assert leftovers(kube) == {}

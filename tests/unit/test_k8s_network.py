@@ -87,7 +87,8 @@ def _pods(mode: net.NetworkMode) -> dict[str, dict[str, Any]]:
     primary_address = net.addresses(run.name, mode, 1, {"primary": 41000})["primary"]
     standby = sm.StandbyPlan(run, 1, mode, primary_address, host_port=41001)
     return {
-        "primary": m.pod(replace(run, network=mode), OWNER),  # manifests.pod places it
+        # manifests.pod places it when other pods dial it
+        "primary": m.pod(replace(run, network=mode, remote_clients=True), OWNER),
         "standby": sm.pod(standby, OWNER),
         "client": cm.client_pod(run, mode, OWNER),
     }

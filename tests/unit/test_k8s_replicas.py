@@ -119,6 +119,8 @@ def test_a_dry_run_lists_the_standby_after_the_primary(monkeypatch: pytest.Monke
         "Secret", "ConfigMap", "PersistentVolumeClaim", "Pod",
     ]  # fmt: skip
     assert "listen_addresses = '127.0.0.1'" in alone[1]["data"]["postgresql.conf"]
+    assert "hostname" not in alone[3]["spec"] and "subdomain" not in alone[3]["spec"]
+    assert alone[3]["metadata"]["labels"][net.ROLE_LABEL] == "primary"
 
 
 def test_host_mode_puts_every_server_on_the_nodes_network(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -404,12 +404,15 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
                 }
             }
         }
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(plan, plan.name, owner)}
-    manifest["spec"] = spec
+    meta = _meta(plan, plan.name, owner)
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     if not plan.server:
         return manifest
     from howfast.targets.k8s import network as net
 
+    if plan.network == "pod" and not plan.remote_clients:  # alone: its labels, no DNS name
+        meta["labels"] = net.role_labels(plan.token, "primary")
+        return manifest
     return net.place_pod(manifest, plan.network, "primary", hostname=net.PRIMARY_HOSTNAME)
 
 
