@@ -235,7 +235,10 @@ def test_a_client_pod_on_the_other_node_reaches_the_primary_and_times_round_trip
             assert result.returncode == 0, result.stderr
             metrics = rtt.rtt_metrics(result.files.values())
             assert metrics["client_rtt_queries"] == rtt.RTT_TRANSACTIONS
-            assert 0 < metrics["client_rtt_p50_ms"] <= metrics["client_rtt_p99_ms"]
+            logs = "".join(Path(f).read_text()[:400] for f in result.files.values())
+            assert 0 < metrics["client_rtt_p50_ms"] <= metrics["client_rtt_p99_ms"], (
+                where, metrics, sorted(result.files), logs,
+            )  # fmt: skip
             p50[where] = metrics["client_rtt_p50_ms"]
     finally:
         target.stop()
