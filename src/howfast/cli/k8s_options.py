@@ -1,4 +1,6 @@
-"""The Kubernetes options of `howfast run` and `howfast probe` (k8s:// targets only)."""
+"""The Kubernetes options of `howfast run` and `howfast probe` (k8s:// targets only); their
+values reach the service by name (TargetRunOptions.kind_values), which refuses them without a
+k8s:// target (service/target_choice.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +9,13 @@ from typing import Any, TypeVar
 
 import click
 
-from howfast.errors import UsageError
 from howfast.targets.k8s.spec import (
     DEFAULT_FIO_IMAGE,
     DEFAULT_IMAGE,
     DEFAULT_VOLUME_SIZE,
-    K8sOptions,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-NAMES = ("namespace", "kube_context", "volume_size", "image", "fio_image", "node", "cpu")
 
 _OPTIONS = (
     click.option(
@@ -59,25 +57,3 @@ def kubernetes_options(fn: F) -> F:
     for option in reversed(_OPTIONS):
         fn = option(fn)
     return fn
-
-
-def build_options(
-    values: dict[str, Any], *, has_k8s: bool, memory_bytes: int | None = None
-) -> K8sOptions | None:
-    """K8sOptions from the command's values; UsageError when given without a k8s:// target."""
-    given = sorted(name for name in NAMES if values.get(name) is not None)
-    if not has_k8s:
-        if given:
-            flags = ", ".join("--" + name.replace("_", "-") for name in given)
-            raise UsageError(f"{flags}: for k8s:// targets only")
-        return None
-    return K8sOptions.build(
-        namespace=values.get("namespace"),
-        context=values.get("kube_context"),
-        volume_size=values.get("volume_size"),
-        image=values.get("image"),
-        fio_image=values.get("fio_image"),
-        node=values.get("node"),
-        cpu=values.get("cpu"),
-        memory_bytes=memory_bytes,
-    )

@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from howfast.clock import now
+from howfast.cancel import CancelToken
+from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
 from howfast.machine.pgbin import PgInstall
@@ -76,7 +77,11 @@ class FleetRunner:
         install: PgInstall,
         observer: RunObserver,
         label: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        cancel: CancelToken | None = None,
     ) -> None:
+        """`clock`: the stored timestamps; `cancel`: a token that stops the run as a signal
+        would (None: the run's own)."""
         self.store = store
         self.place = place
         self.scenarios = list(scenarios)
@@ -85,7 +90,9 @@ class FleetRunner:
         self.install = install
         self.observer = observer
         self.label = label
-        self.guard = SignalGuard(observer)
+        self.clock = clock
+        self.cancel = cancel
+        self.guard = SignalGuard(observer, cancel)
 
     @property
     def total_steps(self) -> int:
@@ -96,7 +103,7 @@ class FleetRunner:
         self.place.check(self.scenarios)
 
     def execute(self) -> RunResult:
-        self.guard = SignalGuard(self.observer)
+        self.guard = SignalGuard(self.observer, self.cancel)
         instances = sum(s.instances for s in self.scenarios)
 
         def scenarios(run_id: int) -> int:
@@ -111,7 +118,9 @@ class FleetRunner:
             self.place.close()
 
         info = RunInfo(self.plan_name, self.label, self.total_steps, instances)
-        return record_run(self.store, self.guard, info, self.check, scenarios, cleanup)
+        return record_run(
+            self.store, self.guard, info, self.check, scenarios, cleanup, clock=self.clock
+        )
 
     # -- one scenario ---------------------------------------------------------------------
     def _scenario(self, run_id: int, scenario: FleetScenario, first_index: int) -> int:
@@ -161,6 +170,7 @@ class FleetRunner:
                 guard=self.guard,
                 previous=[],
                 first_target=[],
+                clock=self.clock,
             )
             live.append(Live(member, env, connection, problem))
         return live
@@ -190,6 +200,7 @@ class FleetRunner:
         first_index: int,
         work_root: Path,
     ) -> int:
+        self.guard.check()  # a run stopped from another thread ends here, between steps
         workload = get_workload(spec.workload)
         skipped = {  # an instance whose load failed: nothing to read, its step is skipped
             id(x): reason
@@ -232,10 +243,11 @@ class FleetRunner:
         for x in live:
             result = results.get(id(x))
             if id(x) in skipped:
-                result = StepResult(StepOutcome(status="skipped", error=skipped[id(x)]), now())
+                skip = StepOutcome(status="skipped", error=skipped[id(x)])
+                result = StepResult(skip, self.clock.now())
             elif result is None:
                 reason = x.failed_start or "the instance's step did not finish"
-                result = StepResult(StepOutcome(status="failed", error=reason), now())
+                result = StepResult(StepOutcome(status="failed", error=reason), self.clock.now())
             outcome = result.outcome
             outcome.resolved_params.update(result.extra)
             if outcome.status == "failed":
@@ -259,7 +271,7 @@ class FleetRunner:
         barrier: threading.Barrier,
         results: dict[int, StepResult],
     ) -> None:
-        started = now()
+        started = self.clock.now()
         step_dir = work_root / f"{x.member.klass}-{x.member.index}-step-{ref.index}"
         step_dir.mkdir()
         arrived = False

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from howfast.analysis.derive import derive_last
 from howfast.cancel import CancelToken
-from howfast.clock import now
+from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
 from howfast.machine.pgbin import PgInstall
@@ -43,6 +43,7 @@ class StepEnvironment:
     # Where each stored step came in the run's progress ([N/total]), by its id: a skipped
     # step names the failed load it depended on by that number.
     numbers: dict[int, int] = field(default_factory=dict)
+    clock: Clock = SYSTEM_CLOCK  # the steps' stored timestamps
 
     @property
     def cancel(self) -> CancelToken:
@@ -138,7 +139,7 @@ def store_step(
         resolved=outcome.resolved_params,
         status=outcome.status,  # type: ignore[arg-type]
         started_at=started,
-        finished_at=now(),
+        finished_at=env.clock.now(),
         metrics=outcome.metrics,
         warnings=outcome.warnings,
         error=outcome.error,

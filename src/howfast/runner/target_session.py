@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from howfast.analysis.memory_storage import memory_storage_warning
-from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
@@ -102,7 +101,8 @@ class TargetSession:
         env = self.env
         target = env.target
         workload = get_workload(spec.workload)
-        started = now()
+        env.guard.check()  # a run stopped from another thread ends here, between steps
+        started = env.clock.now()
         ref = self._ref(spec, index, total)
         if self.sampling is None or self.work_root is None:
             self.failed += 1
