@@ -20,6 +20,7 @@ from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
 from howfast.observer import RunObserver
 from howfast.plans.until import Block, UntilRule
+from howfast.plugin import registry
 from howfast.runner.interleaved import InterleavedRun, planned_steps
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
@@ -76,13 +77,10 @@ class Runner:
 
     def check(self) -> None:
         """Validate every target before the run is created: bad input loses nothing."""
-        will_init = any(s.workload == "pgbench-init" for s in self.steps)
+        loads = [s for s in self.steps if registry.plugin(s.workload).loads_data]
+        will_init = bool(loads)
         regimes = sorted(
-            {
-                str(s.params["dataset"])
-                for s in self.steps
-                if s.workload == "pgbench-init" and s.params.get("dataset") in REGIMES
-            }
+            {str(s.params["dataset"]) for s in loads if s.params.get("dataset") in REGIMES}
         )
         for target in self.targets:
             target.check(will_init=will_init)

@@ -203,7 +203,9 @@ _TELLING = re.compile(r"error|no space|panic|fatal|killed|refused", re.IGNORECAS
 def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:
     """A step on pgbench's tables records the scale (and dataset) the target's latest load
     really loaded; whether its reads fit that regime is derived when the run is read."""
+    if not registry.plugin(spec.workload).reads_loaded_data:
+        return
     loaded = LoadedData.last_on(previous)
-    if loaded is None or spec.workload not in ("pgbench", "seqread"):
+    if loaded is None:
         return
     outcome.resolved_params.update(loaded.params())

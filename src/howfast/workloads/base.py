@@ -12,6 +12,7 @@ from howfast.errors import HowfastError
 from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, Sample, StepRecord
+from howfast.plugin import registry
 from howfast.targets.base import Connection, Target
 
 
@@ -102,7 +103,7 @@ class LoadedData:
     def last_on(cls, previous: Sequence[StepRecord]) -> LoadedData | None:
         """From a target's finished steps; None when no load ran or the latest failed."""
         for step in reversed(previous):
-            if step.workload != "pgbench-init":
+            if not registry.plugin(step.workload).loads_data:
                 continue
             params = step.all_params  # the scale a dataset was sized to is resolved
             scale, size = params.get("scale"), step.metrics.get("db_size_bytes")
