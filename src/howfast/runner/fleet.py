@@ -248,14 +248,14 @@ class FleetRunner:
             elif result is None:
                 reason = x.failed_start or "the instance's step did not finish"
                 result = StepResult(StepOutcome(status="failed", error=reason), self.clock.now())
-            outcome = result.outcome
-            outcome.resolved_params.update(result.extra)
+            outcome = result.outcome.with_resolved(result.extra)
             if outcome.status == "failed":
                 failed += 1
                 if x.failed_start is None:
                     tail = x.member.server_log_tail(10)
                     if tail:
-                        outcome.error = f"{outcome.error}\n--- server log (last lines) ---\n{tail}"
+                        log = f"\n--- server log (last lines) ---\n{tail}"
+                        outcome = outcome.with_error(f"{outcome.error}{log}")
             fleet_spec = StepSpec(spec.workload, {**spec.params, **x.member.fleet_params()},
                                   spec.repetition)  # fmt: skip
             store_step(x.env, fleet_spec, refs[id(x)], outcome, result.started)

@@ -129,12 +129,13 @@ class TargetSession:
                 env, workload, spec, ref, self.connection, step_dir, self.sampling
             )
             if refused:
-                outcome.warnings.append(f"the step's settings were not applied: {refused}")
-                outcome.resolved_params["settings_applied"] = False
+                outcome = outcome.with_warning(
+                    f"the step's settings were not applied: {refused}"
+                ).with_resolved({"settings_applied": False})
         if outcome.status == "failed":
             self.failed += 1
             if workload.needs_server:  # a failed fio probe owes nothing to the server
-                outcome.error = self._with_server_log(outcome.error)
+                outcome = outcome.with_error(self._with_server_log(outcome.error))
         return store_step(env, spec, ref, outcome, started)
 
     def close(self) -> None:
