@@ -109,7 +109,8 @@ def prepare_probe(env: ServiceEnv, request: ProbeRequest) -> PreparedRun:
     if kube is not None:
         return _on_kubernetes(probe, request, kube)
     check_user_directories([request.where], role="probe directory")
-    target = PathTarget(Path(request.where).expanduser(), keep=options.keep)
+    install = probe_install(options.pg_bin)
+    target = PathTarget(Path(request.where).expanduser(), install=install, keep=options.keep)
 
     def check_directory() -> None:
         target.check(will_init=False)
@@ -121,7 +122,7 @@ def prepare_probe(env: ServiceEnv, request: ProbeRequest) -> PreparedRun:
 
     return dataclasses.replace(
         probe,
-        install=probe_install(options.pg_bin),
+        install=install,
         targets=(target,),
         before_store=None if request.dry_run else check_directory,
         probe_directory=target.directory,
@@ -130,12 +131,12 @@ def prepare_probe(env: ServiceEnv, request: ProbeRequest) -> PreparedRun:
 
 def _on_kubernetes(probe: PreparedRun, request: ProbeRequest, kube: K8sOptions) -> PreparedRun:
     """The probes in a pod on a volume of the class (a PVC of --volume-size), deleted after."""
-    from howfast.targets.k8s.target import K8sTarget
+    from howfast.targets.k8s.target import K8sVolumeTarget
 
     spec = parse_target(request.where)
     if spec.wal is not None:
         raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
     if request.target_options.keep:
         raise UsageError("--keep applies to directories: a probe's volume is always deleted")
-    target: Target = K8sTarget(spec, kube, server=False)
+    target: Target = K8sVolumeTarget(spec, kube)
     return dataclasses.replace(probe, targets=(target,))
