@@ -153,3 +153,36 @@ def test_import_reads_the_environment_stdin(tmp_path: Path) -> None:
     assert main(["import", "pgbench", "-", "--json"], env) == 0
     steps = json.loads(out(env))["steps"]
     assert steps[-1]["workload"] == "pgbench" and steps[-1]["metrics"]["tps"] > 0
+
+
+def test_the_target_kinds_declare_their_options_and_the_service_hands_them_over(
+    tmp_path: Path,
+) -> None:
+    """cli/kind_options.py: each kind's options are the command's (the CLI names none of
+    them); their values reach the kinds through the run service."""
+    helped = environment(tmp_path / "r.db")
+    assert main(["run", "--help"], helped) == 0
+    assert "--storage-latency" in out(helped) and "--namespace" in out(helped)
+    probe_help = environment(tmp_path / "r.db")
+    assert main(["probe", "--help"], probe_help) == 0  # the run-only ones are not probe's
+    assert "--namespace" in out(probe_help) and "--storage-latency" not in out(probe_help)
+    directory = tmp_path / "bench"
+    directory.mkdir()
+    planned = environment(tmp_path / "r.db")
+    argv = ["run", "quick", "--target", str(directory), "--storage-latency", "1ms,2ms"]
+    assert main([*argv, "--dry-run", "--json"], planned) == 0
+    names = [t["name"] for t in json.loads(out(planned))["targets"]]
+    assert names == [f"{directory} +1ms", f"{directory} +2ms"]  # a variant each, planned
+    assert list(directory.iterdir()) == []
+    elsewhere = environment(tmp_path / "r.db")
+    assert main(["run", "quick", "--target", str(directory), "--namespace", "b"], elsewhere) == 2
+    assert "--namespace: for k8s:// targets only" in err(elsewhere)
+
+
+def test_probe_refuses_a_server_uri_it_used_to_take_for_a_directory(tmp_path: Path) -> None:
+    for text in ("postgresql://u:pw-42@127.0.0.1/db", "host=127.0.0.1 password=pw-42"):
+        env = environment(tmp_path / "r.db")
+        assert main(["probe", text, "--dry-run"], env) == 2
+        assert "howfast probe measures storage: it cannot probe a postgresql://" in err(env)
+        assert "pw-42" not in err(env) + out(env)
+

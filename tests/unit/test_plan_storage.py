@@ -8,7 +8,7 @@ import pytest
 from howfast.errors import PlanError, UsageError
 from howfast.model import StepRecord
 from howfast.plans import expand, load_plan, parse_plan
-from howfast.service.target_choice import storage_variants
+from howfast.targets.kinds.directory import storage_variants
 from howfast.workloads.pgbench.rates import resolve_rate
 
 STEP = """

@@ -128,6 +128,18 @@ def test_the_probe_eta_is_its_tools_declared_durations(service, dirs) -> None:
             "--namespace: for k8s:// targets only",
         ),
         (RunRequest("fleet", ("/tmp",), target_options=TargetRunOptions(keep=True)), "--keep"),
+        (  # refused by the directory kind (targets/kinds/directory.py), not the service
+            RunRequest(
+                "fleet",
+                ("/tmp",),
+                target_options=TargetRunOptions(kind_values={"storage_latency": "1ms"}),
+            ),
+            "a fleet plan cannot be combined with --storage-latency",
+        ),
+        (
+            RunRequest("fleet", ("/tmp", "/var/tmp")),
+            "a fleet runs on one target: a directory .* or a k8s:// StorageClass",
+        ),
     ],
 )
 def test_what_cannot_run_is_refused_before_anything_exists(

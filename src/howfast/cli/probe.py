@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.k8s_options import kubernetes_options
+from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
 from howfast.errors import UsageError
@@ -76,7 +76,7 @@ def _runtime(text: str) -> int:
     help="Where to find pg_test_fsync [default: newest].",
 )
 @click.option("--label", help="A note stored with the run, e.g. 'longhorn 3 replicas'.")
-@kubernetes_options
+@target_kind_options("probe")
 @store_option
 @json_option
 @pass_env
@@ -94,7 +94,7 @@ def probe_command(
     label: str | None,
     store: str | None,
     as_json: bool,
-    **kube_values: str | None,
+    **given: str | None,
 ) -> int:
     """Probe the storage behind DIR (or k8s://CLASS) with fio and pg_test_fsync; store it.
 
@@ -116,7 +116,9 @@ def probe_command(
         size_bytes=_size(size),
         runtime_s=_runtime(runtime),
         fsync_seconds=fsync_seconds,
-        target_options=TargetRunOptions(pg_bin=pg_bin, keep=keep, kind_values=kube_values),
+        target_options=TargetRunOptions(
+            pg_bin=pg_bin, keep=keep, kind_values=kind_values("probe", given)
+        ),
         label=label,
         dry_run=dry_run,
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.k8s_options import kubernetes_options
+from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
 from howfast.errors import UsageError
@@ -36,7 +36,7 @@ from howfast.workloads.pgbench.plan import parse_modes
     "of an existing server, or k8s://STORAGECLASS (a pod on a volume of that class; "
     "k8s://CLASS?wal=CLASS2, k8s://emptyDir[?medium=Memory]). Repeat to compare targets.",
 )
-@kubernetes_options
+@target_kind_options("run")
 @store_option
 @click.option(
     "--set",
@@ -58,25 +58,6 @@ from howfast.workloads.pgbench.plan import parse_modes
     help="Run each directory target's server in a cgroup capped at SIZE (e.g. 1GiB): "
     "emulates a machine with that much memory. Needs root and cgroups. k8s:// targets: the "
     "server container's memory request and limit.",
-)
-@click.option(
-    "--storage-latency",
-    metavar="2ms|0,1ms,2ms",
-    help="Put each directory target's cluster on an emulated volume with this much added "
-    "latency per read, write and flush (0.5ms works); a list runs one variant per value. "
-    "Needs root.",
-)
-@click.option(
-    "--storage-iops",
-    metavar="N|500,20000",
-    help="Cap the emulated volume's read and write IOPS (each); a list runs one variant per "
-    "value. Needs root and cgroup I/O limits.",
-)
-@click.option(
-    "--storage-size",
-    metavar="SIZE",
-    help="Size of the emulated volume, a sparse file in the target directory [default: the "
-    "plan's [storage] size, else 4GiB].",
 )
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
@@ -180,9 +161,6 @@ def run_command(
     scale: int | None,
     dataset: str | None,
     memory: str | None,
-    storage_latency: str | None,
-    storage_iops: str | None,
-    storage_size: str | None,
     clients: str | None,
     duration: str | None,
     modes: str | None,
@@ -204,7 +182,7 @@ def run_command(
     metrics_address: str | None,
     prometheus_url: str | None,
     as_json: bool,
-    **kube_values: str | None,
+    **given: str | None,
 ) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
 
@@ -239,12 +217,7 @@ def run_command(
             overwrite=yes,
             checksums=checksums,
             memory_bytes=parse_size(memory, "--memory") if memory else None,
-            kind_values={
-                **kube_values,
-                "storage_latency": storage_latency,
-                "storage_iops": storage_iops,
-                "storage_size": storage_size,
-            },
+            kind_values=kind_values("run", given),
         ),
         label=label,
         sampling=SamplingOptions(_sample_interval(sample_interval), prometheus_url),

@@ -7,17 +7,16 @@ CLI), on a directory (a PathTarget) or a volume of a StorageClass (a pod without
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from howfast.errors import MissingToolError, UsageError
 from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.model import StepSpec
-from howfast.service import target_choice
+from howfast.service.installs import NO_INSTALL
 from howfast.service.prepared import PreparedRun
 from howfast.service.requests import ProbeRequest, ServiceEnv
-from howfast.targets.base import Target
-from howfast.targets.k8s.spec import K8sOptions, parse_target
+from howfast.targets import registry as target_kinds
+from howfast.targets.kind import OptionContext, TargetOptions
 from howfast.targets.path import PathTarget
 from howfast.targets.userpaths import check_user_directories
 from howfast.workloads.fio.build import list_profiles
@@ -26,7 +25,6 @@ from howfast.workloads.pg_test_fsync import workload as pg_test_fsync
 
 PG_TEST_FSYNC = "pg_test_fsync"
 PLAN_NAME = "probe"
-NO_INSTALL = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
 
 
 def probe_names() -> list[str]:
@@ -68,7 +66,7 @@ def probe_install(pg_bin: str | None) -> PgInstall:
         with_program = installs
     if with_program:
         return with_program[0]
-    return NO_INSTALL
+    return NO_INSTALL  # the pg_test_fsync step is skipped
 
 
 def refuse_what_cannot_run(target: PathTarget, steps: list[StepSpec], host: LocalHost) -> None:
@@ -86,57 +84,47 @@ def refuse_what_cannot_run(target: PathTarget, steps: list[StepSpec], host: Loca
 
 
 def prepare_probe(env: ServiceEnv, request: ProbeRequest) -> PreparedRun:
-    """The probe's run, decided: its steps, its target and install; UsageError (exit 2) for
-    what cannot run. A directory's lock and room are checked when it runs (`before_store`)."""
+    """The probe's run, decided: its steps, its target (the kind's probe target) and
+    install; UsageError (exit 2) for what cannot run. A directory's lock and room are checked
+    when it runs (`before_store`)."""
     steps = probe_steps(
         chosen_profiles(request.profiles),
         request.size_bytes,
         request.runtime_s,
         request.fsync_seconds,
     )
-    options = request.target_options
-    kube = target_choice.kubernetes_options(
-        options.kind_values, has_k8s=target_choice.has_k8s([request.where])
+    where, options = request.where, request.target_options
+    kind_options = target_kinds.parse_kind_options(
+        options.kind_values, OptionContext("probe", (where,))
     )
+    install = NO_INSTALL  # every tool runs elsewhere (in a pod, from its image)
+    if target_kinds.local_install([where]) != "none":  # the tools run on this machine
+        check_user_directories([where], role="probe directory")
+        install = probe_install(options.pg_bin)
+    made = TargetOptions(install, keep=options.keep, kind_options=kind_options)
+    target = target_kinds.probe_target(where, made)
     probe = PreparedRun(
         command="howfast probe",
         plan_name=PLAN_NAME,
-        install=NO_INSTALL,
+        install=install,
         steps=tuple(steps),
-        targets=(),
+        targets=(target,),
         label=request.label,
     )
-    if kube is not None:
-        return _on_kubernetes(probe, request, kube)
-    check_user_directories([request.where], role="probe directory")
-    install = probe_install(options.pg_bin)
-    target = PathTarget(Path(request.where).expanduser(), install=install, keep=options.keep)
+    if not isinstance(target, PathTarget):
+        return probe
+    directory = target  # its own checks, and its own --dry-run --json shape
 
     def check_directory() -> None:
-        target.check(will_init=False)
+        directory.check(will_init=False)
         try:
-            refuse_what_cannot_run(target, steps, LocalHost())
+            refuse_what_cannot_run(directory, steps, LocalHost())
         except BaseException:
-            target.stop()  # gives back the directory lock that check() took
+            directory.stop()  # gives back the directory lock that check() took
             raise
 
     return dataclasses.replace(
         probe,
-        install=install,
-        targets=(target,),
         before_store=None if request.dry_run else check_directory,
-        probe_directory=target.directory,
+        probe_directory=directory.directory,
     )
-
-
-def _on_kubernetes(probe: PreparedRun, request: ProbeRequest, kube: K8sOptions) -> PreparedRun:
-    """The probes in a pod on a volume of the class (a PVC of --volume-size), deleted after."""
-    from howfast.targets.k8s.target import K8sVolumeTarget
-
-    spec = parse_target(request.where)
-    if spec.wal is not None:
-        raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
-    if request.target_options.keep:
-        raise UsageError("--keep applies to directories: a probe's volume is always deleted")
-    target: Target = K8sVolumeTarget(spec, kube)
-    return dataclasses.replace(probe, targets=(target,))

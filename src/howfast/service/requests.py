@@ -61,9 +61,9 @@ class UntilOptions:
 @dataclass(frozen=True)
 class TargetRunOptions:
     """The options of the targets, shared by every kind; each kind refuses what it cannot
-    apply. `kind_values` holds the options only some kinds take, by name, as given:
-    namespace, kube_context, volume_size, image, fio_image, node, cpu (k8s://);
-    storage_latency, storage_iops, storage_size (directories on an emulated volume)."""
+    apply. `kind_values` holds the options that the kinds declare themselves (targets/kinds/:
+    `--namespace` for k8s://, `--storage-latency` for directories...), by name, as given;
+    the kinds parse them (targets/registry.py `parse_kind_options`)."""
 
     pg_bin: str | None = None
     wal_dir: Path | None = None
@@ -72,9 +72,6 @@ class TargetRunOptions:
     checksums: bool = False
     memory_bytes: int | None = None  # --memory; None: the plan's `memory`, if any
     kind_values: Mapping[str, str | None] = field(default_factory=dict)
-
-    def value(self, name: str) -> str | None:
-        return self.kind_values.get(name)
 
 
 @dataclass(frozen=True)

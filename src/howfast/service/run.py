@@ -31,12 +31,15 @@ from howfast.runner import Runner, RunResult
 from howfast.runner.fanout import FanOut
 from howfast.runner.fleet import FleetRunner
 from howfast.samplers.prometheus import prometheus_samplers
-from howfast.service import probe, target_choice
+from howfast.service import probe
+from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
 from howfast.service.reading import read_run
 from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
 from howfast.service.stores import open_results
 from howfast.store.base import Store
+from howfast.targets import registry as target_kinds
+from howfast.targets.kind import OptionContext, RunShape, TargetOptions
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
 
@@ -67,8 +70,10 @@ class RunService:
                 "--until does not apply to a [fleet] plan (yet): its instances run side by "
                 "side already; use --repeat"
             )
-        if rule:
-            target_choice.refuse_until(texts)
+        shape = RunShape(
+            until=rule is not None, fleet=plan.fleet is not None, dry_run=request.dry_run
+        )
+        target_kinds.refuse(texts, shape)
         blocks = expand_blocks(plan, overrides) if rule else None
         if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
             overrides = dataclasses.replace(overrides, repeat=rule.minimum)
@@ -81,16 +86,23 @@ class RunService:
         )
         if floor:
             raise UsageError(floor)
-        kube = target_choice.kubernetes_options(
-            options.kind_values,
-            has_k8s=target_choice.has_k8s(texts),
-            memory_bytes=memory_limit,
+        kind_options = target_kinds.parse_kind_options(
+            options.kind_values, OptionContext("run", texts, memory_limit, plan)
         )
-        install = target_choice.local_install(texts, options.pg_bin, self.env.info)
+        install = local_install(texts, options.pg_bin, self.env.info)
         settings = effective_settings(plan, overrides)
-        here = target_choice.has_server_here(texts)
-        if here:
+        if target_kinds.local_install(texts) == "server":  # clusters howfast creates here
             _check_settings(request.plan, plan, overrides.settings, install, memory_limit)
+        made = TargetOptions(
+            install,
+            wal_dir=options.wal_dir,
+            settings=settings,
+            keep=options.keep,
+            overwrite=options.overwrite,
+            checksums=options.checksums,
+            memory_limit=memory_limit,
+            kind_options=kind_options,
+        )
         prepared = PreparedRun(
             command="howfast run",
             plan_name=plan.name,
@@ -99,32 +111,15 @@ class RunService:
             targets=(),
             label=request.label,
             live_metrics=live,
-            housekeeping=here and not request.dry_run,  # only runs that make cgroups here
+            housekeeping=() if request.dry_run else texts,
         )
         if plan.fleet is not None:
-            target_choice.refuse_with_fleet(
-                storage_latency=options.value("storage_latency") or plan.storage,
-                storage_iops=options.value("storage_iops"),
-                memory=memory_limit if kube is None else None,  # a pod's limit: fine on k8s
-                wal_dir=options.wal_dir,
-                keep=options.keep,
-                prometheus=prometheus,
-            )
+            _refuse_with_fleet(wal_dir=options.wal_dir, keep=options.keep, prometheus=prometheus)
             scenarios = tuple(plan.fleet.all_scenarios())
-            place = target_choice.fleet_place(
-                texts, scenarios, install, settings, options.checksums, kube,
-                dry_run=request.dry_run,
-            )  # fmt: skip
+            place = target_kinds.fleet_place(texts, made, planned=request.dry_run)
+            place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
             return dataclasses.replace(prepared, fleet=PreparedFleet(place, scenarios))
-        targets = target_choice.make_targets(
-            texts,
-            install,
-            options,
-            plan,
-            settings=settings,
-            memory_limit=memory_limit,
-            kubernetes=kube,
-        )
+        targets = target_kinds.make_targets(texts, made)
         return dataclasses.replace(
             prepared,
             targets=tuple(targets),
@@ -145,8 +140,8 @@ class RunService:
         whatever happens. The run returned is derived as `results show` reads it
         (`for_people`: its texts made safe to print, for tables)."""
         try:
-            if prepared.housekeeping:
-                target_choice.remove_abandoned_cgroups(self.env.info)
+            for line in target_kinds.housekeeping(prepared.housekeeping):
+                self.env.info(line)
             if prepared.before_store is not None:
                 prepared.before_store()
             db = open_results(self.env, None)
@@ -215,6 +210,15 @@ class RunService:
         server = observer.serve(live.port, live.address)
         self.env.info(f"serving Prometheus metrics on {server.url} while the run lasts")
         return observer
+
+
+def _refuse_with_fleet(**given: object) -> None:
+    """Options that do not combine with a fleet (yet), each refused by name (the kinds
+    refuse their own: targets/kinds/)."""
+    named = [name for name, value in given.items() if value]
+    if named:
+        options = ", ".join(f"--{n.replace('_', '-')}" for n in named)
+        raise UsageError(f"a fleet plan cannot be combined with {options} (yet)")
 
 
 def _live_metrics(given: LiveMetrics, plan: Plan) -> LiveMetrics | None:
