@@ -186,3 +186,10 @@ def test_probe_refuses_a_server_uri_it_used_to_take_for_a_directory(tmp_path: Pa
         assert "howfast probe measures storage: it cannot probe a postgresql://" in err(env)
         assert "pw-42" not in err(env) + out(env)
 
+
+def test_a_report_says_it_was_made_at_the_environment_clock_time(two_runs: Path, tmp_path: Path):
+    page, notes = tmp_path / "r.html", tmp_path / "r.md"
+    for written in (page, notes):
+        env = environment(two_runs, clock=FixedClock())
+        assert main(["report", "1", "2", "-o", str(written)], env) == 0
+        assert "2030-01-02 03:04 UTC" in written.read_text()

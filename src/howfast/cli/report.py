@@ -3,6 +3,7 @@ look at than read."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -48,10 +49,15 @@ def report_command(env: CliEnv, run_ids: tuple[str, ...], output: Path, store: s
         runs = [derived(db, run, names) for run in runs]
     finally:
         db.close()
-    written = write_report(runs, output)
+    written = write_report(runs, output, generated_at=_minute(env.clock.now()))
     where = f" and {written.images_dir}/" if written.images_dir else ""
     env.info(
         f"wrote {written.path}{where}: {written.size_bytes / 1024:,.0f} KiB, "
         f"{written.charts} charts"
     )
     return 0
+
+
+def _minute(stored: str) -> str:
+    """A stored timestamp (clock.py) as the report says when it was made: to the minute."""
+    return datetime.fromisoformat(stored).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
