@@ -35,7 +35,7 @@ class Sample:
     value: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepRecord:
     """A finished step as it is stored: params, metrics, per-second series, warnings.
 
@@ -73,7 +73,7 @@ class StepRecord:
         return {**self.params, **self.resolved}
 
 
-@dataclass
+@dataclass(frozen=True)
 class TargetRecord:
     """Where PostgreSQL ran: its kind, version, effective settings and storage devices."""
 
@@ -88,7 +88,7 @@ class TargetRecord:
     derived: dict[str, JSONValue] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunRecord:
     """A run as read back from the store."""
 
@@ -171,5 +171,5 @@ class RunSummary:
     started_at: str
     finished_at: str | None
     label: str | None
-    targets: list[str]
+    targets: tuple[str, ...]
     step_count: int

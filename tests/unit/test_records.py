@@ -49,3 +49,27 @@ def test_an_executor_fills_a_draft_then_freezes_it() -> None:
     draft.series["tps"].append(Sample(2.0, 2.0))
     assert outcome.warnings == ("a",) and outcome.series == {"tps": (Sample(1.0, 1.0),)}
     assert outcome.metrics == {"tps": 1.0}
+
+
+def test_a_stored_run_is_frozen_and_its_derivation_is_a_new_run(tmp_path) -> None:
+    import copy
+
+    from howfast.analysis.derive import derive_run
+    from tests.unit.stored_runs import fio, init, open_temp_store, pgbench, store_run
+
+    with open_temp_store(tmp_path) as db:
+        steps = [fio("/mnt/a", "wal-fsync", sync_lat_avg_ms=2.0), init("/mnt/a", 3.0)]
+        run_id = store_run(db, [*steps, pgbench("/mnt/a", 500.0)], targets=["/mnt/a"])
+        run = db.get_run(run_id, with_series=True)
+    assert run is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.label = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.targets[0].location = "/elsewhere"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.steps[0].status = "failed"  # type: ignore[misc]
+    as_read = copy.deepcopy(run)
+    derived = derive_run(run)
+    assert derived is not run and derived.steps[2] is not run.steps[2]
+    assert derived.targets[0].derived and not run.targets[0].derived  # judged on the copy
+    assert run == as_read  # what was read is left as it was

@@ -40,7 +40,7 @@ def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
                     "status": r.status,
                     "started_at": r.started_at,
                     "finished_at": r.finished_at,
-                    "targets": r.targets,
+                    "targets": list(r.targets),
                     "steps": r.step_count,
                 }
                 for r in runs

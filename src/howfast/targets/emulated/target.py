@@ -10,6 +10,7 @@ the volume, the claim, in that order, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -237,9 +238,8 @@ class EmulatedTarget(
 
     def record(self) -> TargetRecord:
         record = self.inner.record()
-        record.location = str(self.directory)
-        record.device["emulation"] = dict(self.emulation)
-        return record
+        device = {**record.device, "emulation": dict(self.emulation)}
+        return dataclasses.replace(record, location=str(self.directory), device=device)
 
     def stop(self) -> None:
         if self.volume is not None:  # measured or interrupted: nothing waits out a delay now
