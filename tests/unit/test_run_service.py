@@ -151,3 +151,24 @@ def test_what_cannot_run_is_refused_before_anything_exists(
         request_ = RunRequest(str(path), request_.targets, overrides=request_.overrides)
     with pytest.raises(UsageError, match=message.replace("[", r"\[").replace("]", r"\]")):
         service.prepare(request_)
+
+
+def test_the_run_service_and_the_runner_look_up_no_attribute_by_name() -> None:
+    """What a target (or anything else) can do is asked with isinstance on a capability, not
+    with getattr/hasattr: in the whole of service/ and runner/ (test_target_kinds checks
+    runner/ and the dry run; this adds the run service, the probe and reading)."""
+    import ast
+
+    import howfast
+
+    root = Path(howfast.__file__).parent
+    files = sorted([*(root / "service").glob("*.py"), *(root / "runner").glob("*.py")])
+    found = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr", "setattr")
+    ]
+    assert len(files) > 15 and found == []
