@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 JSONValue = Any  # str | int | float | bool | None | list | dict, kept loose for mypy
-Workload = Literal["pgbench", "pgbench-init", "fio", "seqread", "pg_test_fsync"]
 RunStatus = Literal["running", "completed", "failed", "aborted"]
 StepStatus = Literal["completed", "failed", "skipped"]
-TargetKind = Literal["local", "dsn", "k8s", "path", "import"]
 STEP_SECTIONS = ("io", "cpu", "postgres")  # what the samplers add to a step's document
 
 
