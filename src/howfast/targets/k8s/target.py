@@ -356,28 +356,6 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         """Where the run's other pods (standbys, the client) dial the primary."""
         return net.primary_address(self.plan().name, self.mode, self.port)
 
-    def client(self) -> ClientPlacement:
-        """Where pgbench runs and how it reaches the primary (after start). The password
-        stays in memory: the client pod has it from the Secret."""
-        if self.connection is None or self.pod is None:
-            raise HowfastError(f"{self.name}: the server is not running")
-        address = self.primary_address()
-        server_node = (self.pod.get("spec") or {}).get("nodeName")
-        if self.client_mode == "same-pod":  # 127.0.0.1:PORT is the server in both places
-            record = cm.client_record(
-                "same-pod", self.mode, net.ServerAddress("127.0.0.1", self.port),
-                node=server_node, server_node=server_node,
-            )  # fmt: skip
-            return ClientPlacement(self._pod_host(), self.connection, record)
-        run = self.plan()
-        description = facts.pod_description(
-            self.client_pod, self.client_pod_node, planned=cm.planned_client_pod(run)
-        )
-        node = (self.client_pod or {}).get("spec", {}).get("nodeName")
-        record = cm.client_record("pod", self.mode, address, node=node, server_node=server_node)
-        connection = cm.client_connection(address, self.password)
-        return ClientPlacement(PodHost(description, self._api), connection, record)
-
     def _start_standbys(self, cluster: Cluster, owner: Mapping[str, str]) -> None:
         """Standby pods once the primary is Ready, one after the other (each base backup
         reads the primary's whole volume), then until every one streams and has caught up."""
@@ -518,6 +496,28 @@ class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, Ha
     """`k8s://CLASS`: PostgreSQL in the pod."""
 
     server = True
+
+    def client(self) -> ClientPlacement:
+        """Where pgbench runs and how it reaches the primary (after start). The password
+        stays in memory: the client pod has it from the Secret."""
+        if self.connection is None or self.pod is None:
+            raise HowfastError(f"{self.name}: the server is not running")
+        address = self.primary_address()
+        server_node = (self.pod.get("spec") or {}).get("nodeName")
+        if self.client_mode == "same-pod":  # 127.0.0.1:PORT is the server in both places
+            record = cm.client_record(
+                "same-pod", self.mode, net.ServerAddress("127.0.0.1", self.port),
+                node=server_node, server_node=server_node,
+            )  # fmt: skip
+            return ClientPlacement(self._pod_host(), self.connection, record)
+        run = self.plan()
+        description = facts.pod_description(
+            self.client_pod, self.client_pod_node, planned=cm.planned_client_pod(run)
+        )
+        node = (self.client_pod or {}).get("spec", {}).get("nodeName")
+        record = cm.client_record("pod", self.mode, address, node=node, server_node=server_node)
+        connection = cm.client_connection(address, self.password)
+        return ClientPlacement(PodHost(description, self._api), connection, record)
 
     def alive(self) -> bool:
         if self.cluster is None or self.pod is None:
