@@ -21,8 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from howfast.targets.k8s import network as net
+from howfast.targets.k8s.names import CONFIG_MOUNT as CONFIG_MOUNT
+from howfast.targets.k8s.names import MANAGED_BY as MANAGED_BY
+from howfast.targets.k8s.names import MANAGER as MANAGER
+from howfast.targets.k8s.names import RUN_LABEL as RUN_LABEL
+from howfast.targets.k8s.names import SUPERUSER as SUPERUSER
+from howfast.targets.k8s.names import labels as labels
 from howfast.targets.k8s.spec import (
     K8sOptions,
     K8sSpec,
@@ -31,17 +38,10 @@ from howfast.targets.k8s.spec import (
     parse_quantity_bytes,
 )
 
-if TYPE_CHECKING:
-    from howfast.targets.k8s.network import NetworkMode
-
-MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGER = "howfast"
-RUN_LABEL = "howfast.dev/run"
 TARGET_ANNOTATION = "howfast.dev/target"
 WRITER_ANNOTATION = "howfast.dev/writer"  # the howfast process: host, boot id, PID (liveness)
 
 PG_UID = 999  # the postgres user of the official image (and of deploy/Dockerfile's)
-SUPERUSER = "howfast"
 PASSWORD_KEY = "password"
 
 MOUNT_ROOT = "/howfast"
@@ -49,7 +49,6 @@ DATA_MOUNT = f"{MOUNT_ROOT}/data"
 WAL_MOUNT = f"{MOUNT_ROOT}/wal"
 RUN_MOUNT = f"{MOUNT_ROOT}/run"  # the socket, the server log: memory, not the storage under test
 WORK_MOUNT = f"{MOUNT_ROOT}/work"  # the tools' work directories: memory too
-CONFIG_MOUNT = "/etc/howfast"
 PGDATA = f"{DATA_MOUNT}/pgdata"
 WAL_DIR = f"{WAL_MOUNT}/pg_wal"
 SCRATCH = f"{DATA_MOUNT}/scratch"  # fio's and pg_test_fsync's files: on the data volume
@@ -91,10 +90,6 @@ while :; do sleep 1 & wait $! || true; done
 """
 
 IDLE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
-
-
-def labels(token: str) -> dict[str, str]:
-    return {MANAGED_BY: MANAGER, RUN_LABEL: token}
 
 
 def selector(token: str | None = None) -> str:
@@ -170,7 +165,7 @@ class Plan:
     checksums: bool = False
     target_name: str = ""
     writer: str = ""  # JSON of the howfast process (liveness.Writer)
-    network: NetworkMode = "pod"  # network.py: "host" only in a lab without a pod network
+    network: net.NetworkMode = "pod"  # network.py: "host" only in a lab without a pod network
     remote_clients: bool = False  # other pods dial the server (standbys, a client pod)
 
     @property
@@ -226,8 +221,6 @@ def config_map(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
         scratch=SCRATCH,
         log=SERVER_LOG,
     )
-    from howfast.targets.k8s import network as net
-
     listen = net.listen_settings(plan.network, plan.port, remote_clients=plan.remote_clients)
     replication = replication_settings(plan.spec, plan.options.volume_size)
     settings = {**base_settings(plan.port), **replication, **plan.settings, **listen}
@@ -408,8 +401,6 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
     manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     if not plan.server:
         return manifest
-    from howfast.targets.k8s import network as net
-
     if plan.network == "pod" and not plan.remote_clients:  # alone: its labels, no DNS name
         meta["labels"] = net.role_labels(plan.token, "primary")
         return manifest
@@ -419,8 +410,6 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
 def dependents(plan: Plan, owner: Mapping[str, str] | None) -> list[dict[str, Any]]:
     """Everything after the owner Secret, in creation order (the standbys come later, once
     the primary is Ready: standby_manifests.py)."""
-    from howfast.targets.k8s import network as net
-
     out: list[dict[str, Any]] = []
     if plan.server:
         out.append(config_map(plan, owner))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from howfast.errors import UsageError
-from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s import names as m
 
 NetworkMode = Literal["pod", "host"]
 Role = Literal["primary", "standby", "client"]
