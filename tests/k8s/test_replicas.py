@@ -184,7 +184,11 @@ def test_ctrl_c_while_the_standby_starts_leaves_nothing(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
-    assert leftovers(kube) == {}
+    assert {k: v for k, v in leftovers(kube).items() if k != "pv"} == {}
+    # The standby's volume may still be being provisioned when its claim is deleted: the
+    # provisioner then makes it after howfast is gone, and, its claim gone, deletes it
+    # (reclaim policy Delete). Seen once in the lab; it must not stay.
+    assert_clean(kube)
 
 
 def test_a_client_pod_on_the_other_node_reaches_the_primary_and_times_round_trips(

@@ -343,6 +343,12 @@ class Cluster:
             left = self._wait_gone(namespace, kind, label, deadline)
             if left:
                 warnings.append(f"{kind}s still being deleted: {', '.join(left)}")
+        # A claim bound while it was being deleted (Ctrl-C while a volume is provisioned:
+        # seen in the lab) had no volume name when listed; its volume names it.
+        claims = {
+            str(o["metadata"]["name"]) for o in objects if o["kind"] == "PersistentVolumeClaim"
+        }
+        volumes += [v for v in self.volumes_of(namespace, claims) if v not in volumes]
         for volume in volumes:
             pv = self.read("PersistentVolume", volume)
             if pv is None:
@@ -357,6 +363,22 @@ class Cluster:
                     f"delete it (and its data) with `kubectl delete pv {volume}`"
                 )
         return warnings
+
+    def volumes_of(self, namespace: str, claims: set[str]) -> list[str]:
+        """The PersistentVolumes bound to these claims of the namespace ([] when PVs cannot
+        be listed)."""
+        if not claims:
+            return []
+        try:
+            found = self.core.list_persistent_volume()
+        except Exception:
+            return []
+        out = []
+        for pv in found.items:
+            ref = pv.spec.claim_ref if pv.spec else None
+            if ref is not None and ref.namespace == namespace and ref.name in claims:
+                out.append(str(pv.metadata.name))
+        return out
 
     def _wait_gone(self, namespace: str, kind: str, label: str, deadline: float) -> list[str]:
         lister = {
