@@ -16,7 +16,7 @@ import howfast.workloads as workloads_package
 from howfast.analysis.groups import step_label
 from howfast.analysis.hooks import NOTHING, analysis_for
 from howfast.analysis.metrics import HEADLINE_METRICS, KEY_METRICS, metric
-from howfast.errors import UsageError
+from howfast.errors import HowfastError, UsageError
 from howfast.plans import Overrides, expand, load_plan
 from howfast.plans.model import STEP_MODELS, Plan
 from howfast.plugin import registry
@@ -218,6 +218,87 @@ def test_adding_a_workload_is_one_package(tmp_path: Path, monkeypatch: pytest.Mo
         sys.modules.pop("howfast.workloads.toy.plan", None)
         sys.modules.pop("howfast.workloads.toy", None)
     assert "toy" not in registry.plugins()
+
+
+def _distribution(root: Path, name: str, entry: str) -> None:
+    """An installed distribution as Python finds one on sys.path: its dist-info directory
+    with an entry point in the `howfast.workloads` group."""
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[howfast.workloads]\n{entry}\n")
+
+
+def test_a_workload_installed_apart_is_found_by_its_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "howfast_gadget").mkdir()
+    (tmp_path / "howfast_gadget" / "__init__.py").write_text("")
+    (tmp_path / "howfast_gadget" / "plan.py").write_text(
+        textwrap.dedent(
+            """
+            from typing import Literal
+
+            from howfast.plugin.workload import StepModel, WorkloadPlugin
+
+
+            class GadgetStep(StepModel):
+                workload: Literal["gadget"]
+
+
+            class GadgetPlugin(WorkloadPlugin[GadgetStep]):
+                name = "gadget"
+                model = GadgetStep
+                order = 5
+                test_params = ("size",)
+
+                def expand(self, step, ctx):
+                    return ctx.repeated("gadget", size=1)
+
+                def label(self, params):
+                    return "gadget"
+
+
+            PLUGIN = GadgetPlugin()
+            """
+        )
+    )
+    _distribution(tmp_path, "howfast_gadget", "gadget = howfast_gadget.plan:PLUGIN")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.reset()
+    try:
+        assert list(registry.plugins())[:2] == ["gadget", "pgbench-init"]  # by its order
+        assert registry.same_test_params("gadget", {"size": 2, "other": 1}) == {"size": 2}
+        assert registry.step_models()["gadget"].__name__ == "GadgetStep"
+    finally:
+        monkeypatch.undo()
+        registry.reset()
+        sys.modules.pop("howfast_gadget.plan", None)
+        sys.modules.pop("howfast_gadget", None)
+    assert "gadget" not in registry.plugins()
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("broken = howfast_missing_module:PLUGIN", "cannot be loaded: No module named"),
+        ("notaplugin = os:sep", "is not a WorkloadPlugin"),
+        ("twice = howfast.workloads.fio.plan:PLUGIN", "workload 'fio' is defined twice"),
+    ],
+)
+def test_a_bad_entry_point_is_refused_with_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str, message: str
+) -> None:
+    _distribution(tmp_path, "howfast_bad", entry)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.reset()
+    try:
+        with pytest.raises(HowfastError, match=message):
+            registry.plugins()
+    finally:
+        monkeypatch.undo()
+        registry.reset()
+    assert "fio" in registry.plugins()
 
 
 # --- samplers ----------------------------------------------------------------------------

@@ -42,13 +42,15 @@ class _FromWorkloads(Mapping[str, _V], Generic[_V]):
 
     def __init__(self, build: Callable[[Mapping[str, Plugin]], dict[str, _V]]) -> None:
         self._build = build
-        self._data: dict[str, _V] | None = None
+        self._data: dict[str, _V] = {}
+        self._source: Mapping[str, Plugin] | None = None
 
     def _mapping(self) -> dict[str, _V]:
-        if self._data is None:
-            from howfast.plugin.registry import plugins
+        from howfast.plugin.registry import plugins
 
-            self._data = self._build(plugins())
+        found = plugins()
+        if found is not self._source:  # built again when the registry was reset
+            self._data, self._source = self._build(found), found
         return self._data
 
     def __getitem__(self, key: str) -> _V:
