@@ -18,22 +18,6 @@ if TYPE_CHECKING:
     from howfast.plugin.registry import Plugin
 
 
-# What every fio profile reports: throughput, and average and p99 latency per direction.
-FIO_FIGURES = (
-    "read_iops",
-    "write_iops",
-    "read_mbps",
-    "write_mbps",
-    "read_lat_avg_ms",
-    "read_lat_p99_ms",
-    "write_lat_avg_ms",
-    "write_lat_p99_ms",
-    "sync_lat_avg_ms",
-    "sync_lat_p99_ms",
-)
-# pgbench-init phases in the order pgbench runs them.
-INIT_PHASES = ("drop_s", "create_s", "generate_s", "vacuum_s", "primary_keys_s")
-
 _V = TypeVar("_V")
 
 

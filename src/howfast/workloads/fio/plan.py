@@ -10,13 +10,25 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from howfast.analysis.metrics import FIO_FIGURES
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepRecord, StepSpec
 from howfast.plugin.fields import Duration, Size, no_duplicates
 from howfast.plugin.workload import ExpandContext, Program, StepFamily, StepModel, WorkloadPlugin
 from howfast.units import format_bytes, quote, whole_seconds
 
+# What every fio profile reports: throughput, and average and p99 latency per direction.
+FIO_FIGURES = (
+    "read_iops",
+    "write_iops",
+    "read_mbps",
+    "write_mbps",
+    "read_lat_avg_ms",
+    "read_lat_p99_ms",
+    "write_lat_avg_ms",
+    "write_lat_p99_ms",
+    "sync_lat_avg_ms",
+    "sync_lat_p99_ms",
+)
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
@@ -89,6 +101,7 @@ class FioPlugin(WorkloadPlugin[FioStep]):
     order = 30
     executor_class = "howfast.workloads.fio.workload:FioWorkload"
     analysis = "howfast.workloads.fio.analysis:ANALYSIS"
+    report = "howfast.workloads.fio.report:REPORT"
     # The job: profile and file as planned; fio's job options (imported output, or resolved:
     # direct, ioengine)
     test_params = (

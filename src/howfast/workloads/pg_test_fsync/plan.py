@@ -30,6 +30,8 @@ class PgTestFsyncPlugin(WorkloadPlugin[PgTestFsyncStep]):
     other_params = ("pg_version",)
     needs_server = False
     io_by_server = False  # pg_test_fsync writes its own file
+    analysis = "howfast.workloads.pg_test_fsync.analysis:ANALYSIS"
+    report = "howfast.workloads.pg_test_fsync.report:REPORT"
     programs = (
         Program("pg_test_fsync", "postgres", "the fsync method comparison of `howfast probe`"),
     )

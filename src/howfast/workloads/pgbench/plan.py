@@ -188,6 +188,8 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     model = PgbenchStep
     order = 20
     executor_class = "howfast.workloads.pgbench.workload:PgbenchWorkload"
+    analysis = "howfast.workloads.pgbench.analysis:ANALYSIS"
+    report = "howfast.workloads.pgbench.report:REPORT"
     # What was asked of pgbench and the data it ran on (script, scripts: imported output)
     test_params = (
         "mode",

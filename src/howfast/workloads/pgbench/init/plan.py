@@ -8,12 +8,14 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from howfast.analysis.metrics import INIT_PHASES
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.plugin.fields import PositiveInt, check_extra_arg, conflict
 from howfast.plugin.workload import ExpandContext, Program, StepModel, WorkloadPlugin
 from howfast.sizing import dataset_value
+
+# pgbench-init's phases in the order pgbench runs them.
+INIT_PHASES = ("drop_s", "create_s", "generate_s", "vacuum_s", "primary_keys_s")
 
 # Options that a plan key controls; in extra_args they would contradict the recorded params.
 _OWNED = {
@@ -72,6 +74,7 @@ class PgbenchInitPlugin(WorkloadPlugin[PgbenchInitStep]):
     model = PgbenchInitStep
     order = 10
     executor_class = "howfast.workloads.pgbench.workload:PgbenchInitWorkload"
+    report = "howfast.workloads.pgbench.init.report:REPORT"
     # What was loaded and how (script: imported output)
     test_params = (
         "scale",
