@@ -14,7 +14,6 @@ from howfast.analysis.summary import summarize
 from howfast.hosts.base import ToolResult
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.report.terminal import run_summary
-from howfast.service.importer import fio_job_params
 from howfast.workloads.fio.checks import (
     IoChoice,
     choose_direct,
@@ -22,6 +21,7 @@ from howfast.workloads.fio.checks import (
     imported_warnings,
     run_warnings,
 )
+from howfast.workloads.fio.imports import fio_job_params
 from howfast.workloads.fio.parse import parse_output
 from howfast.workloads.fio.report import fio_row
 from howfast.workloads.fio.workload import error_tail, histograms_us, prefill_warning, space_problem

@@ -25,7 +25,7 @@ from typing import Any
 
 from howfast.errors import HowfastError
 from howfast.model import JSONValue
-from howfast.plugin.workload import COMMON_TEST_PARAMS, StepModel, WorkloadPlugin
+from howfast.plugin.workload import COMMON_TEST_PARAMS, Program, StepModel, WorkloadPlugin
 
 Plugin = WorkloadPlugin[Any]
 
@@ -99,6 +99,17 @@ def expected_seconds(workload: str, params: Mapping[str, JSONValue]) -> float | 
     """How long a step should take, for ETAs; None when unknown."""
     found = find(workload)
     return found.expected_seconds(params) if found else None
+
+
+def programs(source: str | None = None) -> list[Program]:
+    """The programs the workloads run (`howfast doctor` checks them), each name once as its
+    first workload declares it, in the workloads' order; only those found in `source`
+    ("postgres": the PostgreSQL installation, "path": PATH) when given."""
+    found: dict[str, Program] = {}
+    for plugin in plugins().values():
+        for program in plugin.programs:
+            found.setdefault(program.name, program)
+    return [p for p in found.values() if source is None or p.source == source]
 
 
 def same_test_params(workload: str, params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:

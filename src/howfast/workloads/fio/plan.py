@@ -102,6 +102,7 @@ class FioPlugin(WorkloadPlugin[FioStep]):
     executor_class = "howfast.workloads.fio.workload:FioWorkload"
     analysis = "howfast.workloads.fio.analysis:ANALYSIS"
     report = "howfast.workloads.fio.report:REPORT"
+    importer = "howfast.workloads.fio.imports:IMPORTER"
     # The job: profile and file as planned; fio's job options (imported output, or resolved:
     # direct, ioengine)
     test_params = (

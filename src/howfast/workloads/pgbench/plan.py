@@ -190,6 +190,7 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     executor_class = "howfast.workloads.pgbench.workload:PgbenchWorkload"
     analysis = "howfast.workloads.pgbench.analysis:ANALYSIS"
     report = "howfast.workloads.pgbench.report:REPORT"
+    importer = "howfast.workloads.pgbench.imports:IMPORTER"
     # What was asked of pgbench and the data it ran on (script, scripts: imported output)
     test_params = (
         "mode",
