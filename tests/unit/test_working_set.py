@@ -3,9 +3,9 @@ read much of the database; and the data a step records from the target's latest 
 
 from __future__ import annotations
 
-from howfast.analysis.loaded_data import LoadedData
 from howfast.analysis.working_set import PAGE_BYTES, os_read_bytes, regime_warnings
 from howfast.model import StepRecord
+from howfast.workloads.base import LoadedData
 
 GIB = 1024**3
 MIB = 1024**2
