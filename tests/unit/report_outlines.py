@@ -22,6 +22,7 @@ from pathlib import Path
 from howfast.analysis.overview import overview
 from howfast.model import JSONValue, StepRecord
 from howfast.report import document
+from howfast.report.outline import ReportDocument
 from howfast.report.output import series_to_read
 from howfast.report.tables import Table
 from howfast.service.reading import read_run, read_runs
@@ -113,7 +114,7 @@ def _block(block: object) -> JSONValue:
     return {"chart": dataclasses.asdict(block)}  # type: ignore[call-overload]
 
 
-def outline_text(outline: document.ReportDocument) -> str:
+def outline_text(outline: ReportDocument) -> str:
     doc = {
         "title": outline.title,
         "subtitle": outline.subtitle,
