@@ -81,7 +81,14 @@ class Evidence:
     write_ms: float | None = None
     sync_ms: float | None = None
     preferred_flush: bool = False  # the probe made for it (fio's wal-fsync profile)
+    # A flush after every write, as a WAL commit makes: what durability compares (the flush
+    # a volume gives), named by what measured it ("fio wal-fsync"); None: not such a step
+    flush_source: str | None = None
     fsync_ops_s: float | None = None  # fdatasync calls per second (pg_test_fsync)
+    # One 8 kB write then sync, per wal_sync_method, in µs, named by what measured them
+    # ("pg_test_fsync"): durability's flush time of the method in use, advice's best method
+    sync_method_us: Mapping[str, float] = field(default_factory=dict)
+    sync_source: str | None = None
     # The most IOPS the storage gave a throughput probe (several I/Os in flight, no flush)
     probe_iops: float | None = None
     # One connection committing as fast as it can (pgbench tpcb-like at 1 client)
@@ -112,6 +119,10 @@ class WorkloadAnalysis:
         """What the step says about the storage and the commit path; None: nothing."""
         return None
 
+    def verdict_label(self, step: StepRecord) -> str:
+        """How verdicts and advice name the step's test ('tpcb-like at 4 clients')."""
+        return step.workload
+
 
 NOTHING = WorkloadAnalysis()
 
@@ -131,3 +142,8 @@ def analysis_for(workload: str) -> WorkloadAnalysis:
 def evidence_of(step: StepRecord) -> Evidence | None:
     """What `step` says about the storage, by its workload's analysis part."""
     return analysis_for(step.workload).evidence(step)
+
+
+def verdict_label(step: StepRecord) -> str:
+    """How verdicts name `step`'s test, by its workload's analysis part."""
+    return analysis_for(step.workload).verdict_label(step)

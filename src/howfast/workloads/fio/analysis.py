@@ -122,15 +122,21 @@ class FioAnalysis(WorkloadAnalysis):
             return None
         m = step.metrics
         numbers = {k: v for k in m if (v := _num(m[k])) is not None}
+        params = step.all_params
         iops = None
         if throughput_probe(step):
             iops = (_num(m.get("read_iops")) or 0.0) + (_num(m.get("write_iops")) or 0.0)
+        flush_ms = commit_latency_ms(numbers)
+        every_write = params.get("flushes_every_write") is True
+        wal = params.get("profile") == WAL_PROFILE
+        timed = "sync_lat_avg_ms" in m and flush_ms is not None
         return Evidence(
             times_flushes="sync_lat_avg_ms" in m,
-            flush_ms=commit_latency_ms(numbers),
+            flush_ms=flush_ms,
             write_ms=_num(m.get("write_lat_avg_ms")),
             sync_ms=_num(m.get("sync_lat_avg_ms")),
-            preferred_flush=step.all_params.get("profile") == WAL_PROFILE,
+            preferred_flush=wal,
+            flush_source=f"fio {params.get('profile')}" if timed and (every_write or wal) else None,
             probe_iops=iops,
         )
 
