@@ -145,9 +145,15 @@ def target_advice_facts(
         times = [r[method] for r in facts.method_runs if method in r]
         if times:
             facts.methods_us[method] = fmean(times)
+    # The flush of the probe made for it (fio's wal-fsync profile), as durability averaged it
+    preferred = {
+        e.flush_source
+        for s in done
+        if (e := evidence_of(s)) and e.preferred_flush and e.flush_source
+    }
     flushes = _map(durability.evidence).get("flushes")
     for flush in flushes if isinstance(flushes, list) else []:
-        if isinstance(flush, Mapping) and flush.get("source") == "fio wal-fsync":
+        if isinstance(flush, Mapping) and flush.get("source") in preferred:
             facts.fio_flush_ms = _num(flush.get("ms"))
     for step in done:
         if not _measured(step):
