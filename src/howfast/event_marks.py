@@ -1,0 +1,85 @@
+"""What happened to one event during a step, as the events layer records it and the load and
+the analysis read it (docs/events.md). Times are seconds into the step's load, on the clock
+that started it; pure data, stored in a step's `sections["events"]`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from howfast.eventspec import ACTIONS
+from howfast.model import JSONValue
+
+
+@dataclass(frozen=True)
+class EventMark:
+    index: int  # 1-based, in the order the events were applied
+    text: str  # the event's canonical text: "20s:restart"
+    action: str
+    at_s: float  # when it was asked for
+    applied_s: float | None = None  # when the action began (later than at_s after a slow one)
+    back_s: float | None = None  # when the action saw the service answer again
+    undone_s: float | None = None  # when a for= window ended (restored)
+    verified: bool | None = None  # None: not applied, so not verified
+    evidence: Mapping[str, JSONValue] = field(default_factory=dict)
+    facts: Mapping[str, JSONValue] = field(default_factory=dict)
+    problem: str | None = None  # why not verified
+    error: str | None = None  # the action failed
+    skipped: bool = False  # an earlier action failed: this one was not applied
+
+    @property
+    def disturbs_service(self) -> bool:
+        """Whether the action cuts the server's connections (restart, crash, failover...)."""
+        syntax = ACTIONS.get(self.action)
+        return syntax is not None and syntax.disturbs_service
+
+    def document(self) -> dict[str, JSONValue]:
+        return {
+            "index": self.index,
+            "text": self.text,
+            "action": self.action,
+            "at_s": self.at_s,
+            "applied_s": self.applied_s,
+            "back_s": self.back_s,
+            "undone_s": self.undone_s,
+            "verified": self.verified,
+            "evidence": dict(self.evidence),
+            "facts": dict(self.facts),
+            "problem": self.problem,
+            "error": self.error,
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, JSONValue]) -> EventMark:
+        def number(key: str) -> float | None:
+            value = doc.get(key)
+            return float(value) if isinstance(value, int | float) else None
+
+        def text(key: str) -> str | None:
+            value = doc.get(key)
+            return value if isinstance(value, str) else None
+
+        verified = doc.get("verified")
+        return cls(
+            index=int(doc.get("index") or 0),
+            text=str(doc.get("text") or ""),
+            action=str(doc.get("action") or ""),
+            at_s=number("at_s") or 0.0,
+            applied_s=number("applied_s"),
+            back_s=number("back_s"),
+            undone_s=number("undone_s"),
+            verified=verified if isinstance(verified, bool) else None,
+            evidence=dict(doc.get("evidence") or {}),
+            facts=dict(doc.get("facts") or {}),
+            problem=text("problem"),
+            error=text("error"),
+            skipped=bool(doc.get("skipped")),
+        )
+
+
+def marks_from_section(section: JSONValue) -> tuple[EventMark, ...]:
+    """A step's stored `events` section (a list of mark documents); () when absent."""
+    if not isinstance(section, Sequence) or isinstance(section, str):
+        return ()
+    return tuple(EventMark.from_document(doc) for doc in section if isinstance(doc, Mapping))
