@@ -64,7 +64,7 @@ def test_transactions_never_reach_a_segment_and_user_arguments_stay_items():
               "scripts": ["my script.sql"], "extra_args": ["-D", "x=$(rm -rf /);"]}  # fmt: skip
     base = base_argv("pgbench", params, jobs=1, conn_args=CONN.pgbench_args())
     assert "-t" not in base and "1000" not in base
-    assert ["-f", "my script.sql"] == base[2:4]
+    assert base[2:4] == ["-f", "my script.sql"]
     assert "x=$(rm -rf /);" in base
 
 

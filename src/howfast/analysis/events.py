@@ -457,7 +457,8 @@ def event_line(fig: EventFigures) -> str:
             else f"back to 90% in {_s(fig.recovery_s)} s"
         )
     elif fig.recovery_note and fig.recovery_note != "no service until the step's end":
-        parts.append(fig.recovery_note)
+        note = fig.recovery_note
+        parts.append(note if note.startswith("not back") else f"no recovery figure: {note}")
     if fig.lost is not None:
         lost = fig.lost
         if lost.lost == lost.lost_max:
