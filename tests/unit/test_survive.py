@@ -172,9 +172,11 @@ def test_segments_follow_each_other_until_the_duration_and_an_abort_restarts_at_
                      (1, "", ERR["refused"], 0.02), (1, "", ERR["refused"], 0.02),
                      (0, COMPLETE, "", None)], cancel)  # fmt: skip
     lines: list[tuple[int, float, str]] = []
+    origins: list[float] = []
     done = supervise(["pgbench", "-n"], CONN, duration_s=25, segment_s=10, run=host.run,
-                     cancel=cancel, clock=host.clock,
+                     cancel=cancel, clock=host.clock, on_started=origins.append,
                      on_line=lambda n, t, line: lines.append((n, t, line)))  # fmt: skip
+    assert origins == [1000.0]  # once, as the first segment starts
     starts = [round(t - 1000, 2) for t, _, _ in host.calls]
     # 10 s, cut after 3 s and restarted at once, two refusals 0.1 s apart, then 10 s and
     # the 1.76 s left, rounded

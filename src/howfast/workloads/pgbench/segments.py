@@ -94,9 +94,10 @@ def _first_error(stderr: str) -> str | None:
 
 
 def final_command(show_script: str) -> int | None:
-    """The 0-based index of a builtin script's END in `pgbench --show-script=NAME`'s output
-    (10 for tpcb-like, 8 for simple-update), the command a client was in when its commit is in
-    doubt; None when the script does not end with END or COMMIT (select-only)."""
+    """The 0-based index of a builtin script's END in what `pgbench --show-script=NAME` prints
+    (on its stderr): 10 for tpcb-like, 8 for simple-update, the command a client was in when
+    its commit is in doubt; None when the script does not end with END or COMMIT
+    (select-only)."""
     commands = [
         line.strip()
         for line in show_script.splitlines()

@@ -151,14 +151,18 @@ def supervise(
     clock: Callable[[], float] = time.time,
     on_line: LineHandler | None = None,
     stop_reason: StopRule | None = None,
+    on_started: Callable[[float], None] | None = None,
 ) -> Supervised:
     """Run segments until `duration_s` has passed since the first one started. `run(invocation,
     subdir, on_line)` runs one on the step's host, in `seg-N/` (StepContext.run with
     track=True). `stop_reason` may end the load early after any segment, with its reason (a
     segment that failed while no event was under way, say). Cancellation raises Aborted from
-    `run` or from the wait between attempts."""
+    `run` or from the wait between attempts. `on_started(origin_epoch)` is called once, as
+    the first segment starts: the load's time 0, from which events are scheduled."""
     started = clock()
     end = started + duration_s
+    if on_started is not None:
+        on_started(started)
     segments: list[SegmentRun] = []
     stopped = None
     quick_aborts = 0
