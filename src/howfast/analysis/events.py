@@ -141,7 +141,9 @@ def _ceil_bin(t: float) -> float:
 def _outage_end(mark: EventMark, gap: Gap | None) -> float:
     """Where recovery is looked for from: the first commit after the outage, or when the
     action (or its for= window) ended."""
-    start = mark.undone_s if mark.undone_s is not None else mark.applied_s or mark.at_s
+    start = mark.undone_s if mark.undone_s is not None else mark.applied_s
+    if start is None:
+        start = mark.at_s
     return max(start, gap.t1) if gap is not None else start
 
 
@@ -200,9 +202,12 @@ def _timings(marks: Sequence[EventMark], load: LoadRecord) -> list[_Timing]:
         baseline = _baseline(mark, previous_end)
         seconds = int(baseline[1] - baseline[0]) if baseline else 0
         before = load.tps(*baseline) if baseline else None
+        recovery_s: float | None = None
+        point: float | None = None
         if seconds < MIN_BASELINE_S:
-            recovery_s, note, point = None, None, None
-            note = f"not enough seconds before the event ({seconds} s; {MIN_BASELINE_S} needed)"
+            note: str | None = (
+                f"not enough seconds before the event ({seconds} s; {MIN_BASELINE_S} needed)"
+            )
         else:
             recovery_s, note, point = _recovery(load, mark, gap, before)
         following = next((m.applied_s for m in marks[i + 1 :] if m.applied_s is not None), None)
@@ -450,11 +455,9 @@ def event_line(fig: EventFigures) -> str:
             f"{_s(fig.downtime_s)} s without service" if fig.downtime_s > 0 else "no outage"
         )
     if fig.recovery_s is not None:
-        after = " after" if windowed else ""
+        recovery = _s(fig.recovery_s)
         parts.append(
-            f"back to 90% {_s(fig.recovery_s)} s{after}"
-            if windowed
-            else f"back to 90% in {_s(fig.recovery_s)} s"
+            f"back to 90% {recovery} s after" if windowed else f"back to 90% in {recovery} s"
         )
     elif fig.recovery_note and fig.recovery_note != "no service until the step's end":
         note = fig.recovery_note
