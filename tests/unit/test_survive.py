@@ -13,13 +13,16 @@ import pytest
 
 from howfast.cancel import CancelToken
 from howfast.errors import Aborted
+from howfast.event_marks import EventMark
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.targets.base import Connection
 from howfast.workloads.pgbench import build
 from howfast.workloads.pgbench.segments import parse_segment
 from howfast.workloads.pgbench.survive import (
     SUPERVISOR_SCRIPT,
+    SegmentRun,
     base_argv,
+    failure_without_event,
     script_argv,
     script_invocation,
     script_segments,
@@ -237,3 +240,30 @@ def test_cancelling_while_waiting_to_retry_raises_aborted():
 def test_the_script_text_is_valid_posix_shell():
     assert "\n" in SUPERVISOR_SCRIPT
     shlex.split(SUPERVISOR_SCRIPT, comments=True)  # balanced quotes
+
+
+def test_a_failure_no_event_explains_ends_the_load_and_one_an_event_explains_does_not():
+    cut = SegmentRun(3, 10, 1012.0, 1012.4, 2, OUT["restart"], ERR["restart"])
+    refused = SegmentRun(4, 10, 1012.5, 1012.52, 1, "", ERR["refused"])
+    fine = SegmentRun(5, 10, 1012.6, 1022.6, 0, COMPLETE, "")
+    restart = EventMark(1, "12s:restart", "restart", 12.0, applied_s=12.01, back_s=12.9)
+    assert failure_without_event(fine, 1000.0, []) is None
+    assert failure_without_event(cut, 1000.0, [restart]) is None
+    assert failure_without_event(refused, 1000.0, [restart]) is None
+    # the restart was over 2 s before: these failures are the load's own
+    late = SegmentRun(6, 10, 1015.0, 1015.02, 1, "", ERR["refused"])
+    reason = failure_without_event(late, 1000.0, [restart])
+    assert reason is not None and reason.startswith(
+        "pgbench segment 6 could not run while no event was under way (status 1): pgbench: "
+        "error: connection to server on socket"
+    )
+    cut_alone = failure_without_event(cut, 1000.0, [])
+    assert cut_alone is not None and "segment 3 lost its clients" in cut_alone
+    # a checkpoint does not cut the service; an event still under way (no back_s) explains
+    checkpoint = EventMark(2, "12s:checkpoint", "checkpoint", 12.0, applied_s=12.0, back_s=None)
+    assert failure_without_event(cut, 1000.0, [checkpoint]) is not None
+    crash = EventMark(3, "11s:crash", "crash", 11.0, applied_s=11.0)
+    assert failure_without_event(late, 1000.0, [crash]) is None
+    # a user's command may cut the service
+    command = EventMark(4, "12s:exec=x", "exec", 12.0, applied_s=12.0, back_s=12.1)
+    assert failure_without_event(refused, 1000.0, [command]) is None

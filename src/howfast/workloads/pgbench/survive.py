@@ -23,12 +23,14 @@ Two supervisors run the segments, with one argv for pgbench and one record per s
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from howfast.cancel import NEVER, CancelToken
+from howfast.event_marks import EventMark
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.model import JSONValue
 from howfast.targets.base import Connection
@@ -40,6 +42,7 @@ RETRY_S = 0.1  # between connection attempts while the server does not answer
 # waits RETRY_S: a server that takes every connection and cuts it at once is not hammered in a
 # tight loop. The first such abort is retried at once (the server may be back already).
 QUICK_ABORT_S = 1.0
+EVENT_GRACE_S = 2.0  # after an event's service came back, failures are still its own
 SEGMENT_DIR = "seg-{}"
 SCRIPT_NAME = "howfast-survive"  # $0 of the shell script: how `ps` shows it
 MARKER = "howfast-segment"
@@ -199,6 +202,37 @@ def supervise(
         if pause and cancel.wait(retry_s):
             cancel.raise_if_cancelled()
     return Supervised(started, clock(), tuple(segments), stopped)
+
+
+def failure_without_event(
+    segment: SegmentRun,
+    origin_epoch: float,
+    marks: Sequence[EventMark],
+    *,
+    grace_s: float = EVENT_GRACE_S,
+) -> str | None:
+    """A stop rule for `supervise`: why the load must end when a segment failed (it could not
+    connect, or the server cut clients) while no event that may cut the service was under way
+    (from its application to `grace_s` after the service came back): the failure is the load's
+    own (a wrong password, a script's error), and retrying it would only fill the step. None
+    when the segment did not fail or an event explains it. `marks` are the events so far."""
+    if segment.returncode == 0:
+        return None
+    lo = segment.started_epoch - origin_epoch
+    hi = (segment.ended_epoch or segment.started_epoch) - origin_epoch
+    for mark in marks:
+        if mark.applied_s is None or not (mark.disturbs_service or mark.action == "exec"):
+            continue
+        back = mark.back_s if mark.back_s is not None else mark.undone_s
+        until = math.inf if back is None else back + grace_s
+        if mark.applied_s <= hi and until >= lo:
+            return None
+    first = next((line for line in segment.stderr.splitlines() if line.strip()), "")
+    what = "lost its clients" if segment.ran else "could not run"
+    return (
+        f"pgbench segment {segment.number} {what} while no event was under way "
+        f"(status {segment.returncode}): {first.strip()}"
+    )
 
 
 # --- the supervisor of a pod: a fixed script, values as arguments ----------------------------
