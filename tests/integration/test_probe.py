@@ -132,11 +132,11 @@ def cli(howfast: Howfast, capsys, monkeypatch):
 def run_step(workload: Workload, directory: Path, params: dict[str, JSONValue], work: Path):
     """One step run directly, as the runner does: on a PathTarget started and stopped
     around it, its private files in `work`."""
-    target = PathTarget(directory)
+    install = PgInstall(Path("/nonexistent"), "", "none")
+    target = PathTarget(directory, install=install)
     target.start()
     try:
-        install = PgInstall(Path("/nonexistent"), "", "none")
-        ctx = StepContext(target, None, install, work, host=target.host(install))
+        ctx = StepContext(target, None, install, work, host=target.host())
         return workload.execute(ctx, params)
     finally:
         target.stop()

@@ -169,7 +169,7 @@ def test_kubernetes_members_take_their_class_storage_and_refuse_cgroup_limits():
         "volume_attributes_class": "gold",
     }  # fmt: skip
     assert members[1].fleet_params()["storage_class"] == "slow"
-    claims = [o for o in members[0].planned_manifests() if o["kind"] == "PersistentVolumeClaim"]
+    claims = [o for o in members[0].planned().objects if o["kind"] == "PersistentVolumeClaim"]
     by_name = {c["metadata"]["name"].rsplit("-", 1)[1]: c["spec"] for c in claims}
     assert by_name["data"]["storageClassName"] == "fast"
     assert by_name["data"]["volumeAttributesClassName"] == "gold"

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from howfast.errors import UsageError
+from howfast.service.dryrun import to_yaml
 from howfast.store import liveness
 from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
@@ -86,7 +87,7 @@ def test_empty_dir_targets_and_probes() -> None:
 
 def test_yaml_round_trip() -> None:
     objects = m.all_manifests(_plan())
-    text = m.to_yaml(objects)
+    text = to_yaml(objects)  # as --dry-run prints them
     assert list(yaml.safe_load_all(text)) == objects
     assert "start.sh: |" in text
 

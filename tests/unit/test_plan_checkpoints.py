@@ -4,6 +4,7 @@ on a pgbench step, and how the runner applies it before that step and only for i
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from howfast.plans import Overrides, builtin_plan_text, effective_settings, expa
 from howfast.plans.load import key_lines, parse_plan
 from howfast.runner import Runner
 from howfast.store import open_store
-from howfast.targets.base import Target
+from howfast.targets.base import PlannedTarget, Target
+from howfast.targets.capabilities import AppliesStepSettings
 from howfast.workloads.base import StepContext, StepOutcome, Workload
 from howfast.workloads.pgbench.workload import PgbenchWorkload
 
@@ -141,14 +143,14 @@ def test_the_step_label_shows_its_settings() -> None:
 # --- the runner applies them ------------------------------------------------------------------
 
 
-class SettingsTarget(Target):
-    """Records what the runner asks it to apply; refuses when it stands for a server."""
+class SettingsTarget(Target, AppliesStepSettings):
+    """Records what the runner asks it to apply; `fail`: the server refuses a setting."""
 
     kind = "fake"
 
-    def __init__(self, refuse: str | None = None, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False) -> None:
         self.name = "fake"
-        self.refuse, self.fail = refuse, fail
+        self.fail = fail
         self.applied: list[dict[str, str]] = []
 
     def check(self, *, will_init: bool) -> None: ...
@@ -158,14 +160,36 @@ class SettingsTarget(Target):
 
     def stop(self) -> None: ...
 
-    def host(self, install: PgInstall) -> Host:
-        return LocalHost(install)
+    def host(self) -> Host:
+        return LocalHost()
 
-    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(self.host(), None, None)
+
+    def apply_step_settings(self, settings: Mapping[str, str]) -> None:
         if self.fail:
             raise HowfastError("setting fsync = 'maybe' refused: invalid value")
-        self.applied.append(settings)
-        return self.refuse
+        self.applied.append(dict(settings))
+
+
+class KeepsItsSettings(Target):
+    """A server that is not howfast's: without AppliesStepSettings, as a dsn target."""
+
+    kind = "dsn"
+    name = "existing"
+
+    def check(self, *, will_init: bool) -> None: ...
+    def start(self) -> None: ...
+    def record(self) -> TargetRecord:
+        return TargetRecord(name=self.name, kind=self.kind)
+
+    def stop(self) -> None: ...
+
+    def host(self) -> Host:
+        return LocalHost()
+
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(self.host(), None, None)
 
 
 class Quiet:
@@ -194,7 +218,7 @@ class DiskFull(Nothing):
 
 
 def run(
-    target: SettingsTarget,
+    target: Target,
     specs: list[StepSpec],
     tmp_path: Path,
     monkeypatch,
@@ -244,7 +268,7 @@ def test_settings_are_applied_before_their_step_and_undone_after(tmp_path, monke
 def test_a_target_that_keeps_its_settings_runs_the_step_with_a_warning(
     tmp_path, monkeypatch
 ) -> None:
-    target = SettingsTarget(refuse="dsn targets keep their own settings")
+    target = KeepsItsSettings()
     off = {"fsync": "off"}
     steps = run(target, [spec(off), spec(off), spec()], tmp_path, monkeypatch)
     assert [s.status for s in steps] == ["completed"] * 3
@@ -254,7 +278,6 @@ def test_a_target_that_keeps_its_settings_runs_the_step_with_a_warning(
             "the step's settings were not applied: dsn targets keep their own settings"
         ]
     assert "settings_applied" not in steps[2].params and steps[2].warnings == []
-    assert target.applied == [off, off]
 
 
 def test_settings_the_server_refuses_fail_that_step_only(tmp_path, monkeypatch) -> None:

@@ -292,7 +292,7 @@ def test_an_unknown_target_is_refused_with_what_to_give() -> None:
     ):
         kind_for("s3://bucket")
     options = TargetOptions(install=None)  # type: ignore[arg-type]
-    target = kind_for("k8s://longhorn").create("k8s://longhorn", options)  # nothing contacted
+    (target,) = kind_for("k8s://longhorn").create("k8s://longhorn", options)  # nothing contacted
     assert target.kind == "k8s" and target.name == "k8s://longhorn"
     with pytest.raises(UsageError, match="k8s://CLASS\\?wal=CLASS2"):
         kind_for("k8s://a").create("k8s://a", TargetOptions(install=None, wal_dir=Path("/w")))  # type: ignore[arg-type]

@@ -13,26 +13,26 @@ from typing import Any
 
 import pytest
 
-from howfast.errors import HowfastError
+from howfast.errors import HowfastError, UsageError
 from howfast.hosts.base import Invocation
 from howfast.hosts.pod import ExecResult, NodeFacts, PodDescription, PodHost
 from howfast.machine.memory import MemoryBasis
 from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.spec import K8sOptions, parse_target
-from howfast.targets.k8s.target import K8sTarget
+from howfast.targets.k8s.target import K8sPodTarget, K8sTarget, K8sVolumeTarget
 
 GiB = 1 << 30
 
 
-def target(server: bool = True, **options: Any) -> K8sTarget:
-    """A Kubernetes target as the CLI makes it; nothing is contacted."""
-    return K8sTarget(
-        parse_target("k8s://fast"), K8sOptions(namespace="bench", **options), server=server
-    )
+def target(server: bool = True, **options: Any) -> K8sPodTarget:
+    """A Kubernetes target as the CLI makes it (a probe's without a server); nothing is
+    contacted."""
+    kind = K8sTarget if server else K8sVolumeTarget
+    return kind(parse_target("k8s://fast"), K8sOptions(namespace="bench", **options))
 
 
-def pod_manifest(t: K8sTarget) -> dict[str, Any]:
+def pod_manifest(t: K8sPodTarget) -> dict[str, Any]:
     (pod,) = [o for o in m.all_manifests(t.plan()) if o["kind"] == "Pod"]
     return pod
 
@@ -167,11 +167,106 @@ def test_a_pod_host_answers_from_its_description(tmp_path: Path) -> None:
 
 def test_a_target_not_started_gives_the_planned_pod_and_refuses_execs() -> None:
     t = target(memory_bytes=None)
-    host = t.host(None)  # type: ignore[arg-type]
+    host = t.host()
     assert isinstance(host, PodHost) and host.pod == t.planned_pod()
     assert host.cores() == 1  # the node is not known before the pod is scheduled
     unknown = host.server_memory(None)
     assert isinstance(unknown, str) and "give --memory SIZE" in unknown
-    assert target(memory_bytes=GiB).host(None).server_memory(None) == MemoryBasis(GiB, "--memory")  # type: ignore[arg-type]
+    assert target(memory_bytes=GiB).host().server_memory(None) == MemoryBasis(GiB, "--memory")
     with pytest.raises(HowfastError, match="the pod is not running"):
         host.fstype(Path(m.DATA_MOUNT))
+
+
+# A pod howfast did not create: an operator's PostgreSQL, its data on a claim mounted at
+# /var/lib/postgresql/data, PGDATA a directory below, a memory limit, and a sidecar.
+FOREIGN_POD = {
+    "metadata": {"name": "db-1", "namespace": "prod"},
+    "spec": {
+        "nodeName": "node-2",
+        "containers": [
+            {
+                "name": "postgres",
+                "image": "ghcr.io/example/postgresql:16",
+                "env": [{"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"}],
+                "resources": {"limits": {"memory": "2Gi", "cpu": "1"}},
+                "volumeMounts": [
+                    {"name": "pgdata", "mountPath": "/var/lib/postgresql/data"},
+                    {"name": "shm", "mountPath": "/dev/shm"},
+                ],
+            },
+            {"name": "exporter", "image": "example/exporter:1"},
+        ],
+    },
+}
+
+
+def test_a_pod_howfast_did_not_create_is_described_from_its_objects(tmp_path: Path) -> None:
+    found = facts.existing_pod_description(
+        FOREIGN_POD, NODE_OBJECT, context="prod-cluster", server_container="postgres"
+    )
+    assert (found.context, found.namespace, found.pod) == ("prod-cluster", "prod", "db-1")
+    assert found.tools_container == found.server_container == "postgres"
+    assert found.data_dir == "/var/lib/postgresql/data/pgdata"
+    assert found.volume_root == "/var/lib/postgresql"
+    assert found.memory_limit_bytes == 2 * GiB
+    assert found.images == {"postgres": "ghcr.io/example/postgresql:16",
+                            "exporter": "example/exporter:1"}  # fmt: skip
+    assert found.node == NodeFacts("node-2", 3, 8 * GiB) and found.program_containers == {}
+    # The PodHost it makes runs tools in that container and answers from the pod's facts.
+    shell = ShellHere()
+    host = PodHost(replace(found, work_dir=str(tmp_path / "work")), shell)
+    assert host.server_memory(None) == MemoryBasis(2 * GiB, "--memory")
+    assert host.cores() == 3 and host.server_counters() is not None
+    work = tmp_path / "here" / "run" / "step-1"
+    work.mkdir(parents=True)
+    assert host.run(Invocation(("echo", "hi")), work).stdout == "hi\n"
+    assert set(shell.containers) == {"postgres"}
+    bare = {"metadata": {"name": "db-2"}, "spec": {"containers": [{"name": "pg", "image": "p"}]}}
+    plain = facts.existing_pod_description(bare, None, context=None, server_container="pg")
+    assert (plain.namespace, plain.data_dir, plain.volume_root) == (
+        "default",
+        facts.DEFAULT_PGDATA,
+        "",
+    )
+    assert plain.memory_limit_bytes is None and plain.node == NodeFacts()
+    with pytest.raises(UsageError, match="pod db-1 has no container 'pg' \\(it has postgres, "):
+        facts.existing_pod_description(FOREIGN_POD, None, context=None, server_container="pg")
+
+
+class FakeCluster:
+    """Stands in for the Kubernetes API (no cluster here; the lab's tests run a real one):
+    the reads a record makes, and execs answered by /bin/sh on this machine, as `stat -f`
+    in the pod would answer for its volumes."""
+
+    def __init__(self) -> None:
+        self.execs: list[list[str]] = []
+
+    def server_version(self) -> str:
+        return "v1.30.0"
+
+    def read(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return {"Pod": POD_OBJECT, "Node": NODE_OBJECT}.get(kind)
+
+    def storage_class(self, name: str) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "provisioner": "lab"}
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
+    ) -> ExecResult:
+        self.execs.append(command)
+        if command[:2] == ["/bin/sh", "-c"] and command[2].startswith("stat -f -c %T"):
+            return ExecResult(0, "ext2/ext3\n", "")
+        return ExecResult(1, "", "not here")
+
+
+def test_a_running_pod_s_record_names_its_volumes_file_systems() -> None:
+    """Whether or not a host was asked for first: a fleet member, whose record is made
+    before anyone asks for its host, had none before (the quirk phase B fixes)."""
+    t = target()
+    t.cluster, t.pod, t.node = FakeCluster(), POD_OBJECT, NODE_OBJECT  # as start() leaves them
+    t._started = True
+    device = t.record().device
+    assert device["data"]["fstype"] == "ext2/ext3"
+    assert device["wal"]["fstype"] == "ext2/ext3"  # the data volume's: no ?wal= class
+    assert device["kubernetes"]["node"]["name"] == "node-2"
+    t._started = False  # nothing to delete: the fake made nothing

@@ -15,7 +15,6 @@ from howfast.errors import HowfastError
 from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
 from howfast.machine.devices import RoleDevice
-from howfast.machine.pgbin import PgInstall
 from howfast.model import Sample, StepRecord
 from howfast.runner.step import add_sampled
 from howfast.samplers import base
@@ -24,7 +23,7 @@ from howfast.samplers.checkpoints import CheckpointSampler
 from howfast.samplers.cpu import CpuSampler
 from howfast.samplers.diskstats import DiskSampler, counter_delta, parse_diskstats
 from howfast.samplers.session import StepSampling, TargetSampling
-from howfast.targets.base import Target
+from howfast.targets.base import PlannedTarget, Target
 from howfast.workloads.base import StepOutcome
 
 PROC = Path(__file__).parent.parent / "data" / "proc"
@@ -42,8 +41,11 @@ class FakeTarget(Target):
 
     def stop(self) -> None: ...
 
-    def host(self, install: PgInstall) -> Host:
-        return LocalHost(install)
+    def host(self) -> Host:
+        return LocalHost()
+
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(self.host(), None, None)
 
 
 def context(interval: float = FAST) -> SamplerContext:

@@ -212,17 +212,17 @@ def probe_command(
         return _probe_k8s(env, where, kube, steps, dry_run, keep, label, store, as_json)
     check_user_directories([where], role="probe directory")
     directory = Path(where)
-    target = PathTarget(directory.expanduser(), keep=keep)
+    install = probe_install(pg_bin)
+    target = PathTarget(directory.expanduser(), install=install, keep=keep)
     host = LocalHost()
     if dry_run:
-        return print_dry_run(env, target, steps, probe_install(pg_bin), as_json)
+        return print_dry_run(env, target, steps, install, as_json)
     target.check(will_init=False)
     try:
         refuse_what_cannot_run(target, steps, host)
     except BaseException:
         target.stop()  # gives back the directory lock that check() took
         raise
-    install = probe_install(pg_bin)
     db = open_results(env, store)
     expected = sum(expected_seconds(s.workload, s.params) or TESTS * fsync_seconds for s in steps)
     observer = ProgressObserver(env, expected)
@@ -249,14 +249,14 @@ def _probe_k8s(
 ) -> int:
     """The probes in a pod on a volume of the class (a PVC of --volume-size), deleted after."""
     from howfast.targets.k8s.spec import parse_target
-    from howfast.targets.k8s.target import K8sTarget
+    from howfast.targets.k8s.target import K8sVolumeTarget
 
     spec = parse_target(where)
     if spec.wal is not None:
         raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
     if keep:
         raise UsageError("--keep applies to directories: a probe's volume is always deleted")
-    target = K8sTarget(spec, kube, server=False)
+    target = K8sVolumeTarget(spec, kube)
     install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
     if dry_run:
         document = plan_document([target], steps, install)

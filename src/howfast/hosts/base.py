@@ -140,7 +140,8 @@ class Host(ABC):
 
     def server_counters(self) -> ServerCounters | None:
         """The server's own cgroup and processes, read through this host (a pod's server
-        container); None where the target reads them itself (Target.server_io) or cannot."""
+        container); None where the target reads them itself (HasLocalServer.server_io) or
+        cannot."""
         return None
 
     @abstractmethod

@@ -36,6 +36,7 @@ from howfast.runner.target_session import new_work_root
 from howfast.samplers.session import TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection
+from howfast.targets.capabilities import HasServerLog
 from howfast.targets.fleet_base import FleetInstance, FleetPlace
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome, Workload
@@ -154,7 +155,7 @@ class FleetRunner:
             env = StepEnvironment(
                 run_id=run_id,
                 target=member,
-                host=member.host(self.install),
+                host=member.host(),
                 install=self.install,
                 store=self.store,
                 observer=self.observer,
@@ -240,7 +241,7 @@ class FleetRunner:
             outcome.resolved_params.update(result.extra)
             if outcome.status == "failed":
                 failed += 1
-                if x.failed_start is None:
+                if x.failed_start is None and isinstance(x.member, HasServerLog):
                     tail = x.member.server_log_tail(10)
                     if tail:
                         outcome.error = f"{outcome.error}\n--- server log (last lines) ---\n{tail}"

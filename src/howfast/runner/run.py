@@ -29,6 +29,7 @@ from howfast.sizing import REGIMES
 from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.targets.base import Target
+from howfast.targets.capabilities import HoldsDirectoryLock
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Runner:
         )
         for target in self.targets:
             target.check(will_init=will_init)
-            memory = target.host(self.install).server_memory(None)
+            memory = target.planned().host.server_memory(None)
             if regimes and isinstance(memory, str):
                 raise UsageError(f"--dataset {regimes[0]} on {target.name}: {memory}")
 
@@ -115,7 +116,8 @@ class Runner:
         """A session per target, none started yet."""
         total = len(self.steps) * len(self.targets)
         for target in self.targets:  # their directory locks say which run holds them
-            target.note_run(run_id)
+            if isinstance(target, HoldsDirectoryLock):
+                target.note_run(run_id)
         sessions = []
         first_target: list[StepRecord] | None = None
         for position, target in enumerate(self.targets):
@@ -125,7 +127,7 @@ class Runner:
                 StepEnvironment(
                     run_id=run_id,
                     target=target,
-                    host=target.host(self.install),
+                    host=target.host(),  # a pod's: as planned, until it runs
                     install=self.install,
                     store=self.store,
                     observer=self.observer,

@@ -24,7 +24,13 @@ from howfast.runner.step import (
     unloaded_reason,
 )
 from howfast.samplers.session import SamplerFactory, TargetSampling
-from howfast.targets.base import Connection
+from howfast.targets.base import Connection, Target
+from howfast.targets.capabilities import (
+    AppliesStepSettings,
+    HasServerLog,
+    Keepable,
+    keeps_own_settings,
+)
 from howfast.targets.leftovers.marks import write_owner
 from howfast.workloads import get_workload
 from howfast.workloads.base import StepOutcome
@@ -88,9 +94,9 @@ class TargetSession:
         except (HowfastError, OSError) as exc:
             self.start_error = str(exc)
             return False
-        env.host = target.host(env.install)  # a pod's host is known once the pod runs
+        env.host = target.host()  # a pod's host is known once the pod runs
         in_memory = memory_storage_warning(record)  # the steps carry it when the run is read
-        for warning in [*getattr(target, "warnings", []), *([in_memory] if in_memory else [])]:
+        for warning in [*target.start_warnings(), *([in_memory] if in_memory else [])]:
             env.observer.message(f"warning: {warning}")
         self.sampling = TargetSampling(
             target, self.connection, self.sample_interval_s, env.host, self.extra_samplers
@@ -119,7 +125,7 @@ class TargetSession:
         step_dir.mkdir()
         wanted = {str(k): str(v) for k, v in (spec.params.get("settings") or {}).items()}
         try:
-            refused = None if wanted == self.in_force else target.apply_step_settings(wanted)
+            refused = None if wanted == self.in_force else apply_settings(target, wanted)
             self.in_force = {} if refused else wanted
         except HowfastError as exc:
             self.in_force = {}  # a target that refused goes back to the plan's settings
@@ -144,7 +150,7 @@ class TargetSession:
         if self.in_force and self.sampling is not None:
             # a kept cluster keeps the plan's settings, not the last step's
             try:
-                self.env.target.apply_step_settings({})
+                apply_settings(self.env.target, {})
             except HowfastError as exc:
                 self.env.observer.message(f"warning: {exc}")
             self.in_force = {}
@@ -154,6 +160,8 @@ class TargetSession:
     def _with_server_log(self, error: str | None) -> str:
         target = self.env.target
         text = error or "failed"
+        if not isinstance(target, HasServerLog):
+            return text
         if not target.alive():
             text += "\nthe server is not running any more"
         tail = target.server_log_tail(10)
@@ -169,9 +177,17 @@ class TargetSession:
             except Exception as exc:  # report, and still remove the work directory
                 env.observer.message(f"warning: stopping {env.target.name} failed: {exc}")
             shutil.rmtree(work_root, ignore_errors=True)
-            kept = getattr(env.target, "kept_message", lambda: None)()
+            kept = env.target.kept_message() if isinstance(env.target, Keepable) else None
             if kept:
                 env.observer.message(kept)
+
+
+def apply_settings(target: Target, settings: dict[str, str]) -> str | None:
+    """The step's settings in force on the server; why not, for a target that keeps its own."""
+    if not isinstance(target, AppliesStepSettings):
+        return keeps_own_settings(target)
+    target.apply_step_settings(settings)
+    return None
 
 
 def new_work_root() -> Path:

@@ -10,6 +10,7 @@ from howfast.machine.cgroup import MemoryCgroup
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
+from howfast.targets.capabilities import HasLocalServer
 
 
 class CgroupMemorySampler(PeriodicSampler):
@@ -50,7 +51,8 @@ class CgroupMemorySampler(PeriodicSampler):
 
 
 def _create(setup: SamplerSetup) -> CgroupMemorySampler | None:
-    group = setup.target.memory_cgroup()
+    target = setup.target
+    group = target.memory_cgroup() if isinstance(target, HasLocalServer) else None
     return CgroupMemorySampler(group) if group is not None else None
 
 

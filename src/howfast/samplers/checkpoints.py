@@ -18,6 +18,7 @@ from pathlib import Path
 from howfast.model import JSONValue
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
+from howfast.targets.capabilities import HasLocalServer
 
 TAIL_BYTES = 64 * 1024  # how far back to look for a checkpoint already running
 
@@ -209,7 +210,8 @@ class CheckpointSampler(PeriodicSampler):
 
 
 def _create(setup: SamplerSetup) -> CheckpointSampler | None:
-    log = setup.target.server_log_file()
+    target = setup.target
+    log = target.server_log_file() if isinstance(target, HasLocalServer) else None
     return CheckpointSampler(log) if log is not None and log.exists() else None
 
 

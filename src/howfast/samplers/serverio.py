@@ -28,6 +28,7 @@ from howfast.machine.serverio import FIELDS, ServerIo, device_numbers, parse_pro
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
+from howfast.targets.capabilities import HasLocalServer
 
 if TYPE_CHECKING:
     from howfast.hosts.base import ServerCounters
@@ -331,7 +332,8 @@ def _summed(io: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def _create(setup: SamplerSetup) -> PeriodicSampler | None:
-    source = setup.target.server_io()
+    target = setup.target
+    source = target.server_io() if isinstance(target, HasLocalServer) else None
     if source is not None:
         return ServerIoSampler(source, setup.role_devices)
     counters = setup.host.server_counters() if setup.host is not None else None

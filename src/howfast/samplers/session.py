@@ -23,6 +23,7 @@ from howfast.samplers.cpu import first_reading
 from howfast.samplers.plugin import SamplerSetup
 from howfast.samplers.registry import create_samplers
 from howfast.targets.base import Connection, Target
+from howfast.targets.capabilities import HasStorage
 
 # A sampler more (such as --prometheus's) for each sampled step, given the target and the
 # devices behind its roles; None: nothing to add for this target.
@@ -49,7 +50,7 @@ class TargetSampling:
         self.problem: str | None = None
         if interval_s:
             try:
-                paths = target.storage_paths()
+                paths = target.storage_paths() if isinstance(target, HasStorage) else {}
                 self.roles = host.role_devices(paths) if host else resolve_roles(paths)
             except Exception as exc:  # the step still runs; it says why the disks are missing
                 self.problem = (

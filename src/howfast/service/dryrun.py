@@ -9,7 +9,7 @@ the step's note says where it comes from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec
@@ -31,17 +31,14 @@ def plan_document(
     out: list[JSONValue] = []
     total = len(steps) * len(targets)
     for position, target in enumerate(targets):
-        host = target.host(install)
+        planned = target.planned()
         ctx = PlanContext(
             target=target,
-            connection=target.planned_connection(),
+            connection=planned.connection,
             install=install,
-            host=host,
-            scratch_dir=target.planned_scratch_dir(),
+            host=planned.host,
+            scratch_dir=planned.scratch_dir,
         )
-        planned_commands: list[tuple[str, list[str]]] = getattr(
-            target, "planned_commands", lambda: []
-        )()
         entries: list[JSONValue] = []
         for offset, spec in enumerate(steps):
             workload = get_workload(spec.workload)
@@ -62,14 +59,30 @@ def plan_document(
             {
                 "name": target.name,
                 "kind": target.kind,
-                "host": host.name,
-                "start": [{"what": what, "argv": argv} for what, argv in planned_commands],
+                "host": planned.host.name,
+                "start": [{"what": what, "argv": list(argv)} for what, argv in planned.start],
                 # Kubernetes targets: every object start() creates, in order
-                "manifests": getattr(target, "planned_manifests", lambda: [])(),
+                "manifests": [dict(o) for o in planned.objects],
                 "steps": entries,
             }
         )
     return {"dry_run": True, "targets": out}
+
+
+def to_yaml(objects: Sequence[JSONValue]) -> str:
+    """Objects (a kind's manifests) as a YAML stream, multi-line strings (a start script) as
+    literal blocks."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):  # type: ignore[misc]
+        pass
+
+    def text(dumper: Any, value: str) -> Any:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return str(yaml.dump_all(objects, Dumper=Dumper, sort_keys=False))
 
 
 def write_text(document: dict[str, JSONValue], command: str, out: TextIO) -> None:
@@ -82,8 +95,6 @@ def write_text(document: dict[str, JSONValue], command: str, out: TextIO) -> Non
             f"\n# ==== target {target['name']} ({target['kind']}, tools on {target['host']})\n"
         )
         if target.get("manifests"):
-            from howfast.targets.k8s.manifests import to_yaml
-
             out.write("# the objects created before the steps, in this order:\n")
             out.write(to_yaml(target["manifests"]))
             out.write("---\n")

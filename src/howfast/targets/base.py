@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from howfast.machine.cgroup import MemoryCgroup
 from howfast.model import TargetRecord
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
-    from howfast.machine.pgbin import PgInstall
-    from howfast.machine.serverio import ServerIo
 
 
 # libpq's connection keywords that have an environment variable (libpq's "Environment
@@ -109,9 +107,29 @@ class PlannedConnection(Connection):
         return ["-h", self.host, "-p", self.port_text, "-U", self.user, self.dbname]
 
 
+@dataclass(frozen=True)
+class PlannedTarget:
+    """A target as far as it is known before start(): what `--dry-run` prints and what the
+    checks before a run read (a pod's host answers with placeholders until it is scheduled)."""
+
+    host: Host
+    connection: Connection | None  # a PlannedConnection: placeholders for what start decides
+    scratch_dir: Path | None  # the directory start() will make on the storage under test
+    # What start() runs before the steps, in order: (what, argv) (initdb, the server...)
+    start: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The objects start() creates, in order (Kubernetes manifests): JSON data, which
+    # --dry-run prints as a YAML stream
+    objects: tuple[Mapping[str, Any], ...] = ()
+
+
 class Target(ABC):
-    """A place where PostgreSQL runs. The runner calls check() for every target before the run
-    starts, then start(), the steps, and stop() in a finally block (stop must be idempotent)."""
+    """A place where PostgreSQL runs (or, for a storage probe, only storage). The runner calls
+    check() for every target before the run starts, then start(), host(), the steps, and
+    stop() in a finally block (stop must be idempotent).
+
+    The base is what every target does. What only some can do (restart, a server log, a
+    directory lock, pods...) is a capability, a Protocol in targets/capabilities.py that the
+    target class subclasses and callers test with isinstance."""
 
     name: str
     kind: str
@@ -126,70 +144,24 @@ class Target(ABC):
         server, such as a directory probed with fio only)."""
 
     @abstractmethod
-    def host(self, install: PgInstall) -> Host:
-        """Where this target's tools run and what its server's machine is (a LocalHost for
-        this machine, with PostgreSQL's programs from `install`)."""
-
-    def planned_connection(self) -> Connection | None:
-        """How clients will reach the server, as far as it is known before start() (for
-        --dry-run); parts decided at start are shown as placeholders."""
-        return None
-
-    def planned_scratch_dir(self) -> Path | None:
-        """The scratch directory start() will create, for --dry-run."""
-        return self.scratch_dir()
+    def stop(self) -> None:
+        """Stop what start() started and remove what it created (unless kept). Idempotent."""
 
     @abstractmethod
     def record(self) -> TargetRecord:
         """What to store about the target: version, settings, devices (after start)."""
 
     @abstractmethod
-    def stop(self) -> None:
-        """Stop what start() started and remove what it created (unless kept). Idempotent."""
+    def planned(self) -> PlannedTarget:
+        """What start() will make, as far as known before it runs; creates nothing."""
 
-    def note_run(self, run_id: int) -> None:
-        """The run this target belongs to, once it is created (a directory target records it
-        beside its lock, for the message another howfast gives)."""
-        del run_id  # nothing to record for other targets
+    @abstractmethod
+    def host(self) -> Host:
+        """Where this target's tools run and what its server's machine is. Known once the
+        target started (a pod's host needs the pod); before, a target whose host depends on
+        what start() makes answers with planned().host."""
 
-    def alive(self) -> bool:
-        """Whether the server still runs (a local target checks its postmaster)."""
-        return True
-
-    def server_log_tail(self, lines: int = 20) -> str | None:
-        """The last lines of the server log, when howfast has it."""
-        return None
-
-    def scratch_dir(self) -> Path | None:
-        """A directory on the storage under test for file-based probes (fio), if any."""
-        return None
-
-    def storage_paths(self) -> dict[str, Path]:
-        """The paths whose block devices the samplers watch, by role ("data", "wal").
-        By default the scratch directory, as the data role."""
-        scratch = self.scratch_dir()
-        return {"data": scratch} if scratch is not None else {}
-
-    def server_log_file(self) -> Path | None:
-        """The server's log file while it runs, when howfast writes it (local clusters)."""
-        return None
-
-    def restart(self) -> str | None:
-        """Stop and start the server again (its shared_buffers start empty). Returns None
-        when done, else why not: an existing server is not howfast's to restart."""
-        return f"{self.kind} targets cannot be restarted by howfast"
-
-    def memory_cgroup(self) -> MemoryCgroup | None:
-        """The memory-limited cgroup the server runs in (`--memory`), if any."""
-        return None
-
-    def server_io(self) -> ServerIo | None:
-        """Where PostgreSQL's own I/O can be read (its I/O cgroup, its processes): only for a
-        server howfast started on this machine."""
-        return None
-
-    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
-        """Make `settings` (postgresql.conf names and values) the ones in force for the next
-        step, over the plan's; an empty dict goes back to the plan's. Returns None when
-        applied, else why not (an existing server keeps its own settings)."""
-        return f"{self.kind} targets keep their own settings"
+    def start_warnings(self) -> tuple[str, ...]:
+        """What check() and start() found worth saying (an earlier cluster left in the
+        directory, logs on the storage under test); shown once the target is up."""
+        return ()

@@ -12,7 +12,7 @@ from howfast.machine.pgbin import PgInstall
 from howfast.model import TargetRecord
 from howfast.redact import passwords_in, redact_dsn, redact_text
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, Target
+from howfast.targets.base import Connection, PlannedTarget, Target
 
 _CORE_KEYS = {"host", "hostaddr", "port", "user", "dbname", "password"}
 
@@ -52,12 +52,19 @@ def parse_dsn(dsn: str) -> Connection:
 class DsnTarget(Target):
     kind = "dsn"
 
-    def __init__(self, dsn: str, *, overwrite: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        install: PgInstall | None = None,
+        overwrite: bool = False,
+        name: str | None = None,
+    ) -> None:
         self.connection = parse_dsn(dsn)
+        self.install = install  # the client tools' (pgbench, psql)
         self.location = redact_dsn(dsn)
         self.name = name or self.location
         self.overwrite = overwrite
-        self.warnings: list[str] = []
 
     def check(self, *, will_init: bool) -> None:
         existing = pgquery.existing_pgbench_tables(self.connection)
@@ -71,12 +78,12 @@ class DsnTarget(Target):
     def start(self) -> Connection:
         return self.connection
 
-    def host(self, install: PgInstall) -> Host:
+    def host(self) -> Host:
         """The tools run here; the server's machine is out of sight."""
-        return ClientHost(install)
+        return ClientHost(self.install)
 
-    def planned_connection(self) -> Connection:
-        return self.connection
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(host=self.host(), connection=self.connection, scratch_dir=None)
 
     def record(self) -> TargetRecord:
         version, settings = pgquery.server_facts(self.connection)

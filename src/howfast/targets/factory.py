@@ -1,5 +1,6 @@
-"""Turning a --target argument into a Target: the target kind that recognises the text
-(targets/registry.py, one module per kind in targets/kinds/) makes it."""
+"""Turning a --target argument into a Target, with the run's options as separate arguments:
+what cli/run.py calls until it builds TargetOptions itself and asks the registry
+(targets/registry.py: parse_kind_options, make_targets). Delete once it does."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def make_target(
     memory_limit: int | None = None,
     kubernetes: K8sOptions | None = None,
 ) -> Target:
+    """The one target of `text` without emulated volumes (cli/run.py makes those itself)."""
     options = TargetOptions(
         install,
         wal_dir=wal_dir,
@@ -39,6 +41,7 @@ def make_target(
         overwrite=overwrite,
         checksums=checksums,
         memory_limit=memory_limit,
-        kubernetes=kubernetes,
+        kind_options={"k8s": kubernetes} if kubernetes is not None else {},
     )
-    return kind_for(text).create(text, options)
+    (target,) = kind_for(text).create(text, options)
+    return target

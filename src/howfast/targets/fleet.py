@@ -165,19 +165,23 @@ class LocalFleet:
         self._claim: Claim | None = None
         self._lock: DirectoryLock | None = None
 
-    def check(self, scenarios: list[FleetScenario]) -> None:
-        check_directory(self.directory, "target directory")
-        if self._lock is None:  # one run at a time, as on a single target's directory; and
-            # while it is held, howfast cleanup knows the fleet's workspace is in use
-            self._lock = lock_directory(self.directory, "target directory")
-        check_earlier_clusters(self.directory, "target directory")
-        check_reachable(server_user(), self.directory)
+    def check_plan(self, scenarios: list[FleetScenario]) -> None:
+        """A class with a StorageClass is for k8s:// targets."""
         for klass in (c for s in scenarios for c in s.classes):
             if klass.on_kubernetes:
                 raise UsageError(
                     f"fleet class {klass.name}: storage_class applies to k8s:// targets only",
                     "give the class I/O limits (iops, read_iops, ...) on a directory target",
                 )
+
+    def check(self, scenarios: list[FleetScenario]) -> None:
+        self.check_plan(scenarios)
+        check_directory(self.directory, "target directory")
+        if self._lock is None:  # one run at a time, as on a single target's directory; and
+            # while it is held, howfast cleanup knows the fleet's workspace is in use
+            self._lock = lock_directory(self.directory, "target directory")
+        check_earlier_clusters(self.directory, "target directory")
+        check_reachable(server_user(), self.directory)
         self.device = check_fleet_limits(
             [(c.name, c.limits()) for s in scenarios for c in s.classes], self.directory
         )

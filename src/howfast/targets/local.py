@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
@@ -30,7 +31,16 @@ from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, PlannedConnection, Target
+from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
+from howfast.targets.capabilities import (
+    AppliesStepSettings,
+    HasLocalServer,
+    HasServerLog,
+    HasStorage,
+    HoldsDirectoryLock,
+    Keepable,
+    Restartable,
+)
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
@@ -140,7 +150,16 @@ def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
     }
 
 
-class LocalTarget(Target):
+class LocalTarget(
+    Target,
+    HasStorage,
+    HasServerLog,
+    HasLocalServer,
+    Restartable,
+    AppliesStepSettings,
+    HoldsDirectoryLock,
+    Keepable,
+):
     kind = "local"
 
     def __init__(
@@ -401,9 +420,12 @@ class LocalTarget(Target):
         finally:
             self._stop_postmaster(signal.SIGQUIT)
 
-    def host(self, install: PgInstall) -> Host:
-        """This machine, with PostgreSQL's programs from `install`."""
-        return LocalHost(install)
+    def host(self) -> Host:
+        """This machine, with PostgreSQL's programs from the target's install."""
+        return LocalHost(self.install)
+
+    def start_warnings(self) -> tuple[str, ...]:
+        return tuple(self.warnings)
 
     def record(self) -> TargetRecord:
         device: dict[str, object] = {}
@@ -442,10 +464,15 @@ class LocalTarget(Target):
     def scratch_dir(self) -> Path | None:
         return self.cluster_dir if self.cluster_dir.exists() else None
 
-    def planned_scratch_dir(self) -> Path | None:
-        return self.cluster_dir
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(
+            host=self.host(),
+            connection=self._planned_connection(),
+            scratch_dir=self.cluster_dir,
+            start=self._planned_start(),
+        )
 
-    def planned_connection(self) -> Connection:
+    def _planned_connection(self) -> Connection:
         """The socket directory is made at start (a fresh private directory), the port
         chosen then unless the settings name one."""
         wanted = [self.directory] + ([self.wal_root] if self.wal_root else [])
@@ -460,12 +487,12 @@ class LocalTarget(Target):
             port_text=port or "PORT",
         )
 
-    def planned_commands(self) -> list[tuple[str, list[str]]]:
+    def _planned_start(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """What start() runs before any step, for --dry-run: initdb and the server."""
-        return [
-            ("initdb, as the server's OS user", self._initdb_argv()),
-            ("the server, in its own session", self._postgres_argv()),
-        ]
+        return (
+            ("initdb, as the server's OS user", tuple(self._initdb_argv())),
+            ("the server, in its own session", tuple(self._postgres_argv())),
+        )
 
     def storage_paths(self) -> dict[str, Path]:
         if not self.data_dir.exists():
@@ -476,23 +503,21 @@ class LocalTarget(Target):
     def server_log_file(self) -> Path | None:
         return self.server_log
 
-    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
+    def apply_step_settings(self, settings: Mapping[str, str]) -> None:
         """ALTER SYSTEM over the plan's postgresql.conf, then a reload, or a restart when a
         setting only takes effect at server start (shared_buffers...)."""
         if settings == self.step_settings:
-            return None
+            return
         assert self.connection is not None
         in_force, self.step_settings = self.step_settings, {}  # the plan's, if refused
         self.step_settings = pgquery.apply_step_settings(
-            self.connection, settings, in_force, self.restart
+            self.connection, dict(settings), in_force, self.restart
         )
-        return None
 
-    def restart(self) -> str | None:
+    def restart(self) -> None:
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup."""
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
-        return None
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup

@@ -16,21 +16,29 @@ from howfast.hosts.local import LocalHost
 from howfast.machine.fsinfo import describe_path
 from howfast.machine.pgbin import PgInstall
 from howfast.model import TargetRecord
-from howfast.targets.base import Connection, Target
+from howfast.targets.base import Connection, PlannedTarget, Target
+from howfast.targets.capabilities import HasStorage, HoldsDirectoryLock, Keepable
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers.marks import mark_kept
 
 
-class PathTarget(Target):
+class PathTarget(Target, HasStorage, HoldsDirectoryLock, Keepable):
     kind = "path"
 
-    def __init__(self, directory: Path, *, keep: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        install: PgInstall | None = None,
+        keep: bool = False,
+        name: str | None = None,
+    ) -> None:
         self.directory = directory.absolute()
+        self.install = install  # pg_test_fsync's
         self.keep = keep
         self.name = name or str(self.directory)
         self.probe_dir = self.directory / f"howfast-{secrets.token_hex(4)}"
-        self.warnings: list[str] = []
         self._claim: Claim | None = None
         self._lock: DirectoryLock | None = None  # one run or probe at a time per directory
         self._created = False
@@ -50,9 +58,12 @@ class PathTarget(Target):
         self._created = True
         return None  # no server: only storage probes run here
 
-    def host(self, install: PgInstall) -> Host:
-        """This machine, with PostgreSQL's programs from `install`."""
-        return LocalHost(install)
+    def host(self) -> Host:
+        """This machine, with PostgreSQL's programs from the target's install."""
+        return LocalHost(self.install)
+
+    def planned(self) -> PlannedTarget:
+        return PlannedTarget(host=self.host(), connection=None, scratch_dir=self.probe_dir)
 
     def record(self) -> TargetRecord:
         where = self.probe_dir if self.probe_dir.exists() else self.directory
@@ -66,8 +77,9 @@ class PathTarget(Target):
     def scratch_dir(self) -> Path | None:
         return self.probe_dir if self.probe_dir.exists() else None
 
-    def planned_scratch_dir(self) -> Path | None:
-        return self.probe_dir
+    def storage_paths(self) -> dict[str, Path]:
+        scratch = self.scratch_dir()
+        return {"data": scratch} if scratch is not None else {}
 
     def stop(self) -> None:
         try:

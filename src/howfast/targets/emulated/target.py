@@ -17,6 +17,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from howfast.analysis.emulation import latency_warning
@@ -29,7 +30,15 @@ from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import ServerIo
 from howfast.model import TargetRecord
 from howfast.redact import redact_dsn
-from howfast.targets.base import Connection, Target
+from howfast.targets.base import Connection, PlannedTarget, Target
+from howfast.targets.capabilities import (
+    AppliesStepSettings,
+    HasLocalServer,
+    HasServerLog,
+    HasStorage,
+    HoldsDirectoryLock,
+    Restartable,
+)
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.emulated.build import (
@@ -84,7 +93,15 @@ def flush_latency_ms(device: str, count: int = FLUSH_CHECKS) -> float:
         os.close(fd)
 
 
-class EmulatedTarget(Target):
+class EmulatedTarget(
+    Target,
+    HasStorage,
+    HasServerLog,
+    HasLocalServer,
+    Restartable,
+    AppliesStepSettings,
+    HoldsDirectoryLock,
+):
     kind = "local"
 
     def __init__(
@@ -210,11 +227,14 @@ class EmulatedTarget(Target):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def host(self, install: PgInstall) -> Host:
+    def host(self) -> Host:
         """This machine; once the volume is capped, tools are born in its I/O cgroup."""
         if self._host is None:
-            self._host = LocalHost(install, cgroup=self.io_cgroup)
+            self._host = LocalHost(self.install, cgroup=self.io_cgroup)
         return self._host
+
+    def start_warnings(self) -> tuple[str, ...]:
+        return tuple(self.warnings)
 
     def record(self) -> TargetRecord:
         record = self.inner.record()
@@ -265,20 +285,14 @@ class EmulatedTarget(Target):
     def scratch_dir(self) -> Path | None:
         return self.inner.scratch_dir()
 
-    def planned_scratch_dir(self) -> Path | None:
-        return self.inner.planned_scratch_dir()
-
-    def planned_connection(self) -> Connection:
-        return self.inner.planned_connection()
-
     def storage_paths(self) -> dict[str, Path]:
         return self.inner.storage_paths()
 
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()
 
-    def restart(self) -> str | None:
-        return self.inner.restart()
+    def restart(self) -> None:
+        self.inner.restart()
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.inner.memory_cgroup()
@@ -286,12 +300,12 @@ class EmulatedTarget(Target):
     def server_io(self) -> ServerIo | None:
         return self.inner.server_io()
 
-    def planned_commands(self) -> list[tuple[str, list[str]]]:
+    def planned(self) -> PlannedTarget:
         """The volume's layers, then the cluster's commands, for --dry-run."""
         run_dir = runtime_base([self.directory]) / f"howfast-vol-{self.token}-XXXXXXXX"
         image, mount_dir = self.workspace / "volume.img", self.workspace / "mnt"
         socket = run_dir / "nbdkit.sock"
-        return [
+        volume: list[tuple[str, list[str]]] = [
             (f"format the {self.size_bytes // 2**20} MiB volume image", mkfs_argv(image)),
             (
                 f"serve it with {format_ms(self.limits.latency_ms)} added to each read, "
@@ -307,11 +321,17 @@ class EmulatedTarget(Target):
             ("show it as a file", nbdfuse_argv(run_dir / "fuse", socket, run_dir / "nbdfuse.pid")),
             ("a loop device on that file", losetup_argv(run_dir / "fuse" / "nbd")),
             ("mount it", mount_argv("/dev/loopN", mount_dir)),
-            *self.inner.planned_commands(),
         ]
+        cluster = self.inner.planned()
+        return PlannedTarget(
+            host=self.host(),
+            connection=cluster.connection,
+            scratch_dir=cluster.scratch_dir,
+            start=(*((what, tuple(argv)) for what, argv in volume), *cluster.start),
+        )
 
-    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
-        return self.inner.apply_step_settings(settings)
+    def apply_step_settings(self, settings: Mapping[str, str]) -> None:
+        self.inner.apply_step_settings(settings)
 
 
 def emulated_variants(

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any
 
+from howfast.errors import UsageError
 from howfast.hosts.pod import NodeFacts, PodDescription
 from howfast.model import JSONValue
+from howfast.targets.k8s.manifests import PATH_SETUP
 from howfast.targets.k8s.spec import parse_quantity_bytes
 
 NODE_LABELS = (
@@ -149,3 +152,70 @@ def pod_description(
         images=images,
         node=node_description(node),
     )
+
+
+DEFAULT_PGDATA = "/var/lib/postgresql/data"  # the official image's PGDATA
+
+
+def existing_pod_description(
+    pod: Mapping[str, Any],
+    node: Mapping[str, Any] | None,
+    *,
+    context: str | None,
+    server_container: str | None,
+    tools_container: str | None = None,
+    work_dir: str = "/tmp",
+    path_setup: str = PATH_SETUP,
+) -> PodDescription:
+    """The description of a pod howfast did not create (a database a user runs, a standby
+    made by an operator), from its Pod and Node objects and the name of its PostgreSQL
+    container: nothing of howfast's manifests is assumed. The tools run in
+    `tools_container` (default: the server's own container, which has PostgreSQL's
+    programs); PostgreSQL's data directory is the server container's PGDATA (the official
+    image's default without one); the volumes under test are under the mount that holds it;
+    the server's memory is its container's limit. `work_dir` must be writable there (it is
+    not the storage under test; a memory-backed one is better). Pure."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    containers = {str(c["name"]): c for c in spec.get("containers") or []}
+    if server_container is not None and server_container not in containers:
+        raise UsageError(
+            f"pod {metadata.get('name')} has no container {server_container!r} "
+            f"(it has {', '.join(containers) or 'none'})"
+        )
+    tools = tools_container or server_container or next(iter(containers), "")
+    if tools not in containers:
+        raise UsageError(f"pod {metadata.get('name')} has no container {tools!r}")
+    server = containers.get(server_container or "") or {}
+    env = {str(e.get("name")): e.get("value") for e in server.get("env") or []}
+    data_dir = str(env.get("PGDATA") or DEFAULT_PGDATA)
+    limit = ((server.get("resources") or {}).get("limits") or {}).get("memory")
+    try:
+        memory = parse_quantity_bytes(str(limit)) if limit else None
+    except ValueError:
+        memory = None
+    return PodDescription(
+        context=context,
+        namespace=str(metadata.get("namespace") or "default"),
+        pod=str(metadata.get("name") or ""),
+        tools_container=tools,
+        server_container=server_container,
+        data_dir=data_dir,
+        work_dir=work_dir,
+        volume_root=volume_root(data_dir, containers[tools]),
+        path_setup=path_setup,
+        node=node_description(node),
+        memory_limit_bytes=memory,
+        images={name: str(c.get("image", "")) for name, c in containers.items()},
+    )
+
+
+def volume_root(path: str, container: Mapping[str, Any]) -> str:
+    """Where the volume holding `path` is mounted in `container`, one level up: the paths
+    PodHost.same_filesystem compares lie under it ("" when no mount holds `path`: then
+    every absolute path does)."""
+    mounts = [str(m.get("mountPath", "")).rstrip("/") for m in container.get("volumeMounts") or []]
+    holding = [m for m in mounts if m and (path == m or path.startswith(m + "/"))]
+    if not holding:
+        return ""  # every absolute path is under "" + "/"
+    return str(PurePosixPath(max(holding, key=len)).parent).rstrip("/")

@@ -104,6 +104,9 @@ class K8sFleet:
         self.cluster: Cluster | None = None
         self.description = spec.text
 
+    def check_plan(self, scenarios: list[FleetScenario]) -> None:
+        check_classes(scenarios)
+
     def check(self, scenarios: list[FleetScenario]) -> None:
         check_classes(scenarios)
         self._check_cluster(scenarios)

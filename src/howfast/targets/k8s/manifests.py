@@ -367,18 +367,3 @@ def all_manifests(plan: Plan, password: str = "PASSWORD") -> list[dict[str, Any]
     owner's uid, known once it exists: UID here)."""
     owner = {"name": plan.name, "uid": "UID"}
     return [owner_secret(plan, password), *dependents(plan, owner)]
-
-
-def to_yaml(objects: list[dict[str, Any]]) -> str:
-    """Manifests as a YAML stream, multi-line strings (the start script) as literal blocks."""
-    import yaml
-
-    class Dumper(yaml.SafeDumper):  # type: ignore[misc]
-        pass
-
-    def text(dumper: Any, value: str) -> Any:
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    Dumper.add_representer(str, text)
-    return str(yaml.dump_all(objects, Dumper=Dumper, sort_keys=False))

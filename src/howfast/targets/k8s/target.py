@@ -1,9 +1,12 @@
-"""`k8s://CLASS`: PostgreSQL in a pod whose data (and WAL) live on volumes of a StorageClass.
+"""`k8s://CLASS`: PostgreSQL in a pod whose data (and WAL) live on volumes of a StorageClass
+(K8sTarget); `howfast probe k8s://CLASS`: a pod on such a volume, without a server
+(K8sVolumeTarget). Both are a K8sPodTarget, which owns the pod's lifecycle.
 
 start() creates the run's objects (manifests.py) owner first, waits for the pod with watches,
-and forwards a loopback port to the server for howfast's own SQL; the tools run in the pod
-(hosts/pod.py). stop() deletes every object carrying the run's label and waits until they,
-and the volumes bound to their claims, are gone. Nothing else in the cluster is touched.
+and, with a server, forwards a loopback port to it for howfast's own SQL; the tools run in the
+pod (hosts/pod.py, on the pod's PodDescription). stop() deletes every object carrying the
+run's label and waits until they, and the volumes bound to their claims, are gone. Nothing
+else in the cluster is touched.
 """
 
 from __future__ import annotations
@@ -13,15 +16,23 @@ import json
 import secrets
 import socket
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.pod import ExecResult, PodDescription, PodHost
 from howfast.machine.memory import cap_problem
 from howfast.model import TargetRecord
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, PlannedConnection, Target
+from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
+from howfast.targets.capabilities import (
+    AppliesStepSettings,
+    HasPods,
+    HasServerLog,
+    HasStorage,
+    Restartable,
+)
 from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
@@ -29,13 +40,17 @@ from howfast.targets.k8s.spec import K8sOptions, K8sSpec
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
-    from howfast.machine.pgbin import PgInstall
+    from howfast.hosts.pod import PodExec
 
 RESTART_TIMEOUT_S = 300
 
 
-class K8sTarget(Target):
+class K8sPodTarget(Target, HasStorage, HasPods):
+    """A pod howfast creates on volumes of a StorageClass: its objects, its lifecycle, its
+    host. K8sTarget runs PostgreSQL in it; K8sVolumeTarget only the storage probes."""
+
     kind = "k8s"
+    server: ClassVar[bool]  # whether the pod runs PostgreSQL
 
     def __init__(
         self,
@@ -44,14 +59,12 @@ class K8sTarget(Target):
         *,
         settings: dict[str, str] | None = None,
         checksums: bool = False,
-        server: bool = True,
         name: str | None = None,
     ) -> None:
         self.spec = spec
         self.options = options
         self.settings = dict(settings or {})
         self.checksums = checksums
-        self.server = server
         self.name = name or spec.text
         self.token = secrets.token_hex(4)
         # Resolved without any network access (--dry-run works without a cluster).
@@ -62,9 +75,7 @@ class K8sTarget(Target):
         self.pod: dict[str, Any] | None = None
         self.node: dict[str, Any] | None = None
         self.step_settings: dict[str, str] = {}
-        self.warnings: list[str] = []
         self._host: PodHost | None = None  # the running pod's, made once it runs
-        self._host_asked = False
         self._started = False
         self._api = RunningPod(self)
 
@@ -83,10 +94,17 @@ class K8sTarget(Target):
             writer=writer,
         )
 
-    def planned_manifests(self) -> list[dict[str, Any]]:
-        return m.all_manifests(self.plan(), password="GENERATED-AT-RUN-TIME")
+    def planned(self) -> PlannedTarget:
+        """The pod as planned (node unknown), and every object start() creates, in order."""
+        manifests = m.all_manifests(self.plan(), password="GENERATED-AT-RUN-TIME")
+        return PlannedTarget(
+            host=PodHost(self.planned_pod(), self._api),
+            connection=self._planned_connection(),
+            scratch_dir=self._scratch(),
+            objects=tuple(manifests),
+        )
 
-    def planned_connection(self) -> Connection | None:
+    def _planned_connection(self) -> Connection | None:
         if not self.server:
             return None
         return PlannedConnection(
@@ -94,23 +112,30 @@ class K8sTarget(Target):
             port_text="PORT",
         )  # fmt: skip
 
-    def planned_scratch_dir(self) -> Path | None:
+    def _scratch(self) -> Path:
         return Path(m.SCRATCH) if self.server else Path(m.DATA_MOUNT)
 
-    def host(self, install: PgInstall) -> Host:
+    def host(self) -> Host:
         """The pod as a host: once started, the running pod on its node; before (checks, a
         dry run), the pod as planned, its node not known yet."""
-        self._host_asked = True
         if self.pod is None:
             return PodHost(self.planned_pod(), self._api)
         return self._pod_host()
 
     def _pod_host(self) -> PodHost:
         if self._host is None:
-            self._host = PodHost(
-                facts.pod_description(self.pod, self.node, planned=self.planned_pod()), self._api
-            )
+            self._host = PodHost(self.pod_description(), self._api)
         return self._host
+
+    def pod_description(self) -> PodDescription:
+        """As planned until the pod runs; then the pod and node as the cluster shows them."""
+        planned = self.planned_pod()
+        if self.pod is None:
+            return planned
+        return facts.pod_description(self.pod, self.node, planned=planned)
+
+    def pod_api(self) -> PodExec:
+        return self._api
 
     def planned_pod(self) -> PodDescription:
         """The run's pod as its manifests make it (manifests.py), its node unknown."""
@@ -236,68 +261,14 @@ class K8sTarget(Target):
         if warnings:
             raise HowfastError("; ".join(warnings))
 
-    def alive(self) -> bool:
-        if self.cluster is None or self.pod is None:
-            return False
-        pod = self.cluster.read("Pod", f"howfast-{self.token}", self.namespace)
-        for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
-            if status.get("name") == m.POSTGRES:
-                return "running" in (status.get("state") or {})
-        return False
-
-    def server_log_tail(self, lines: int = 20) -> str | None:
-        if self.cluster is None or self.pod is None or not self.server:
-            return None
-        with contextlib.suppress(HowfastError):
-            cluster, namespace, pod = self.exec_place()
-            out = cluster.exec(namespace, pod, m.POSTGRES, ["tail", "-n", str(lines), m.SERVER_LOG])
-            return out.stdout.rstrip() or None
-        return None
-
     def scratch_dir(self) -> Path | None:
-        if self.pod is None:
-            return None
-        return Path(m.SCRATCH) if self.server else Path(m.DATA_MOUNT)
+        return None if self.pod is None else self._scratch()
 
     def storage_paths(self) -> dict[str, Path]:
         if self.pod is None:
             return {}
         wal = m.WAL_DIR if self.spec.wal else f"{m.PGDATA}/pg_wal"
         return {"data": Path(m.PGDATA), "wal": Path(wal)}
-
-    # -- restarts and per-step settings ------------------------------------------------------
-    def restart(self) -> str | None:
-        """pg_ctl restart in the server container: a clean checkpoint, shared_buffers empty."""
-        if not self.server:
-            return "a storage probe has no server"
-        cluster, namespace, pod = self.exec_place()
-        script = (
-            f"{m.PATH_SETUP}; pg_ctl -D {m.PGDATA} -l {m.SERVER_LOG} -w -t {RESTART_TIMEOUT_S} "
-            "restart -m fast >/dev/null"
-        )
-        out = cluster.exec(
-            namespace, pod, m.POSTGRES, ["/bin/sh", "-c", script], timeout_s=RESTART_TIMEOUT_S + 30
-        )
-        if out.returncode != 0:
-            raise HowfastError(
-                f"restarting PostgreSQL in pod {pod} failed: {out.stderr.strip()}\n"
-                + (self.server_log_tail(10) or "")
-            )
-        if self.connection is not None:
-            self._wait_sql(60.0)
-        return None
-
-    def apply_step_settings(self, settings: dict[str, str]) -> str | None:
-        """ALTER SYSTEM, then a reload, or a restart for settings that need one."""
-        if settings == self.step_settings:
-            return None
-        if self.connection is None:
-            return "the server is not running"
-        in_force, self.step_settings = self.step_settings, {}  # the plan's, if refused
-        self.step_settings = pgquery.apply_step_settings(
-            self.connection, settings, in_force, self.restart
-        )
-        return None
 
     # -- facts --------------------------------------------------------------------------------
     def record(self) -> TargetRecord:
@@ -329,13 +300,9 @@ class K8sTarget(Target):
                 else:
                     entry["medium"] = volume.medium or "disk"
                     entry["size_limit"] = self.options.volume_size
-                # As before pods had descriptions: the file system is read when a host was
-                # asked for before the record (not for a fleet member, started first).
-                host = self._pod_host() if self._host_asked else None
-                if host is not None:
-                    mount = m.DATA_MOUNT if role == "data" else m.WAL_MOUNT
-                    with contextlib.suppress(HowfastError):
-                        entry["fstype"] = host.fstype(Path(mount))
+                mount = m.DATA_MOUNT if role == "data" else m.WAL_MOUNT
+                with contextlib.suppress(HowfastError):
+                    entry["fstype"] = self._pod_host().fstype(Path(mount))
                 device[role] = entry
             if "wal" not in device and "data" in device:
                 device["wal"] = dict(device["data"])
@@ -358,11 +325,71 @@ class K8sTarget(Target):
         )
 
 
+class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings):
+    """`k8s://CLASS`: PostgreSQL in the pod."""
+
+    server = True
+
+    def alive(self) -> bool:
+        if self.cluster is None or self.pod is None:
+            return False
+        pod = self.cluster.read("Pod", f"howfast-{self.token}", self.namespace)
+        for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
+            if status.get("name") == m.POSTGRES:
+                return "running" in (status.get("state") or {})
+        return False
+
+    def server_log_tail(self, lines: int = 20) -> str | None:
+        if self.cluster is None or self.pod is None:
+            return None
+        with contextlib.suppress(HowfastError):
+            cluster, namespace, pod = self.exec_place()
+            out = cluster.exec(namespace, pod, m.POSTGRES, ["tail", "-n", str(lines), m.SERVER_LOG])
+            return out.stdout.rstrip() or None
+        return None
+
+    def restart(self) -> None:
+        """pg_ctl restart in the server container: a clean checkpoint, shared_buffers empty."""
+        cluster, namespace, pod = self.exec_place()
+        script = (
+            f"{m.PATH_SETUP}; pg_ctl -D {m.PGDATA} -l {m.SERVER_LOG} -w -t {RESTART_TIMEOUT_S} "
+            "restart -m fast >/dev/null"
+        )
+        out = cluster.exec(
+            namespace, pod, m.POSTGRES, ["/bin/sh", "-c", script], timeout_s=RESTART_TIMEOUT_S + 30
+        )
+        if out.returncode != 0:
+            raise HowfastError(
+                f"restarting PostgreSQL in pod {pod} failed: {out.stderr.strip()}\n"
+                + (self.server_log_tail(10) or "")
+            )
+        if self.connection is not None:
+            self._wait_sql(60.0)
+
+    def apply_step_settings(self, settings: Mapping[str, str]) -> None:
+        """ALTER SYSTEM, then a reload, or a restart for settings that need one."""
+        if settings == self.step_settings:
+            return
+        if self.connection is None:
+            raise HowfastError(f"{self.name}: the server is not running")
+        in_force, self.step_settings = self.step_settings, {}  # the plan's, if refused
+        self.step_settings = pgquery.apply_step_settings(
+            self.connection, dict(settings), in_force, self.restart
+        )
+
+
+class K8sVolumeTarget(K8sPodTarget):
+    """`howfast probe k8s://CLASS`: a pod on a volume of the class, without a server (fio and
+    pg_test_fsync run in its tools container, on the volume)."""
+
+    server = False
+
+
 class RunningPod:
     """The cluster's exec for a target's pod, refused while the pod is not running (before
     start, after stop), as the target's own execs are (exec_place)."""
 
-    def __init__(self, target: K8sTarget) -> None:
+    def __init__(self, target: K8sPodTarget) -> None:
         self.target = target
 
     def exec(

@@ -33,11 +33,12 @@ class DsnKind(TargetKind):
     name = "dsn"
     order = 10
     usage = "a postgresql:// URI (or key=value connection string)"
+    local_install = "client"  # pgbench and psql run here; the server is elsewhere
 
     def matches(self, text: str) -> bool:
         return text.startswith(SCHEMES) or is_conninfo(text)
 
-    def create(self, text: str, options: TargetOptions) -> Target:
+    def create(self, text: str, options: TargetOptions) -> list[Target]:
         from howfast.targets.dsn import DsnTarget
 
         if options.wal_dir is not None:
@@ -48,7 +49,7 @@ class DsnKind(TargetKind):
                 "of an existing server (postgresql://...)",
                 "drop --memory, or give --dataset SIZE to size the data for that server",
             )
-        return DsnTarget(text, overwrite=options.overwrite)
+        return [DsnTarget(text, install=options.install, overwrite=options.overwrite)]
 
 
 KIND = DsnKind()

@@ -26,6 +26,7 @@ from pathlib import Path, PurePath
 
 from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.model import JSONValue, Sample
+from howfast.targets.capabilities import HasStorage
 from howfast.units import format_bytes
 from howfast.workloads.base import (
     PlanContext,
@@ -202,7 +203,7 @@ class FioWorkload(Workload):
         profile = str(params["profile"])
         size = int(params["size_bytes"])
         runtime = int(params["runtime_s"])
-        scratch = ctx.target.scratch_dir()
+        scratch = ctx.target.scratch_dir() if isinstance(ctx.target, HasStorage) else None
         if scratch is None:
             return StepOutcome(
                 status="skipped",

@@ -14,6 +14,7 @@ from howfast.hosts.base import Invocation
 from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue
 from howfast.plugin.registry import expected_seconds
+from howfast.targets.capabilities import HasStorage
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -47,7 +48,7 @@ class PgTestFsyncWorkload(Workload):
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         seconds = int(params.get("seconds") or 5)
-        scratch = ctx.target.scratch_dir()
+        scratch = ctx.target.scratch_dir() if isinstance(ctx.target, HasStorage) else None
         if scratch is None:
             return StepOutcome(
                 status="skipped",

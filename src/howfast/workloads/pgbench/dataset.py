@@ -24,6 +24,7 @@ from howfast.model import JSONValue
 from howfast.sizing import DatasetPlan, parse_dataset, plan_dataset
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
+from howfast.targets.capabilities import HasLocalServer, HasStorage
 from howfast.units import human_bytes
 from howfast.workloads.base import StepContext, StepOutcome
 from howfast.workloads.pgbench import build, room
@@ -159,7 +160,7 @@ def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Si
     """Load scale 1, measure, and choose the scale for the step's dataset."""
     dataset = str(params["dataset"])
     regime, explicit = parse_dataset(dataset)
-    group = ctx.target.memory_cgroup()
+    group = ctx.target.memory_cgroup() if isinstance(ctx.target, HasLocalServer) else None
     basis = ctx.host.server_memory(group.limit_bytes if group else None)
     if isinstance(basis, str):
         if regime != "size":  # a regime is a share of the memory: nothing to take it of
@@ -212,7 +213,7 @@ def check_room(ctx: StepContext, plan: DatasetPlan, unit: room.UnitCost) -> None
 def free_room(ctx: StepContext) -> tuple[room.Room, dict[str, Path]] | None:
     """Free bytes on the data directory's filesystem, and on the WAL's when it is another;
     None where the disks are not visible (an existing server) or do not say."""
-    paths = ctx.target.storage_paths()
+    paths = ctx.target.storage_paths() if isinstance(ctx.target, HasStorage) else {}
     data = paths.get("data")
     if data is None:
         return None

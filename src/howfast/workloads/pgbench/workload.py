@@ -11,6 +11,7 @@ from howfast.hosts.base import ToolResult
 from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue, Sample
 from howfast.targets import pgquery
+from howfast.targets.capabilities import HasStorage
 from howfast.workloads.base import (
     PlanContext,
     PlannedInvocation,
@@ -160,7 +161,7 @@ class PgbenchWorkload(Workload):
             _pgbench(ctx), params, jobs=jobs, conn=ctx.server(), progress=progress
         )
         warnings = []
-        scratch = ctx.target.scratch_dir()
+        scratch = ctx.target.scratch_dir() if isinstance(ctx.target, HasStorage) else None
         if scratch is not None and ctx.host.same_filesystem(ctx.work_dir, scratch):
             warnings.append(
                 "pgbench's per-transaction log is written to the storage under test "

@@ -28,6 +28,7 @@ from howfast.hosts.base import Host
 from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Target
+from howfast.targets.capabilities import HasLocalServer, HasStorage, Restartable, cannot_restart
 from howfast.units import human_bytes
 from howfast.workloads.base import (
     PlanContext,
@@ -104,7 +105,7 @@ def read_metrics(
 
 def data_device(target: Target, host: Host) -> str | None:
     """The block device behind the target's data directory, as the host's counters name it."""
-    paths = target.storage_paths()
+    paths = target.storage_paths() if isinstance(target, HasStorage) else {}
     if "data" not in paths:
         return None
     return next((r.device for r in host.role_devices(paths) if r.role == "data"), None)
@@ -126,7 +127,8 @@ class SeqreadWorkload(Workload):
         if not params.get("cold", True):
             out.resolved_params["cache_reset"] = "none"
             return out
-        if not ctx.target.storage_paths():
+        target = ctx.target
+        if not isinstance(target, HasStorage) or not target.storage_paths():
             out.warnings.append(
                 "an existing server cannot be restarted nor its page cache dropped by "
                 "howfast: the table may be read from memory, and with its device out of "
@@ -135,13 +137,13 @@ class SeqreadWorkload(Workload):
             out.resolved_params["cache_reset"] = "none"
             return out
         done = []
-        refused = ctx.target.restart()
-        if refused is None:
+        if isinstance(target, Restartable):
+            target.restart()
             done.append("restart")
         else:
-            out.warnings.append(f"the server was not restarted: {refused}")
+            out.warnings.append(f"the server was not restarted: {cannot_restart(target)}")
         why_not = ctx.host.drop_caches()
-        group = ctx.target.memory_cgroup()
+        group = target.memory_cgroup() if isinstance(target, HasLocalServer) else None
         if why_not is None:
             done.append("drop_caches")
         elif group is not None:

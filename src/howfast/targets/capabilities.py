@@ -1,0 +1,326 @@
+"""What a target can do beyond the base (targets/base.py), one Protocol per capability.
+
+The runner, the samplers, the workloads (and issue 29's events) ask with `isinstance`:
+
+    if isinstance(target, Restartable):
+        target.restart()
+    else:
+        reason = cannot_restart(target)
+
+Every protocol is `runtime_checkable`, and a target class that has a capability subclasses it
+explicitly (class LocalTarget(Target, HasStorage, Restartable, ...)): mypy then checks the
+signatures, while `isinstance` on a runtime protocol checks only that the names exist. So the
+base class defines none of these names: a target has a capability when it says so.
+
+Part 1 holds what targets do today; part 2 what issues 28 (standbys, the client apart) and 29
+(events during a step) will implement: declared here so that those kinds plug in by
+subclassing, without touching the base. No target implements part 2 yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from howfast.hosts.base import Host
+    from howfast.hosts.pod import PodDescription, PodExec
+    from howfast.machine.cgroup import MemoryCgroup
+    from howfast.machine.serverio import ServerIo
+    from howfast.model import JSONValue
+    from howfast.targets.base import Connection, Target
+
+
+# -- part 1: what targets do today ---------------------------------------------------------
+
+
+@runtime_checkable
+class HasStorage(Protocol):
+    """Storage under test that howfast can see: a directory for file-based probes (fio,
+    pg_test_fsync) and the paths whose block devices the samplers watch. Not a server reached
+    by a URI (its storage is out of sight)."""
+
+    def scratch_dir(self) -> Path | None:
+        """A directory on the storage under test for file-based probes; None before start
+        (or when gone)."""
+
+    def storage_paths(self) -> dict[str, Path]:
+        """The paths whose block devices the samplers watch, by role ("data", "wal");
+        {} before start."""
+
+
+@runtime_checkable
+class HasServerLog(Protocol):
+    """A server howfast started and watches: whether it still runs, and its log's end (added
+    to a failed step's error)."""
+
+    def alive(self) -> bool:
+        """Whether the server still runs."""
+
+    def server_log_tail(self, lines: int = 20) -> str | None:
+        """The last lines of the server log, when howfast has it."""
+
+
+@runtime_checkable
+class HasLocalServer(Protocol):
+    """A server running on this machine, started by howfast: its log file, memory cgroup and
+    own I/O are read here (the checkpoints, cgroupmem and serverio samplers, pgbench's data
+    sizing, seqread)."""
+
+    def server_log_file(self) -> Path | None:
+        """The server's log file while it runs."""
+
+    def memory_cgroup(self) -> MemoryCgroup | None:
+        """The memory-limited cgroup the server runs in (`--memory`), if any."""
+
+    def server_io(self) -> ServerIo | None:
+        """Where PostgreSQL's own I/O can be read (its I/O cgroup, its processes); None
+        before start."""
+
+
+@runtime_checkable
+class Restartable(Protocol):
+    """A server howfast may stop and start again (its shared_buffers start empty)."""
+
+    def restart(self) -> None:
+        """Fast shutdown (a clean checkpoint), then start; back when it accepts connections.
+        HowfastError when it does not come back."""
+
+
+@runtime_checkable
+class AppliesStepSettings(Protocol):
+    """A server whose settings a step may change (a plan step's `settings`)."""
+
+    def apply_step_settings(self, settings: Mapping[str, str]) -> None:
+        """Make `settings` (postgresql.conf names and values) the ones in force for the next
+        step, over the plan's; an empty mapping goes back to the plan's. Reloads, or restarts
+        when a setting needs it. HowfastError when refused (the plan's are then in force)."""
+
+
+@runtime_checkable
+class HoldsDirectoryLock(Protocol):
+    """A target that locks a directory for the run (one run at a time per directory)."""
+
+    def note_run(self, run_id: int) -> None:
+        """The run holding the lock, once it exists: another howfast names it when refused."""
+
+
+@runtime_checkable
+class Keepable(Protocol):
+    """A target that `--keep` can leave behind."""
+
+    def kept_message(self) -> str | None:
+        """After stop: what was kept and how to use it; None when nothing was kept."""
+
+
+@runtime_checkable
+class HasPods(Protocol):
+    """A target whose tools run in a Kubernetes pod: the pod's frozen description and the
+    cluster's exec, from which a PodHost is made (hosts/pod.py). Issue 28's client and standby
+    pods are described the same way."""
+
+    def pod_description(self) -> PodDescription:
+        """The pod as far as known: as planned before it is scheduled (node unknown), as the
+        cluster shows it once it runs."""
+
+    def pod_api(self) -> PodExec:
+        """Exec in the pod's containers (refused while the pod is not running)."""
+
+
+def cannot_restart(target: Target) -> str:
+    """Why a target without Restartable is not restarted (a step that wanted it warns)."""
+    return f"{target.kind} targets cannot be restarted by howfast"
+
+
+def keeps_own_settings(target: Target) -> str:
+    """Why a target without AppliesStepSettings kept its settings for a step."""
+    return f"{target.kind} targets keep their own settings"
+
+
+# -- part 2: declared for issues 28 and 29; no target implements them yet ---------------------
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """Which server process answers now: a restart or a crash changes the pid and the start
+    time, a recreated pod its uid (events are verified by comparing two of these)."""
+
+    pid: int | None
+    started_at: str | None  # pg_postmaster_start_time(), ISO 8601
+    node: str | None = None  # a pod's node
+    pod_uid: str | None = None
+
+
+@runtime_checkable
+class HasServerIdentity(Protocol):
+    """(issue 29) The identity of the server now: local and k8s targets, and a dsn target
+    through SQL (pg_backend_pid's postmaster, pg_postmaster_start_time)."""
+
+    def server_identity(self) -> ServerIdentity: ...
+
+
+@runtime_checkable
+class Crashable(Protocol):
+    """(issue 29) The server killed without a shutdown (SIGKILL of the postmaster), then
+    started: crash recovery. Local targets by PID, k8s by exec in the server container."""
+
+    def crash(self) -> Mapping[str, JSONValue]:
+        """Kill, wait for the server's processes to be gone, start; back when it accepts
+        connections. Returns the facts of what was done (pids, times) for the event's
+        record."""
+
+
+@runtime_checkable
+class HasCurrentPrimary(Protocol):
+    """(issues 28, 29) How to reach the primary now: it changes at a failover."""
+
+    def connection_now(self) -> Connection:
+        """howfast's own SQL connection to the current primary."""
+
+    def client_connection_now(self, follow: bool = False) -> Connection:
+        """The load's connection; `follow`: one that follows a failover (libpq multi-host,
+        target_session_attrs=read-write)."""
+
+
+@runtime_checkable
+class StandbyMember(Protocol):
+    """(issue 28) One standby of a primary: a local server (targets/replicas/local.py) or a
+    pod (targets/k8s/standby.py)."""
+
+    name: str  # "standby_1": its application_name and slot
+
+    def build(self, primary: Connection) -> None:
+        """Its data directory by base backup from the primary."""
+
+    def start(self) -> Connection:
+        """Start it; how to reach it."""
+
+    def stop(self) -> None:
+        """Stop it and remove what it created; idempotent."""
+
+    def log_tail(self, lines: int = 20) -> str | None: ...
+
+    def record(self) -> Mapping[str, JSONValue]:
+        """What the target's record says of it (name, location, device, version, port)."""
+
+    def host(self) -> Host:
+        """The machine it runs on (a PodHost on its own pod)."""
+
+    def storage_paths(self) -> dict[str, Path]: ...
+
+    def server_io(self) -> ServerIo | None: ...
+
+
+@runtime_checkable
+class HasStandbys(Protocol):
+    """(issue 28) A primary started with standbys (`--replicas N`). Issue 28 adds the design
+    it was asked (`replica_spec() -> ReplicaSpec`) with targets/replicas/spec.py."""
+
+    def standbys(self) -> Sequence[StandbyMember]:
+        """The standbys, in order (standby_1 first)."""
+
+
+@runtime_checkable
+class Promotable(Protocol):
+    """(issues 28, 29) A primary with standbys that can fail over to one of them."""
+
+    def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
+        """Kill the primary, promote `standby`, re-point the others; the facts of it."""
+
+    def restore_design(self) -> None:
+        """Between steps: rebuild the standby lost in a failover, so the next step measures
+        the design that was asked."""
+
+
+@runtime_checkable
+class PodRecreatable(Protocol):
+    """(issue 29) A target whose server pod can be deleted and made again (same claims),
+    on the same node or another."""
+
+    def recreate_pod(self, node: str | None) -> Mapping[str, JSONValue]: ...
+
+    def schedulable_nodes(self) -> list[str]: ...
+
+    def volumes_pinned(self) -> str | None:
+        """Why the data cannot follow the pod to another node (a local volume), or None."""
+
+
+@runtime_checkable
+class Drainable(Protocol):
+    """(issue 29) A node of the target's cluster can be cordoned and its run's pods evicted."""
+
+    def drain(self, node: str) -> Mapping[str, JSONValue]: ...
+
+    def uncordon(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class StorageSlowable(Protocol):
+    """(issue 29) Storage whose added latency can change while the server runs (an emulated
+    volume's delay file)."""
+
+    def added_latency_ms(self) -> float: ...
+
+    def set_added_latency(self, ms: float) -> None: ...
+
+    def measure_flush_ms(self, n: int = 5) -> float:
+        """The median time of `n` flushes of the volume now."""
+
+
+@runtime_checkable
+class IoCappable(Protocol):
+    """(issue 29) The server's I/O can be capped while it runs (its I/O cgroup)."""
+
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        """Cap the server's read and write IOPS (None: lift the cap); what was set."""
+
+    def server_iops_since(self, t: float) -> float | None:
+        """The server's own IOPS since monotonic time `t` (its I/O counters)."""
+
+
+@dataclass(frozen=True)
+class ClientPlacement:
+    """(issue 28) Where the client tools (pgbench) run and how they reach the primary."""
+
+    host: Host
+    connection: Connection
+    # {"placement": "socket" | "tcp" | "pod" | "same-pod" | "this machine", "node": ...}
+    record: Mapping[str, JSONValue] = field(default_factory=dict)
+
+
+@runtime_checkable
+class HasClient(Protocol):
+    """(issue 28) A target whose client runs apart from the server (a client pod, TCP): the
+    runner gives client-side workloads this host and connection instead of target.host()."""
+
+    def client(self) -> ClientPlacement:
+        """After start."""
+
+
+def describe_capabilities(target: object) -> list[str]:
+    """The capabilities a target has, by name (for messages and tests)."""
+    return [c.__name__ for c in CAPABILITIES if isinstance(target, c)]
+
+
+CAPABILITIES: tuple[type, ...] = (
+    HasStorage,
+    HasServerLog,
+    HasLocalServer,
+    Restartable,
+    AppliesStepSettings,
+    HoldsDirectoryLock,
+    Keepable,
+    HasPods,
+    HasServerIdentity,
+    Crashable,
+    HasCurrentPrimary,
+    HasStandbys,
+    Promotable,
+    PodRecreatable,
+    Drainable,
+    StorageSlowable,
+    IoCappable,
+    HasClient,
+)

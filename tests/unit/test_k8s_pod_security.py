@@ -1,0 +1,116 @@
+"""Every pod howfast builds for a real cluster passes the restricted Pod Security Standard, as
+Kubernetes' own admission library evaluates it (k8s.io/pod-security-admission, the version of
+the test lab, run by psacheck/main.go); the lab's host-network mode fails it for hostNetwork
+alone, which is why it is a lab-only setting.
+
+No cluster is needed, but the Go toolchain and the lab's Go module cache are (the lab's build
+fills it): without them the test is skipped, and the lab's server-side dry run in a restricted
+namespace is the check. The checker is built once per machine (~80 s on 2 loaded cores; kept in
+the user's cache directory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from howfast.targets.k8s import client_manifests as cm
+from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s import network as net
+from howfast.targets.k8s import standby_manifests as sm
+from howfast.targets.k8s.spec import K8sOptions, parse_target
+from tests.k8s.lab.config import Paths, cache_root
+
+SOURCE = Path(__file__).resolve().parent / "psacheck"
+MODULE = "k8s.io/pod-security-admission@v0.34.4"
+
+
+def _checker() -> Path:
+    go = shutil.which("go") or (
+        "/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None
+    )
+    modcache = Paths.default().gomodcache
+    if go is None or not (modcache / MODULE).is_dir():
+        pytest.skip(f"needs the Go toolchain and {MODULE} in the lab's module cache ({modcache})")
+    digest = hashlib.sha256(
+        b"".join((SOURCE / f).read_bytes() for f in ("main.go", "go.mod", "go.sum"))
+    ).hexdigest()[:12]
+    build = cache_root().parent / f"psacheck-{digest}"
+    binary = build / "psacheck"
+    if binary.exists():
+        return binary
+    shutil.rmtree(build, ignore_errors=True)
+    shutil.copytree(SOURCE, build / "src")  # go may write beside its sources: never in the clone
+    env = {
+        **os.environ,
+        "GOMODCACHE": str(modcache),  # read only: GOPROXY=off, nothing is downloaded
+        "GOPROXY": "off",
+        "GOSUMDB": "off",
+        "GOFLAGS": "-mod=readonly",
+        "GOCACHE": str(build / "gocache"),
+        "GOTOOLCHAIN": "local",
+    }
+    out = subprocess.run(
+        ["nice", "-n", "10", go, "build", "-o", str(binary), "."],
+        cwd=build / "src", env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    shutil.rmtree(build / "gocache", ignore_errors=True)
+    if out.returncode != 0:
+        pytest.fail(f"building psacheck failed:\n{out.stderr}")
+    return binary
+
+
+def _evaluate(pods: list[dict[str, Any]]) -> dict[str, str]:
+    text = "\n".join(json.dumps(p) for p in pods) + "\n"
+    out = subprocess.run(
+        [str(_checker())], input=text, capture_output=True, text=True, check=False, timeout=60
+    )
+    verdicts = {}
+    for line in out.stdout.splitlines():
+        verdict, _, rest = line.partition(" ")
+        name, _, detail = rest.partition(": ")
+        verdicts[name] = verdict if verdict == "ok" else detail
+    assert len(verdicts) == len(pods), out.stderr
+    return verdicts
+
+
+def _pods(mode: net.NetworkMode) -> list[dict[str, Any]]:
+    run = m.Plan(
+        "abc123", "bench", parse_target("k8s://fast?wal=slow"),
+        K8sOptions(cpu="1", memory_bytes=2**30), net.SERVER_PORT,
+    )  # fmt: skip
+    primary = net.addresses(run.name, mode, 1, {"primary": 41000})["primary"]
+    standby = sm.StandbyPlan(run, 1, mode, primary, host_port=41001)
+    pods = [
+        net.place_pod(m.pod(run, None), mode, "primary", hostname="primary"),
+        sm.pod(standby, None),
+        cm.client_pod(run, mode, None, node="n2"),
+    ]
+    for pod in pods:
+        pod["metadata"]["name"] += f"-{mode}"
+    return pods
+
+
+def test_pod_mode_pods_pass_the_restricted_standard() -> None:
+    verdicts = _evaluate(_pods("pod"))
+    assert verdicts == {
+        "howfast-abc123-pod": "ok",
+        "howfast-abc123-standby-1-pod": "ok",
+        "howfast-abc123-client-pod": "ok",
+    }
+
+
+def test_host_mode_pods_fail_it_for_the_host_network_only() -> None:
+    verdicts = _evaluate(_pods("host"))
+    assert set(verdicts) == {
+        "howfast-abc123-host", "howfast-abc123-standby-1-host", "howfast-abc123-client-host",
+    }  # fmt: skip
+    for name, detail in verdicts.items():
+        assert detail == "host namespaces (hostNetwork=true)", name
