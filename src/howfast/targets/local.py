@@ -29,17 +29,20 @@ from howfast.machine.fsinfo import describe_path, same_filesystem, whole_disk_nu
 from howfast.machine.memory import cap_problem
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    Crashable,
     HasLocalServer,
+    HasServerIdentity,
     HasServerLog,
     HasStorage,
     HoldsDirectoryLock,
     Keepable,
     Restartable,
+    ServerIdentity,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -156,6 +159,8 @@ class LocalTarget(
     HasServerLog,
     HasLocalServer,
     Restartable,
+    Crashable,
+    HasServerIdentity,
     AppliesStepSettings,
     HoldsDirectoryLock,
     Keepable,
@@ -518,6 +523,30 @@ class LocalTarget(
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup."""
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
+
+    def crash(self) -> Mapping[str, JSONValue]:
+        """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process
+        in the data directory is gone (SIGKILL to the ones that linger), start: the server
+        replays its WAL (crash recovery). Same cgroups, same port."""
+        killed = self._postmaster_pid()
+        began = time.monotonic()
+        self._stop_postmaster(signal.SIGKILL)
+        gone = time.monotonic()
+        self._start_postmaster()
+        return {
+            "killed_pid": killed,
+            "processes_gone_s": round(gone - began, 3),
+            "started_s": round(time.monotonic() - gone, 3),
+        }
+
+    def server_identity(self) -> ServerIdentity:
+        """The postmaster's pid (held here) and its start time (asked over SQL: None when
+        the server does not answer)."""
+        started = None
+        if self.connection is not None and self.alive():
+            with contextlib.suppress(HowfastError):
+                started = pgquery.postmaster_start_time(self.connection)
+        return ServerIdentity(pid=self._postmaster_pid(), started_at=started)
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup

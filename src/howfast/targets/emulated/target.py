@@ -28,16 +28,19 @@ from howfast.iolimits import throttle_lines
 from howfast.machine.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import ServerIo
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.redact import redact_dsn
 from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    Crashable,
     HasLocalServer,
+    HasServerIdentity,
     HasServerLog,
     HasStorage,
     HoldsDirectoryLock,
     Restartable,
+    ServerIdentity,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -99,6 +102,8 @@ class EmulatedTarget(
     HasServerLog,
     HasLocalServer,
     Restartable,
+    Crashable,
+    HasServerIdentity,
     AppliesStepSettings,
     HoldsDirectoryLock,
 ):
@@ -293,6 +298,12 @@ class EmulatedTarget(
 
     def restart(self) -> None:
         self.inner.restart()
+
+    def crash(self) -> Mapping[str, JSONValue]:
+        return self.inner.crash()
+
+    def server_identity(self) -> ServerIdentity:
+        return self.inner.server_identity()
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.inner.memory_cgroup()
