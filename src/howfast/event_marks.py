@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from howfast.eventspec import ACTIONS
 from howfast.model import JSONValue
@@ -83,3 +84,21 @@ def marks_from_section(section: JSONValue) -> tuple[EventMark, ...]:
     if not isinstance(section, Sequence) or isinstance(section, str):
         return ()
     return tuple(EventMark.from_document(doc) for doc in section if isinstance(doc, Mapping))
+
+
+class EventTimeline(Protocol):
+    """What a load sees of its step's events (the events layer's schedule): it starts them
+    when its first segment starts, asks whether an event may explain a failure, and collects
+    the marks when it ends."""
+
+    def start(self, origin_epoch: float) -> None:
+        """The load started at `origin_epoch` (epoch seconds): the events' time 0."""
+
+    def marks(self) -> tuple[EventMark, ...]:
+        """The events so far."""
+
+    def finish(self, timeout_s: float) -> tuple[EventMark, ...]:
+        """The load ended: undo what is pending, mark what never ran; every event's mark."""
+
+    def cancel(self) -> None:
+        """Ctrl-C or an error: stop, undo what is pending."""

@@ -14,11 +14,8 @@ from howfast.targets import pgquery
 from howfast.targets.base import Connection
 
 # PostgreSQL 17 moved the checkpointer's counters out of pg_stat_bgwriter.
-REQUESTED = (
-    "SELECT CASE WHEN current_setting('server_version_num')::int >= 170000 "
-    "THEN (SELECT num_requested FROM pg_stat_checkpointer) "
-    "ELSE (SELECT checkpoints_req FROM pg_stat_bgwriter) END"
-)
+REQUESTED_17 = "SELECT num_requested FROM pg_stat_checkpointer"
+REQUESTED = "SELECT checkpoints_req FROM pg_stat_bgwriter"
 # The checkpointer reports its counters shortly after the checkpoint ends.
 COUNTER_WAIT_S = 3.0
 

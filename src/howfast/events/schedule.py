@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from howfast.errors import HowfastError
 from howfast.event_marks import EventMark
 from howfast.events.base import Applied, EventAction, EventContext
 from howfast.eventspec import EventSpec
@@ -130,12 +129,14 @@ class EventSchedule:
 
     def _apply(self, ctx: EventContext, index: int, spec: EventSpec) -> Applied | None:
         action = self._actions[spec.action]
-        mark = EventMark(index, spec.text, spec.action, spec.at_s)
+        # Under way, and not back yet: the load's failures from now on are this event's.
+        mark = EventMark(index, spec.text, spec.action, spec.at_s, applied_s=round(self.now(), 6))
         with self._lock:
             self._in_flight = spec
+            self._marks[index] = mark
         try:
             applied = action.apply(ctx, spec)
-        except (HowfastError, OSError) as exc:
+        except Exception as exc:
             self._record(dataclasses.replace(mark, applied_s=round(self.now(), 6), error=str(exc)))
             return None
         finally:
@@ -150,7 +151,7 @@ class EventSchedule:
         self._record(mark)  # the load sees the service's return at once
         try:
             verified = action.verify(ctx, spec, applied)
-        except (HowfastError, OSError) as exc:
+        except Exception as exc:
             mark = dataclasses.replace(mark, verified=False, problem=f"could not verify: {exc}")
         else:
             mark = dataclasses.replace(
@@ -169,7 +170,7 @@ class EventSchedule:
         facts: dict[str, JSONValue] = dict(mark.facts)
         try:
             facts["undo"] = dict(applied.undo())
-        except (HowfastError, OSError) as exc:
+        except Exception as exc:
             facts["undo_error"] = str(exc)
         if early:
             facts["undone_early"] = "the load ended before the window's end"

@@ -1,0 +1,117 @@
+"""Events during a pgbench step on a real local target (PostgreSQL, fsync on, the postgres OS
+user): the events layer restarts and crashes the server while the surviving load runs, and the
+step stores what happened: each event verified, the outage, the load resumed, and every commit
+pgbench acknowledged still in pgbench_history (docs/events.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from howfast.analysis import events as figures
+from howfast.analysis.loadrecord import LoadRecord
+from howfast.event_marks import marks_from_section
+from howfast.events.base import EventContext
+from howfast.events.registry import actions
+from howfast.events.schedule import EventSchedule
+from howfast.eventspec import parse_event
+from howfast.machine.pgbin import choose_install
+from howfast.model import JSONValue
+from howfast.targets.base import Connection
+from howfast.targets.local import LocalTarget
+from howfast.workloads.base import StepContext
+from howfast.workloads.pgbench import survive_step
+from tests.integration.conftest import postgres_pids_under
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def started(target_dir: Path) -> Iterator[tuple[LocalTarget, Connection]]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the server runs as its own OS user")
+    target = LocalTarget(target_dir, choose_install(), settings={"shared_buffers": "32MB"})
+    try:
+        conn = target.start()
+        pgbench = target.install.program("pgbench")
+        assert pgbench is not None
+        subprocess.run([str(pgbench), "-i", "-q", "-s", "2", *conn.pgbench_args()],
+                       check=True, capture_output=True)  # fmt: skip
+        yield target, conn
+    finally:
+        target.stop()
+    assert postgres_pids_under(target_dir) == []
+
+
+def step(
+    target: LocalTarget, conn: Connection, work: Path, texts: list[str], duration_s: int
+) -> tuple[survive_step.StepOutcome, EventSchedule]:
+    specs = [parse_event(t) for t in texts]
+    schedule = EventSchedule(
+        lambda now: EventContext(target, now, lambda: conn, work / "events", float(duration_s)),
+        specs,
+        actions(),
+    )
+    ctx = StepContext(target=target, connection=conn, install=target.install, work_dir=work,
+                      host=target.host())  # fmt: skip
+    params: dict[str, JSONValue] = {"mode": "tpcb-like", "clients": 2, "duration_s": duration_s,
+                                    "events": [s.text for s in specs], "segment": 5}  # fmt: skip
+    program = target.install.program("pgbench")
+    assert program is not None
+    outcome = survive_step.execute(ctx, params, schedule, program=str(program), jobs=2,
+                                   progress=True)  # fmt: skip
+    return outcome, schedule
+
+
+def test_a_restart_and_a_crash_during_the_load_are_verified_and_lose_no_commit(
+    started: tuple[LocalTarget, Connection], tmp_path: Path
+):
+    target, conn = started
+    outcome, _ = step(target, conn, tmp_path, ["3s:restart", "7s:crash"], 12)
+    assert outcome.status == "completed", outcome.error
+    marks = marks_from_section(outcome.sections["events"])  # type: ignore[arg-type]
+    assert [m.action for m in marks] == ["restart", "crash"]
+    for mark in marks:
+        assert mark.verified is True, mark.problem
+        assert mark.applied_s is not None and mark.back_s is not None
+        assert mark.back_s > mark.applied_s >= mark.at_s
+        assert mark.evidence["pid_after"] != mark.evidence["pid_before"]
+    assert marks[0].evidence["log_line"] and "shut down at" in str(marks[0].evidence["log_line"])
+    assert "redo_s" in marks[1].evidence or "not properly shut down" in str(
+        marks[1].evidence["log_line"]
+    )
+    load = LoadRecord.from_document(outcome.sections["load"])
+    restart, crash = figures.figures(marks, load, outcome.histograms)
+    for fig in (restart, crash):
+        assert fig.downtime_s is not None and fig.downtime_s > 0
+        assert fig.lost is not None and fig.lost.lost == 0, figures.event_line(fig)
+        assert fig.lost.in_doubt <= 2
+    assert restart.tps_before and restart.tps_after and restart.p99_before_ms
+    assert outcome.metrics["transactions"] == load.acked > 0
+    assert outcome.metrics["load_segments"] >= 4  # 5 s segments, two cut short
+    # the load went on after the crash: commits in the step's last seconds
+    tps = {s.t: s.value for s in outcome.series["tps"]}
+    assert tps[max(tps)] > 0 and tps[max(tps) - 1] > 0
+    assert target.alive()
+
+
+def test_a_command_that_fails_is_recorded_unverified_and_a_checkpoint_verified(
+    started: tuple[LocalTarget, Connection], tmp_path: Path
+):
+    target, conn = started
+    outcome, _ = step(target, conn, tmp_path, ["1s:checkpoint", "2s:exec=false"], 4)
+    assert outcome.status == "completed", outcome.error
+    checkpoint, command = marks_from_section(outcome.sections["events"])  # type: ignore[arg-type]
+    assert checkpoint.verified is True
+    assert int(str(checkpoint.evidence["requested_after"])) > int(
+        str(checkpoint.evidence["requested_before"])
+    )
+    assert command.verified is False and command.problem == "false exited with status 1"
+    assert any("2s:exec=false was not verified" in w for w in outcome.warnings)
+    load = LoadRecord.from_document(outcome.sections["load"])
+    fig = figures.figures([checkpoint], load, outcome.histograms)[0]
+    assert fig.downtime_s == 0.0
