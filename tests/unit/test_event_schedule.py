@@ -1,0 +1,164 @@
+"""The events schedule (events/schedule.py), the registry and the checks before a run. The
+actions here are the test's own, recording what the schedule asks of them: what is tested is
+the schedule's order, timing, failure and undo rules (the real actions run on a real server in
+tests/integration/test_events.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from howfast.errors import HowfastError
+from howfast.events import checks
+from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.registry import NOT_YET, actions
+from howfast.events.schedule import EventSchedule
+from howfast.eventspec import ACTIONS, EventSpec, parse_event
+from howfast.machine.pgbin import PgInstall
+from howfast.model import JSONValue
+from howfast.targets.dsn import DsnTarget
+from howfast.targets.local import LocalTarget
+
+
+class Recorder(EventAction):
+    """Applies by noting the time; fails when its spec's arg says so."""
+
+    def __init__(self, name: str, log: list[tuple[str, float]], took_s: float = 0.0) -> None:
+        self.name = name  # type: ignore[misc]
+        self.log = log
+        self.took_s = took_s
+
+    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+        began = ctx.now()
+        self.log.append((f"apply {spec.text}", began))
+        if spec.arg == "99":
+            raise HowfastError("it broke")
+        time.sleep(self.took_s)
+
+        def undo() -> Mapping[str, JSONValue]:
+            self.log.append((f"undo {spec.text}", ctx.now()))
+            return {"restored": True}
+
+        return Applied(began, ctx.now(), facts={"n": 1}, undo=undo if spec.for_s else None)
+
+    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
+        return Verified(True, {"seen": spec.text})
+
+
+def schedule(specs: list[str], log: list[tuple[str, float]], took_s: float = 0.0) -> EventSchedule:
+    acts: dict[str, EventAction] = {
+        name: Recorder(name, log, took_s) for name in ("checkpoint", "restart", "cap-iops")
+    }
+    return EventSchedule(
+        lambda now: EventContext(None, now, lambda: None, Path("/nonexistent"), 10.0),  # type: ignore[arg-type]
+        [parse_event(t) for t in specs],
+        acts,
+    )
+
+
+def test_events_apply_at_their_times_in_order_and_windows_are_undone_at_their_end():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.4s:cap-iops=10,for=0.4s", "0.2s:checkpoint", "0.6s:restart"], log)
+    s.start(time.time())
+    time.sleep(1.2)
+    marks = s.finish(5)
+    assert [what for what, _ in log] == [
+        "apply 0.2s:checkpoint",
+        "apply 0.4s:cap-iops=10,for=0.4s",
+        "apply 0.6s:restart",
+        "undo 0.4s:cap-iops=10,for=0.4s",
+    ]
+    for (_, t), want in zip(log, (0.2, 0.4, 0.6, 0.8), strict=True):
+        assert want <= t < want + 0.15
+    by_text = {m.text: m for m in marks}
+    assert [m.index for m in marks] == [1, 2, 3]  # in time order
+    capped = by_text["0.4s:cap-iops=10,for=0.4s"]
+    assert capped.verified is True and capped.undone_s is not None and capped.undone_s >= 0.8
+    assert capped.facts["undo"] == {"restored": True} and "undone_early" not in capped.facts
+    assert by_text["0.6s:restart"].evidence == {"seen": "0.6s:restart"}
+
+
+def test_an_action_that_fails_ends_the_schedule_and_later_events_are_skipped():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.1s:cap-iops=99", "0.2s:restart"], log)
+    s.start(time.time())
+    time.sleep(0.4)
+    failed, later = s.finish(5)
+    assert failed.error == "it broke" and failed.applied_s is not None
+    assert (
+        later.skipped
+        and later.applied_s is None
+        and "an earlier event failed" in str(later.problem)
+    )
+    assert [what for what, _ in log] == ["apply 0.1s:cap-iops=99"]
+
+
+def test_finishing_early_undoes_a_window_at_once_and_marks_what_never_ran():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.1s:cap-iops=5,for=5s", "3s:restart"], log)
+    s.start(time.time())
+    time.sleep(0.3)
+    began = time.monotonic()
+    capped, restart = s.finish(5)
+    assert time.monotonic() - began < 1
+    assert capped.undone_s is not None and capped.undone_s < 1
+    assert capped.facts["undone_early"]
+    assert restart.skipped and "the load ended before its time" in str(restart.problem)
+
+
+def test_an_event_under_way_is_marked_at_once_and_disturbs_the_service_until_after_it():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.1s:restart"], log, took_s=0.3)
+    s.start(time.time())
+    time.sleep(0.25)
+    (mark,) = s.marks()
+    assert (
+        mark.applied_s is not None and mark.back_s is None
+    )  # under way: the load's failures are its
+    assert s.disturbed()
+    s.finish(5)
+    assert s.disturbed()  # within the grace after it came back
+
+
+def test_a_schedule_never_started_marks_every_event_skipped():
+    s = schedule(["1s:restart"], [])
+    (mark,) = s.finish(1)
+    assert mark.skipped
+
+
+def test_every_action_of_the_grammar_is_applied_by_a_module_or_refused_with_a_reason():
+    assert set(actions()) | set(NOT_YET) == set(ACTIONS)
+    assert not set(actions()) & set(NOT_YET)
+    assert set(actions()) == {"checkpoint", "restart", "crash", "exec"}
+
+
+def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path: Path):
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    local = LocalTarget(tmp_path, install, name="/data/a")
+    dsn = DsnTarget("postgresql://app@db.example/app", name="postgresql://db.example/app")
+    specs = [parse_event(t) for t in ("1s:restart", "2s:crash", "3s:checkpoint")]
+    assert checks.refusals(local, specs) == []
+    refused = checks.refusals(dsn, specs)
+    assert len(refused) == 2
+    assert refused[0].startswith("postgresql://db.example/app: event 1s:restart: restart needs")
+    assert "Restartable" in refused[0] and "Crashable" in refused[1]
+    (failover,) = checks.refusals(local, [parse_event("5s:failover")])
+    assert failover == (
+        "/data/a: event 5s:failover: failover needs standbys to promote (--replicas), which this "
+        "version of howfast does not create yet"
+    )
+    (slow,) = checks.refusals(local, [parse_event("5s:slow-storage=5ms")])
+    assert "slow-storage is not available yet" in slow
+    (missing,) = checks.refusals(local, [parse_event("5s:exec=no-such-program-howfast a")])
+    assert missing.endswith("no-such-program-howfast is not an executable command here (not "
+                            "found on PATH)")  # fmt: skip
+    assert checks.refusals(local, [parse_event("5s:exec=true")]) == []
+
+
+@pytest.mark.parametrize("text", ["1s:restart", "1s:exec=true"])
+def test_the_registry_gives_each_action_its_name(text: str):
+    spec = parse_event(text)
+    assert actions()[spec.action].name == spec.action
