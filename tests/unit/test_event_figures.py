@@ -300,7 +300,8 @@ def test_window_latencies_come_from_their_histograms():
 def test_marks_that_failed_or_were_skipped_say_so():
     load = built(steps((0, 1000)), 20.0)
     failed = mark(1, "5s:crash", 5.0, error="the server did not start again")
-    skipped = EventMark(2, "8s:restart", "restart", 8.0, skipped=True)
+    skipped = EventMark(2, "8s:restart", "restart", 8.0, skipped=True,
+                        problem="not applied: an earlier event failed")  # fmt: skip
     unverified = mark(3, "12s:checkpoint", 12.0)
     unverified = dataclasses.replace(
         unverified, verified=False, problem="checkpoints_req did not grow"
@@ -309,6 +310,12 @@ def test_marks_that_failed_or_were_skipped_say_so():
     assert events.event_line(one) == "crash at 5 s: failed: the server did not start again"
     assert events.event_line(two) == "restart at 8 s: not applied (an earlier event failed)"
     assert two.downtime_s is None and two.lost_note == "not applied"
+    late = EventMark(4, "19s:restart", "restart", 19.0, skipped=True,
+                     problem="not applied: the load ended before its time")  # fmt: skip
+    (fig,) = events.figures([late], load)
+    assert events.event_line(fig) == (
+        "restart at 19 s: not applied (the load ended before its time)"
+    )
     assert events.event_line(three).endswith("; not verified: checkpoints_req did not grow")
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from howfast.analysis.loadrecord import BIN_S, Gap, HistoryCount, LoadRecord, SegmentFacts
-from howfast.event_marks import EventMark
+from howfast.event_marks import EventMark, marks_from_section
 from howfast.model import JSONValue
 
 BASELINE_S = 30
@@ -441,7 +441,8 @@ def event_line(fig: EventFigures) -> str:
     mark = fig.mark
     label = _label(mark)
     if mark.skipped:
-        return f"{label}: not applied (an earlier event failed)"
+        why = (mark.problem or "not applied").removeprefix("not applied: ")
+        return f"{label}: not applied ({why})"
     if mark.error:
         return f"{label}: failed: {mark.error}"
     parts = []
@@ -481,3 +482,25 @@ def event_line(fig: EventFigures) -> str:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
+
+
+# --- a stored step -----------------------------------------------------------------------------
+
+
+def step_figures(
+    sections: Mapping[str, JSONValue], histograms: Mapping[str, Mapping[int, int]]
+) -> list[EventFigures]:
+    """The figures of a stored step's events, from its `events` and `load` sections; [] for
+    a step without events."""
+    marks = marks_from_section(sections.get("events"))
+    load = sections.get("load")
+    if not marks or not isinstance(load, Mapping):
+        return []
+    return figures(marks, LoadRecord.from_document(load), histograms)
+
+
+def step_events(
+    sections: Mapping[str, JSONValue], histograms: Mapping[str, Mapping[int, int]]
+) -> list[JSONValue]:
+    """A step's `events` list as the JSON document shows it (docs/json.md); [] without."""
+    return [fig.document() for fig in step_figures(sections, histograms)]

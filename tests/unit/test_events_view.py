@@ -1,0 +1,71 @@
+"""The events table, verdict lines and chart marks (report/events_view.py), on the recorded
+restart and crash of tests/data/pgbench/survive-pg15 stored as a step would be."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rich.console import Console
+
+from howfast.analysis import events
+from howfast.analysis.loadrecord import HistoryCount
+from howfast.model import RunRecord, StepRecord
+from howfast.report import events_view
+from tests.unit.test_event_figures import recorded_marks, rows_between
+from tests.unit.test_stitch import stitched
+
+
+def event_step() -> StepRecord:
+    record, _, timeline = stitched()
+    marks = recorded_marks()
+    windows = events.commit_windows(marks, record)
+    counts = tuple(HistoryCount(lo, hi, rows_between(lo, hi)) for lo, hi in windows)
+    record = dataclasses.replace(record, history=counts)
+    named = events.windows(marks, record)
+    return StepRecord(
+        target="/data/a",
+        workload="pgbench",
+        params={"mode": "tpcb-like", "clients": 2, "events": [m.text for m in marks]},
+        status="completed",
+        started_at="2026-11-25T21:00:00Z",
+        finished_at="2026-11-25T21:00:20Z",
+        histograms={f"latency_us:{k}": timeline.histogram(*w) for k, w in named.items()},
+        sections={"load": record.document(), "events": [m.document() for m in marks]},  # type: ignore[dict-item]
+    )
+
+
+def run_of(*steps: StepRecord) -> RunRecord:
+    return RunRecord(1, "quick", "completed", "t0", "t1", {}, [], list(steps))
+
+
+def test_the_table_has_a_row_per_event_with_its_figures_and_a_verdict_line_each():
+    step = event_step()
+    quiet = dataclasses.replace(step, sections={}, histograms={}, params={"clients": 2})
+    table = events_view.events_table([run_of(quiet, step)])
+    assert table.columns[:3] == ["target", "step", "event"]
+    assert [r[2].text for r in table.rows] == ["4.5s:restart", "9.5s:crash"]
+    restart = [c.text for c in table.rows[0]]
+    assert restart[1] == "tpcb-like, 2 clients" and restart[3] == "4.5 s"
+    assert restart[4].endswith(" s") and float(restart[4].split()[0]) > 0
+    assert restart[9] == "0" and restart[8] == "2"
+    assert "→" in restart[6]
+    out = Console(width=200, record=True)
+    for part in events_view.events_parts(run_of(step)):
+        out.print(part)
+    text = out.export_text()
+    assert "Events" in text and "9.5s:crash" in text
+    assert "/data/a: restart at 4.5 s: " in text and "0 commits lost" in text
+
+
+def test_a_run_without_events_has_no_table_and_no_lines():
+    step = dataclasses.replace(event_step(), sections={})
+    assert events_view.events_parts(run_of(step)) == []
+    assert events_view.events_table([run_of(step)]).rows == []
+
+
+def test_charts_mark_each_event_and_shade_each_outage():
+    markers, spans = events_view.chart_marks(event_step())
+    assert [m.label for m in markers] == ["4.5s:restart", "9.5s:crash"]
+    assert [s.kind for s in spans] == ["downtime", "downtime"]
+    for marker, span in zip(markers, spans, strict=True):
+        assert span.x0 < span.x1 and span.x0 <= marker.x + 1 and span.x1 >= marker.x
