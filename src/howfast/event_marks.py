@@ -79,8 +79,15 @@ class EventMark:
         )
 
 
+def marks_section(marks: Sequence[EventMark]) -> dict[str, JSONValue]:
+    """A step's `events` section: {"marks": [mark documents, in order]}."""
+    return {"marks": [m.document() for m in marks]}
+
+
 def marks_from_section(section: JSONValue) -> tuple[EventMark, ...]:
-    """A step's stored `events` section (a list of mark documents); () when absent."""
+    """The marks of a step's stored `events` section; () when absent."""
+    if isinstance(section, Mapping):
+        section = section.get("marks")
     if not isinstance(section, Sequence) or isinstance(section, str):
         return ()
     return tuple(EventMark.from_document(doc) for doc in section if isinstance(doc, Mapping))

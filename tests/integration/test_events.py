@@ -73,7 +73,7 @@ def test_a_restart_and_a_crash_during_the_load_are_verified_and_lose_no_commit(
     target, conn = started
     outcome, _ = step(target, conn, tmp_path, ["3s:restart", "7s:crash"], 12)
     assert outcome.status == "completed", outcome.error
-    marks = marks_from_section(outcome.sections["events"])  # type: ignore[arg-type]
+    marks = marks_from_section(outcome.sections["events"])
     assert [m.action for m in marks] == ["restart", "crash"]
     for mark in marks:
         assert mark.verified is True, mark.problem
@@ -105,7 +105,7 @@ def test_a_command_that_fails_is_recorded_unverified_and_a_checkpoint_verified(
     target, conn = started
     outcome, _ = step(target, conn, tmp_path, ["1s:checkpoint", "2s:exec=false"], 4)
     assert outcome.status == "completed", outcome.error
-    checkpoint, command = marks_from_section(outcome.sections["events"])  # type: ignore[arg-type]
+    checkpoint, command = marks_from_section(outcome.sections["events"])
     assert checkpoint.verified is True
     assert int(str(checkpoint.evidence["requested_after"])) > int(
         str(checkpoint.evidence["requested_before"])

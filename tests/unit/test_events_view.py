@@ -9,6 +9,7 @@ from rich.console import Console
 
 from howfast.analysis import events
 from howfast.analysis.loadrecord import HistoryCount
+from howfast.event_marks import marks_section
 from howfast.model import RunRecord, StepRecord
 from howfast.report import events_view
 from tests.unit.test_event_figures import recorded_marks, rows_between
@@ -30,7 +31,7 @@ def event_step() -> StepRecord:
         started_at="2026-11-25T21:00:00Z",
         finished_at="2026-11-25T21:00:20Z",
         histograms={f"latency_us:{k}": timeline.histogram(*w) for k, w in named.items()},
-        sections={"load": record.document(), "events": [m.document() for m in marks]},  # type: ignore[dict-item]
+        sections={"load": record.document(), "events": marks_section(marks)},
     )
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from howfast.analysis import events as event_figures
 from howfast.analysis.loadrecord import LoadRecord
 from howfast.errors import HowfastError
-from howfast.event_marks import EventMark, EventTimeline
+from howfast.event_marks import EventMark, EventTimeline, marks_section
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.model import JSONValue, Sample
 from howfast.workloads.base import StepContext, StepOutcome
@@ -90,7 +90,7 @@ def execute(
         {name: [Sample(t, v) for t, v in points] for name, points in series.items()}
     )
     outcome.sections["load"] = record.document()
-    outcome.sections["events"] = [m.document() for m in marks]  # type: ignore[assignment]
+    outcome.sections["events"] = marks_section(marks)
     outcome.metrics.update(_metrics(record, whole, logged))
     _judge(outcome, done, marks)
     return outcome
