@@ -40,12 +40,14 @@ from howfast.targets.capabilities import (
     HasServerLog,
     HasStorage,
     HoldsDirectoryLock,
+    IoCappable,
     Keepable,
     Restartable,
     ServerIdentity,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
+from howfast.targets.iocap import IopsCap
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
 from howfast.targets.osuser import OsUser, check_reachable, server_user
 
@@ -164,6 +166,7 @@ class LocalTarget(
     AppliesStepSettings,
     HoldsDirectoryLock,
     Keepable,
+    IoCappable,
 ):
     kind = "local"
 
@@ -211,6 +214,7 @@ class LocalTarget(
         self.io_account: IoAccount | None = None
         self.io_account_note: str | None = None
         self._accounting_cgroup: IoCgroup | None = None
+        self._iops_cap: IopsCap | None = None  # cap-iops events, on the accounting cgroup
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -313,10 +317,14 @@ class LocalTarget(
         )
         return self.connection
 
+    def _disks(self) -> list[str]:
+        """The whole disks (MAJ:MIN) under the data and the WAL."""
+        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
+        return [d for d in map(whole_disk_number, paths) if d is not None]
+
     def _open_io_accounting(self) -> None:
         """Always an I/O cgroup for the server, so its own I/O can be told from the device's."""
-        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
-        disks = [d for d in map(whole_disk_number, paths) if d is not None]
+        disks = self._disks()
         found = open_accounting(f"howfast-io-{self.token}", self.cgroup, self.io_cgroup, disks)
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
@@ -548,6 +556,20 @@ class LocalTarget(
                 started = pgquery.postmaster_start_time(self.connection)
         return ServerIdentity(pid=self._postmaster_pid(), started_at=started)
 
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        """Cap (or, None, lift) the read and write IOPS of the cgroup the server's own I/O is
+        counted in, on the data's and WAL's disks; lifting restores the rules from before."""
+        if self.io_account is None:
+            raise HowfastError(
+                f"the server has no I/O cgroup to cap: {self.io_account_note or 'none was made'}"
+            )
+        if self._iops_cap is None:
+            self._iops_cap = IopsCap(self.io_account, self._disks())
+        return self._iops_cap.set(iops)
+
+    def server_iops_since(self, t: float) -> float | None:
+        return self._iops_cap.iops_since(t) if self._iops_cap is not None else None
+
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup
 
@@ -598,6 +620,10 @@ class LocalTarget(
         self._claims.clear()
 
     def _remove_cgroup(self) -> None:
+        if self._iops_cap is not None:  # an emulated volume's cgroup outlives us: lift first
+            with contextlib.suppress(HowfastError):
+                self._iops_cap.set(None)
+            self._iops_cap = None
         accounting, self._accounting_cgroup = self._accounting_cgroup, None
         if accounting is not None:
             self.io_cgroup = self.io_account = None

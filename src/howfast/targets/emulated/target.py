@@ -39,6 +39,7 @@ from howfast.targets.capabilities import (
     HasServerLog,
     HasStorage,
     HoldsDirectoryLock,
+    IoCappable,
     Restartable,
     ServerIdentity,
 )
@@ -104,6 +105,7 @@ class EmulatedTarget(
     Restartable,
     Crashable,
     HasServerIdentity,
+    IoCappable,
     AppliesStepSettings,
     HoldsDirectoryLock,
 ):
@@ -304,6 +306,12 @@ class EmulatedTarget(
 
     def server_identity(self) -> ServerIdentity:
         return self.inner.server_identity()
+
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        return self.inner.cap_iops(iops)  # the volume's cgroup, its own limits restored after
+
+    def server_iops_since(self, t: float) -> float | None:
+        return self.inner.server_iops_since(t)
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.inner.memory_cgroup()
