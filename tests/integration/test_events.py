@@ -48,8 +48,9 @@ def started(target_dir: Path) -> Iterator[tuple[LocalTarget, Connection]]:
 
 
 def step(
-    target: LocalTarget, conn: Connection, work: Path, texts: list[str], duration_s: int
-) -> tuple[survive_step.StepOutcome, EventSchedule]:
+    target: LocalTarget, conn: Connection, work: Path, texts: list[str], duration_s: int,
+    clients: int = 2,
+) -> tuple[survive_step.StepOutcome, EventSchedule]:  # fmt: skip
     specs = [parse_event(t) for t in texts]
     schedule = EventSchedule(
         lambda now: EventContext(target, now, lambda: conn, work / "events", float(duration_s)),
@@ -58,11 +59,16 @@ def step(
     )
     ctx = StepContext(target=target, connection=conn, install=target.install, work_dir=work,
                       host=target.host())  # fmt: skip
-    params: dict[str, JSONValue] = {"mode": "tpcb-like", "clients": 2, "duration_s": duration_s,
-                                    "events": [s.text for s in specs], "segment": 5}  # fmt: skip
+    params: dict[str, JSONValue] = {
+        "mode": "tpcb-like",
+        "clients": clients,
+        "duration_s": duration_s,
+        "events": [s.text for s in specs],
+        "segment": 5,
+    }
     program = target.install.program("pgbench")
     assert program is not None
-    outcome = survive_step.execute(ctx, params, schedule, program=str(program), jobs=2,
+    outcome = survive_step.execute(ctx, params, schedule, program=str(program), jobs=clients,
                                    progress=True)  # fmt: skip
     return outcome, schedule
 
@@ -115,3 +121,27 @@ def test_a_command_that_fails_is_recorded_unverified_and_a_checkpoint_verified(
     load = LoadRecord.from_document(outcome.sections["load"])
     fig = figures.figures([checkpoint], load, outcome.histograms)[0]
     assert fig.downtime_s == 0.0
+
+
+def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
+    started: tuple[LocalTarget, Connection], tmp_path: Path
+):
+    target, conn = started
+    if target.io_account is None:
+        pytest.skip(f"no I/O cgroup here: {target.io_account_note}")
+    outcome, _ = step(target, conn, tmp_path, ["4s:cap-iops=20,for=4s"], 12, clients=1)
+    assert outcome.status == "completed", outcome.error
+    (mark,) = marks_from_section(outcome.sections["events"])
+    assert mark.verified is True, (mark.problem, mark.evidence)
+    assert mark.undone_s is not None and 7.9 < mark.undone_s < 9
+    assert mark.facts["lines"] and mark.facts["undo"]["lifted"]  # type: ignore[index]
+    load = LoadRecord.from_document(outcome.sections["load"])
+    (fig,) = figures.figures([mark], load, outcome.histograms)
+    assert fig.tps_before and fig.tps_during is not None
+    assert fig.tps_during < 0.7 * fig.tps_before, figures.event_line(fig)
+    assert fig.recovery_s is not None, figures.event_line(fig)
+    # lifted: the cgroup holds no IOPS rule of ours any more
+    rules = Path(str(mark.facts["cgroup"]))
+    for name in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device", "io.max"):
+        if (rules / name).exists():
+            assert "20" not in (rules / name).read_text().split()

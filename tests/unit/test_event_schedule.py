@@ -132,7 +132,7 @@ def test_a_schedule_never_started_marks_every_event_skipped():
 def test_every_action_of_the_grammar_is_applied_by_a_module_or_refused_with_a_reason():
     assert set(actions()) | set(NOT_YET) == set(ACTIONS)
     assert not set(actions()) & set(NOT_YET)
-    assert set(actions()) == {"checkpoint", "restart", "crash", "exec"}
+    assert set(actions()) == {"checkpoint", "restart", "crash", "exec", "cap-iops"}
 
 
 def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path: Path):
@@ -162,3 +162,26 @@ def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path
 def test_the_registry_gives_each_action_its_name(text: str):
     spec = parse_event(text)
     assert actions()[spec.action].name == spec.action
+
+
+def test_an_iops_cap_is_lifted_to_the_rules_from_before_it():
+    from howfast.events.cap_iops import _holds
+    from howfast.iolimits import iops_cap_lines, lifted_lines
+
+    assert iops_cap_lines("v1", "8:0", 50) == {
+        "blkio.throttle.read_iops_device": "8:0 50",
+        "blkio.throttle.write_iops_device": "8:0 50",
+    }
+    assert lifted_lines("v1", "8:0", {"blkio.throttle.read_iops_device": "8:16 7\n"}) == {
+        "blkio.throttle.read_iops_device": "8:0 0",
+        "blkio.throttle.write_iops_device": "8:0 0",
+    }
+    before = {"io.max": "8:0 rbps=1048576 wbps=max riops=max wiops=300\n"}
+    assert lifted_lines("v2", "8:0", before) == {"io.max": before["io.max"].strip()}
+    assert lifted_lines("v2", "8:0", {"io.max": ""}) == {
+        "io.max": "8:0 riops=max wiops=max rbps=max wbps=max"
+    }
+    (v2,) = iops_cap_lines("v2", "8:0", 50).values()
+    assert _holds("8:0 riops=50 wiops=50\n", v2)  # io.max shows only what is set
+    assert not _holds("8:0 riops=50\n", v2)
+    assert _holds("8:0 50\n8:16 9", "8:0 50") and not _holds("8:0 60", "8:0 50")

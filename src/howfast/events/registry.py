@@ -21,7 +21,6 @@ NOT_YET: Mapping[str, str] = {
     "drain": "drain is not available yet (Kubernetes events come with a later version)",
     "slow-storage": "slow-storage is not available yet: an emulated volume's latency cannot "
     "change while the server runs in this version",
-    "cap-iops": "cap-iops is not available yet in this version",
 }
 
 
