@@ -42,6 +42,7 @@ from howfast.targets.capabilities import (
     IoCappable,
     Restartable,
     ServerIdentity,
+    StorageSlowable,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -106,6 +107,7 @@ class EmulatedTarget(
     Crashable,
     HasServerIdentity,
     IoCappable,
+    StorageSlowable,
     AppliesStepSettings,
     HoldsDirectoryLock,
 ):
@@ -306,6 +308,22 @@ class EmulatedTarget(
 
     def server_identity(self) -> ServerIdentity:
         return self.inner.server_identity()
+
+    def added_latency_ms(self) -> float:
+        assert self.volume is not None
+        return self.volume.latency_ms
+
+    def set_added_latency(self, ms: float) -> None:
+        """The volume's delay, changed while the server runs (slow-storage events)."""
+        if self.volume is None:
+            raise HowfastError("the emulated volume is not built")
+        self.volume.set_latency(ms)
+
+    def measure_flush_ms(self, n: int = 5) -> float:
+        """The median of `n` flushes of the volume's loop device now (nothing to write)."""
+        if self.volume is None or self.volume.loop_device is None:
+            raise HowfastError("the emulated volume is not built")
+        return flush_latency_ms(self.volume.loop_device, n)
 
     def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
         return self.inner.cap_iops(iops)  # the volume's cgroup, its own limits restored after
