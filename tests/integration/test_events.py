@@ -22,6 +22,9 @@ from howfast.eventspec import parse_event
 from howfast.machine.pgbin import choose_install
 from howfast.model import JSONValue
 from howfast.targets.base import Connection
+from howfast.targets.emulated.build import Limits
+from howfast.targets.emulated.target import EmulatedTarget
+from howfast.targets.emulated.volume import available
 from howfast.targets.local import LocalTarget
 from howfast.workloads.base import StepContext
 from howfast.workloads.pgbench import survive_step
@@ -47,8 +50,11 @@ def started(target_dir: Path) -> Iterator[tuple[LocalTarget, Connection]]:
     assert postgres_pids_under(target_dir) == []
 
 
+Served = LocalTarget | EmulatedTarget
+
+
 def step(
-    target: LocalTarget, conn: Connection, work: Path, texts: list[str], duration_s: int,
+    target: Served, conn: Connection, work: Path, texts: list[str], duration_s: int,
     clients: int = 2,
 ) -> tuple[survive_step.StepOutcome, EventSchedule]:  # fmt: skip
     specs = [parse_event(t) for t in texts]
@@ -145,3 +151,53 @@ def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
     for name in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device", "io.max"):
         if (rules / name).exists():
             assert "20" not in (rules / name).read_text().split()
+
+
+@pytest.fixture
+def emulated(target_dir: Path) -> Iterator[tuple[EmulatedTarget, Connection]]:
+    if os.geteuid() != 0 or available().name is None:
+        pytest.skip(f"no emulated volumes here: {available().reason}")
+    target = EmulatedTarget(
+        target_dir,
+        choose_install(),
+        Limits(latency_ms=0.0),
+        size_bytes=512 * 2**20,
+        settings={"shared_buffers": "32MB"},
+    )
+    try:
+        target.check(will_init=True)
+        conn = target.start()
+        pgbench = target.install.program("pgbench")
+        assert pgbench is not None
+        subprocess.run([str(pgbench), "-i", "-q", "-s", "1", *conn.pgbench_args()],
+                       check=True, capture_output=True)  # fmt: skip
+        yield target, conn
+    finally:
+        target.stop()
+    assert postgres_pids_under(target_dir) == []
+    assert not any(
+        str(target_dir) in line for line in Path("/proc/self/mounts").read_text().splitlines()
+    )
+
+
+@pytest.mark.emulated
+def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back(
+    emulated: tuple[EmulatedTarget, Connection], tmp_path: Path
+):
+    target, conn = emulated
+    outcome, _ = step(target, conn, tmp_path, ["3s:slow-storage=5ms,for=4s"], 10, clients=1)
+    assert outcome.status == "completed", outcome.error
+    (mark,) = marks_from_section(outcome.sections["events"])
+    assert mark.verified is True, (mark.problem, mark.evidence)
+    assert mark.undone_s is not None and 6.9 < mark.undone_s < 8
+    undo = mark.facts["undo"]
+    assert isinstance(undo, dict) and undo["restored_ms"] == 0.0
+    # the latency came back: a flush after the window is close to one before it
+    assert float(undo["flush_ms_after"]) < float(str(mark.facts["flush_ms_before"])) + 2.5
+    assert target.added_latency_ms() == 0.0
+    load = LoadRecord.from_document(outcome.sections["load"])
+    (fig,) = figures.figures([mark], load, outcome.histograms)
+    assert fig.tps_before and fig.tps_during is not None
+    assert fig.tps_during < 0.7 * fig.tps_before, figures.event_line(fig)
+    assert fig.p99_during_ms is not None and fig.p99_before_ms is not None
+    assert fig.p99_during_ms > fig.p99_before_ms + 5  # a commit waits a write and a flush

@@ -132,7 +132,7 @@ def test_a_schedule_never_started_marks_every_event_skipped():
 def test_every_action_of_the_grammar_is_applied_by_a_module_or_refused_with_a_reason():
     assert set(actions()) | set(NOT_YET) == set(ACTIONS)
     assert not set(actions()) & set(NOT_YET)
-    assert set(actions()) == {"checkpoint", "restart", "crash", "exec", "cap-iops"}
+    assert set(actions()) == {"checkpoint", "restart", "crash", "exec", "cap-iops", "slow-storage"}
 
 
 def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path: Path):
@@ -151,7 +151,10 @@ def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path
         "version of howfast does not create yet"
     )
     (slow,) = checks.refusals(local, [parse_event("5s:slow-storage=5ms")])
-    assert "slow-storage is not available yet" in slow
+    assert slow == (
+        "/data/a: event 5s:slow-storage=5ms: slow-storage changes an emulated volume's latency: "
+        "give --storage-latency (0ms works)"
+    )
     (missing,) = checks.refusals(local, [parse_event("5s:exec=no-such-program-howfast a")])
     assert missing.endswith("no-such-program-howfast is not an executable command here (not "
                             "found on PATH)")  # fmt: skip
@@ -185,3 +188,25 @@ def test_an_iops_cap_is_lifted_to_the_rules_from_before_it():
     assert _holds("8:0 riops=50 wiops=50\n", v2)  # io.max shows only what is set
     assert not _holds("8:0 riops=50\n", v2)
     assert _holds("8:0 50\n8:16 9", "8:0 50") and not _holds("8:0 60", "8:0 50")
+
+
+def test_an_undo_without_a_window_runs_after_the_load_and_leaves_no_window():
+    log: list[tuple[str, float]] = []
+    acts: dict[str, EventAction] = {"cap-iops": Recorder("cap-iops", log)}
+
+    class Lasting(Recorder):
+        def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+            applied = super().apply(ctx, spec)
+            return Applied(applied.applied_s, None, undo=lambda: {"restored": True})
+
+    acts["cap-iops"] = Lasting("cap-iops", log)
+    s = EventSchedule(
+        lambda now: EventContext(None, now, lambda: None, Path("/nonexistent"), 10.0),  # type: ignore[arg-type]
+        [parse_event("0.1s:cap-iops=7")],
+        acts,
+    )
+    s.start(time.time())
+    time.sleep(0.3)
+    (mark,) = s.finish(5)
+    assert mark.undone_s is None and mark.facts["restored_after_load"] is True
+    assert mark.facts["undo"] == {"restored": True}

@@ -19,8 +19,6 @@ NOT_YET: Mapping[str, str] = {
     "delete-pod": "delete-pod is not available yet (Kubernetes events come with a later version)",
     "move": "move is not available yet (Kubernetes events come with a later version)",
     "drain": "drain is not available yet (Kubernetes events come with a later version)",
-    "slow-storage": "slow-storage is not available yet: an emulated volume's latency cannot "
-    "change while the server runs in this version",
 }
 
 

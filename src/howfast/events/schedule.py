@@ -2,7 +2,9 @@
 
 One action at a time: an event whose time comes while an earlier one is still applying waits
 (its mark's `applied_s` is later than its `at_s`). A `for=` action is undone at its window's
-end, in the same thread and in time order with the other events. An action that raises ends
+end, in the same thread and in time order with the other events; one without `for=` (a
+latency set for the rest of the step) after the load, so the next step finds the target as
+it was. An action that raises ends
 the schedule: its mark carries the error, the events after it are marked skipped, and what was
 applied and not yet undone is undone. `finish()` (the load ended) and `cancel()` (Ctrl-C) undo
 what is pending at once and join the thread; a window undone before its end says so.
@@ -119,9 +121,10 @@ class EventSchedule:
                 if applied is None:
                     self._skip_rest(index, "an earlier event failed")
                     return
-                if applied.undo is not None and spec.ends_s is not None:
+                if applied.undo is not None:  # without for=: undone after the load
                     undos[index] = (applied, spec)
-                    agenda.append((spec.ends_s, 0, "undo", index))
+                    if spec.ends_s is not None:
+                        agenda.append((spec.ends_s, 0, "undo", index))
             self._skip_rest(0, "the load ended before its time")
         finally:
             for index, (applied, spec) in sorted(undos.items()):
@@ -172,6 +175,10 @@ class EventSchedule:
             facts["undo"] = dict(applied.undo())
         except Exception as exc:
             facts["undo_error"] = str(exc)
+        if spec.ends_s is None:  # not a window: the step's figures have no "during"
+            facts["restored_after_load"] = True
+            self._record(dataclasses.replace(mark, facts=facts))
+            return
         if early:
             facts["undone_early"] = "the load ended before the window's end"
         self._record(dataclasses.replace(mark, undone_s=round(self.now(), 6), facts=facts))
