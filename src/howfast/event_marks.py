@@ -109,3 +109,21 @@ class EventTimeline(Protocol):
 
     def cancel(self) -> None:
         """Ctrl-C or an error: stop, undo what is pending."""
+
+
+def progress_line(mark: EventMark) -> str:
+    """What the live view says once an event was applied and verified (or not):
+    '3 s: restart applied (service back after 0.41 s, verified)'."""
+    at = f"{mark.applied_s if mark.applied_s is not None else mark.at_s:.0f} s"
+    if mark.skipped:
+        return f"{at}: {mark.text} {mark.problem or 'not applied'}"
+    if mark.error is not None:
+        return f"{at}: {mark.text} failed: {mark.error}"
+    notes = []
+    if mark.back_s is not None and mark.applied_s is not None:
+        notes.append(f"service back after {mark.back_s - mark.applied_s:.2f} s")
+    if mark.verified is True:
+        notes.append("verified")
+    elif mark.verified is False:
+        notes.append(f"NOT verified: {mark.problem}")
+    return f"{at}: {mark.text} applied" + (f" ({', '.join(notes)})" if notes else "")

@@ -210,3 +210,17 @@ def test_an_undo_without_a_window_runs_after_the_load_and_leaves_no_window():
     (mark,) = s.finish(5)
     assert mark.undone_s is None and mark.facts["restored_after_load"] is True
     assert mark.facts["undo"] == {"restored": True}
+
+
+def test_the_live_view_says_what_each_event_did():
+    from howfast.event_marks import EventMark, progress_line
+
+    ok = EventMark(1, "3s:restart", "restart", 3.0, applied_s=3.01, back_s=3.42, verified=True)
+    assert progress_line(ok) == "3 s: 3s:restart applied (service back after 0.41 s, verified)"
+    bad = EventMark(2, "5s:exec=false", "exec", 5.0, applied_s=5.0, verified=False,
+                    problem="false exited with status 1")  # fmt: skip
+    assert progress_line(bad) == (
+        "5 s: 5s:exec=false applied (NOT verified: false exited with status 1)"
+    )
+    failed = EventMark(3, "7s:crash", "crash", 7.0, applied_s=7.0, error="did not start")
+    assert progress_line(failed) == "7 s: 7s:crash failed: did not start"
