@@ -104,6 +104,11 @@ def test_a_restart_and_a_crash_during_the_load_are_verified_and_lose_no_commit(
         assert fig.lost.in_doubt <= 2
     assert restart.tps_before and restart.tps_after and restart.p99_before_ms
     assert outcome.metrics["transactions"] == load.acked > 0
+    assert (
+        0
+        < float(str(outcome.metrics["latency_avg_ms"]))
+        < float(str(outcome.metrics["latency_max_ms"]))
+    )
     assert outcome.metrics["load_segments"] >= 4  # 5 s segments, two cut short
     # the load went on after the crash: commits in the step's last seconds
     tps = {s.t: s.value for s in outcome.series["tps"]}

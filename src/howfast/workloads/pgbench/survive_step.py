@@ -148,6 +148,11 @@ def _metrics(
     if record.end_s > 0:
         metrics["tps"] = round(record.acked / record.end_s, 3)
     if histogram:
+        count = sum(histogram.values())
+        # pgbench's own average is per segment: the load's is the logged transactions' mean
+        metrics["latency_avg_ms"] = round(
+            sum(v * n for v, n in histogram.items()) / count / 1000, 3
+        )
         metrics.update(txlog.latency_metrics(histogram))
         metrics.update(txlog.latency_intervals(histogram))
     if logged.malformed_lines:
