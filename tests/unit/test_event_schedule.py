@@ -224,3 +224,34 @@ def test_the_live_view_says_what_each_event_did():
     )
     failed = EventMark(3, "7s:crash", "crash", 7.0, applied_s=7.0, error="did not start")
     assert progress_line(failed) == "7 s: 7s:crash failed: did not start"
+
+
+def test_a_runs_events_are_refused_once_each_with_the_step_or_the_target_named(tmp_path: Path):
+    from howfast.events.step import refusals, step_events
+    from howfast.model import StepSpec
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    local = LocalTarget(tmp_path, install, name="/data/a")
+    dsn = DsnTarget("postgresql://app@db.example/app", name="postgresql://db.example/app")
+    events: list[JSONValue] = ["3s:restart", "30s:checkpoint"]
+    steps = [
+        StepSpec("pgbench-init", {"scale": 1}),
+        StepSpec(
+            "pgbench", {"mode": "tpcb-like", "clients": 1, "duration_s": 10, "events": events}
+        ),
+        StepSpec(
+            "pgbench", {"mode": "tpcb-like", "clients": 2, "duration_s": 10, "events": events}
+        ),
+    ]
+    assert [s.text for s in step_events(steps[1].params)] == ["3s:restart", "30s:checkpoint"]
+    assert refusals([local, dsn], steps) == [
+        "event 30s:checkpoint is past the end of a 10 s step",
+        "postgresql://db.example/app: event 3s:restart: restart needs a server howfast "
+        "started and holds (a directory or an emulated volume): dsn targets are not "
+        "(Restartable, HasServerIdentity)",
+    ]
+    by_count = [StepSpec("pgbench", {"clients": 1, "transactions": 100, "events": ["1s:crash"]})]
+    assert refusals([local], by_count) == [
+        "events need a duration: -t steps end when their transactions are done"
+    ]
+    assert refusals([local, dsn], steps[:1]) == []

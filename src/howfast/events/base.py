@@ -61,7 +61,12 @@ class EventAction(ABC):
         lacking = [c.__name__ for c in self.requires if not isinstance(target, c)]
         if not lacking:
             return None
-        return f"{self.name} needs a target that is {', '.join(lacking)}: {target.kind} is not"
+        return (
+            f"{self.name} needs {self.needs}: {target.kind} targets are not ({', '.join(lacking)})"
+        )
+
+    # What `missing` says an action needs, in words.
+    needs: ClassVar[str] = "more than this target can do"
 
     def refusal(self, target: Target, spec: EventSpec) -> str | None:
         """Beyond capabilities: why this event cannot apply to this target (checked before

@@ -12,6 +12,7 @@ from howfast.targets.capabilities import Crashable, HasServerIdentity
 
 class Crash(EventAction):
     name = "crash"
+    needs = "a server howfast started and holds (a directory or an emulated volume)"
     requires = (Crashable, HasServerIdentity)
 
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:

@@ -12,6 +12,7 @@ from howfast.targets.capabilities import HasServerIdentity, Restartable
 
 class Restart(EventAction):
     name = "restart"
+    needs = "a server howfast started and holds (a directory or an emulated volume)"
     requires = (Restartable, HasServerIdentity)
 
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
