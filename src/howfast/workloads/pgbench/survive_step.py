@@ -21,7 +21,7 @@ from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, EventTimeline, marks_section
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.model import JSONValue, Sample
-from howfast.workloads.base import StepContext, StepOutcome
+from howfast.workloads.base import OutcomeDraft, StepContext, StepOutcome
 from howfast.workloads.pgbench import history, parse, stitch, survive, txlog
 from howfast.workloads.pgbench.segments import final_command, parse_segment
 
@@ -56,7 +56,7 @@ def execute(
     """Run the load for the step's duration while `timeline` applies the events; stop every
     pgbench it started before returning or raising."""
     conn = ctx.server()
-    outcome = StepOutcome(resolved_params={"jobs": jobs, "segment": segment_length(params)})
+    outcome = OutcomeDraft(resolved_params={"jobs": jobs, "segment": segment_length(params)})
     try:
         for problem in history.reset(conn):  # pgbench's own start-up cleanup, skipped by -n
             outcome.warnings.append(f"before the load: {problem}")
@@ -93,7 +93,7 @@ def execute(
     outcome.sections["events"] = marks_section(marks)
     outcome.metrics.update(_metrics(record, whole, logged))
     _judge(outcome, done, marks)
-    return outcome
+    return outcome.freeze()
 
 
 def _supervise(
@@ -160,7 +160,7 @@ def _metrics(
     return metrics
 
 
-def _judge(outcome: StepOutcome, done: survive.Supervised, marks: tuple[EventMark, ...]) -> None:
+def _judge(outcome: OutcomeDraft, done: survive.Supervised, marks: tuple[EventMark, ...]) -> None:
     """A step fails when its load stopped on a failure no event explains, an action failed,
     or no segment ran at all; the figures are stored either way."""
     failed = next((m for m in marks if m.error is not None), None)

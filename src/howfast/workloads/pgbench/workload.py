@@ -28,6 +28,7 @@ from howfast.workloads.pgbench import (
     parse,
     plan,
     rates,
+    survive_step,
     txlog,
 )
 from howfast.workloads.pgbench.init import plan as init_plan
@@ -156,6 +157,11 @@ class PgbenchWorkload(Workload):
         progress = logsampling.pgbench_progress(log_plan, ctx.host.follows_files)
         resolved["progress_source"] = "pgbench -P 1" if progress else "per-transaction log"
         jobs = _jobs(params, ctx.cores)
+        if ctx.events is not None:  # events during the step: the load that survives them
+            survived = survive_step.execute(
+                ctx, params, ctx.events, program=_pgbench(ctx), jobs=jobs, progress=progress
+            )
+            return survived.with_resolved({**resolved, **survived.resolved_params})
         invocation = build.run_invocation(
             _pgbench(ctx), params, jobs=jobs, conn=ctx.server(), progress=progress
         )
