@@ -40,6 +40,8 @@ TEST_PARAMS = (
     "latency_limit_ms",
     "protocol",
     "extra_args",
+    "events",  # a step with events measures an outage: never the same test as a quiet one
+    "segment",
     "settings",
     "warmup",
     "generate",
