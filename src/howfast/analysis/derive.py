@@ -33,6 +33,7 @@ from howfast.analysis.advice import advise
 from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
+from howfast.analysis.events import step_events
 from howfast.analysis.hooks import DeriveContext, analysis_for
 from howfast.analysis.io import analyze_step
 from howfast.analysis.memory_storage import MARK, memory_storage_warning
@@ -172,6 +173,9 @@ def derive_step(
     if step.sections:
         _add_io_analysis(out)
         _add_why_figures(out)
+    marks = out.sections.get("events")
+    if isinstance(marks, dict):  # issue 29: each event's figures, from the stored load
+        marks["figures"] = step_events(step.sections, step.histograms)
     if step.workload == "pgbench" and step.status == "completed":
         _add_percentile_trust(out)
         _add_rate_verdicts(out)
