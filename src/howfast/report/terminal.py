@@ -18,6 +18,7 @@ from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord
 from howfast.printable import printable
 from howfast.rates import rate_label
 from howfast.report import (
+    events_view,
     figures,
     fleet_table,
     io_tables,
@@ -376,6 +377,7 @@ def run_summary(run: RunRecord) -> RenderableType:
         *why_parts(run),
         *advice_parts(run),
         *[target_tables(s) for s in summarize(run)],
+        *events_view.events_parts(run),  # events during steps (docs/events.md)
         *sweep_table.sweep_parts(run),
         *rate_table.rate_parts(run),
         *regimes_table.regimes_parts(run),
