@@ -5,6 +5,7 @@ pgbench acknowledged still in pgbench_history (docs/events.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from howfast.targets.emulated.volume import available
 from howfast.targets.local import LocalTarget
 from howfast.workloads.base import StepContext
 from howfast.workloads.pgbench import survive_step
-from tests.integration.conftest import postgres_pids_under
+from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -206,3 +207,77 @@ def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back
     assert fig.tps_during < 0.7 * fig.tps_before, figures.event_line(fig)
     assert fig.p99_during_ms is not None and fig.p99_before_ms is not None
     assert fig.p99_during_ms > fig.p99_before_ms + 5  # a commit waits a write and a flush
+
+
+# --- through howfast run -----------------------------------------------------------------------
+
+
+def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figures(
+    howfast: Howfast, target_dir: Path
+):
+    """The issue's done-when: the step lists both events, verified, with downtime and 0
+    commits lost; results show prints the table and the lines; the report marks them."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the server runs as its own OS user")
+    out = howfast("run", "quick", "--target", str(target_dir), "--clients", "2",
+                  "--modes", "tpcb-like", "--duration", "10s", "--event", "3s:restart",
+                  "--event", "7s:crash", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert step["status"] == "completed", step["error"]
+    assert step["params"]["events"] == ["3s:restart", "7s:crash"]
+    restart, crash = step["events"]
+    for event in (restart, crash):
+        assert event["verified"] is True, event["problem"]
+        assert event["downtime_s"] > 0
+        assert event["lost_commits"] == 0 and event["in_doubt"] <= 2
+        assert event["recovery_s"] is not None or event["recovery_note"]
+        assert event["line"].startswith(f"{event['action']} at ")
+    assert "not properly shut down" in (crash["evidence"]["log_line"] or "")
+    assert crash["p99_before_ms"] is not None and crash["p99_after_ms"] is not None
+    assert "3 s: 3s:restart applied" in out.stderr and "verified" in out.stderr
+    shown = howfast("results", "show", str(doc["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "Events" in shown.stdout and "3s:restart" in shown.stdout
+    assert "restart at 3 s:" in shown.stdout and "0 commits lost" in shown.stdout
+    assert postgres_pids_under(target_dir) == []
+
+
+@pytest.mark.parametrize(
+    ("event", "reason"),
+    [
+        ("5s:failover", "failover needs standbys to promote (--replicas)"),
+        (
+            "5s:slow-storage=5ms",
+            "slow-storage changes an emulated volume's latency: give --storage-latency",
+        ),
+        ("30s:restart", "event 30s:restart is past the end of a 10 s step"),
+        ("5s:move", "move is not available yet"),
+        (
+            "5s:exec=no-such-howfast-command",
+            "no-such-howfast-command is not an executable command here",
+        ),
+    ],
+)
+def test_an_event_a_target_cannot_take_is_refused_before_anything(
+    howfast: Howfast, target_dir: Path, event: str, reason: str
+):
+    out = howfast("run", "quick", "--target", str(target_dir), "--duration", "10s",
+                  "--event", event)  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert reason in out.stderr
+    assert list(target_dir.iterdir()) == []  # nothing created
+
+
+def test_ctrl_c_during_a_restart_leaves_nothing_running(howfast: Howfast, target_dir: Path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the server runs as its own OS user")
+    proc = howfast.popen("run", "quick", "--target", str(target_dir), "--clients", "1",
+                         "--modes", "tpcb-like", "--duration", "20s", "--event", "2s:restart",
+                         "--event", "3s:cap-iops=10,for=10s")  # fmt: skip
+    wait_for(proc, "3s:cap-iops=10,for=10s applied")
+    _, err = stop_howfast(proc)
+    assert proc.returncode == 130, err[-2000:]
+    assert postgres_pids_under(target_dir) == []
+    assert not [p for p in Path("/sys/fs/cgroup").rglob("howfast-io-*") if p.is_dir()]

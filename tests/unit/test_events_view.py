@@ -70,3 +70,19 @@ def test_charts_mark_each_event_and_shade_each_outage():
     assert [s.kind for s in spans] == ["downtime", "downtime"]
     for marker, span in zip(markers, spans, strict=True):
         assert span.x0 < span.x1 and span.x0 <= marker.x + 1 and span.x1 >= marker.x
+
+
+def test_a_step_read_without_its_histograms_shows_the_stored_window_p99s():
+    from howfast.analysis.events import window_p99_ms
+
+    step = event_step()
+    stored = window_p99_ms(step.histograms)
+    assert stored and all(isinstance(v, float) for v in stored.values())
+    events_section = {**step.sections["events"], "window_p99_ms": stored}
+    bare = dataclasses.replace(
+        step, histograms={}, sections={**step.sections, "events": events_section}
+    )
+    with_h = events.step_figures(step.sections, step.histograms)
+    without = events.step_figures(bare.sections, bare.histograms)
+    assert [f.p99_before_ms for f in without] == [f.p99_before_ms for f in with_h]
+    assert without[0].p99_before_ms is not None

@@ -332,6 +332,17 @@ def _lost_commits(
 # --- figures -----------------------------------------------------------------------------------
 
 
+def window_p99_ms(histograms: Mapping[str, Mapping[int, int]]) -> dict[str, JSONValue]:
+    """The p99 of each event window's latency histogram (`latency_us:event1:before`...), by
+    window name: stored beside the marks, for reading a step without its histograms."""
+    prefix = "latency_us:"
+    return {
+        name.removeprefix(prefix): _percentile_ms(h)
+        for name, h in histograms.items()
+        if name.startswith(prefix + "event")
+    }
+
+
 def _percentile_ms(histogram: Mapping[int, int] | None, p: float = 99.0) -> float | None:
     """The nearest-rank percentile of a {µs: count} histogram, in ms (txlog.py's definition)."""
     if not histogram:
@@ -368,10 +379,14 @@ def figures(
     marks: Sequence[EventMark],
     load: LoadRecord,
     histograms: Mapping[str, Mapping[int, int]] | None = None,
+    window_p99_ms: Mapping[str, JSONValue] | None = None,
 ) -> list[EventFigures]:
     """Every event's figures, in order. `histograms`: the step's, with the windows' latency
-    histograms under `latency_us:event{index}:before|after|during`."""
+    histograms under `latency_us:event{index}:before|after|during`; `window_p99_ms`, the p99
+    of each window as stored beside the marks (`event1:before`...), for a step read without
+    its histograms."""
     histograms = histograms or {}
+    stored = window_p99_ms or {}
     lost = _lost_commits(marks, load)
     out = []
     for mark, timing in zip(marks, _timings(marks, load), strict=True):
@@ -379,7 +394,12 @@ def figures(
         segments = _segments_of(marks, mark, load)
 
         def p99(name: str, mark: EventMark = mark) -> float | None:
-            return _percentile_ms(histograms.get(f"latency_us:event{mark.index}:{name}"))
+            window = f"event{mark.index}:{name}"
+            found = _percentile_ms(histograms.get(f"latency_us:{window}"))
+            value = stored.get(window)
+            if found is None and isinstance(value, int | float):
+                return float(value)
+            return found
 
         applied = mark.applied_s is not None
         lost_commits, lost_note = lost[mark.index]
@@ -492,11 +512,18 @@ def step_figures(
 ) -> list[EventFigures]:
     """The figures of a stored step's events, from its `events` and `load` sections; [] for
     a step without events."""
-    marks = marks_from_section(sections.get("events"))
+    section = sections.get("events")
+    marks = marks_from_section(section)
     load = sections.get("load")
     if not marks or not isinstance(load, Mapping):
         return []
-    return figures(marks, LoadRecord.from_document(load), histograms)
+    p99s = section.get("window_p99_ms") if isinstance(section, Mapping) else None
+    return figures(
+        marks,
+        LoadRecord.from_document(load),
+        histograms,
+        p99s if isinstance(p99s, Mapping) else None,
+    )
 
 
 def step_events(

@@ -90,7 +90,10 @@ def execute(
         {name: [Sample(t, v) for t, v in points] for name, points in series.items()}
     )
     outcome.sections["load"] = record.document()
-    outcome.sections["events"] = marks_section(marks)
+    outcome.sections["events"] = {
+        **marks_section(marks),
+        "window_p99_ms": event_figures.window_p99_ms(outcome.histograms),
+    }
     outcome.metrics.update(_metrics(record, whole, logged))
     _judge(outcome, done, marks)
     return outcome.freeze()
