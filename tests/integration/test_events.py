@@ -242,6 +242,12 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
     assert shown.returncode == 0, shown.stderr
     assert "Events" in shown.stdout and "3s:restart" in shown.stdout
     assert "restart at 3 s:" in shown.stdout and "0 commits lost" in shown.stdout
+    report = target_dir.parent / "r.md"
+    made = howfast("report", str(doc["id"]), "--output", str(report))
+    assert made.returncode == 0, made.stderr
+    text = report.read_text()
+    assert "## Events during steps" in text and "| 7s:crash |" in text.replace("  ", " ")
+    assert "crash at 7 s:" in text
     assert postgres_pids_under(target_dir) == []
 
 

@@ -4,6 +4,7 @@ restart and crash of tests/data/pgbench/survive-pg15 stored as a step would be."
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from rich.console import Console
 
@@ -86,3 +87,28 @@ def test_a_step_read_without_its_histograms_shows_the_stored_window_p99s():
     without = events.step_figures(bare.sections, bare.histograms)
     assert [f.p99_before_ms for f in without] == [f.p99_before_ms for f in with_h]
     assert without[0].p99_before_ms is not None
+
+
+def test_the_per_second_chart_draws_each_event_as_a_line_and_its_outage_as_long_as_it_was(
+    tmp_path: Path,
+):
+    from howfast.report.charts import Chart, event_spans
+    from howfast.report.charts_plotly import figure
+    from howfast.report.charts_png import render_png
+
+    spans = event_spans(event_step())
+    assert [s.kind for s in spans] == ["event", "event", "downtime", "downtime"]
+    chart = Chart("c1", "per second", "time (s)", "TPS", spans=spans)
+    shapes = figure(chart)["layout"]["shapes"]
+    lines = [s for s in shapes if s["line"].get("dash") == "dash"]
+    applied = [m.applied_s for m in recorded_marks()]
+    assert [s["x0"] for s in lines] == [s["x1"] for s in lines]
+    assert [s["x0"] for s in lines] == [round(a, 3) for a in applied if a is not None]
+    outages = [s for s in shapes if s["fillcolor"].startswith("rgba(204")]
+    assert [round(s["x1"] - s["x0"], 3) for s in outages] == [
+        round(s.end - s.start, 3) for s in spans if s.kind == "downtime"
+    ]
+    labels = [a["text"] for a in figure(chart)["layout"]["annotations"]]
+    assert labels == ["4.5s:restart", "9.5s:crash"]
+    render_png(chart, tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 0

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
 from howfast.analysis.overview import Overview
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
-from howfast.report import rate_section, tables
+from howfast.report import events_view, rate_section, tables
 from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
 from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
@@ -106,6 +106,14 @@ def build(view: Overview) -> ReportDocument:
                 [tables.pgbench_table(mode, view.of("pgbench", mode)), *charts.by_mode[mode]],
             )
         )
+    events = events_view.events_table(view.runs)
+    if events.rows:  # issue 29: what each event cost, then its verdict line
+        lines = [
+            line
+            for run in view.runs
+            for line in events_view.verdict_lines(events_view.event_rows(run))
+        ]
+        sections.append(Section("events", "Events during steps", [events, *lines]))
     rate_blocks = rate_section.rate_blocks(view)
     if rate_blocks:
         sections.append(Section("latency-under-load", "Latency under load", rate_blocks))
