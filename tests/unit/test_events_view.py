@@ -112,3 +112,21 @@ def test_the_per_second_chart_draws_each_event_as_a_line_and_its_outage_as_long_
     assert labels == ["4.5s:restart", "9.5s:crash"]
     render_png(chart, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_prometheus_has_each_events_figures_and_no_event_families_without_events():
+    from prometheus_client import generate_latest
+
+    from howfast.metrics.families import RunMetrics, step_labels
+
+    step = event_step()
+    metrics = RunMetrics()
+    quiet = dataclasses.replace(step, sections={}, histograms={})
+    metrics.step_finished(step_labels(1, "quick", step.target, "pgbench", quiet.params, 0), quiet)
+    assert b"howfast_step_event" not in generate_latest(metrics.registry)
+    metrics.step_finished(step_labels(1, "quick", step.target, "pgbench", step.params, 1), step)
+    text = generate_latest(metrics.registry).decode()
+    assert 'howfast_events_total{action="restart"' in text and 'outcome="applied"' in text
+    lines = [line for line in text.splitlines() if line.startswith("howfast_step_event_lost")]
+    assert len(lines) == 2 and all(line.endswith(" 0.0") for line in lines)
+    assert 'at="4.5s"' in text and "howfast_step_event_downtime_seconds{" in text
