@@ -281,10 +281,11 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             K8sFleetMember(spec, kube, name="m", scenario="s", klass="c", index=1, settings={})  # type: ignore[arg-type]
         ),
     }
+    events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     assert found == {
-        "local": [*SERVER_HERE, "Keepable"],
-        "emulated": SERVER_HERE,
-        "fleet member": [*SERVER_HERE, "Keepable"],
+        "local": [*SERVER_HERE, "Keepable", *events, "IoCappable"],
+        "emulated": [*SERVER_HERE, *events, "StorageSlowable", "IoCappable"],
+        "fleet member": [*SERVER_HERE, "Keepable", *events, "IoCappable"],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         "k8s": ["HasStorage", "HasServerLog", "Restartable", "AppliesStepSettings", "HasPods"],
