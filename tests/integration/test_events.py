@@ -291,3 +291,12 @@ def test_ctrl_c_during_a_restart_leaves_nothing_running(howfast: Howfast, target
     assert list(target_dir.iterdir()) == []
     token = cluster.name.removeprefix("howfast-")
     assert not [p for p in Path("/sys/fs/cgroup").glob(f"*/howfast-io-{token}*")]
+
+
+def test_the_dry_run_shows_the_load_in_segments(howfast: Howfast, target_dir: Path):
+    out = howfast("run", "quick", "--target", str(target_dir), "--modes", "tpcb-like",
+                  "--duration", "10s", "--event", "3s:restart", "--dry-run")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "with events (3s:restart): pgbench runs in back-to-back segments" in out.stdout
+    assert " -T 10 -n -b tpcb-like " in out.stdout
+    assert list(target_dir.iterdir()) == []

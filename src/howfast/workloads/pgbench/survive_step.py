@@ -36,6 +36,11 @@ def segment_length(params: dict[str, JSONValue]) -> int:
     )
 
 
+def event_texts(params: dict[str, JSONValue]) -> list[str]:
+    texts = params.get("events")
+    return [str(t) for t in texts] if isinstance(texts, list) else []
+
+
 def end_command(ctx: StepContext, program: str, mode: str) -> int | None:
     """Index of the builtin script's END (`pgbench --show-script`): a client cut in it is a
     commit in doubt. None when pgbench cannot say."""

@@ -28,6 +28,7 @@ from howfast.workloads.pgbench import (
     parse,
     plan,
     rates,
+    survive,
     survive_step,
     txlog,
 )
@@ -260,6 +261,21 @@ class PgbenchWorkload(Workload):
                 f"{logsampling.PROGRESS_MAX_TPS:,} TPS: the per-second series and the live view "
                 "then come from the log"
             )
+        if params.get("events"):  # the load that survives them: segments of the same command
+            base = survive.base_argv(
+                program, params, jobs=jobs, conn_args=ctx.connection.pgbench_args()
+            )
+            first = survive.segment_invocation(
+                base, survive_step.segment_length(params), ctx.connection
+            )
+            events = ", ".join(survive_step.event_texts(params))
+            notes.append(
+                f"with events ({events}): pgbench runs in back-to-back segments of at most "
+                f"{survive_step.segment_length(params)} s, each with -n and its own -T, until the "
+                "step's duration is spent; pgbench's start-up cleanup runs once before "
+                "(docs/events.md)"
+            )
+            return [*planned, PlannedInvocation(first, "; ".join(notes))]
         invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
         return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
 
