@@ -62,4 +62,5 @@ def test_the_option_refuses_a_mistake_with_the_grammar():
 def test_an_event_step_is_never_the_same_test_as_a_quiet_one():
     quiet = {"mode": "tpcb-like", "clients": 2, "duration_s": 20}
     loud = {**quiet, "events": ["5s:restart"]}
-    assert matching_params(quiet) != matching_params(loud)
+    assert matching_params("pgbench", quiet) != matching_params("pgbench", loud)
+    assert matching_params("pgbench", loud)["events"] == ["5s:restart"]
