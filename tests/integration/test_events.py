@@ -257,7 +257,7 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
 @pytest.mark.parametrize(
     ("event", "reason"),
     [
-        ("5s:failover", "failover needs standbys to promote (--replicas)"),
+        ("5s:failover", "failover needs standbys to promote (--replicas N)"),
         (
             "5s:slow-storage=5ms",
             "slow-storage changes an emulated volume's latency: give --storage-latency",

@@ -147,8 +147,8 @@ def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path
     assert "Restartable" in refused[0] and "Crashable" in refused[1]
     (failover,) = checks.refusals(local, [parse_event("5s:failover")])
     assert failover == (
-        "/data/a: event 5s:failover: failover needs standbys to promote (--replicas), which this "
-        "version of howfast does not create yet"
+        "/data/a: event 5s:failover: failover needs standbys to promote (--replicas N), and "
+        "promoting one during a step is not available yet"
     )
     (slow,) = checks.refusals(local, [parse_event("5s:slow-storage=5ms")])
     assert slow == (
