@@ -150,6 +150,9 @@ def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
     assert mark.verified is True, (mark.problem, mark.evidence)
     assert mark.undone_s is not None and 7.9 < mark.undone_s < 9
     assert mark.facts["lines"] and mark.facts["undo"]["lifted"]  # type: ignore[index]
+    # the server's own IOPS under the cap were measured (from the cgroup's counters)
+    measured = mark.evidence["server_iops_after_cap"]
+    assert isinstance(measured, float) and measured <= 1.2 * 20, mark.evidence
     load = LoadRecord.from_document(outcome.sections["load"])
     (fig,) = figures.figures([mark], load, outcome.histograms)
     assert fig.tps_before and fig.tps_during is not None

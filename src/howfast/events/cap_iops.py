@@ -35,8 +35,8 @@ class CapIops(EventAction):
         target = ctx.target
         assert isinstance(target, IoCappable) and spec.iops is not None
         applied = ctx.now()
-        began = time.monotonic()
         facts = dict(target.cap_iops(spec.iops))
+        began = time.monotonic()  # after the cap: its I/O count was taken before this
 
         def undo() -> Mapping[str, JSONValue]:
             during = target.server_iops_since(began)

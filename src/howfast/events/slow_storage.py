@@ -1,9 +1,9 @@
 """slow-storage=LATENCY[,for=D]: an emulated volume's added latency changed while the server
 runs (the delay plugin reads its delay file again within 50 ms); restored at the window's end,
 or after the load without for=. Verified by timing flushes of the volume before and after: the
-change measured is at least half the change asked, and at most 2.5 times it: while the load
-runs, a flush also waits for the writes in flight before it (each delayed too), so under load
-it measures up to about twice the change (measured: +7.6 ms for +5 ms at 1 client)."""
+change measured goes the way asked and is at least half of it. No upper bound: while the load
+runs, a flush also waits for the writes queued before it, each delayed too, so under load it
+measures a multiple of the change (+7.6 ms and +16 ms measured for +5 ms at 1 client)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from howfast.targets.capabilities import StorageSlowable
 
 FLUSHES = 5
 SETTLE_S = 0.15  # the plugin looks at its delay file every 50 ms
-# The measured change, as a multiple of the asked one, that verifies it.
-AGREEMENT = (0.5, 2.5)
+# The measured change, as a share of the asked one, that verifies it (no upper bound: above).
+AT_LEAST = 0.5
 
 
 class SlowStorage(EventAction):
@@ -69,13 +69,13 @@ class SlowStorage(EventAction):
             "change_asked_ms": round(asked, 3),
             "change_measured_ms": round(measured, 3),
         }
-        low, high = AGREEMENT
-        if asked and not low <= measured / asked <= high:
+        if asked and measured / asked < AT_LEAST:
             return Verified(
                 False,
                 evidence,
                 f"a flush took {before:.2f} ms before and {after:.2f} ms after: a change of "
-                f"{measured:+.2f} ms where {asked:+.2f} ms was asked",
+                f"{measured:+.2f} ms where {asked:+.2f} ms was asked (at least half of it "
+                "expected)",
             )
         return Verified(True, evidence)
 
