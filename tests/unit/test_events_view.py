@@ -56,7 +56,8 @@ def test_the_table_has_a_row_per_event_with_its_figures_and_a_verdict_line_each(
         out.print(part)
     text = out.export_text()
     assert "Events" in text and "9.5s:crash" in text
-    assert "/data/a: restart at 4.5 s: " in text and "0 commits lost" in text
+    assert "/data/a, tpcb-like, 2 clients: restart at 4.5 s: " in text
+    assert "0 commits lost" in text
 
 
 def test_a_run_without_events_has_no_table_and_no_lines():

@@ -98,7 +98,8 @@ def cells(row: EventRow) -> list[str]:
 
 
 def verdict_lines(rows: Sequence[EventRow]) -> list[str]:
-    return [f"{row.step.target}: {event_line(row.figures)}" for row in rows]
+    """'/mnt/a, tpcb-like, 2 clients: restart at 3 s: ...': a run's steps may share events."""
+    return [f"{row.step.target}, {step_label(row.step)}: {event_line(row.figures)}" for row in rows]
 
 
 def events_table(runs: Sequence[RunRecord]) -> Table:
