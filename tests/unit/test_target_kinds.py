@@ -282,9 +282,10 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
         ),
     }
     assert found == {
-        "local": [*SERVER_HERE, "Keepable"],
+        # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
+        "local": [*SERVER_HERE, "Keepable", "HasStandbys"],
         "emulated": SERVER_HERE,
-        "fleet member": [*SERVER_HERE, "Keepable"],
+        "fleet member": [*SERVER_HERE, "Keepable", "HasStandbys"],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         "k8s": ["HasStorage", "HasServerLog", "Restartable", "AppliesStepSettings", "HasPods"],

@@ -1,0 +1,182 @@
+"""Standbys of a local target on real PostgreSQL (issue 28; docs/replication.md): built by base
+backup, streaming and caught up before the steps, synchronous as asked, removed at the end."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from howfast.errors import HowfastError
+from howfast.machine.pgbin import choose_install
+from howfast.targets import pgquery
+from howfast.targets.base import Connection
+from howfast.targets.local import LocalTarget
+from howfast.targets.osuser import server_user
+from howfast.targets.replicas.local import LocalStandby
+from howfast.targets.replicas.set import ReplicaSet
+from howfast.targets.replicas.spec import ReplicaSpec
+from tests.integration.conftest import postgres_pids_under
+
+pytestmark = pytest.mark.integration
+
+
+def _cgroups(prefix: str) -> list[Path]:
+    found = []
+    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/blkio")):
+        if root.is_dir():
+            found += [p for p in root.glob(f"**/{prefix}*") if p.is_dir()]
+    return found
+
+
+@pytest.fixture
+def primary(target_dir: Path) -> Iterator[LocalTarget]:
+    target = LocalTarget(target_dir, choose_install(), replicas=ReplicaSpec(1, "on"))
+    try:
+        yield target
+    finally:
+        target.stop()
+
+
+def test_a_standby_streams_synchronously_and_goes_away(
+    primary: LocalTarget, target_dir: Path
+) -> None:
+    conn = primary.start()
+    assert conn is not None
+    (standby,) = primary.standbys()
+    assert isinstance(standby, LocalStandby)
+    assert standby.data_dir.is_relative_to(primary.cluster_dir)
+    with pgquery.connect(conn) as db:
+        row = db.execute(
+            "SELECT application_name, state, sync_state FROM pg_stat_replication"
+        ).fetchone()
+        assert row == ("standby_1", "streaming", "sync")
+        assert db.execute("SHOW synchronous_standby_names").fetchone() == ("FIRST 1 (standby_1)",)
+        db.execute("CREATE TABLE t AS SELECT 42 AS x")  # waits for the standby's flush
+    assert standby.connection is not None
+    with pgquery.connect(standby.connection) as db:
+        assert db.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
+    (record,) = primary.standby_records()
+    assert record["name"] == "standby_1" and record["sync_state"] == "sync"
+    assert str(record["version"]).split(".")[0].isdigit()
+    token = primary.token
+    primary.stop()
+    assert postgres_pids_under(target_dir) == []
+    assert not any(target_dir.glob("howfast-*"))
+    assert _cgroups(f"howfast-io-{token}") == []
+
+
+def test_two_standbys_in_standby_dirs_with_sync_off(target_dir: Path) -> None:
+    other = target_dir.parent / "standbys"
+    other.mkdir()
+    other.chmod(0o755)
+    target = LocalTarget(
+        target_dir, choose_install(), replicas=ReplicaSpec(2, "off"), standby_dirs=[other]
+    )
+    try:
+        target.check(will_init=True)
+        conn = target.start()
+        assert conn is not None
+        members = [m for m in target.standbys() if isinstance(m, LocalStandby)]
+        assert [m.name for m in members] == ["standby_1", "standby_2"]
+        assert len({m.port for m in members}) == 2
+        assert all(m.root.parent == other for m in members)
+        with pgquery.connect(conn) as db:
+            rows = db.execute(
+                "SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1"
+            ).fetchall()
+            assert db.execute("SHOW synchronous_commit").fetchone() == ("on",)
+        assert rows == [("standby_1", "async"), ("standby_2", "async")]
+    finally:
+        target.stop()
+    assert postgres_pids_under(other) == [] and postgres_pids_under(target_dir) == []
+    assert sorted(p.name for p in other.iterdir()) == []
+
+
+def test_a_standby_that_cannot_connect_names_itself_and_its_log(target_dir: Path) -> None:
+    """A standby given a wrong port for its primary: the error says which, that it is not
+    connected, and quotes its log; stop() leaves nothing."""
+    target = LocalTarget(target_dir, choose_install())
+    conn = target.start()
+    assert conn is not None and target.run_dir is not None
+    user = server_user()
+    standby = LocalStandby(
+        "standby_1", target.install, user, target.cluster_dir / "standby_1", target.run_dir
+    )
+    try:
+        standby.build(conn)
+        # Point it at a port where nothing listens, as a standby on a dead primary would be.
+        auto = standby.data_dir / "postgresql.auto.conf"
+        text = auto.read_text().replace(f"port={conn.port}", "port=1")
+        auto.write_text(text)
+        standby.start()
+        replicas = ReplicaSet(ReplicaSpec(1, "on"), conn, [standby])
+        with pytest.raises(HowfastError) as caught:
+            replicas.wait_streaming(timeout_s=3)
+        message = str(caught.value)
+        assert "standby_1" in message and "not connected" in message
+        assert "could not connect to the primary server" in message
+    finally:
+        standby.stop()
+        target.stop()
+    assert postgres_pids_under(target_dir) == []
+
+
+def test_the_base_backup_refused_names_the_standby(target_dir: Path) -> None:
+    """The user's settings win over howfast's replication settings: max_wal_senders=0 makes
+    the primary refuse the base backup, and the error quotes pg_basebackup."""
+    target = LocalTarget(
+        target_dir,
+        choose_install(),
+        settings={"max_wal_senders": "0"},
+        replicas=ReplicaSpec(1, "on"),
+    )
+    try:
+        with pytest.raises(HowfastError) as caught:
+            target.start()
+    finally:
+        target.stop()
+    assert "standby_1" in str(caught.value)
+    assert "max_wal_senders" in str(caught.value)
+    assert postgres_pids_under(target_dir) == []
+    assert not any(target_dir.glob("howfast-*"))
+
+
+def test_sync_on_waits_for_the_standby(primary: LocalTarget) -> None:
+    """With the standby stopped, a commit on a sync-on primary waits for it (SyncRep) until
+    canceled: the design is in force, not only a setting."""
+    conn = primary.start()
+    assert conn is not None
+    (standby,) = primary.standbys()
+    assert isinstance(standby, LocalStandby)
+    standby.stop()
+    notices: list[str] = []
+    with psycopg.connect(**_kwargs(conn), autocommit=True) as db:  # type: ignore[arg-type]
+        db.add_notice_handler(lambda d: notices.append(str(d.message_primary)))
+        # statement_timeout does not end a commit's wait; a cancel request does
+        timer = threading.Timer(1.0, db.cancel)
+        timer.start()
+        started = time.monotonic()
+        db.execute("CREATE TABLE waits AS SELECT 1 AS x")
+        waited = time.monotonic() - started
+        timer.join()
+    assert waited >= 0.9
+    assert any("synchronous replication" in n for n in notices), notices
+
+
+def _kwargs(conn: Connection) -> dict[str, object]:
+    return dict(conn.psycopg_kwargs())
+
+
+def test_no_standby_runs_as_root(primary: LocalTarget) -> None:
+    primary.start()
+    (standby,) = primary.standbys()
+    assert isinstance(standby, LocalStandby) and standby.postmaster is not None
+    status = Path(f"/proc/{standby.postmaster.pid}/status").read_text()
+    uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
+    assert int(uid) != 0 or os.geteuid() != 0
