@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from howfast.analysis import own_io, percentiles, rate_verdicts, why
+from howfast.analysis import own_io, percentiles, rate_verdicts, replication, why
 from howfast.analysis.advice import advise
 from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.durability_facts import judge_run
@@ -147,6 +147,7 @@ def series_needed(run: RunRecord) -> set[str]:
                 names.add(f"io.{role}.write_mbps")
         if step.workload == "pgbench" and step.all_params.get("rate") is not None:
             names.add("lag_ms")
+        names |= replication.series_names(step.sections)
     return names
 
 
@@ -214,6 +215,9 @@ def _add_why_figures(step: StepRecord) -> None:
         if profile is not None:
             postgres.update(why.profile_sections(profile))
             _add(step, why.profile_metrics(profile), set())
+        if step.workload == "pgbench":
+            idle = profile.idle_share if profile is not None else None
+            _add(step, replication.replication_metrics(step, idle), set())
     io = step.sections.get("io")
     if isinstance(io, dict):
         wal = postgres.get("wal_bytes") if isinstance(postgres, dict) else None

@@ -1,0 +1,129 @@
+"""Replication figures of a pgbench step, derived when a run is read (docs/replication.md).
+
+From what the replication sampler stored (`postgres.replication`, series
+`replication.<standby>.<lag>_ms`) and the wait profile (`postgres.wait_sampling`):
+
+- `replication_{write,flush,replay}_lag_p50_ms` / `_p99_ms`: nearest-rank percentiles of the
+  worst standby's per-second lags (worst: the highest p50 of that lag);
+- `replication_sent_bytes`, `replication_replayed_bytes`: WAL sent to and replayed by the
+  standbys during the step, summed over them;
+- `wait_syncrep_share`: the share of active-session samples waiting for a synchronous standby
+  (`IPC:SyncRep`);
+- `commit_syncrep_wait_ms`: that share of a transaction's active time, in milliseconds.
+
+Pure functions of a stored step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from howfast.model import JSONValue, Sample, StepRecord
+
+LAGS = ("write", "flush", "replay")
+SYNCREP = "IPC:SyncRep"
+
+
+def nearest_rank(values: Sequence[float], p: float) -> float | None:
+    """The nearest-rank percentile (p in 0..100) of `values`; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def replication_section(sections: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    postgres = sections.get("postgres")
+    found = postgres.get("replication") if isinstance(postgres, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def standby_names(sections: Mapping[str, Any]) -> list[str]:
+    found = replication_section(sections)
+    standbys = found.get("standbys") if found else None
+    return sorted(standbys) if isinstance(standbys, Mapping) else []
+
+
+def series_names(sections: Mapping[str, Any]) -> set[str]:
+    """The series the derivation reads (a run read without its series loads only these)."""
+    return {f"replication.{n}.{lag}_lag_ms" for n in standby_names(sections) for lag in LAGS}
+
+
+def lag_metrics(
+    series: Mapping[str, Sequence[Sample]], names: Sequence[str]
+) -> dict[str, JSONValue]:
+    """p50 and p99 of each lag, from the standby whose p50 of it is the highest."""
+    out: dict[str, JSONValue] = {}
+    for lag in LAGS:
+        worst: tuple[float, float] | None = None
+        for name in names:
+            values = [s.value for s in series.get(f"replication.{name}.{lag}_lag_ms", [])]
+            p50, p99 = nearest_rank(values, 50), nearest_rank(values, 99)
+            if p50 is not None and p99 is not None and (worst is None or p50 > worst[0]):
+                worst = (p50, p99)
+        if worst is not None:
+            out[f"replication_{lag}_lag_p50_ms"] = round(worst[0], 3)
+            out[f"replication_{lag}_lag_p99_ms"] = round(worst[1], 3)
+    return out
+
+
+def syncrep_share(sections: Mapping[str, Any]) -> float | None:
+    """IPC:SyncRep samples over active-session samples; None without a wait profile."""
+    postgres = sections.get("postgres")
+    sampling = postgres.get("wait_sampling") if isinstance(postgres, Mapping) else None
+    if not isinstance(sampling, Mapping):
+        return None
+    counts = sampling.get("counts")
+    if not isinstance(counts, Mapping):
+        return None
+    active = sum(v for v in counts.values() if isinstance(v, int | float))
+    if not active:
+        return None
+    waiting = counts.get(SYNCREP, 0)
+    return float(waiting) / active if isinstance(waiting, int | float) else None
+
+
+def active_ms_per_transaction(step: StepRecord, share_idle: float | None) -> float | None:
+    """clients x (1 - idle share) / tps, in ms: the time a session is active per transaction."""
+    clients, tps = step.all_params.get("clients"), step.metrics.get("tps")
+    if not isinstance(clients, int) or not isinstance(tps, int | float) or tps <= 0:
+        return None
+    return clients * (1 - (share_idle or 0.0)) / float(tps) * 1000
+
+
+def replication_metrics(step: StepRecord, idle_share: float | None) -> dict[str, JSONValue]:
+    """Every figure of this module for one step; {} when it had no replication section and no
+    SyncRep wait (a server without synchronous standbys)."""
+    found = replication_section(step.sections)
+    share = syncrep_share(step.sections)
+    if found is None and not share:
+        return {}
+    out: dict[str, JSONValue] = {}
+    if found is not None:
+        names = standby_names(step.sections)
+        out.update(lag_metrics(step.series, names))
+        standbys = found.get("standbys")
+        if isinstance(standbys, Mapping):
+            for key in ("sent_bytes", "replayed_bytes"):
+                values = [v.get(key) for v in standbys.values() if isinstance(v, Mapping)]
+                numbers = [int(v) for v in values if isinstance(v, int | float)]
+                if numbers:
+                    out[f"replication_{key}"] = sum(numbers)
+    if share is not None:
+        out["wait_syncrep_share"] = round(share, 4)
+        active = active_ms_per_transaction(step, idle_share)
+        if active is not None:
+            out["commit_syncrep_wait_ms"] = round(share * active, 3)
+    return out
+
+
+def sync_level(settings: Mapping[str, Any]) -> str | None:
+    """The lag a commit waits for at this synchronous_commit level (with synchronous
+    standbys): 'write', 'flush', 'replay', or None when commits do not wait for standbys."""
+    if not str(settings.get("synchronous_standby_names") or "").strip():
+        return None
+    level = str(settings.get("synchronous_commit") or "on")
+    return {"remote_write": "write", "on": "flush", "remote_apply": "replay"}.get(level)
