@@ -18,6 +18,10 @@ import pytest
 
 from tests.conftest import shared_tmpdir
 
+# 1 s steps: what the tests using this plan check (statuses, figures, percentiles, cleanup)
+# needs transactions, not seconds; and the first step of each mode is preceded by an
+# unmeasured calibration run as long as the step, up to 2 s (workloads/pgbench/logsampling.py),
+# so each second here costs two.
 TINY_PLAN = """
 description = "tiny plan for tests"
 [settings]
@@ -29,7 +33,7 @@ scale = 1
 workload = "pgbench"
 modes = ["select-only", "tpcb-like", "simple-update"]
 clients = [2]
-duration = "2s"
+duration = "1s"
 """
 
 

@@ -46,7 +46,7 @@ def test_dry_run_prints_every_invocation_and_creates_nothing(
     assert init[0].endswith("/pgbench") and init[1:4] == ["-i", "-s", "1"]
     select = local["steps"][1]["invocations"][0]["argv"]
     jobs = str(min(2, os.cpu_count() or 1))  # min(clients, cores)
-    assert select[1:9] == ["-b", "select-only", "-c", "2", "-j", jobs, "-T", "2"]
+    assert select[1:9] == ["-b", "select-only", "-c", "2", "-j", jobs, "-T", "1"]
     # The calibration run first (bare), then the step with its log sampled at a rate found then.
     calibration, measured = (i["argv"] for i in local["steps"][1]["invocations"])
     assert "-l" not in calibration and "-P" not in calibration
