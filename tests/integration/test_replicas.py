@@ -180,3 +180,44 @@ def test_no_standby_runs_as_root(primary: LocalTarget) -> None:
     status = Path(f"/proc/{standby.postmaster.pid}/status").read_text()
     uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
     assert int(uid) != 0 or os.geteuid() != 0
+
+
+def test_the_replication_sampler_sees_lags_and_wal(primary: LocalTarget) -> None:
+    """The sampler on a real primary with a sync standby while pgbench writes: lag series per
+    standby, WAL sent and replayed, the standby's sync state."""
+    import subprocess
+
+    from howfast.samplers.base import SamplerContext
+    from howfast.samplers.plugin import SamplerSetup
+    from howfast.samplers.replication import SAMPLER
+
+    conn = primary.start()
+    assert conn is not None
+    pgbench = str(primary.install.program("pgbench"))
+    subprocess.run([pgbench, "-i", "-s", "1", "-q", *conn.pgbench_args()], check=True,
+                   capture_output=True)  # fmt: skip
+    sampler = SAMPLER.create(SamplerSetup(primary, conn))
+    assert sampler is not None
+    sampler.start(SamplerContext(primary, conn))
+    subprocess.run([pgbench, "-n", "-c", "1", "-T", "3", *conn.pgbench_args()], check=True,
+                   capture_output=True)  # fmt: skip
+    out = sampler.stop()
+    assert not [w for w in out.warnings if "sampler" in w], out.warnings
+    section = out.sections["postgres"]["replication"]
+    assert isinstance(section, dict) and isinstance(section["standbys"], dict)
+    standby = section["standbys"]["standby_1"]
+    assert isinstance(standby, dict)
+    assert standby["state"] == "streaming" and standby["sync_state"] == "sync"
+    assert isinstance(standby["sent_bytes"], int) and standby["sent_bytes"] > 100_000
+    assert isinstance(standby["replayed_bytes"], int) and standby["replayed_bytes"] > 0
+    flush = out.series["replication.standby_1.flush_lag_ms"]
+    assert len(flush) >= 2 and all(0 < p.value < 1000 for p in flush)
+
+
+def test_no_sampler_without_standbys(target_dir: Path) -> None:
+    from howfast.samplers.plugin import SamplerSetup
+    from howfast.samplers.replication import SAMPLER
+
+    plain = LocalTarget(target_dir, choose_install())
+    conn = Connection("/nowhere", 1, "howfast", "postgres")
+    assert SAMPLER.create(SamplerSetup(plain, conn)) is None
