@@ -284,7 +284,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     assert found == {
         # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
         "local": [*SERVER_HERE, "Keepable", "HasStandbys"],
-        "emulated": SERVER_HERE,
+        "emulated": [*SERVER_HERE, "HasStandbys"],
         "fleet member": [*SERVER_HERE, "Keepable", "HasStandbys"],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],

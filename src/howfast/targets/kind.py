@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from howfast.design import DesignOptions
 from howfast.errors import UsageError
 
 if TYPE_CHECKING:
@@ -79,6 +80,10 @@ class TargetOptions:
     checksums: bool = False
     memory_limit: int | None = None
     kind_options: Mapping[str, object] = field(default_factory=dict)
+    # --replicas, --sync, --standby-dir (and the plan's [design]): the design of every
+    # target that does not say otherwise in its own text (`DIR?replicas=1`); each kind
+    # refuses what it cannot build
+    design: DesignOptions = field(default_factory=DesignOptions)
 
 
 class TargetKind(ABC):

@@ -585,8 +585,8 @@ class LocalTarget(
             (
                 "the primary: in postgresql.conf once the standbys stream, then a reload",
                 (
-                    conf_line("synchronous_standby_names", spec.synchronous_standby_names).strip(),
-                    conf_line("synchronous_commit", spec.synchronous_commit).strip(),
+                    f'synchronous_standby_names = "{spec.synchronous_standby_names}"',
+                    f'synchronous_commit = "{spec.synchronous_commit}"',
                 ),
             ),
         )

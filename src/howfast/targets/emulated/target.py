@@ -17,7 +17,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from howfast.analysis.emulation import latency_warning
@@ -35,9 +35,11 @@ from howfast.targets.capabilities import (
     AppliesStepSettings,
     HasLocalServer,
     HasServerLog,
+    HasStandbys,
     HasStorage,
     HoldsDirectoryLock,
     Restartable,
+    StandbyMember,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -54,6 +56,7 @@ from howfast.targets.emulated.volume import EmulatedVolume, require_backend
 from howfast.targets.leftovers.marks import write_owner
 from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
 from howfast.targets.osuser import check_reachable, server_user
+from howfast.targets.replicas.spec import ReplicaSpec
 
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20
@@ -101,6 +104,7 @@ class EmulatedTarget(
     Restartable,
     AppliesStepSettings,
     HoldsDirectoryLock,
+    HasStandbys,
 ):
     kind = "local"
 
@@ -115,12 +119,15 @@ class EmulatedTarget(
         keep: bool = False,
         checksums: bool = False,
         memory_limit: int | None = None,
+        replicas: ReplicaSpec | None = None,
     ) -> None:
         self.directory = directory.absolute()
         self.install = install
         self.limits = limits
         self.size_bytes = size_bytes
         self.name = f"{self.directory} {limits.describe()}"
+        if replicas is not None:  # its standbys live on the same volume, inside the cluster
+            self.name += f" with {replicas.describe()}"
         self.token = secrets.token_hex(4)
         self.workspace = self.directory / f"howfast-vol-{self.token}"
         self.inner = LocalTarget(
@@ -131,6 +138,7 @@ class EmulatedTarget(
             checksums=checksums,
             name=self.name,
             memory_limit=memory_limit,
+            replicas=replicas,
         )
         self.keep = keep
         self.warnings: list[str] = []
@@ -287,6 +295,9 @@ class EmulatedTarget(
 
     def storage_paths(self) -> dict[str, Path]:
         return self.inner.storage_paths()
+
+    def standbys(self) -> Sequence[StandbyMember]:
+        return self.inner.standbys()
 
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()

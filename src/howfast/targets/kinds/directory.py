@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.checks import Check
+from howfast.design import DesignOptions, merge_design, split_design_query
 from howfast.errors import UsageError
 from howfast.plans.model import (
     MAX_ADDED_LATENCY_MS,
@@ -26,6 +27,14 @@ from howfast.units import parse_duration, parse_size
 
 DEFAULT_VOLUME_BYTES = 4 * 1024**3
 RUN: frozenset[Command] = frozenset({"run"})
+# What `DIR?key=value&...` may say (docs/replication.md)
+DESIGN_KEYS = frozenset({"replicas", "sync", "standby_dir"})
+
+
+def split_directory(text: str) -> tuple[str, DesignOptions]:
+    """`/data/a?replicas=1&sync=on` -> ('/data/a', its design); UsageError for a key a
+    directory target does not take."""
+    return split_design_query(text, DESIGN_KEYS)
 
 
 @dataclass(frozen=True)
@@ -132,9 +141,14 @@ class DirectoryKind(TargetKind):
     def create(self, text: str, options: TargetOptions) -> list[Target]:
         from howfast.targets.emulated.target import EmulatedTarget
         from howfast.targets.local import LocalTarget
+        from howfast.targets.replicas.spec import replica_spec
 
         storage = _storage(options)
-        directory = Path(text).expanduser()
+        path, own = split_directory(text)
+        design = merge_design(own, options.design)
+        replicas = replica_spec(design, options.settings)
+        directory = Path(path).expanduser()
+        standby_dirs = [d.expanduser() for d in design.standby_dirs]
         if not storage.variants:
             return [
                 LocalTarget(
@@ -145,8 +159,16 @@ class DirectoryKind(TargetKind):
                     keep=options.keep,
                     checksums=options.checksums,
                     memory_limit=options.memory_limit,
+                    replicas=replicas,
+                    standby_dirs=standby_dirs,
+                    name=f"{directory.absolute()} with {replicas.describe()}" if replicas else None,
                 )
             ]
+        if standby_dirs:
+            raise UsageError(
+                "--standby-dir cannot be combined with an emulated volume (yet): the standbys "
+                "live on the primary's volume"
+            )
         if options.wal_dir is not None:
             raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
         return [
@@ -159,6 +181,7 @@ class DirectoryKind(TargetKind):
                 keep=options.keep,
                 checksums=options.checksums,
                 memory_limit=options.memory_limit,
+                replicas=replicas,
             )
             for limits in storage.variants
         ]
@@ -166,6 +189,10 @@ class DirectoryKind(TargetKind):
     def probe_target(self, text: str, options: TargetOptions) -> Target:
         from howfast.targets.path import PathTarget
 
+        if split_directory(text)[1].given():
+            raise UsageError(
+                f"{text}: howfast probe measures storage; standbys (?replicas=) are for howfast run"
+            )
         return PathTarget(Path(text).expanduser(), install=options.install, keep=options.keep)
 
     def fleet(self, text: str, options: TargetOptions, *, planned: bool = False) -> FleetPlace:

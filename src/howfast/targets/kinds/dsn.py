@@ -7,6 +7,7 @@ import functools
 import re
 
 from howfast.errors import UsageError
+from howfast.redact import redact_dsn
 from howfast.targets.base import Target
 from howfast.targets.kind import TargetKind, TargetOptions
 
@@ -49,6 +50,15 @@ class DsnKind(TargetKind):
                 "of an existing server (postgresql://...)",
                 "drop --memory, or give --dataset SIZE to size the data for that server",
             )
+        if options.design.replicas:
+            raise UsageError(
+                f"{redact_dsn(text)}: howfast does not add standbys to a server it did not create",
+                "to measure an existing primary with its standbys, run without --replicas: "
+                "the standbys it streams to are found in pg_stat_replication",
+            )
+        if options.design.given():
+            flags = ", ".join(f"--{k.replace('_', '-')}" for k in options.design.given())
+            raise UsageError(f"{flags}: for directory and k8s:// targets only")
         return [DsnTarget(text, install=options.install, overwrite=options.overwrite)]
 
 

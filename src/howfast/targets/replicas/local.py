@@ -30,7 +30,7 @@ from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
 from howfast.model import JSONValue
 from howfast.targets import pgquery
-from howfast.targets.base import Connection
+from howfast.targets.base import Connection, PlannedConnection
 from howfast.targets.local_server import conf_line, free_port, processes_in
 from howfast.targets.osuser import OsUser
 from howfast.targets.replicas.builders import basebackup_argv, standby_conf
@@ -84,7 +84,10 @@ class LocalStandby:
 
     def _basebackup_argv(self, primary: Connection) -> list[str]:
         program = str(self.install.program("pg_basebackup") or "pg_basebackup")
-        return basebackup_argv(program, primary, self.data_dir, self.name)
+        argv = basebackup_argv(program, primary, self.data_dir, self.name)
+        if isinstance(primary, PlannedConnection):  # the port is chosen at start
+            argv[argv.index("-p") + 1] = primary.port_text
+        return argv
 
     def _postgres_argv(self) -> list[str]:
         return [str(self.install.program("postgres") or "postgres"), "-D", str(self.data_dir)]
