@@ -3,6 +3,7 @@ backup, streaming and caught up before the steps, synchronous as asked, removed 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ from howfast.targets.osuser import server_user
 from howfast.targets.replicas.local import LocalStandby
 from howfast.targets.replicas.set import ReplicaSet
 from howfast.targets.replicas.spec import ReplicaSpec
-from tests.integration.conftest import postgres_pids_under
+from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -221,3 +222,142 @@ def test_no_sampler_without_standbys(target_dir: Path) -> None:
     plain = LocalTarget(target_dir, choose_install())
     conn = Connection("/nowhere", 1, "howfast", "postgres")
     assert SAMPLER.create(SamplerSetup(plain, conn)) is None
+
+
+# -- through the CLI -------------------------------------------------------------------------
+
+TINY_PLAN = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "{duration}"
+"""
+
+
+def _left_behind(*directories: Path) -> list[str]:
+    """What of a run is still there: processes working under the directories, howfast-*
+    entries in them, I/O accounting cgroups of standbys."""
+    left = [f"pid {p}" for d in directories for p in postgres_pids_under(d)]
+    left += [str(p) for d in directories for p in d.glob("howfast-*")]
+    return left
+
+
+def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> None:
+    """The issue's done-when: every pgbench step has replication lags and a SyncRep share,
+    the primary has the design's settings, nothing is left afterwards."""
+    before = set(_cgroups("howfast-io-"))
+    target = f"{target_dir}?replicas=1&sync=on"
+    out = howfast("run", "quick", "--target", target, "--modes", "tpcb-like",
+                  "--clients", "1", "--duration", "5s", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    (record,) = doc["targets"]
+    assert record["name"] == f"{target_dir} with 1 sync standby (on)"
+    assert record["settings"]["synchronous_standby_names"] == "FIRST 1 (standby_1)"
+    assert record["settings"]["synchronous_commit"] == "on"
+    steps = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert steps and all(s["status"] == "completed" for s in steps)
+    for step in steps:
+        m = step["metrics"]
+        assert m["replication_flush_lag_p50_ms"] > 0
+        assert m["replication_flush_lag_p99_ms"] >= m["replication_flush_lag_p50_ms"]
+        assert m["replication_write_lag_p50_ms"] > 0 and m["replication_replay_lag_p50_ms"] > 0
+        assert m["replication_sent_bytes"] > 0 and m["replication_replayed_bytes"] > 0
+        assert 0 < m["wait_syncrep_share"] <= 1
+    assert _left_behind(target_dir) == []
+    assert set(_cgroups("howfast-io-")) <= before
+
+
+def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target_dir: Path) -> None:
+    """The same directory with a synchronous and an asynchronous standby, one run: commits
+    wait for the standby (IPC:SyncRep) only with sync on."""
+    plan = howfast.plan(TINY_PLAN.format(duration="8s"))
+    on, off = f"{target_dir}?replicas=1&sync=on", f"{target_dir}?replicas=1&sync=off"
+    out = howfast("run", str(plan), "--target", on, "--target", off, "--json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    names = [t["name"] for t in doc["targets"]]
+    assert names == [f"{target_dir} with 1 sync standby (on)", f"{target_dir} with 1 async standby"]
+    found = {s["target"]: s["metrics"] for s in doc["steps"] if s["workload"] == "pgbench"}
+    sync_on, sync_off = found[names[0]], found[names[1]]
+    print(f"tps sync on {sync_on['tps']:.0f}, off {sync_off['tps']:.0f}; SyncRep share on "
+          f"{sync_on['wait_syncrep_share']}, off {sync_off['wait_syncrep_share']}; flush lag "
+          f"p50 on {sync_on['replication_flush_lag_p50_ms']} ms")  # fmt: skip
+    assert sync_on["wait_syncrep_share"] >= 0.10
+    assert sync_off["wait_syncrep_share"] == 0
+    assert sync_off["replication_sent_bytes"] > 0  # the async standby streamed too
+    off_settings = doc["targets"][1]["settings"]
+    assert off_settings.get("synchronous_standby_names", "") == ""
+    assert _left_behind(target_dir) == []
+
+
+def test_ctrl_c_during_a_step_leaves_nothing(howfast: Howfast, target_dir: Path) -> None:
+    plan = howfast.plan(TINY_PLAN.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", f"{target_dir}?replicas=2")
+    wait_for(proc, "[2/2]")
+    time.sleep(1.5)
+    standbys = sorted(target_dir.glob("howfast-*/standby_*/data"))
+    assert len(standbys) == 2 and all(postgres_pids_under(s) for s in standbys)
+    _, err = stop_howfast(proc)
+    assert proc.returncode == 130, err[-2000:]
+    assert _left_behind(target_dir) == []
+
+
+def test_ctrl_c_during_the_base_backup_leaves_nothing(howfast: Howfast, target_dir: Path) -> None:
+    """SIGINT once the second standby's directory exists (its base backup has begun)."""
+    plan = howfast.plan(TINY_PLAN.format(duration="5s"))
+    proc = howfast.popen("run", str(plan), "--target", f"{target_dir}?replicas=2")
+    deadline = time.monotonic() + 120
+    while not list(target_dir.glob("howfast-*/standby_2")) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.01)
+    _, err = stop_howfast(proc)
+    assert proc.returncode == 130, err[-2000:]
+    assert _left_behind(target_dir) == []
+
+
+def test_a_killed_run_is_cleaned_up(howfast: Howfast, target_dir: Path) -> None:
+    """SIGKILL (nothing can be caught): `howfast cleanup --yes` stops the primary and the
+    standbys working in the target directory and removes them."""
+    plan = howfast.plan(TINY_PLAN.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", f"{target_dir}?replicas=1")
+    wait_for(proc, "[2/2]")
+    (standby,) = target_dir.glob("howfast-*/standby_1/data")
+    assert postgres_pids_under(standby)
+    proc.kill()
+    proc.communicate(timeout=30)
+    out = howfast("cleanup", "--target", str(target_dir), "--yes")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert _left_behind(target_dir) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("replicas=-1", "not in the range 0<=x<=8"),
+        ("sync=on", "--sync needs standbys: give --replicas N (N >= 1) or ?replicas=N"),
+        ("replica=1", "unknown option replica (replicas, sync, standby_dir)"),
+    ],
+)
+def test_bad_designs_are_refused_before_anything(
+    howfast: Howfast, target_dir: Path, query: str, said: str
+) -> None:
+    plan = howfast.plan(TINY_PLAN.format(duration="1s"))
+    out = howfast("run", str(plan), "--target", f"{target_dir}?{query}")
+    assert out.returncode == 2 and said in out.stderr, out.stderr[-2000:]
+    assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private /dev/shm needs root (unshare)")
+def test_standbys_leave_no_shared_memory(howfast: Howfast, target_dir: Path) -> None:
+    """In a /dev/shm of its own, a run with two standbys leaves no PostgreSQL.* segment and
+    no run directory there."""
+    plan = howfast.plan(TINY_PLAN.format(duration="2s"))
+    out, left = howfast.in_private_shm("run", str(plan), "--target", f"{target_dir}?replicas=2")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert left == []
+    assert _left_behind(target_dir) == []
