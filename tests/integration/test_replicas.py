@@ -66,10 +66,13 @@ def test_a_standby_streams_synchronously_and_goes_away(
     assert record["name"] == "standby_1" and record["sync_state"] == "sync"
     assert str(record["version"]).split(".")[0].isdigit()
     token = primary.token
+    assert standby.cgroup_name.startswith("howfast-standby-")
+    had_cgroup = bool(_cgroups(standby.cgroup_name))
     primary.stop()
     assert postgres_pids_under(target_dir) == []
     assert not any(target_dir.glob("howfast-*"))
-    assert _cgroups(f"howfast-io-{token}") == []
+    assert _cgroups(f"howfast-io-{token}") == [] and _cgroups(standby.cgroup_name) == []
+    print(f"the standby had its own I/O cgroup: {had_cgroup}")
 
 
 def test_two_standbys_in_standby_dirs_with_sync_off(target_dir: Path) -> None:
@@ -249,7 +252,7 @@ def _left_behind(*directories: Path) -> list[str]:
 def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> None:
     """The issue's done-when: every pgbench step has replication lags and a SyncRep share,
     the primary has the design's settings, nothing is left afterwards."""
-    before = set(_cgroups("howfast-io-"))
+    before = set(_cgroups("howfast-io-")) | set(_cgroups("howfast-standby-"))
     target = f"{target_dir}?replicas=1&sync=on"
     out = howfast("run", "quick", "--target", target, "--modes", "tpcb-like",
                   "--clients", "1", "--duration", "5s", "--json")  # fmt: skip
@@ -269,7 +272,7 @@ def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> No
         assert m["replication_sent_bytes"] > 0 and m["replication_replayed_bytes"] > 0
         assert 0 < m["wait_syncrep_share"] <= 1
     assert _left_behind(target_dir) == []
-    assert set(_cgroups("howfast-io-")) <= before
+    assert set(_cgroups("howfast-io-")) | set(_cgroups("howfast-standby-")) <= before
 
 
 def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target_dir: Path) -> None:

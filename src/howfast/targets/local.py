@@ -352,7 +352,11 @@ class LocalTarget(
                 root = parent / f"howfast-{self.token}-{name}"
             else:
                 root = self.cluster_dir / name
-            members.append(LocalStandby(name, self.install, self.user, root, self.run_dir))
+            # its own token: a cgroup a killed howfast left is found by its name's shape
+            cgroup = f"howfast-standby-{secrets.token_hex(4)}"
+            members.append(
+                LocalStandby(name, self.install, self.user, root, self.run_dir, cgroup_name=cgroup)
+            )
         return members
 
     def _start_standbys(self, spec: ReplicaSpec, primary: Connection) -> None:

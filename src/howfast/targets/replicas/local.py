@@ -51,6 +51,7 @@ class LocalStandby:
         root: Path,
         run_dir: Path,
         *,
+        cgroup_name: str | None = None,
         io_cgroup: IoCgroup | None = None,
     ) -> None:
         self.name = name
@@ -66,6 +67,7 @@ class LocalStandby:
         # An I/O cgroup given by whoever built its storage (an emulated volume), else one of
         # its own for accounting, made at start and removed at stop.
         self.io_cgroup = io_cgroup
+        self.cgroup_name = cgroup_name or f"howfast-io-{root.name}"
         self.io_account: IoAccount | None = None
         self.io_account_note: str | None = None
         self._accounting: IoCgroup | None = None
@@ -160,7 +162,7 @@ class LocalStandby:
 
     def _open_io_accounting(self) -> None:
         disks = [d for d in [whole_disk_number(self.data_dir)] if d is not None]
-        found = open_accounting(f"howfast-io-{self.root.name}", None, self.io_cgroup, disks)
+        found = open_accounting(self.cgroup_name, None, self.io_cgroup, disks)
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
             self._accounting = self.io_cgroup = found.created
