@@ -364,3 +364,25 @@ def test_standbys_leave_no_shared_memory(howfast: Howfast, target_dir: Path) -> 
     assert out.returncode == 0, out.stderr[-2000:]
     assert left == []
     assert _left_behind(target_dir) == []
+
+
+def test_the_dry_run_shows_each_standby(howfast: Howfast, target_dir: Path) -> None:
+    out = howfast("run", "quick", "--target", f"{target_dir}?replicas=2&sync=remote_apply",
+                  "--dry-run", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    (target,) = json.loads(out.stdout)["targets"]
+    whats = [s["what"] for s in target["start"]]
+    assert whats[2:] == [
+        "standby_1: base backup from the primary, as the server's OS user",
+        "standby_1: the standby server, in its own session",
+        "standby_2: base backup from the primary, as the server's OS user",
+        "standby_2: the standby server, in its own session",
+        "the primary: in postgresql.conf once the standbys stream, then a reload",
+    ]
+    backup = target["start"][4]["argv"]
+    assert backup[-4:] == ["-C", "-S", "standby_2", "--no-password"] and "PORT" in backup
+    assert target["start"][-1]["argv"] == [
+        'synchronous_standby_names = "FIRST 2 (standby_1, standby_2)"',
+        'synchronous_commit = "remote_apply"',
+    ]
+    assert list(target_dir.iterdir()) == []  # nothing created

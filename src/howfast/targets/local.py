@@ -46,7 +46,7 @@ from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
 from howfast.targets.local_server import conf_line, free_port, processes_in
-from howfast.targets.osuser import OsUser, check_reachable, server_user
+from howfast.targets.osuser import OsUser, check_reachable, current_user, server_user
 from howfast.targets.replicas.builders import primary_replication_settings, slot_keep_bytes
 from howfast.targets.replicas.local import LocalStandby
 from howfast.targets.replicas.set import ReplicaSet
@@ -580,7 +580,8 @@ class LocalTarget(
         if self.replicas is None:
             return steps
         primary = self._planned_connection()
-        user, run_dir = self.user or server_user(), Path(primary.host)
+        # no server_user(): as root it may create a user, and a dry run creates nothing
+        user, run_dir = self.user or current_user(), Path(primary.host)
         for member in self._planned_members(self.replicas, user, run_dir):
             steps += member.planned(primary)
         spec = self.replicas
