@@ -5,12 +5,22 @@ lag percentiles, WAL sent and replayed, the SyncRep share, the synchronous-repli
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from howfast.analysis import why
-from howfast.analysis.derive import derive_step, series_needed
-from howfast.analysis.replication import lag_metrics, nearest_rank, replication_metrics, sync_level
-from howfast.model import RunRecord, Sample, StepRecord
+from howfast.analysis.derive import derive_run, derive_step, series_needed
+from howfast.analysis.replication import (
+    design_rows,
+    lag_metrics,
+    nearest_rank,
+    replication_metrics,
+    sync_level,
+)
+from howfast.model import RunRecord, Sample, StepRecord, TargetRecord
+from howfast.report.replication_view import design_parts, design_table
 from howfast.samplers.replication import fold, summarise
 from howfast.targets.replicas.state import parse_state
 
@@ -177,3 +187,67 @@ def test_reading_a_run_loads_the_lag_series() -> None:
         "replication.standby_1.flush_lag_ms",
         "replication.standby_1.replay_lag_ms",
     } <= series_needed(run)
+
+
+# -- the designs side by side ------------------------------------------------------------------
+
+
+def _design_run() -> RunRecord:
+    """Two targets of a `replication` run: the directory alone and with a sync standby,
+    1 and 4 clients (the second target's 1-client test twice)."""
+
+    def pgbench(target: str, clients: int, tps: float, p99: float, standby: bool) -> StepRecord:
+        step = _step(syncrep=40 if standby else 0, commit=40, cpu=20, lags=[1.5, 2.0, 1.0])
+        step.target, step.metrics = target, {"tps": tps, "latency_p99_ms": p99}
+        step.params["clients"] = clients
+        if not standby:
+            del step.sections["postgres"]["replication"]
+        return step
+
+    def load(target: str, seconds: float) -> StepRecord:
+        return StepRecord(target, "pgbench-init", {"scale": 1}, "completed", "", "",
+                          metrics={"init_total_s": seconds})  # fmt: skip
+
+    steps = [
+        load("/a", 2.5),
+        pgbench("/a", 1, 400.0, 4.0, False),
+        pgbench("/a", 4, 1200.0, 6.0, False),
+        load("/a with 1 sync standby (on)", 3.5),
+        pgbench("/a with 1 sync standby (on)", 1, 300.0, 5.0, True),
+        pgbench("/a with 1 sync standby (on)", 1, 320.0, 5.5, True),
+        pgbench("/a with 1 sync standby (on)", 4, 1000.0, 7.0, True),
+    ]
+    targets = [
+        TargetRecord("/a", "local", settings={}),
+        TargetRecord("/a with 1 sync standby (on)", "local", settings={
+            "synchronous_standby_names": "FIRST 1 (standby_1)", "synchronous_commit": "on"}),
+    ]  # fmt: skip
+    return derive_run(RunRecord(3, "replication", "completed", "", None, {}, targets, steps))
+
+
+def test_design_rows_put_the_designs_side_by_side() -> None:
+    plain, standby = design_rows(_design_run())
+    assert (plain.design, plain.standbys, plain.load_s) == ("no standby", 0, 2.5)
+    assert plain.tps == {1: 400.0, 4: 1200.0} and plain.p99_ms == {1: 4.0, 4: 6.0}
+    assert plain.syncrep_share is None and plain.sync_lag_p50_ms is None  # no standby: no figure
+    assert (standby.design, standby.standbys, standby.load_s) == ("1 sync standby (on)", 1, 3.5)
+    assert standby.tps == {1: 310.0, 4: 1000.0}  # the mean of the 1-client repetitions
+    assert standby.p99_ms == {1: 5.25, 4: 7.0}
+    assert standby.syncrep_share == 0.4 and standby.sync_lag_p50_ms == 1.5
+    # 1 client at 300 and 320 TPS: 40% of 3.33 and 3.125 ms active per transaction
+    assert standby.commit_syncrep_wait_ms == pytest.approx((1.333 + 1.25) / 2, abs=0.001)
+
+
+def test_the_design_table_is_shown_for_the_replication_plan() -> None:
+    run = _design_run()
+    table = design_table(run)
+    assert table is not None
+    assert [c.text for c in table.rows[1]] == [
+        "/a with 1 sync standby (on)", "1 sync standby (on)", "3.5", "1: 310 / 4: 1,000",
+        "1: 5.25 / 4: 7.00", "40%", "1.50", "1.29",
+    ]  # fmt: skip
+    assert [c.text for c in table.rows[0]][:3] == ["/a", "no standby", "2.5"]
+    plain = replace(run, plan="quick", targets=run.targets[:1],
+                    steps=[s for s in run.steps if s.target == "/a"])  # fmt: skip
+    assert design_table(plain) is None and design_parts(plain) == []
+    assert len(design_parts(run)) == 1

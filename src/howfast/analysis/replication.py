@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from howfast.model import JSONValue, Sample, StepRecord
+from howfast.model import JSONValue, RunRecord, Sample, StepRecord
 
 LAGS = ("write", "flush", "replay")
 SYNCREP = "IPC:SyncRep"
@@ -127,3 +128,97 @@ def sync_level(settings: Mapping[str, Any]) -> str | None:
         return None
     level = str(settings.get("synchronous_commit") or "on")
     return {"remote_write": "write", "on": "flush", "remote_apply": "replay"}.get(level)
+
+
+# -- the designs side by side (the `replication` plan's table) ---------------------------------
+
+
+@dataclass(frozen=True)
+class DesignRow:
+    """One target of a run as a design: its standbys, load time, and its pgbench figures by
+    client count (means over repetitions; the first pgbench mode of the run)."""
+
+    target: str
+    design: str  # "no standby", "1 sync standby (on)", "2 async standbys"
+    standbys: int
+    load_s: float | None
+    mode: str | None
+    tps: dict[int, float]  # clients -> mean TPS
+    p99_ms: dict[int, float]
+    # At the fewest clients: where a synchronous standby costs most
+    syncrep_share: float | None
+    sync_lag_p50_ms: float | None
+    commit_syncrep_wait_ms: float | None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _design(steps: Sequence[StepRecord], settings: Mapping[str, str]) -> tuple[str, int]:
+    standbys: Mapping[str, Any] = {}
+    for step in steps:
+        found = replication_section(step.sections)
+        if found is not None and isinstance(found.get("standbys"), Mapping):
+            standbys = found["standbys"]
+            break
+    count = len(standbys)
+    if count == 0:
+        return "no standby", 0
+    plural = "s" if count > 1 else ""
+    states = {str(s.get("sync_state")) for s in standbys.values() if isinstance(s, Mapping)}
+    if states <= {"async", "None", ""}:
+        return f"{count} async standby{plural}", count
+    level = str(settings.get("synchronous_commit") or "on")
+    return f"{count} sync standby{plural} ({level})", count
+
+
+def design_rows(run: RunRecord) -> list[DesignRow]:
+    """A row per target of a derived run, in the order the targets ran."""
+    rows = []
+    for target in run.targets:
+        steps = [s for s in run.steps if s.target == target.name and s.status == "completed"]
+        measured = [s for s in steps if s.workload == "pgbench" and not s.all_params.get("warmup")]
+        mode = next((str(s.all_params.get("mode")) for s in measured), None)
+        measured = [s for s in measured if str(s.all_params.get("mode")) == mode]
+        by_clients: dict[int, list[StepRecord]] = {}
+        for step in measured:
+            clients = step.all_params.get("clients")
+            if isinstance(clients, int):
+                by_clients.setdefault(clients, []).append(step)
+
+        def mean_of(name: str, group: Sequence[StepRecord]) -> float | None:
+            values = [s.metrics.get(name) for s in group]
+            return _mean([float(v) for v in values if isinstance(v, int | float)])
+
+        tps = {c: v for c, g in sorted(by_clients.items()) if (v := mean_of("tps", g)) is not None}
+        p99 = {
+            c: v
+            for c, g in sorted(by_clients.items())
+            if (v := mean_of("latency_p99_ms", g)) is not None
+        }
+        fewest = by_clients[min(by_clients)] if by_clients else []
+        lag = sync_level(target.settings) or "flush"
+        loads = [s for s in steps if s.workload == "pgbench-init"]
+        load = loads[-1].metrics.get("init_total_s") if loads else None
+        design, count = _design(measured, target.settings)
+        rows.append(
+            DesignRow(
+                target=target.name,
+                design=design,
+                standbys=count,
+                load_s=float(load) if isinstance(load, int | float) else None,
+                mode=mode,
+                tps=tps,
+                p99_ms=p99,
+                syncrep_share=mean_of("wait_syncrep_share", fewest),
+                sync_lag_p50_ms=mean_of(f"replication_{lag}_lag_p50_ms", fewest),
+                commit_syncrep_wait_ms=mean_of("commit_syncrep_wait_ms", fewest),
+            )
+        )
+    return rows
+
+
+def shows_designs(run: RunRecord, rows: Sequence[DesignRow]) -> bool:
+    """The table is shown for the `replication` plan, or when a target had standbys."""
+    return bool(rows) and (run.plan == "replication" or any(r.standbys for r in rows))

@@ -1,0 +1,78 @@
+"""The designs side by side (docs/plans/replication.md): one row per target with its standbys,
+load time, TPS and p99 by clients, and at the fewest clients what waiting for the standby
+cost. The rows are analysis/replication.py's; this module only formats them."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table as RichTable
+
+from howfast.analysis.replication import DesignRow, design_rows, shows_designs
+from howfast.model import RunRecord
+from howfast.report.figures import DASH
+from howfast.report.tables import Cell, Table
+
+COLUMNS = ("target", "design", "load s", "TPS by clients", "p99 ms by clients",
+           "SyncRep share", "sync lag p50 ms", "SyncRep wait ms/tx")  # fmt: skip
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return DASH if value is None else f"{value:,.{digits}f}"
+
+
+def _by_clients(values: dict[int, float], digits: int) -> str:
+    """'1: 313 / 4: 890 / 16: 1,204'"""
+    if not values:
+        return DASH
+    return " / ".join(f"{c}: {v:,.{digits}f}" for c, v in values.items())
+
+
+def _share(value: float | None) -> str:
+    return DASH if value is None else f"{value:.0%}"
+
+
+def cells(row: DesignRow) -> list[str]:
+    return [
+        row.target,
+        row.design,
+        _f(row.load_s),
+        _by_clients(row.tps, 0),
+        _by_clients(row.p99_ms, 2),
+        _share(row.syncrep_share),
+        _f(row.sync_lag_p50_ms, 2),
+        _f(row.commit_syncrep_wait_ms, 2),
+    ]
+
+
+def _title(rows: list[DesignRow]) -> str:
+    mode = next((r.mode for r in rows if r.mode), None)
+    return f"designs side by side{f' (pgbench {mode})' if mode else ''}"
+
+
+def design_table(run: RunRecord) -> Table | None:
+    """For the HTML and Markdown report; None when the run has no designs to compare."""
+    rows = design_rows(run)
+    if not shows_designs(run, rows):
+        return None
+    table = Table(f"designs-{run.id}", _title(rows), list(COLUMNS))
+    for row in rows:
+        table.rows.append([Cell(text, numeric=i >= 2) for i, text in enumerate(cells(row))])
+    table.notes.append(
+        "SyncRep share, sync lag and SyncRep wait at the fewest clients: the share of active "
+        "time waiting for a synchronous standby, the lag of the level's wait, and that wait "
+        "per transaction (docs/replication.md)"
+    )
+    return table
+
+
+def design_parts(run: RunRecord) -> list[RenderableType]:
+    """For the terminal; [] when the run has no designs to compare."""
+    rows = design_rows(run)
+    if not shows_designs(run, rows):
+        return []
+    table = RichTable(title=_title(rows), title_justify="left")
+    for i, name in enumerate(COLUMNS):
+        table.add_column(name, justify="right" if i >= 2 else "left")
+    for row in rows:
+        table.add_row(*cells(row))
+    return [table]
