@@ -23,6 +23,7 @@ from howfast.report import (
     io_tables,
     rate_table,
     regimes_table,
+    replication_view,
     sweep_table,
 )
 from howfast.report.durability_view import advice_parts, durability_parts
@@ -379,6 +380,7 @@ def run_summary(run: RunRecord) -> RenderableType:
         *sweep_table.sweep_parts(run),
         *rate_table.rate_parts(run),
         *regimes_table.regimes_parts(run),
+        *replication_view.design_parts(run),  # issue 28, E1's line
         *until_parts(run),
     )
 
