@@ -9,8 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.table import Table as RichTable
 
 from howfast.analysis import why
+from howfast.analysis.compare import compare_runs
 from howfast.analysis.derive import derive_run, derive_step, series_needed
 from howfast.analysis.replication import (
     design_rows,
@@ -20,7 +22,7 @@ from howfast.analysis.replication import (
     sync_level,
 )
 from howfast.model import RunRecord, Sample, StepRecord, TargetRecord
-from howfast.report.replication_view import design_parts, design_table
+from howfast.report.replication_view import compare_parts, design_parts, design_table
 from howfast.samplers.replication import fold, summarise
 from howfast.targets.replicas.state import parse_state
 
@@ -251,3 +253,20 @@ def test_the_design_table_is_shown_for_the_replication_plan() -> None:
                     steps=[s for s in run.steps if s.target == "/a"])  # fmt: skip
     assert design_table(plain) is None and design_parts(plain) == []
     assert len(design_parts(run)) == 1
+
+
+def test_compare_lists_each_runs_designs() -> None:
+    first, second = _design_run(), replace(_design_run(), id=4)
+    comparison = compare_runs([first, second])
+    designs = comparison.document()["designs"]
+    assert isinstance(designs, list)
+    assert [(d["run"], d["design"]) for d in designs] == [  # type: ignore[index]
+        ("3", "no standby"), ("3", "1 sync standby (on)"),
+        ("4", "no standby"), ("4", "1 sync standby (on)"),
+    ]  # fmt: skip
+    assert designs[1]["tps"] == {"1": 310.0, "4": 1000.0}  # type: ignore[index]
+    (table,) = compare_parts(comparison.designs)
+    assert isinstance(table, RichTable) and table.row_count == 4
+    plain = replace(first, plan="quick", targets=first.targets[:1],
+                    steps=[s for s in first.steps if s.target == "/a"])  # fmt: skip
+    assert compare_runs([plain, plain]).designs == []

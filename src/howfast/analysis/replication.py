@@ -222,3 +222,19 @@ def design_rows(run: RunRecord) -> list[DesignRow]:
 def shows_designs(run: RunRecord, rows: Sequence[DesignRow]) -> bool:
     """The table is shown for the `replication` plan, or when a target had standbys."""
     return bool(rows) and (run.plan == "replication" or any(r.standbys for r in rows))
+
+
+def design_document(row: DesignRow) -> dict[str, JSONValue]:
+    """A row as JSON (`compare --json`'s `designs`); client counts as keys are strings."""
+    return {
+        "target": row.target,
+        "design": row.design,
+        "standbys": row.standbys,
+        "load_s": row.load_s,
+        "mode": row.mode,
+        "tps": {str(c): round(v, 3) for c, v in row.tps.items()},
+        "latency_p99_ms": {str(c): round(v, 3) for c, v in row.p99_ms.items()},
+        "wait_syncrep_share": row.syncrep_share,
+        "sync_lag_p50_ms": row.sync_lag_p50_ms,
+        "commit_syncrep_wait_ms": row.commit_syncrep_wait_ms,
+    }

@@ -4,11 +4,13 @@ cost. The rows are analysis/replication.py's; this module only formats them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from rich.console import RenderableType
 from rich.table import Table as RichTable
 
 from howfast.analysis.replication import DesignRow, design_rows, shows_designs
-from howfast.model import RunRecord
+from howfast.model import JSONValue, RunRecord
 from howfast.report.figures import DASH
 from howfast.report.tables import Cell, Table
 
@@ -76,3 +78,41 @@ def design_parts(run: RunRecord) -> list[RenderableType]:
     for row in rows:
         table.add_row(*cells(row))
     return [table]
+
+
+def compare_parts(designs: Sequence[Mapping[str, JSONValue]]) -> list[RenderableType]:
+    """`compare`: the designs of every run compared, one row each (`Comparison.designs`)."""
+    if not designs:
+        return []
+    table = RichTable(title="designs side by side", title_justify="left")
+    for i, name in enumerate(("run", *COLUMNS)):
+        table.add_column(name, justify="right" if i >= 3 or i == 0 else "left")
+    for doc in designs:
+        row = DesignRow(
+            target=str(doc.get("target")),
+            design=str(doc.get("design")),
+            standbys=_int(doc.get("standbys")),
+            load_s=_opt(doc.get("load_s")),
+            mode=str(doc.get("mode")) if doc.get("mode") else None,
+            tps=_by_client_doc(doc.get("tps")),
+            p99_ms=_by_client_doc(doc.get("latency_p99_ms")),
+            syncrep_share=_opt(doc.get("wait_syncrep_share")),
+            sync_lag_p50_ms=_opt(doc.get("sync_lag_p50_ms")),
+            commit_syncrep_wait_ms=_opt(doc.get("commit_syncrep_wait_ms")),
+        )
+        table.add_row(str(doc.get("run")), *cells(row))
+    return [table]
+
+
+def _opt(value: JSONValue) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _int(value: JSONValue) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _by_client_doc(value: JSONValue) -> dict[int, float]:
+    if not isinstance(value, dict):
+        return {}
+    return {int(k): float(v) for k, v in value.items() if isinstance(v, int | float)}
