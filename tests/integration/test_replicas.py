@@ -271,6 +271,11 @@ def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> No
         assert m["replication_write_lag_p50_ms"] > 0 and m["replication_replay_lag_p50_ms"] > 0
         assert m["replication_sent_bytes"] > 0 and m["replication_replayed_bytes"] > 0
         assert 0 < m["wait_syncrep_share"] <= 1
+        # The standby's own writes (its I/O cgroup or its processes), and the design's
+        assert m["standby_write_bytes"] > 0
+        assert m["design_write_bytes"] == m["pg_write_bytes"] + m["standby_write_bytes"]
+        assert m["design_write_bytes_per_tx"] > 0
+        assert "standby_1" in step["io"]["standbys"]
     assert _left_behind(target_dir) == []
     assert set(_cgroups("howfast-io-")) | set(_cgroups("howfast-standby-")) <= before
 

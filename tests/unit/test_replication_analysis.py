@@ -246,7 +246,7 @@ def test_the_design_table_is_shown_for_the_replication_plan() -> None:
     assert table is not None
     assert [c.text for c in table.rows[1]] == [
         "/a with 1 sync standby (on)", "1 sync standby (on)", "3.5", "1: 310 / 4: 1,000",
-        "1: 5.25 / 4: 7.00", "40%", "1.50", "1.29",
+        "1: 5.25 / 4: 7.00", "40%", "1.50", "1.29", "–",
     ]  # fmt: skip
     assert [c.text for c in table.rows[0]][:3] == ["/a", "no standby", "2.5"]
     plain = replace(run, plan="quick", targets=run.targets[:1],
@@ -270,3 +270,30 @@ def test_compare_lists_each_runs_designs() -> None:
     plain = replace(first, plan="quick", targets=first.targets[:1],
                     steps=[s for s in first.steps if s.target == "/a"])  # fmt: skip
     assert compare_runs([plain, plain]).designs == []
+
+
+def test_the_designs_bytes_written_per_transaction() -> None:
+    """The primary's own writes plus each standby's (its cgroup's, in the server-I/O
+    sampler's shape), over the step's transactions."""
+    step = _step(syncrep=40, commit=40, cpu=20, lags=[1.0])
+    step.metrics["transactions"] = 1000
+    step.sections["io"] = {
+        "postgres": {"source": "cgroup v2 + /proc/PID/io", "seconds": 10.0,
+                     "cgroup_total": {"read_bytes": 0, "write_bytes": 3_000_000,
+                                      "read_ios": 0, "write_ios": 300},
+                     "proc": {"read_bytes": 0, "write_bytes": 2_000_000}},
+        "standbys": {
+            "standby_1": {"source": "cgroup v2 + /proc/PID/io", "seconds": 10.0,
+                          "cgroup_total": {"read_bytes": 0, "write_bytes": 1_000_000,
+                                           "read_ios": 0, "write_ios": 100},
+                          "proc": {"read_bytes": 0, "write_bytes": 900_000}},
+        },
+    }  # fmt: skip
+    m = derive_step(step, []).metrics
+    assert m["pg_write_bytes"] == 3_000_000
+    assert m["standby_write_bytes"] == 1_000_000
+    assert m["design_write_bytes"] == 4_000_000 and m["design_write_bytes_per_tx"] == 4000.0
+    del step.sections["io"]["standbys"]["standby_1"]["cgroup_total"]
+    assert derive_step(step, []).metrics["standby_write_bytes"] == 900_000  # /proc/PID/io
+    step.sections["io"]["standbys"]["standby_2"] = {"source": "/proc/PID/io"}
+    assert "standby_write_bytes" not in derive_step(step, []).metrics  # one unaccounted for

@@ -215,9 +215,6 @@ def _add_why_figures(step: StepRecord) -> None:
         if profile is not None:
             postgres.update(why.profile_sections(profile))
             _add(step, why.profile_metrics(profile), set())
-        if step.workload == "pgbench":
-            idle = profile.idle_share if profile is not None else None
-            _add(step, replication.replication_metrics(step, idle), set())
     io = step.sections.get("io")
     if isinstance(io, dict):
         wal = postgres.get("wal_bytes") if isinstance(postgres, dict) else None
@@ -228,6 +225,10 @@ def _add_why_figures(step: StepRecord) -> None:
             # In a fio step the tool, not the server, does the I/O: the server's share says
             # nothing about who else used the disk.
             _warn(step, found.warnings if step.workload != "fio" else [])
+    if step.workload == "pgbench":  # after the primary's own I/O: the design adds to it
+        profile = why.wait_profile(postgres) if isinstance(postgres, dict) else None
+        idle = profile.idle_share if profile is not None else None
+        _add(step, replication.replication_metrics(step, idle), set())
 
 
 def _add_verdict(

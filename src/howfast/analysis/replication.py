@@ -9,7 +9,11 @@ From what the replication sampler stored (`postgres.replication`, series
   standbys during the step, summed over them;
 - `wait_syncrep_share`: the share of active-session samples waiting for a synchronous standby
   (`IPC:SyncRep`);
-- `commit_syncrep_wait_ms`: that share of a transaction's active time, in milliseconds.
+- `commit_syncrep_wait_ms`: that share of a transaction's active time, in milliseconds;
+- `standby_write_bytes`: what the standbys wrote themselves (their I/O cgroups, else their
+  processes' /proc/PID/io: `io.standbys`), and `design_write_bytes`,
+  `design_write_bytes_per_tx`: the primary's own writes (`pg_write_bytes`) plus those, over
+  the step's transactions: the design's bytes written per transaction on all its volumes.
 
 Pure functions of a stored step.
 """
@@ -21,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from howfast.analysis.own_io import attribute_io
 from howfast.model import JSONValue, RunRecord, Sample, StepRecord
 
 LAGS = ("write", "flush", "replay")
@@ -113,11 +118,37 @@ def replication_metrics(step: StepRecord, idle_share: float | None) -> dict[str,
                 numbers = [int(v) for v in values if isinstance(v, int | float)]
                 if numbers:
                     out[f"replication_{key}"] = sum(numbers)
+    out.update(design_write_metrics(step))
     if share is not None:
         out["wait_syncrep_share"] = round(share, 4)
         active = active_ms_per_transaction(step, idle_share)
         if active is not None:
             out["commit_syncrep_wait_ms"] = round(share * active, 3)
+    return out
+
+
+def design_write_metrics(step: StepRecord) -> dict[str, JSONValue]:
+    """The standbys' own writes, and the design's (primary + standbys) per transaction."""
+    io = step.sections.get("io")
+    standbys = io.get("standbys") if isinstance(io, Mapping) else None
+    if not isinstance(standbys, Mapping) or not standbys:
+        return {}
+    written = 0
+    for section in standbys.values():
+        found = (
+            attribute_io({"postgres": section}, None, {}) if isinstance(section, Mapping) else None
+        )
+        value = found.metrics.get("pg_write_bytes") if found is not None else None
+        if not isinstance(value, int):
+            return {}  # a standby unaccounted for: no total rather than a wrong one
+        written += value
+    out: dict[str, JSONValue] = {"standby_write_bytes": written}
+    primary = step.metrics.get("pg_write_bytes")
+    if isinstance(primary, int):
+        out["design_write_bytes"] = primary + written
+        transactions = step.metrics.get("transactions")
+        if isinstance(transactions, int | float) and transactions > 0:
+            out["design_write_bytes_per_tx"] = round((primary + written) / transactions, 1)
     return out
 
 
@@ -149,6 +180,7 @@ class DesignRow:
     syncrep_share: float | None
     sync_lag_p50_ms: float | None
     commit_syncrep_wait_ms: float | None
+    write_bytes_per_tx: float | None  # primary and standbys, their own writes
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -214,6 +246,7 @@ def design_rows(run: RunRecord) -> list[DesignRow]:
                 syncrep_share=mean_of("wait_syncrep_share", fewest),
                 sync_lag_p50_ms=mean_of(f"replication_{lag}_lag_p50_ms", fewest),
                 commit_syncrep_wait_ms=mean_of("commit_syncrep_wait_ms", fewest),
+                write_bytes_per_tx=mean_of("design_write_bytes_per_tx", fewest),
             )
         )
     return rows
@@ -237,4 +270,5 @@ def design_document(row: DesignRow) -> dict[str, JSONValue]:
         "wait_syncrep_share": row.syncrep_share,
         "sync_lag_p50_ms": row.sync_lag_p50_ms,
         "commit_syncrep_wait_ms": row.commit_syncrep_wait_ms,
+        "design_write_bytes_per_tx": row.write_bytes_per_tx,
     }

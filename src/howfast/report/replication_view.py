@@ -15,7 +15,8 @@ from howfast.report.figures import DASH
 from howfast.report.tables import Cell, Table
 
 COLUMNS = ("target", "design", "load s", "TPS by clients", "p99 ms by clients",
-           "SyncRep share", "sync lag p50 ms", "SyncRep wait ms/tx")  # fmt: skip
+           "SyncRep share", "sync lag p50 ms", "SyncRep wait ms/tx",
+           "bytes written/tx, all volumes")  # fmt: skip
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -43,6 +44,7 @@ def cells(row: DesignRow) -> list[str]:
         _share(row.syncrep_share),
         _f(row.sync_lag_p50_ms, 2),
         _f(row.commit_syncrep_wait_ms, 2),
+        _f(row.write_bytes_per_tx, 0),
     ]
 
 
@@ -60,8 +62,9 @@ def design_table(run: RunRecord) -> Table | None:
     for row in rows:
         table.rows.append([Cell(text, numeric=i >= 2) for i, text in enumerate(cells(row))])
     table.notes.append(
-        "SyncRep share, sync lag and SyncRep wait at the fewest clients: the share of active "
-        "time waiting for a synchronous standby, the lag of the level's wait, and that wait "
+        "SyncRep share, sync lag, SyncRep wait and bytes written at the fewest clients: the "
+        "share of active time waiting for a synchronous standby, the lag of the level's wait, "
+        "that wait per transaction, and what the primary and its standbys wrote themselves "
         "per transaction (docs/replication.md)"
     )
     return table
@@ -99,6 +102,7 @@ def compare_parts(designs: Sequence[Mapping[str, JSONValue]]) -> list[Renderable
             syncrep_share=_opt(doc.get("wait_syncrep_share")),
             sync_lag_p50_ms=_opt(doc.get("sync_lag_p50_ms")),
             commit_syncrep_wait_ms=_opt(doc.get("commit_syncrep_wait_ms")),
+            write_bytes_per_tx=_opt(doc.get("design_write_bytes_per_tx")),
         )
         table.add_row(str(doc.get("run")), *cells(row))
     return [table]
