@@ -17,7 +17,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
@@ -45,10 +45,10 @@ from howfast.targets.capabilities import (
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
-from howfast.targets.local_server import conf_line, free_port, processes_in
+from howfast.targets.local_server import conf_line, free_port, processes_in, runtime_base
 from howfast.targets.osuser import OsUser, check_reachable, current_user, server_user
 from howfast.targets.replicas.builders import primary_replication_settings, slot_keep_bytes
-from howfast.targets.replicas.local import LocalStandby
+from howfast.targets.replicas.local import LocalStandby, StandbyStorage
 from howfast.targets.replicas.set import ReplicaSet
 from howfast.targets.replicas.spec import ReplicaSpec
 
@@ -106,17 +106,6 @@ def _working_dir(pid: int) -> Path | None:
         return None
 
 
-def runtime_base(avoid: list[Path]) -> Path:
-    """Where the private run directory goes: /dev/shm when it is a separate filesystem from
-    the storage under test, else the system temp dir when that is separate, else /dev/shm
-    or temp anyway (the caller warns)."""
-    for candidate in (Path("/dev/shm"), Path(tempfile.gettempdir())):
-        usable = candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
-        if usable and not any(same_filesystem(candidate, p) for p in avoid):
-            return candidate
-    return Path(tempfile.gettempdir())
-
-
 def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
     return {
         "port": str(port),
@@ -155,6 +144,8 @@ class LocalTarget(
         memory_limit: int | None = None,
         replicas: ReplicaSpec | None = None,
         standby_dirs: Sequence[Path] = (),
+        standby_storage: Callable[[Path], StandbyStorage] | None = None,
+        standby_volume_root: Path | None = None,
     ) -> None:
         self.directory = directory.absolute()
         self.wal_root = wal_dir.absolute() if wal_dir else None
@@ -191,6 +182,11 @@ class LocalTarget(
         # --replicas N: standbys built from this primary at start (targets/replicas/)
         self.replicas = replicas
         self.standby_dirs = [d.absolute() for d in standby_dirs]
+        # standby_latency: each standby on storage of its own, made in its standby
+        # directory, else in `standby_volume_root` (an emulated target's directory, around
+        # this cluster's volume), else in this target's directory
+        self.standby_storage = standby_storage
+        self.standby_volume_root = standby_volume_root
         self.replica_set: ReplicaSet | None = None
         self._standby_locked: set[Path] = set()
 
@@ -232,6 +228,8 @@ class LocalTarget(
                 f"give one --standby-dir, or one per standby ({spec.count}), not "
                 f"{len(self.standby_dirs)}"
             )
+        if self.standby_storage is not None:
+            self.standby_storage(self.directory).check()
         if not self.install.program("pg_basebackup"):
             raise HowfastError(
                 f"{self.install.bindir}: missing pg_basebackup (standbys are built with it)",
@@ -347,15 +345,25 @@ class LocalTarget(
         assert self.user is not None and self.run_dir is not None
         members = []
         for i, name in enumerate(spec.names):
+            parent = self.standby_volume_root or self.directory
             if self.standby_dirs:
                 parent = self.standby_dirs[i if len(self.standby_dirs) > 1 else 0]
                 root = parent / f"howfast-{self.token}-{name}"
             else:
                 root = self.cluster_dir / name
+            storage = self.standby_storage(parent) if self.standby_storage else None
             # its own token: a cgroup a killed howfast left is found by its name's shape
             cgroup = f"howfast-standby-{secrets.token_hex(4)}"
             members.append(
-                LocalStandby(name, self.install, self.user, root, self.run_dir, cgroup_name=cgroup)
+                LocalStandby(
+                    name,
+                    self.install,
+                    self.user,
+                    root,
+                    self.run_dir,
+                    cgroup_name=cgroup,
+                    storage=storage,
+                )
             )
         return members
 

@@ -1,12 +1,15 @@
 """Helpers for PostgreSQL servers howfast runs on this machine (the primary of a local target,
 its standbys): a free loopback port, a postgresql.conf line, the processes working in a data
-directory."""
+directory, where a private run directory goes."""
 
 from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from pathlib import Path
+
+from howfast.machine.fsinfo import same_filesystem
 
 
 def free_port() -> int:
@@ -34,3 +37,14 @@ def processes_in(directory: Path) -> list[int]:
         if cwd == target or cwd.startswith(target + "/") or cwd == target + " (deleted)":
             pids.append(int(entry.name))
     return pids
+
+
+def runtime_base(avoid: list[Path]) -> Path:
+    """Where the private run directory goes: /dev/shm when it is a separate filesystem from
+    the storage under test, else the system temp dir when that is separate, else /dev/shm
+    or temp anyway (the caller warns)."""
+    for candidate in (Path("/dev/shm"), Path(tempfile.gettempdir())):
+        usable = candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+        if usable and not any(same_filesystem(candidate, p) for p in avoid):
+            return candidate
+    return Path(tempfile.gettempdir())

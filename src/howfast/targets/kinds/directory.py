@@ -20,7 +20,7 @@ from howfast.plans.model import (
 )
 from howfast.redact import redact_dsn
 from howfast.targets.base import Target
-from howfast.targets.emulated.build import Limits, variants
+from howfast.targets.emulated.build import Limits, format_ms, variants
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.kind import Command, OptionContext, OptionSpec, TargetKind, TargetOptions
 from howfast.units import parse_duration, parse_size
@@ -28,7 +28,7 @@ from howfast.units import parse_duration, parse_size
 DEFAULT_VOLUME_BYTES = 4 * 1024**3
 RUN: frozenset[Command] = frozenset({"run"})
 # What `DIR?key=value&...` may say (docs/replication.md)
-DESIGN_KEYS = frozenset({"replicas", "sync", "standby_dir"})
+DESIGN_KEYS = frozenset({"replicas", "sync", "standby_dir", "standby_latency"})
 
 
 def split_directory(text: str) -> tuple[str, DesignOptions]:
@@ -149,6 +149,20 @@ class DirectoryKind(TargetKind):
         replicas = replica_spec(design, options.settings)
         directory = Path(path).expanduser()
         standby_dirs = [d.expanduser() for d in design.standby_dirs]
+        name = f"{directory.absolute()} with {replicas.describe()}" if replicas else None
+        standby_storage = None
+        latency = design.standby_latency_ms
+        if replicas is not None and latency is not None:
+            from howfast.targets.emulated.standby_volume import StandbyVolume
+
+            if latency > MAX_ADDED_LATENCY_MS:
+                raise UsageError(f"standby_latency: {too_much_latency(format_ms(latency))}")
+            size = storage.size_bytes
+
+            def standby_storage(parent: Path) -> StandbyVolume:
+                return StandbyVolume(parent, size, latency)
+
+            name = f"{name}, standby +{format_ms(latency)}"
         if not storage.variants:
             return [
                 LocalTarget(
@@ -161,7 +175,8 @@ class DirectoryKind(TargetKind):
                     memory_limit=options.memory_limit,
                     replicas=replicas,
                     standby_dirs=standby_dirs,
-                    name=f"{directory.absolute()} with {replicas.describe()}" if replicas else None,
+                    standby_storage=standby_storage,
+                    name=name,
                 )
             ]
         if standby_dirs:
@@ -182,6 +197,7 @@ class DirectoryKind(TargetKind):
                 checksums=options.checksums,
                 memory_limit=options.memory_limit,
                 replicas=replicas,
+                standby_storage=standby_storage,
             )
             for limits in storage.variants
         ]

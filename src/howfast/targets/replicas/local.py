@@ -20,6 +20,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Protocol
 
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
@@ -40,6 +41,25 @@ STOP_TIMEOUT_S = 10
 LOG_LINES = 10
 
 
+class StandbyStorage(Protocol):
+    """Storage of its own for a standby (an emulated volume with added latency, emulating a
+    remote node's disk: targets/emulated/standby_volume.py), built before its base backup."""
+
+    @property
+    def mount_dir(self) -> Path: ...
+
+    def check(self) -> None: ...
+
+    def build(self) -> None: ...
+
+    def undelay(self) -> None:
+        """Nothing waits out a delay any more (it is being taken down)."""
+
+    def teardown(self) -> None: ...
+
+    def record(self) -> dict[str, JSONValue]: ...
+
+
 class LocalStandby:
     """One standby of a LocalTarget (it satisfies capabilities.StandbyMember)."""
 
@@ -53,12 +73,15 @@ class LocalStandby:
         *,
         cgroup_name: str | None = None,
         io_cgroup: IoCgroup | None = None,
+        storage: StandbyStorage | None = None,
     ) -> None:
         self.name = name
         self.install = install
         self.user = user
-        self.root = root  # made by build(), removed by stop()
-        self.data_dir = root / "data"
+        self.storage = storage
+        # made by build(), removed by stop(); on its own storage, a directory of its mount
+        self.root = storage.mount_dir / name if storage is not None else root
+        self.data_dir = self.root / "data"
         self.run_dir = run_dir
         self.log = run_dir / f"{name}.log"
         self.port = 0
@@ -72,6 +95,7 @@ class LocalStandby:
         self.io_account_note: str | None = None
         self._accounting: IoCgroup | None = None
         self._made_root = False
+        self._storage_built = False
         self.version: str | None = None
 
     # -- what --dry-run shows ---------------------------------------------------------------
@@ -100,6 +124,9 @@ class LocalStandby:
     # -- lifecycle --------------------------------------------------------------------------
     def build(self, primary: Connection) -> None:
         """Its data directory by base backup from the primary, then the standby's settings."""
+        if self.storage is not None:
+            self._storage_built = True  # stop() takes down what build() began
+            self.storage.build()
         self.root.mkdir(mode=0o700)
         self._made_root = True
         if self.user.uid != os.geteuid():
@@ -194,14 +221,21 @@ class LocalStandby:
 
     def stop(self) -> None:
         """Immediate shutdown (it is about to be deleted), SIGKILL after 10 s, then its
-        leftover processes, its cgroup and its directory. Idempotent."""
+        leftover processes, its cgroup, its directory and its storage. Idempotent."""
+        if self.storage is not None:  # nothing waits out a delay while it goes
+            self.storage.undelay()
         try:
             self._stop_server()
         finally:
-            self._remove_cgroup()
-            if self._made_root:
-                shutil.rmtree(self.root, ignore_errors=True)
-                self._made_root = False
+            try:
+                self._remove_cgroup()
+                if self._made_root:
+                    shutil.rmtree(self.root, ignore_errors=True)
+                    self._made_root = False
+            finally:
+                if self.storage is not None and self._storage_built:
+                    self.storage.teardown()
+                    self._storage_built = False
 
     def _stop_server(self) -> None:
         proc, self.postmaster = self.postmaster, None
@@ -247,6 +281,8 @@ class LocalStandby:
         }
         if self.data_dir.exists():
             out["device"] = dict(describe_path(self.data_dir))
+        if self.storage is not None:
+            out["emulation"] = self.storage.record()
         return out
 
     def host(self) -> Host:
