@@ -15,7 +15,7 @@ def run() -> None:
     except KeyboardInterrupt:  # nothing has started yet
         sys.stderr.write("howfast: interrupted\n")
         sys.exit(130)
-    main()
+    sys.exit(main())
 
 
 def run_kubectl() -> None:
@@ -38,7 +38,7 @@ def run_kubectl() -> None:
         sys.exit(int(ExitStatus.USAGE))
     if translated.kubeconfig is not None:  # read by the Kubernetes target when it loads it
         os.environ["KUBECONFIG"] = translated.kubeconfig
-    main(translated.argv, prog_name=PROG)
+    sys.exit(main(translated.argv, prog_name=PROG))
 
 
 if __name__ == "__main__":

@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 JSONValue = Any  # str | int | float | bool | None | list | dict, kept loose for mypy
-Workload = Literal["pgbench", "pgbench-init", "fio", "seqread", "pg_test_fsync"]
 RunStatus = Literal["running", "completed", "failed", "aborted"]
 StepStatus = Literal["completed", "failed", "skipped"]
-TargetKind = Literal["local", "dsn", "k8s", "path", "import"]
 STEP_SECTIONS = ("io", "cpu", "postgres")  # what the samplers add to a step's document
 
 
@@ -35,7 +33,7 @@ class Sample:
     value: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepRecord:
     """A finished step as it is stored: params, metrics, per-second series, warnings.
 
@@ -73,7 +71,7 @@ class StepRecord:
         return {**self.params, **self.resolved}
 
 
-@dataclass
+@dataclass(frozen=True)
 class TargetRecord:
     """Where PostgreSQL ran: its kind, version, effective settings and storage devices."""
 
@@ -88,7 +86,7 @@ class TargetRecord:
     derived: dict[str, JSONValue] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunRecord:
     """A run as read back from the store."""
 
@@ -171,5 +169,5 @@ class RunSummary:
     started_at: str
     finished_at: str | None
     label: str | None
-    targets: list[str]
+    targets: tuple[str, ...]
     step_count: int

@@ -9,6 +9,10 @@ from typing import Protocol
 
 from howfast.model import JSONValue, StepRecord
 
+# What a step whose workload declares no duration is expected to take: the run's ETA
+# (service/run.py) and the progress bar's share of the step.
+UNKNOWN_STEP_S = 5.0
+
 
 @dataclass(frozen=True)
 class StepRef:

@@ -32,10 +32,9 @@ def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.
     def call(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
         fake = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
         monkeypatch.setattr("sys.stdin", fake)
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
+        status = main(list(args))
         captured = capsys.readouterr()
-        return int(exited.value.code or 0), captured.out, captured.err
+        return status, captured.out, captured.err
 
     return call
 

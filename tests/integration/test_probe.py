@@ -121,10 +121,9 @@ def cli(howfast: Howfast, capsys, monkeypatch):
 
     def call(*args: str, stdin: str = "") -> tuple[int, str, str]:
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
+        status = main(list(args))
         captured = capsys.readouterr()
-        return int(exited.value.code or 0), captured.out, captured.err
+        return status, captured.out, captured.err
 
     return call
 

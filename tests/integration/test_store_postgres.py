@@ -92,7 +92,7 @@ def test_round_trip(store: SqlStore, pg_server) -> None:
 
     [summary] = store.list_runs()
     assert (summary.id, summary.status, summary.label) == (run_id, "completed", "pg")
-    assert summary.targets == ["primary", "local"]
+    assert summary.targets == ("primary", "local")
     assert summary.step_count == 2
 
     run = store.get_run(run_id, with_series=True)

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from unittest import mock
 
@@ -55,8 +55,8 @@ IN_MEMORY = "the dataset fits in memory: this is not an on-disk test"
 def _sampled(step: StepRecord) -> StepRecord:
     step.series["io.data.write_iops"] = [Sample(float(t), 200.0 + t) for t in range(1, 15)]
     step.series["io.wal.write_mbps"] = [Sample(float(t), 3.5) for t in range(1, 15)]
-    step.sections = {"postgres": {"checkpoints": [{"reason": "wal", "start_t": 4.0, "end_t": 9.5}]}}
-    return step
+    checkpoints = [{"reason": "wal", "start_t": 4.0, "end_t": 9.5}]
+    return replace(step, sections={"postgres": {"checkpoints": checkpoints}})
 
 
 def sweep(db: SqlStore) -> int:
@@ -111,8 +111,7 @@ SAFE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on",
 
 def _wal_probe(target: str, ms: float) -> StepRecord:
     step = fio(target, "wal-fsync", write_lat_avg_ms=0.02, sync_lat_avg_ms=ms)
-    step.resolved = {"flushes_every_write": True}
-    return step
+    return replace(step, resolved={"flushes_every_write": True})
 
 
 def durability(db: SqlStore) -> int:
@@ -129,7 +128,9 @@ def durability(db: SqlStore) -> int:
         "wal_on_data_device": True, "kubernetes": {"node": {"kernel": "6.1.0"}}}  # fmt: skip
     db.add_target(run_id, TargetRecord("k8s://longhorn", "k8s", "16.4", dict(SAFE), k8s_device))
     unsafe = pgbench("/mnt/a", 900.0, clients=1)
-    unsafe.sections = {"postgres": {"settings": {"fsync": "off", "synchronous_commit": "off"}}}
+    unsafe = replace(
+        unsafe, sections={"postgres": {"settings": {"fsync": "off", "synchronous_commit": "off"}}}
+    )
     steps = [
         _wal_probe("/mnt/a", 0.7),
         pgbench("/mnt/a", 400.0, clients=1),
@@ -188,14 +189,18 @@ def until(db: SqlStore) -> int:
 
 def failed(db: SqlStore) -> int:
     """A run that failed: a load that failed with the server's log, the steps it skipped."""
-    load = init("/mnt/a", 3.0)
-    load.status = "failed"
-    load.metrics = {}
-    load.error = "pgbench -i exited with 1: ERROR:  could not extend file: No space left"
-    skipped = pgbench("/mnt/a", 1.0)
-    skipped.status = "skipped"
-    skipped.metrics = {}
-    skipped.error = "the load before it failed (step 1)"
+    load = replace(
+        init("/mnt/a", 3.0),
+        status="failed",
+        metrics={},
+        error="pgbench -i exited with 1: ERROR:  could not extend file: No space left",
+    )
+    skipped = replace(
+        pgbench("/mnt/a", 1.0),
+        status="skipped",
+        metrics={},
+        error="the load before it failed (step 1)",
+    )
     run_id = store_run(db, [fio("/mnt/a", "seq-write-8k-qd32", write_mbps=410.0), load, skipped])
     db.finish_run(run_id, "failed", "2026-01-01T10:30:00+00:00")
     return run_id

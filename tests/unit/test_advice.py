@@ -3,6 +3,7 @@ directly, then from a stored run read back, where every piece must carry its evi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -183,12 +184,12 @@ def test_a_stored_run_carries_its_advice_with_evidence(tmp_path: Path):
     busy = pgbench("/mnt/a", 2000.0, clients=8, per_second=per_second)
     busy.metrics["wait_commit_share"] = 0.55
     busy.params["duration_s"] = 10
-    busy.sections = {"postgres": {
+    busy = replace(busy, sections={"postgres": {
         "wal_bytes": 80_000_000,
         "settings": {"max_wal_size": "64MB", "checkpoint_completion_target": "0.5",
                      "checkpoint_timeout": "300s"},
         "checkpoints": [{"reason": "wal", "start_t": 5.0, "end_t": 10.0}],
-    }}  # fmt: skip
+    }})  # fmt: skip
     disk: dict[str, JSONValue] = {"fstype": "ext4", "device": {"name": "sda", "disk": "sda",
                                   "rotational": False, "write_cache": "write back"}}  # fmt: skip
     device: dict[str, JSONValue] = {"data": disk, "wal": disk, "wal_on_data_device": True}

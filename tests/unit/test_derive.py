@@ -111,7 +111,7 @@ def test_stored_and_read_back_a_rate_curve_has_its_verdicts(tmp_path: Path) -> N
 
 def test_asked_and_resolved_are_kept_apart_and_shown_together(tmp_path: Path) -> None:
     step = rate_step("/mnt/a", None, 350.0, 3.0, None, jobs=None, rate_fraction=0.5)
-    step.resolved = {"jobs": 2, "rate": 175.0, "settings_applied": False}
+    step = replace(step, resolved={"jobs": 2, "rate": 175.0, "settings_applied": False})
     with open_store(str(tmp_path / "r.db")) as db:
         run_id = db.create_run("x", {}, STARTED)
         db.add_target(run_id, TargetRecord("/mnt/a", "local"))
@@ -134,9 +134,9 @@ def fio_step(**resolved: JSONValue) -> StepRecord:
     metrics: dict[str, JSONValue] = {"write_iops": 900.0, "write_lat_avg_ms": 0.1,
                                      "sync_lat_avg_ms": 0.4}  # fmt: skip
     asked: dict[str, JSONValue] = {"profile": "wal-fsync", "size_bytes": 32 << 20, "runtime_s": 1}
-    step = StepRecord("/mnt/t", "fio", asked, "completed", STARTED, STARTED, metrics=metrics)
-    step.resolved = resolved
-    return step
+    return StepRecord(
+        "/mnt/t", "fio", asked, "completed", STARTED, STARTED, metrics=metrics, resolved=resolved
+    )
 
 
 def test_fio_trust_warnings_and_the_commit_ceiling_come_from_stored_facts() -> None:

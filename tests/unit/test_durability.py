@@ -4,6 +4,7 @@ back, including runs recorded before the write cache was, which must read as "un
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -165,8 +166,7 @@ def k8s_target(name: str, provisioner: str) -> TargetRecord:
 
 def wal_probe(target: str, ms: float) -> StepRecord:
     step = fio(target, "wal-fsync", write_lat_avg_ms=0.0, sync_lat_avg_ms=ms)
-    step.resolved = {"flushes_every_write": True}
-    return step
+    return replace(step, resolved={"flushes_every_write": True})
 
 
 @pytest.mark.parametrize(("network_ms", "verdict"), [(1.79, "in doubt"), (1.8, "durable")])
@@ -305,7 +305,9 @@ def store(tmp_path: Path, device: dict[str, JSONValue], settings: dict[str, str]
 def test_a_stored_run_reads_with_its_verdict_in_the_document(tmp_path: Path):
     one_client = pgbench("/mnt/a", 400.0, clients=1)
     sampled = pgbench("/mnt/a", 900.0, clients=1)
-    sampled.sections = {"postgres": {"settings": {"fsync": "off", "synchronous_commit": "off"}}}
+    sampled = replace(
+        sampled, sections={"postgres": {"settings": {"fsync": "off", "synchronous_commit": "off"}}}
+    )
     run = store(tmp_path, {"data": DISK, "wal": DISK, "wal_on_data_device": True}, dict(SAFE),
                 [wal_probe("/mnt/a", 0.7), one_client, sampled])  # fmt: skip
     (target,) = run_document(run)["targets"]
@@ -330,7 +332,7 @@ def test_the_terminal_summary_starts_with_durability(tmp_path: Path):
     from howfast.report.terminal import run_summary
 
     unsafe = pgbench("/mnt/a", 900.0, clients=1)
-    unsafe.sections = {"postgres": {"settings": {"fsync": "off"}}}
+    unsafe = replace(unsafe, sections={"postgres": {"settings": {"fsync": "off"}}})
     run = store(tmp_path, {"data": DISK, "wal": DISK, "wal_on_data_device": True}, dict(SAFE),
                 [wal_probe("/mnt/a", 0.7), unsafe])  # fmt: skip
     out = io.StringIO()

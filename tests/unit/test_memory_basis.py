@@ -20,7 +20,8 @@ from howfast.machine.memory import (
     v1_hierarchical_limit,
 )
 from howfast.machine.pgbin import PgInstall
-from howfast.targets.factory import make_target
+from howfast.targets.kind import TargetOptions
+from howfast.targets.registry import make_targets
 
 GIB = 1024**3
 MIB = 1024**2
@@ -103,13 +104,4 @@ def test_cap_must_hold_shared_buffers_maintenance_work_mem_and_the_processes():
 def test_memory_is_refused_for_a_server_uri_before_connecting():
     install = PgInstall(bindir=Path("/nonexistent"), version="15", source="test")
     with pytest.raises(UsageError, match="--memory applies to directory targets only"):
-        make_target(
-            "postgresql://u@127.0.0.1:1/db",
-            install,
-            wal_dir=None,
-            settings={},
-            keep=False,
-            overwrite=False,
-            checksums=False,
-            memory_limit=GIB,
-        )
+        make_targets(["postgresql://u@127.0.0.1:1/db"], TargetOptions(install, memory_limit=GIB))

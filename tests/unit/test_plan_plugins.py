@@ -30,7 +30,6 @@ from howfast.samplers.pgstats import PgStatsSampler
 from howfast.samplers.plugin import SamplerSetup
 from howfast.samplers.registry import create_samplers, samplers_for
 from howfast.samplers.waits import WaitEventSampler
-from howfast.targets.factory import is_dsn
 from howfast.targets.kind import TargetOptions
 from howfast.targets.registry import kind_for
 from howfast.workloads import get_workload
@@ -293,7 +292,6 @@ def test_a_sampler_is_made_only_where_the_target_has_something_for_it(tmp_path: 
 )
 def test_a_target_text_is_recognised_by_its_kind(text: str, kind: str) -> None:
     assert kind_for(text).name == kind
-    assert is_dsn(text) == (kind == "dsn")
 
 
 def test_an_unknown_target_is_refused_with_what_to_give() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from howfast.cli.run import storage_variants
 from howfast.errors import PlanError, UsageError
 from howfast.model import StepRecord
 from howfast.plans import expand, load_plan, parse_plan
+from howfast.targets.kinds.directory import storage_variants
 from howfast.workloads.pgbench.rates import resolve_rate
 
 STEP = """

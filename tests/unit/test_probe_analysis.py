@@ -4,6 +4,7 @@ pgbench, the terminal table; and the pure trust checks of the fio executor."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -207,8 +208,8 @@ def test_table_shows_each_profile_numbered_warnings_once_and_the_ceiling() -> No
         step("pg_test_fsync", {"seconds": 1}, {}, status="skipped"),
         tpcb(1, 500.0),
     ]
-    steps[2].error = "fio exited with status 1:\nfio: something broke"
-    steps[3].error = "pg_test_fsync not found in /usr/lib/postgresql/15/bin"
+    steps[2] = replace(steps[2], error="fio exited with status 1:\nfio: something broke")
+    steps[3] = replace(steps[3], error="pg_test_fsync not found in /usr/lib/postgresql/15/bin")
     text = render(run_of(steps, [TargetRecord("/mnt/a", "local")]))
     assert "wal-fsync" in text and "randrw-4k-qd1" in text
     assert "6,001" in text and "0.082 / –" in text

@@ -4,6 +4,7 @@ records itself (workloads/pgbench/dataset.py)."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -107,7 +108,7 @@ def test_table_and_notes_render():
 
 def test_no_table_without_regime_figures():
     run = regimes_run()
-    run.steps = [s for s in run.steps if s.target == "/b"]
+    run = replace(run, steps=[s for s in run.steps if s.target == "/b"])
     assert regimes_parts(run) == []
 
 

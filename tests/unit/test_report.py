@@ -9,6 +9,7 @@ import json
 import math
 import re
 import statistics
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -30,8 +31,8 @@ WARNING = "the dataset fits in memory: this is not an on-disk test"
 def _with_io_and_checkpoints(step):
     step.series["io.data.write_iops"] = [Sample(float(t), 200.0 + t) for t in range(1, 15)]
     step.series["io.wal.write_mbps"] = [Sample(float(t), 3.5) for t in range(1, 15)]
-    step.sections = {"postgres": {"checkpoints": [{"reason": "wal", "start_t": 4.0, "end_t": 9.5}]}}
-    return step
+    checkpoints = [{"reason": "wal", "start_t": 4.0, "end_t": 9.5}]
+    return replace(step, sections={"postgres": {"checkpoints": checkpoints}})
 
 
 def fixed_store(db: SqlStore) -> list[int]:

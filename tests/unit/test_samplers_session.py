@@ -16,7 +16,7 @@ from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
 from howfast.machine.devices import RoleDevice
 from howfast.model import Sample, StepRecord
-from howfast.runner.step import add_sampled
+from howfast.runner.step import with_sampled
 from howfast.samplers import base
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.checkpoints import CheckpointSampler
@@ -229,11 +229,12 @@ def test_a_session_joins_series_metrics_warnings_and_sections_to_the_outcome() -
     session = StepSampling([Fixed(prepared)], context(10.0), roles)
     session.start()
     session.stop()
-    outcome = StepOutcome(metrics={"tps": 1234.5}, series={"tps": [Sample(1.0, 1.0)]})
-    add_sampled(outcome, session.part())
+    tool = StepOutcome(metrics={"tps": 1234.5}, series={"tps": [Sample(1.0, 1.0)]})
+    outcome = with_sampled(tool, session.part())
     assert outcome.metrics["tps"] == 1234.5  # the tool's own figure wins
     assert outcome.series["io.data.write_mbps"] == prepared.series["io.data.write_mbps"]
-    assert outcome.warnings == ["sampler x stopped: gone"]
+    assert outcome.warnings == ("sampler x stopped: gone",)
+    assert tool.warnings == () and set(tool.metrics) == {"tps"}  # a new outcome
     assert set(outcome.sections) == {"io", "cpu", "postgres"}
     # What the samples mean is derived when the step is read.
     step = derive_step(
@@ -244,10 +245,10 @@ def test_a_session_joins_series_metrics_warnings_and_sections_to_the_outcome() -
             status="completed",
             started_at="",
             finished_at="",
-            metrics=outcome.metrics,
-            warnings=outcome.warnings,
-            series=outcome.series,
-            sections=outcome.sections,
+            metrics=dict(outcome.metrics),
+            warnings=list(outcome.warnings),
+            series={name: list(points) for name, points in outcome.series.items()},
+            sections={name: dict(content) for name, content in outcome.sections.items()},
         ),
         [],
     )
@@ -271,10 +272,9 @@ def test_only_pgbench_and_fio_steps_are_sampled_and_zero_turns_it_off() -> None:
     idle = sampling.start("pgbench-init")
     assert idle.samplers == []
     idle.stop()
-    outcome = StepOutcome()
     assert idle.part() is None
-    add_sampled(outcome, idle.part())
-    assert outcome.sections == {} and outcome.metrics == {}
+    outcome = with_sampled(StepOutcome(), idle.part())
+    assert outcome == StepOutcome()
     assert TargetSampling(FakeTarget(), None, None).start("pgbench").samplers == []
     busy = sampling.start("fio")
     assert [s.name for s in busy.samplers] == ["cpu"]  # no devices, server or log here

@@ -6,6 +6,7 @@ import json
 import math
 import sqlite3
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def test_round_trip(store: SqlStore) -> None:
     assert summary.id == run_id
     assert summary.status == "completed"
     assert summary.label == "first try"
-    assert summary.targets == ["nvme", "ceph"]
+    assert summary.targets == ("nvme", "ceph")
     assert summary.step_count == 2
 
     run = store.get_run(run_id, with_series=True)
@@ -156,7 +157,7 @@ def test_list_runs_newest_first_with_counts(store: SqlStore) -> None:
     by_id = {r.id: r for r in store.list_runs()}
     assert by_id[new].step_count == 2
     assert by_id[old].step_count == 0
-    assert by_id[old].targets == []
+    assert by_id[old].targets == ()
     assert by_id[old].status == "running"
     assert by_id[old].finished_at is None
 
@@ -244,9 +245,11 @@ def test_errors_for_unknown_runs_and_duplicates(store: SqlStore) -> None:
 
 def test_non_finite_numbers(store: SqlStore) -> None:
     run_id = new_run(store)
-    step = pgbench_step()
-    step.metrics = {"tps": math.nan, "latency_max_ms": math.inf, "nested": [math.nan, 1.0]}
-    step.series = {"lag_ms": [Sample(0.0, math.nan), Sample(1.0, math.inf), Sample(2.0, 1.0)]}
+    step = replace(
+        pgbench_step(),
+        metrics={"tps": math.nan, "latency_max_ms": math.inf, "nested": [math.nan, 1.0]},
+        series={"lag_ms": [Sample(0.0, math.nan), Sample(1.0, math.inf), Sample(2.0, 1.0)]},
+    )
     store.add_step(run_id, step)
     run = store.get_run(run_id, with_series=True)
     assert run is not None

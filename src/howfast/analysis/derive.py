@@ -93,8 +93,7 @@ def derive_run(run: RunRecord) -> RunRecord:
     _warn_about_emulation(run, steps)
     _warn_about_memory_storage(run, steps)
     out = replace(run, steps=steps)
-    out.targets = _judge_targets(out)
-    return out
+    return replace(out, targets=_judge_targets(out))
 
 
 def _judge_targets(run: RunRecord) -> list[TargetRecord]:

@@ -3,15 +3,14 @@ Kubernetes cluster."""
 
 from __future__ import annotations
 
-import os
-import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option
 from howfast.errors import HowfastError, UsageError
 from howfast.model import JSONValue
@@ -57,7 +56,9 @@ class K8sPart:
     help="Also remove runs started on another machine (howfast cannot see whether they still run).",
 )
 @json_option
+@pass_env
 def cleanup_command(
+    env: CliEnv,
     targets: tuple[str, ...],
     local_only: bool,
     k8s_only: bool,
@@ -85,7 +86,6 @@ def cleanup_command(
       howfast cleanup --target /mnt/a --yes  # what runs on /mnt/a left
       howfast cleanup --k8s --namespace bench --yes
     """
-    env = CliEnv()
     parts = choose_parts(targets, local_only, k8s_only, namespace, kube_context)
     given = [_target_dir(t) for t in targets]
     local: list[Leftover] | None = None
@@ -95,14 +95,14 @@ def cleanup_command(
 
         snapshot = read_snapshot(candidate_directories, given)
         local = find(snapshot, [str(g) for g in given] if given else None)
-    k8s = _k8s_part(parts, namespace, kube_context, force)
+    k8s = _k8s_part(parts, namespace, kube_context, force, env.environ)
     local_removable = [x for x in local or [] if x.removable]
     count = len(local_removable) + len(k8s.removable)
     if not as_json:
         _print_listing(env, local, k8s, force)
     proceed = yes
     if count and not yes:
-        if as_json or not sys.stdin.isatty():
+        if as_json or not env.input_is_terminal():
             env.info(f"{count} to remove: nothing was changed; pass --yes to remove them")
         elif click.confirm(f"remove {count}?", default=False):
             proceed = True
@@ -167,9 +167,9 @@ def _target_dir(text: str) -> Path:
     return path
 
 
-def kubeconfig_missing() -> str | None:
+def kubeconfig_missing(environ: Mapping[str, str]) -> str | None:
     """Why no cluster is configured here, without importing the client: None when one may be."""
-    if os.environ.get("KUBECONFIG") or os.environ.get("KUBERNETES_SERVICE_HOST"):
+    if environ.get("KUBECONFIG") or environ.get("KUBERNETES_SERVICE_HOST"):
         return None
     if (Path.home() / ".kube" / "config").exists():
         return None
@@ -177,11 +177,15 @@ def kubeconfig_missing() -> str | None:
 
 
 def _k8s_part(
-    parts: Parts, namespace: str | None, kube_context: str | None, force: bool
+    parts: Parts,
+    namespace: str | None,
+    kube_context: str | None,
+    force: bool,
+    environ: Mapping[str, str],
 ) -> K8sPart:
     if parts.k8s_skipped is not None:
         return K8sPart(skipped=parts.k8s_skipped)
-    missing = kubeconfig_missing()
+    missing = kubeconfig_missing(environ)
     if missing and not parts.k8s_asked:
         return K8sPart(skipped=missing)
     from howfast.targets.k8s.cleanup import find

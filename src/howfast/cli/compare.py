@@ -7,7 +7,7 @@ import click
 from howfast.analysis import steady
 from howfast.analysis.compare import compare_runs, compare_targets
 from howfast.analysis.gate import evaluate, parse_threshold
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, parse_run_id, store_option
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
@@ -28,8 +28,13 @@ from howfast.service.reading import read_runs
 )
 @store_option
 @json_option
+@pass_env
 def compare_command(
-    run_ids: tuple[str, ...], fail_if: tuple[str, ...], store: str | None, as_json: bool
+    env: CliEnv,
+    run_ids: tuple[str, ...],
+    fail_if: tuple[str, ...],
+    store: str | None,
+    as_json: bool,
 ) -> int:
     """Compare runs side by side (or, given one run, its targets): ratios to the first,
     with their 95% interval, and significance.
@@ -49,7 +54,6 @@ def compare_command(
       howfast compare 15                                # /mnt/b against /mnt/a
       howfast compare 12 14 --fail-if 'tps<-5%' --fail-if 'latency_p99_ms>+10%'
     """
-    env = CliEnv()
     ids = [parse_run_id(r) for r in run_ids]
     thresholds = [parse_threshold(text) for text in fail_if]  # before the store is opened
     db = open_results(env, store, reading=True)

@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import check_path_value, json_option
 from howfast.service.doctor import all_checks
 from howfast.service.install_hints import (
@@ -15,7 +15,6 @@ from howfast.service.install_hints import (
     this_family,
     with_install_hints,
 )
-from howfast.store import default_store_location
 
 
 @click.command("doctor")
@@ -26,12 +25,12 @@ from howfast.store import default_store_location
     help="Look for PostgreSQL programs here first; exit 1 when there are none there.",
 )
 @json_option
-def doctor_command(pg_bin: str | None, as_json: bool) -> int:
+@pass_env
+def doctor_command(env: CliEnv, pg_bin: str | None, as_json: bool) -> int:
     """Check PostgreSQL, pgbench, fio, cgroups, loop devices and drop_caches.
 
     Exits 1 when something every benchmark needs is missing.
     """
-    env = CliEnv()
     family = this_family()
     checks = with_install_hints(all_checks(pg_bin), family)
     commands = install_commands(missing_tools(checks), family)
@@ -40,7 +39,7 @@ def doctor_command(pg_bin: str | None, as_json: bool) -> int:
         env.print_json(
             {
                 "ok": not missing_required,
-                "store": default_store_location(),
+                "store": env.store_display(),
                 "checks": [c.as_dict() for c in checks],
                 "install": [c.document() for c in commands],
             }
@@ -68,5 +67,5 @@ def doctor_command(pg_bin: str | None, as_json: bool) -> int:
                 here = " (this machine)" if command.this_machine else ""
                 note = f"\n      {command.note}" if command.note else ""
                 env.out.print(f"  {command.name}{here}:\n    {command.command}{note}", markup=False)
-        env.out.print(f"results store: {default_store_location()}", markup=False)
+        env.out.print(f"results store: {env.store_display()}", markup=False)
     return 1 if missing_required else 0

@@ -10,10 +10,9 @@ from pathlib import Path
 import click
 
 from howfast import __version__
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import check_path_value, parse_run_id, store_option
 from howfast.cli.stores import open_results
-from howfast.clock import now
 from howfast.errors import UsageError
 from howfast.exports.output import write_output
 from howfast.exports.rows import csv_chunks, ndjson_chunks, run_rows
@@ -79,7 +78,10 @@ def _done(env: CliEnv, path: Path | None, what: str) -> int:
 @click.argument("run_ids", nargs=-1, required=True, metavar="RUN...")
 @output_option
 @store_option
-def json_command(run_ids: tuple[str, ...], output: str | None, store: str | None) -> int:
+@pass_env
+def json_command(
+    env: CliEnv, run_ids: tuple[str, ...], output: str | None, store: str | None
+) -> int:
     """Write runs as a run file, for `howfast import run` in another store: every figure,
     series and histogram as stored; verdicts are derived again where it is imported.
 
@@ -88,12 +90,11 @@ def json_command(run_ids: tuple[str, ...], output: str | None, store: str | None
       howfast export json 12 14 -o runs.json
       howfast import run runs.json --store other.db
     """
-    env = CliEnv()
     runs, location = _stored_runs(env, store, _run_ids(run_ids))
     document = export_document(
         runs,
         source_store=location,
-        exported_at=now(),
+        exported_at=env.clock.now(),
         howfast_version=__version__,
     )
     text = json.dumps(document, separators=(",", ":")) + "\n"  # compact: series are long
@@ -106,10 +107,10 @@ def _rows_command(fmt: str) -> click.Command:
     @output_option
     @click.option("--series", is_flag=True, help="Add a row per per-second sample (column t_s).")
     @store_option
+    @pass_env
     def command(
-        run_ids: tuple[str, ...], output: str | None, series: bool, store: str | None
+        env: CliEnv, run_ids: tuple[str, ...], output: str | None, series: bool, store: str | None
     ) -> int:
-        env = CliEnv()
         runs = _derived_runs(env, store, _run_ids(run_ids), series)
         rows = run_rows(runs, series=series)
         chunks = csv_chunks(rows, series) if fmt == "csv" else ndjson_chunks(rows, series)
@@ -150,14 +151,14 @@ export_group.add_command(_rows_command("ndjson"))
     help="Where to write (- for stdout). Written atomically, as the textfile collector wants.",
 )
 @store_option
-def prometheus_command(run_id: str, output: str, store: str | None) -> int:
+@pass_env
+def prometheus_command(env: CliEnv, run_id: str, output: str, store: str | None) -> int:
     """Write run RUN_ID in Prometheus's text format for node_exporter's textfile collector.
 
     \b
     Example:
       howfast export prometheus 12 -o /var/lib/prometheus/node-exporter/howfast-12.prom
     """
-    env = CliEnv()
     rid = parse_run_id(run_id)
     db = open_results(env, store, reading=True)
     try:

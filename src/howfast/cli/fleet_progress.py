@@ -1,14 +1,17 @@
 """Progress of a fleet run: per class, how many instances run the step and their live total
-TPS; a summary line per class when the step ends on every instance. Events come from many
-threads at once (each instance's pgbench), hence the lock."""
+TPS; a summary line per class when the step ends on every instance; on a terminal, the time
+left by the run's ETA. Events come from many threads at once (each instance's pgbench), hence
+the lock."""
 
 from __future__ import annotations
 
 import statistics
 import threading
+import time
 from collections import defaultdict
 
-from rich.progress import Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, ProgressColumn, Task, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from howfast.cli.context import CliEnv
 from howfast.errortext import error_cause
@@ -21,9 +24,24 @@ def class_of(step: StepRef) -> str:
     return str(klass) if klass is not None else step.target
 
 
+class EtaColumn(ProgressColumn):
+    """Time left of the run by its planned duration (PreparedRun.expected_s): the fleet's
+    instances run side by side, so it counts its scenarios' steps, not its instances'."""
+
+    def __init__(self, observer: FleetProgressObserver) -> None:
+        super().__init__()
+        self.observer = observer
+
+    def render(self, task: Task) -> Text:
+        minutes, seconds = divmod(int(self.observer.remaining_s() + 0.5), 60)
+        return Text(f"ETA {minutes // 60}:{minutes % 60:02d}:{seconds:02d}", style="cyan")
+
+
 class FleetProgressObserver:
-    def __init__(self, env: CliEnv) -> None:
+    def __init__(self, env: CliEnv, expected_total_s: float | None = None) -> None:
         self.env = env
+        self.expected_total_s = expected_total_s
+        self.started_at = 0.0
         self.lock = threading.Lock()
         self.total_steps = 0
         self.tps: dict[str, dict[str, float]] = defaultdict(dict)  # class -> instance -> tps
@@ -34,14 +52,22 @@ class FleetProgressObserver:
         self.progress: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
 
+    def remaining_s(self) -> float:
+        if not self.expected_total_s or not self.started_at:
+            return 0.0
+        return max(0.0, self.expected_total_s - (time.monotonic() - self.started_at))
+
     def run_started(self, run_id: int, steps: int, targets: int) -> None:
         self.total_steps = steps
+        self.started_at = time.monotonic()
         self.env.info(f"run {run_id}: a fleet of {targets} instances, {steps} steps in all")
         if self.env.interactive:
+            eta = [EtaColumn(self)] if self.expected_total_s else []
             self.progress = Progress(
                 TextColumn("{task.description}", markup=False),
                 TextColumn("{task.fields[live]}", markup=False),
                 TimeElapsedColumn(),
+                *eta,
                 console=self.env.err,
                 transient=True,
                 # its figures change once a second; rich's default of 10 redraws a second

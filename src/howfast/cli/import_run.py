@@ -3,12 +3,10 @@ store, each under a new id with where it came from (the work is in howfast/expor
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from howfast import import_text
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, store_option
 from howfast.cli.stores import open_results
 from howfast.exports.restore import restore_run
@@ -22,7 +20,8 @@ from howfast.store.liveness import this_process
 @click.argument("source", metavar="FILE|-")
 @store_option
 @json_option
-def import_run_command(source: str, store: str | None, as_json: bool) -> int:
+@pass_env
+def import_run_command(env: CliEnv, source: str, store: str | None, as_json: bool) -> int:
     """Store the runs of a run file written by `howfast export json`: the same figures,
     series and histograms, each run under a new id, with its provenance (source store, run
     id, when it was exported, by which howfast) in its environment.
@@ -32,8 +31,7 @@ def import_run_command(source: str, store: str | None, as_json: bool) -> int:
       howfast export json 12 -o run-12.json --store ci.db
       howfast import run run-12.json            # into the default store
     """
-    env = CliEnv()
-    text = import_text.open_source(source, sys.stdin.buffer if source == "-" else None)
+    text = import_text.open_source(source, env.input() if source == "-" else None)
     name = text.name
     # Read and checked whole before anything is written: a bad file stores nothing.
     exported = parse_run_file(text.text(), name)

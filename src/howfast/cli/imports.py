@@ -3,14 +3,12 @@ jobs, fio run by hand)."""
 
 from __future__ import annotations
 
-import io
-import sys
 from typing import Protocol
 
 import click
 
 from howfast import import_text
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, current_env
 from howfast.cli.options import json_option, store_option
 from howfast.cli.output import print_stored_run
 from howfast.cli.stores import open_results
@@ -24,15 +22,10 @@ def import_group() -> None:
     """Store results of tools run elsewhere."""
 
 
-def read_input(source: str) -> tuple[TextSource, str]:
+def read_input(env: CliEnv, source: str) -> tuple[TextSource, str]:
     """(text, name) from a file path or '-' for standard input, read as bytes and decoded
     (UTF-8, or UTF-16/32 as PowerShell's `>` writes them); the text is read when used."""
-    stdin = None
-    if source == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        if stdin is None:  # a text stream without bytes under it
-            stdin = io.BytesIO(sys.stdin.read().encode())
-    text = import_text.open_source(source, stdin)
+    text = import_text.open_source(source, env.input() if source == "-" else None)
     return text, text.name
 
 
@@ -52,8 +45,8 @@ def store_imported(
     importer: Importer,
 ) -> int:
     """Read `source`, store what `importer` makes of it, and print the new run."""
-    env = CliEnv()
-    text, name = read_input(source)
+    env = current_env()
+    text, name = read_input(env, source)
     db = open_results(env, store)
     try:
         run_id = importer(db, text, source_name=name, label=label)

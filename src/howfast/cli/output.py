@@ -1,11 +1,15 @@
-"""How commands that store a run end: print it (table or JSON) and choose the exit status."""
+"""How commands that run or store a run show it: the dry run, the progress display, the
+finished run (table or JSON) and the exit status."""
 
 from __future__ import annotations
 
 from howfast.cli.context import CliEnv
+from howfast.cli.fleet_progress import FleetProgressObserver
+from howfast.cli.progress import ProgressObserver
 from howfast.errors import ExitStatus
+from howfast.model import RunRecord
 from howfast.report import terminal
-from howfast.runner import RunResult
+from howfast.service.prepared import FinishedRun, PreparedRun, ProgressDisplay
 from howfast.service.reading import read_run, run_document
 from howfast.store.base import Store
 
@@ -16,6 +20,31 @@ EXIT_FOR_STATUS = {
 }
 
 
+def print_dry_run(env: CliEnv, prepared: PreparedRun, as_json: bool) -> int:
+    """--dry-run: what each target would run, as data or as commands one would type."""
+    if as_json:
+        env.print_json(prepared.dry_run_document())
+    else:
+        prepared.write_dry_run(env.stdout)
+    return 0
+
+
+def progress(env: CliEnv, prepared: PreparedRun) -> ProgressDisplay:
+    """The progress display of a run: per step, or per class for a fleet; its ETA is the
+    run's (PreparedRun.expected_s)."""
+    if prepared.shape == "fleet":
+        return FleetProgressObserver(env, prepared.expected_s)
+    return ProgressObserver(env, prepared.expected_s)
+
+
+def print_run(env: CliEnv, run: RunRecord, as_json: bool) -> None:
+    """A stored run, derived: its JSON document, or its end-of-run tables."""
+    if as_json:
+        env.print_json(run_document(run))
+    else:
+        env.out.print(terminal.run_summary(run))
+
+
 def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None:
     """Print run `run_id` (the JSON document, or the end-of-run tables) and close the store."""
     try:
@@ -23,14 +52,13 @@ def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None
     finally:
         db.close()
     assert run is not None, f"run {run_id} was just stored"
-    if as_json:
-        env.print_json(run_document(run))
-    else:
-        env.out.print(terminal.run_summary(run))
+    print_run(env, run, as_json)
 
 
-def finish(env: CliEnv, db: Store, result: RunResult, as_json: bool) -> int:
-    """After the runner: the run's tables or document, where to find it, the exit status."""
-    print_stored_run(env, db, result.run_id, as_json)
-    env.info(f"run {result.run_id} {result.status}; see `howfast results show {result.run_id}`")
-    return int(EXIT_FOR_STATUS.get(result.status, ExitStatus.ERROR))
+def finish(env: CliEnv, finished: FinishedRun, as_json: bool) -> int:
+    """After a run: its tables or document, where to find it, the exit status."""
+    print_run(env, finished.run, as_json)
+    env.info(
+        f"run {finished.run_id} {finished.status}; see `howfast results show {finished.run_id}`"
+    )
+    return int(EXIT_FOR_STATUS.get(finished.status, ExitStatus.ERROR))

@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.plans import builtin_plan_text, list_builtin_plans
 
 
 @click.command("plans")
 @click.argument("name", required=False)
-def plans_command(name: str | None) -> int:
+@pass_env
+def plans_command(env: CliEnv, name: str | None) -> int:
     """List built-in plans; with NAME, print that plan's TOML.
 
     \b
@@ -19,7 +20,6 @@ def plans_command(name: str | None) -> int:
       howfast plans quick > my-plan.toml   # edit it, then
       howfast run my-plan.toml --target DIR
     """
-    env = CliEnv()
     if name:
         env.stdout.write(builtin_plan_text(name))
         return 0

@@ -3,11 +3,12 @@ look at than read."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import checked_path, parse_run_id, store_option
 from howfast.cli.stores import open_results
 from howfast.report.output import report_format, series_to_read, write_report
@@ -26,7 +27,8 @@ from howfast.service.reading import derived, printable_run, stored_runs
     "(Markdown, with the charts as PNG files in FILE-charts/ beside it).",
 )
 @store_option
-def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) -> int:
+@pass_env
+def report_command(env: CliEnv, run_ids: tuple[str, ...], output: Path, store: str | None) -> int:
     """Write an HTML or Markdown report of runs: tables and charts.
 
     Each target's environment, pgbench TPS and latency by clients (mean ± 95% CI over
@@ -38,7 +40,6 @@ def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) ->
       howfast report 12 14 -o storage.html
       howfast report 12 -o storage.md
     """
-    env = CliEnv()
     ids = list(dict.fromkeys(parse_run_id(r) for r in run_ids))
     report_format(output)  # a wrong suffix is an error before anything is read
     db = open_results(env, store, reading=True)
@@ -48,10 +49,15 @@ def report_command(run_ids: tuple[str, ...], output: Path, store: str | None) ->
         runs = [derived(db, run, names) for run in runs]
     finally:
         db.close()
-    written = write_report(runs, output)
+    written = write_report(runs, output, generated_at=_minute(env.clock.now()))
     where = f" and {written.images_dir}/" if written.images_dir else ""
     env.info(
         f"wrote {written.path}{where}: {written.size_bytes / 1024:,.0f} KiB, "
         f"{written.charts} charts"
     )
     return 0
+
+
+def _minute(stored: str) -> str:
+    """A stored timestamp (clock.py) as the report says when it was made: to the minute."""
+    return datetime.fromisoformat(stored).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")

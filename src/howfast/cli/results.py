@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from howfast.analysis import steady
-from howfast.cli.context import CliEnv
+from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, parse_run_id, store_option
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
@@ -22,9 +22,9 @@ def results_group() -> None:
 @results_group.command("list")
 @store_option
 @json_option
-def list_command(store: str | None, as_json: bool) -> int:
+@pass_env
+def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
     """List stored runs, newest first."""
-    env = CliEnv()
     db = open_results(env, store, reading=True)
     try:
         runs = db.list_runs()
@@ -40,7 +40,7 @@ def list_command(store: str | None, as_json: bool) -> int:
                     "status": r.status,
                     "started_at": r.started_at,
                     "finished_at": r.finished_at,
-                    "targets": r.targets,
+                    "targets": list(r.targets),
                     "steps": r.step_count,
                 }
                 for r in runs
@@ -60,9 +60,9 @@ def list_command(store: str | None, as_json: bool) -> int:
 @click.option(
     "--series", is_flag=True, help="With --json: include per-second series and histograms."
 )
-def show_command(run_id: str, store: str | None, as_json: bool, series: bool) -> int:
+@pass_env
+def show_command(env: CliEnv, run_id: str, store: str | None, as_json: bool, series: bool) -> int:
     """Show one run: its result tables, environment and steps."""
-    env = CliEnv()
     rid = parse_run_id(run_id)
     db = open_results(env, store, reading=True)
     try:
@@ -90,9 +90,9 @@ def show_command(run_id: str, store: str | None, as_json: bool, series: bool) ->
     "is alive on this machine is still refused.",
 )
 @store_option
-def delete_command(run_id: str, force: bool, store: str | None) -> int:
+@pass_env
+def delete_command(env: CliEnv, run_id: str, force: bool, store: str | None) -> int:
     """Delete a run and everything stored with it."""
-    env = CliEnv()
     rid = parse_run_id(run_id)
     db = open_results(env, store)
     try:

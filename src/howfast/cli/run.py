@@ -2,49 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
 
-from howfast.cli.context import CliEnv
-from howfast.cli.fleet_run import refuse_with_fleet, run_fleet
-from howfast.cli.k8s_options import NAMES as K8S_NAMES
-from howfast.cli.k8s_options import build_options, kubernetes_options
-from howfast.cli.live_metrics import live_metrics
+from howfast.cli.context import CliEnv, pass_env
+from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
-from howfast.cli.output import finish
-from howfast.cli.progress import ProgressObserver
-from howfast.cli.stores import open_results
+from howfast.cli.output import finish, print_dry_run, progress
 from howfast.errors import UsageError
-from howfast.machine.cgroup import detect, detect_io, remove_abandoned
-from howfast.machine.memory import cap_floor_problem, memory_basis
-from howfast.machine.pgbin import PgInstall, choose_install
-from howfast.metrics.live import LINGER_S
-from howfast.plans import (
-    Overrides,
-    Plan,
-    effective_settings,
-    expand,
-    load_plan,
-    parse_int_list,
-    parse_set_option,
+from howfast.plans import Overrides, parse_int_list, parse_set_option
+from howfast.service.requests import (
+    LiveMetrics,
+    RunRequest,
+    SamplingOptions,
+    TargetRunOptions,
+    UntilOptions,
 )
-from howfast.plans.expand import expand_blocks
-from howfast.plans.load import setting_locations
-from howfast.plans.model import MAX_ADDED_LATENCY_MS, StorageSection, too_much_latency
-from howfast.plans.until import UntilRule, make_rule
-from howfast.plugin.registry import expected_seconds
-from howfast.runner import Runner
-from howfast.runner.fanout import FanOut
-from howfast.samplers.prometheus import prometheus_samplers
-from howfast.service.dryrun import plan_document, write_text
-from howfast.targets.emulated.build import Limits, variants
-from howfast.targets.emulated.target import emulated_variants
-from howfast.targets.factory import is_dsn, make_target
-from howfast.targets.kinds.k8s import is_k8s
-from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
-from howfast.targets.userpaths import check_run_targets
+from howfast.service.run import RunService
 from howfast.units import parse_duration, parse_size
 from howfast.workloads.pgbench.plan import parse_modes
 
@@ -61,7 +36,7 @@ from howfast.workloads.pgbench.plan import parse_modes
     "of an existing server, or k8s://STORAGECLASS (a pod on a volume of that class; "
     "k8s://CLASS?wal=CLASS2, k8s://emptyDir[?medium=Memory]). Repeat to compare targets.",
 )
-@kubernetes_options
+@target_kind_options("run")
 @store_option
 @click.option(
     "--set",
@@ -83,25 +58,6 @@ from howfast.workloads.pgbench.plan import parse_modes
     help="Run each directory target's server in a cgroup capped at SIZE (e.g. 1GiB): "
     "emulates a machine with that much memory. Needs root and cgroups. k8s:// targets: the "
     "server container's memory request and limit.",
-)
-@click.option(
-    "--storage-latency",
-    metavar="2ms|0,1ms,2ms",
-    help="Put each directory target's cluster on an emulated volume with this much added "
-    "latency per read, write and flush (0.5ms works); a list runs one variant per value. "
-    "Needs root.",
-)
-@click.option(
-    "--storage-iops",
-    metavar="N|500,20000",
-    help="Cap the emulated volume's read and write IOPS (each); a list runs one variant per "
-    "value. Needs root and cgroup I/O limits.",
-)
-@click.option(
-    "--storage-size",
-    metavar="SIZE",
-    help="Size of the emulated volume, a sparse file in the target directory [default: the "
-    "plan's [storage] size, else 4GiB].",
 )
 @click.option("--clients", metavar="1,2,4", help="Client counts (overrides the plan).")
 @click.option("--duration", metavar="10s", help="Duration of each pgbench step (overrides).")
@@ -194,7 +150,10 @@ from howfast.workloads.pgbench.plan import parse_modes
     "step's time window from this Prometheus server's HTTP API.",
 )
 @json_option
+@pass_env
 def run_command(
+    env: CliEnv,
+    /,
     plan: str,
     targets: tuple[str, ...],
     store: str | None,
@@ -202,9 +161,6 @@ def run_command(
     scale: int | None,
     dataset: str | None,
     memory: str | None,
-    storage_latency: str | None,
-    storage_iops: str | None,
-    storage_size: str | None,
     clients: str | None,
     duration: str | None,
     modes: str | None,
@@ -226,7 +182,7 @@ def run_command(
     metrics_address: str | None,
     prometheus_url: str | None,
     as_json: bool,
-    **kube_values: str | None,
+    **given: str | None,
 ) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
 
@@ -239,230 +195,47 @@ def run_command(
       howfast run quick --target k8s://longhorn --target k8s://longhorn-noreplica
       howfast run sweep --target k8s://fast-ssd?wal=local-nvme --namespace bench
     """
-    env = CliEnv()
-    if not targets:
-        raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
-    check_run_targets(targets, wal_dir)
-    interval_s = _sample_interval(sample_interval)
-    extra_samplers = prometheus_samplers(prometheus_url) if prometheus_url else []
-    loaded = load_plan(plan)
-    if metrics_port is None:
-        metrics_port = loaded.metrics_port
-    if metrics_address and metrics_port is None:
-        raise UsageError("--metrics-address needs --metrics-port (or the plan's metrics_port)")
-    overrides = Overrides(
-        scale=scale,
-        clients=parse_int_list(clients, "--clients") if clients else None,
-        duration_s=parse_duration(duration, "--duration") if duration else None,
-        modes=parse_modes(modes, "--modes") if modes else None,
-        repeat=repeat,
-        settings=dict(parse_set_option(s) for s in sets),
-        rate=rate,
-        rates=_parse_rates(rates) if rates else None,
-        slo=slo,
-        dataset=dataset,
-    )
-    rule = _until_rule(until, budget, loaded, repeat)
-    if rule and loaded.fleet is not None:
-        raise UsageError(
-            "--until does not apply to a [fleet] plan (yet): its instances run side by side "
-            "already; use --repeat"
-        )
-    if rule and any(is_k8s(t) for t in targets):
-        raise UsageError(
-            "--until is not supported with k8s:// targets (yet): every target's pod would stay "
-            "up for the whole run; use --repeat"
-        )
-    blocks = expand_blocks(loaded, overrides) if rule else None
-    if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
-        overrides = dataclasses.replace(overrides, repeat=rule.minimum)
-    steps = expand(loaded, overrides)
-    if dataset and not any(s.workload == "pgbench-init" for s in steps):
-        raise UsageError(f"--dataset: plan {loaded.name!r} loads no data (no pgbench-init step)")
-    memory_limit = parse_size(memory, "--memory") if memory else loaded.memory
-    floor = memory_limit and cap_floor_problem(
-        memory_limit, "--memory" if memory else "the plan's memory"
-    )
-    if floor:
-        raise UsageError(floor)
-    kube = build_options(
-        {k: kube_values.get(k) for k in K8S_NAMES},
-        has_k8s=any(is_k8s(t) for t in targets),
-        memory_bytes=memory_limit,
-    )
-    needs_server = any(not is_dsn(t) and not is_k8s(t) for t in targets)
-    if all(is_k8s(t) for t in targets):  # every tool runs in the pods, from their image
-        install = PgInstall(bindir=Path("/usr/lib/postgresql"), version="", source="none")
-    else:
-        install = choose_install(pg_bin, need_server=needs_server)
-        env.info(f"using PostgreSQL {install.version} from {install.bindir} ({install.source})")
-    settings = effective_settings(loaded, overrides)
-    if needs_server:  # the settings of clusters howfast creates: checked before anything is
-        sources = [SettingSource(*located) for located in setting_locations(plan, loaded)] + [
-            SettingSource(n, v, f"--set {n}={v}") for n, v in overrides.settings.items()
-        ]  # created or stored, by the PostgreSQL that would read them, and against memory
-        check_settings(install, sources)
-        # The memory it needs is that of the value in force: a --set replaces the plan's.
-        in_force = [
-            s
-            for s in sources
-            if not (s.name in overrides.settings and s.where.endswith(f": settings.{s.name}"))
-        ]
-        check_shared_memory(in_force, memory_basis(memory_limit))
-    if not dry_run and needs_server:  # only runs that make cgroups here tidy them up
-        _remove_abandoned_cgroups(env)
-    if loaded.fleet is not None:
-        refuse_with_fleet(
-            storage_latency=storage_latency or loaded.storage,
-            storage_iops=storage_iops,
-            memory=memory_limit if kube is None else None,  # a pod's limit: fine on k8s
+    request = RunRequest(
+        plan=plan,
+        targets=targets,
+        overrides=Overrides(
+            scale=scale,
+            clients=parse_int_list(clients, "--clients") if clients else None,
+            duration_s=parse_duration(duration, "--duration") if duration else None,
+            modes=parse_modes(modes, "--modes") if modes else None,
+            repeat=repeat,
+            settings=dict(parse_set_option(s) for s in sets),
+            rate=rate,
+            rates=_parse_rates(rates) if rates else None,
+            slo=slo,
+            dataset=dataset,
+        ),
+        target_options=TargetRunOptions(
+            pg_bin=pg_bin,
             wal_dir=wal_dir,
             keep=keep,
-            prometheus=prometheus_url,
-        )
-        return run_fleet(
-            env,
-            loaded,
-            steps,
-            targets,
-            install,
-            settings=settings,
+            overwrite=yes,
             checksums=checksums,
-            store=store,
-            label=label,
-            dry_run=dry_run,
-            as_json=as_json,
-            metrics=(metrics_port, metrics_address),
-            kubernetes=kube,
-        )
-    variants = storage_variants(storage_latency, storage_iops, loaded.storage)
-    if variants and wal_dir is not None:
-        raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
-    target_objs = (
-        emulated_variants(
-            list(targets),
-            install,
-            variants,
-            size_bytes=parse_size(storage_size, "--storage-size")
-            if storage_size
-            else (loaded.storage.size if loaded.storage else DEFAULT_VOLUME_BYTES),
-            settings=settings,
-            keep=keep,
-            checksums=checksums,
-            memory_limit=memory_limit,
-        )
-        if variants
-        else [
-            make_target(
-                t,
-                install,
-                wal_dir=wal_dir,
-                settings=settings,
-                keep=keep,
-                overwrite=yes,
-                checksums=checksums,
-                memory_limit=memory_limit,
-                kubernetes=kube,
-            )
-            for t in targets
-        ]
+            memory_bytes=parse_size(memory, "--memory") if memory else None,
+            kind_values=kind_values("run", given),
+        ),
+        label=label,
+        sampling=SamplingOptions(_sample_interval(sample_interval), prometheus_url),
+        until=UntilOptions(until, budget),
+        live_metrics=LiveMetrics(metrics_port, metrics_address),
+        dry_run=dry_run,
     )
-    if dry_run:
-        document = plan_document(target_objs, steps, install)
-        if rule:
-            document["until"] = {**rule.params(), "text": rule.text, "what": rule.describe()}
-        if as_json:
-            env.print_json(document)
-        else:
-            if rule:
-                env.stdout.write(
-                    f"# --until {rule.text}: {rule.describe()}; listed below: the first "
-                    f"{rule.minimum} rounds, one target after the other\n"
-                )
-            write_text(document, "howfast run", env.stdout)
-        return 0
-    db = open_results(env, store)
-    expected = sum(expected_seconds(s.workload, s.params) or 5.0 for s in steps) * len(target_objs)
-    if rule and rule.budget_s:  # an --until run ends by its budget at the latest
-        expected = min(expected, rule.budget_s)
-    progress = ProgressObserver(env, expected)
-    live = live_metrics(env, loaded.name, metrics_port, metrics_address)
-    observer = FanOut(progress, live) if live else progress
-    linger_s = 0.0
-    try:
-        runner = Runner(
-            db,
-            target_objs,
-            steps,
-            plan_name=loaded.name,
-            install=install,
-            observer=observer,
-            label=label,
-            sample_interval_s=interval_s,
-            extra_samplers=extra_samplers,
-            until=(rule, blocks) if rule and blocks is not None else None,
-        )
-        result = runner.execute()
-        # Not after Ctrl-C: then the exporter stops at once.
-        linger_s = LINGER_S if result.status != "aborted" else 0.0
-    finally:
-        progress.close()
-        if live:  # one last scrape of the final figures, if something is scraping
-            live.close(linger_s=linger_s)
-    return finish(env, db, result, as_json)
+    return run_request(env, request, store, as_json)
 
 
-def storage_variants(
-    latency: str | None, iops: str | None, planned: StorageSection | None = None
-) -> list[Limits]:
-    """--storage-latency x --storage-iops, each a list, else the plan's [storage]; [] when
-    neither asks for emulated volumes."""
-    if latency is None and iops is None:
-        if planned is None:
-            return []
-        return variants(planned.latency, [cap or None for cap in planned.iops])
-    latencies = [0.0]
-    if latency is not None:
-        latencies = [
-            0.0 if v.strip() in ("0", "0ms") else parse_duration(v, "--storage-latency") * 1000
-            for v in latency.split(",")
-        ]
-        for text, ms in zip(latency.split(","), latencies, strict=True):
-            if ms > MAX_ADDED_LATENCY_MS:
-                raise UsageError(f"--storage-latency: {too_much_latency(text.strip())}")
-    caps: list[int | None] = [None]
-    if iops is not None:  # 0 (or "none") is a variant without a cap
-        caps = [
-            None if v.strip() in ("0", "none") else parse_int_list(v, "--storage-iops")[0]
-            for v in iops.split(",")
-        ]
-    return variants(latencies, caps)
-
-
-DEFAULT_VOLUME_BYTES = 4 * 1024**3
-
-
-def _remove_abandoned_cgroups(env: CliEnv) -> None:
-    """The empty cgroups (memory caps, I/O limits and accounting) that a howfast killed with
-    SIGKILL left behind."""
-    parents = {support.parent for support in (detect(), detect_io())}
-    for parent in sorted(p for p in parents if p is not None):
-        for path in remove_abandoned(parent):
-            env.info(f"removed {path}: an empty cgroup left by a howfast that was killed")
-
-
-def _until_rule(
-    until: str | None, budget: str | None, plan: Plan, repeat: int | None
-) -> UntilRule | None:
-    """--until/--budget, else the plan's `until` and `budget`; --repeat (or the plan's
-    `repeat`) is the minimum number of repetitions."""
-    return make_rule(
-        until if until is not None else plan.until,
-        budget if budget is not None else plan.budget,
-        repeat=repeat if repeat is not None else plan.repeat,
-        until_option="the plan's until" if until is None and plan.until else "--until",
-        budget_option="--budget" if budget is not None else "the plan's budget",
-    )
+def run_request(env: CliEnv, request: RunRequest, store: str | None, as_json: bool) -> int:
+    """Prepare the run; print it (--dry-run) or run it with progress, then print it."""
+    service = RunService(env.service(store))
+    prepared = service.prepare(request)
+    if request.dry_run:
+        return print_dry_run(env, prepared, as_json)
+    return finish(env, service.execute(prepared, progress(env, prepared), for_people=not as_json),
+                  as_json)  # fmt: skip
 
 
 def _sample_interval(text: str) -> float | None:

@@ -1,35 +1,18 @@
-"""Opening the results store for a command, and closing the runs that a killed howfast left
-`running` (their process cannot do it: SIGKILL, the OOM killer, a power cut)."""
+"""Opening the results store for a command (service/stores.py, in the command's
+environment)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from howfast.cli.context import CliEnv
-from howfast.errors import HowfastError
-from howfast.store import open_store
-from howfast.store.liveness import close_abandoned_runs
+from howfast.service import stores
 
 if TYPE_CHECKING:
     from howfast.store.sql import SqlStore
 
 
 def open_results(env: CliEnv, url: str | None, *, reading: bool = False) -> SqlStore:
-    """open_store(url), then mark aborted the runs whose howfast process is gone, saying so.
-    `reading`: a command that only reads (a store it cannot write is opened read-only, and
-    left as it is)."""
-    db = open_store(url, reading=reading)
-    if db.read_only:
-        return db
-    try:
-        abandoned = close_abandoned_runs(db)
-    except HowfastError as exc:  # e.g. a read-only copy of a store: reading still works
-        env.info(f"warning: cannot check the store for runs left running: {exc}")
-        return db
-    for run in abandoned:
-        env.info(
-            f"run {run.run_id} was still marked running, but its howfast process "
-            f"(PID {run.writer.pid}) is gone: it was killed or the machine restarted. "
-            "Marked aborted; its stored steps are kept."
-        )
-    return db
+    """The store of --store (`url`), else of the environment; the runs a killed howfast
+    left running are marked aborted, saying so. `reading`: a command that only reads."""
+    return stores.open_results(env.service(url), None, reading=reading)

@@ -12,7 +12,6 @@ are about (StepRef), and cancellation is a token (signals.SignalGuard.cancel) th
 watches, so target sessions can be open side by side.
 """
 
-from howfast.clock import now
 from howfast.runner.run import Runner, RunResult
 
-__all__ = ["RunResult", "Runner", "now"]
+__all__ = ["RunResult", "Runner"]

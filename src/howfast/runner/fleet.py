@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from howfast.clock import now
+from howfast.cancel import CancelToken
+from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
 from howfast.machine.pgbin import PgInstall
@@ -77,7 +78,11 @@ class FleetRunner:
         install: PgInstall,
         observer: RunObserver,
         label: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        cancel: CancelToken | None = None,
     ) -> None:
+        """`clock`: the stored timestamps; `cancel`: a token that stops the run as a signal
+        would (None: the run's own)."""
         self.store = store
         self.place = place
         self.scenarios = list(scenarios)
@@ -86,7 +91,9 @@ class FleetRunner:
         self.install = install
         self.observer = observer
         self.label = label
-        self.guard = SignalGuard(observer)
+        self.clock = clock
+        self.cancel = cancel
+        self.guard = SignalGuard(observer, cancel)
 
     @property
     def total_steps(self) -> int:
@@ -97,7 +104,7 @@ class FleetRunner:
         self.place.check(self.scenarios)
 
     def execute(self) -> RunResult:
-        self.guard = SignalGuard(self.observer)
+        self.guard = SignalGuard(self.observer, self.cancel)
         instances = sum(s.instances for s in self.scenarios)
 
         def scenarios(run_id: int) -> int:
@@ -112,7 +119,9 @@ class FleetRunner:
             self.place.close()
 
         info = RunInfo(self.plan_name, self.label, self.total_steps, instances)
-        return record_run(self.store, self.guard, info, self.check, scenarios, cleanup)
+        return record_run(
+            self.store, self.guard, info, self.check, scenarios, cleanup, clock=self.clock
+        )
 
     # -- one scenario ---------------------------------------------------------------------
     def _scenario(self, run_id: int, scenario: FleetScenario, first_index: int) -> int:
@@ -162,6 +171,7 @@ class FleetRunner:
                 guard=self.guard,
                 previous=[],
                 first_target=[],
+                clock=self.clock,
             )
             live.append(Live(member, env, connection, problem))
         return live
@@ -191,6 +201,7 @@ class FleetRunner:
         first_index: int,
         work_root: Path,
     ) -> int:
+        self.guard.check()  # a run stopped from another thread ends here, between steps
         workload = get_workload(spec.workload)
         skipped = {  # an instance whose load failed: nothing to read, its step is skipped
             id(x): reason
@@ -233,18 +244,19 @@ class FleetRunner:
         for x in live:
             result = results.get(id(x))
             if id(x) in skipped:
-                result = StepResult(StepOutcome(status="skipped", error=skipped[id(x)]), now())
+                skip = StepOutcome(status="skipped", error=skipped[id(x)])
+                result = StepResult(skip, self.clock.now())
             elif result is None:
                 reason = x.failed_start or "the instance's step did not finish"
-                result = StepResult(StepOutcome(status="failed", error=reason), now())
-            outcome = result.outcome
-            outcome.resolved_params.update(result.extra)
+                result = StepResult(StepOutcome(status="failed", error=reason), self.clock.now())
+            outcome = result.outcome.with_resolved(result.extra)
             if outcome.status == "failed":
                 failed += 1
                 if x.failed_start is None and isinstance(x.member, HasServerLog):
                     tail = x.member.server_log_tail(10)
                     if tail:
-                        outcome.error = f"{outcome.error}\n--- server log (last lines) ---\n{tail}"
+                        log = f"\n--- server log (last lines) ---\n{tail}"
+                        outcome = outcome.with_error(f"{outcome.error}{log}")
             fleet_spec = StepSpec(spec.workload, {**spec.params, **x.member.fleet_params()},
                                   spec.repetition)  # fmt: skip
             store_step(x.env, fleet_spec, refs[id(x)], outcome, result.started)
@@ -260,7 +272,7 @@ class FleetRunner:
         barrier: threading.Barrier,
         results: dict[int, StepResult],
     ) -> None:
-        started = now()
+        started = self.clock.now()
         step_dir = work_root / f"{x.member.klass}-{x.member.index}-step-{ref.index}"
         step_dir.mkdir()
         arrived = False

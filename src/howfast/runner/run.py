@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from howfast.clock import now
+from howfast.cancel import CancelToken
+from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import Aborted, UsageError
 from howfast.machine import environment
 from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
 from howfast.observer import RunObserver
 from howfast.plans.until import Block, UntilRule
+from howfast.plugin import registry
 from howfast.runner.interleaved import InterleavedRun, planned_steps
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
@@ -53,9 +55,13 @@ class Runner:
         sample_interval_s: float | None = DEFAULT_INTERVAL_S,
         extra_samplers: Sequence[SamplerFactory] = (),
         until: tuple[UntilRule, Sequence[Block]] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        cancel: CancelToken | None = None,
     ) -> None:
         """`until`: the rule and the plan's blocks (plans/expand.py `expand_blocks`) of an
-        interleaved `--until` run; `steps` is then what --dry-run would list."""
+        interleaved `--until` run; `steps` is then what --dry-run would list. `clock`: the
+        stored timestamps; `cancel`: a token that stops the run as a signal would (None: the
+        run's own)."""
         self.store = store
         self.targets = targets
         self.steps = steps
@@ -63,20 +69,19 @@ class Runner:
         self.install = install
         self.observer = observer
         self.label = label
-        self.guard = SignalGuard(observer)
+        self.clock = clock
+        self.cancel = cancel
+        self.guard = SignalGuard(observer, cancel)
         self.sample_interval_s = sample_interval_s  # None or 0: no sampling
         self.extra_samplers = extra_samplers  # e.g. --prometheus's, for each sampled step
         self.until = until
 
     def check(self) -> None:
         """Validate every target before the run is created: bad input loses nothing."""
-        will_init = any(s.workload == "pgbench-init" for s in self.steps)
+        loads = [s for s in self.steps if registry.plugin(s.workload).loads_data]
+        will_init = bool(loads)
         regimes = sorted(
-            {
-                str(s.params["dataset"])
-                for s in self.steps
-                if s.workload == "pgbench-init" and s.params.get("dataset") in REGIMES
-            }
+            {str(s.params["dataset"]) for s in loads if s.params.get("dataset") in REGIMES}
         )
         for target in self.targets:
             target.check(will_init=will_init)
@@ -85,7 +90,7 @@ class Runner:
                 raise UsageError(f"--dataset {regimes[0]} on {target.name}: {memory}")
 
     def execute(self) -> RunResult:
-        self.guard = SignalGuard(self.observer)
+        self.guard = SignalGuard(self.observer, self.cancel)
         total = len(self.steps) * len(self.targets)
         body = self._targets
         if self.until is not None:
@@ -97,6 +102,7 @@ class Runner:
             RunInfo(self.plan_name, self.label, total, len(self.targets)),
             self.check,
             body,
+            clock=self.clock,
         )
 
     def _targets(self, run_id: int) -> int:
@@ -134,6 +140,7 @@ class Runner:
                     guard=self.guard,
                     previous=previous,
                     first_target=first_target,
+                    clock=self.clock,
                 ),
                 self.steps,
                 first_index=position * len(self.steps),
@@ -160,16 +167,20 @@ def record_run(
     check: Callable[[], None],
     body: Callable[[int], int],
     cleanup: Callable[[], None] = lambda: None,
+    *,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> RunResult:
     """What every kind of run owes: validate before the run row exists, create it, run
     `body(run_id)` (which returns how many steps failed) under the signal handlers, and
-    finish the row with the right status whatever happens (`cleanup` first)."""
+    finish the row with the right status whatever happens (`cleanup` first). The one place
+    that installs the signal handlers, for every kind of run."""
     with guard.installed():
         check()
+        guard.check()
         run_id = store.create_run(
             info.plan_name,
             environment.capture(),
-            now(),
+            clock.now(),
             label=info.label,
             writer=liveness.this_process().document(),
         )
@@ -189,5 +200,5 @@ def record_run(
             cleanup()
             if status != "aborted" and failed:
                 status = "failed"
-            store.finish_run(run_id, status, now())
+            store.finish_run(run_id, status, clock.now())
     return RunResult(run_id, status, failed)

@@ -1,11 +1,16 @@
 """Signals during a run: the first SIGINT/SIGTERM/SIGHUP/SIGQUIT cancels the run's token (every tool
 watching it stops, from any thread) and raises Aborted in the main thread; later ones while
-cleaning up only say that cleanup is under way."""
+cleaning up only say that cleanup is under way.
+
+Handlers can only be installed by the main thread: a run driven from another thread (a test
+calling the CLI in-process from a worker) installs none, and is stopped by cancelling its
+token, given by the caller (`SignalGuard(observer, cancel)`)."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from collections.abc import Iterator
 from types import FrameType
 
@@ -19,9 +24,9 @@ HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class SignalGuard:
-    def __init__(self, observer: RunObserver) -> None:
+    def __init__(self, observer: RunObserver, cancel: CancelToken | None = None) -> None:
         self.observer = observer
-        self.cancel = CancelToken()
+        self.cancel = CancelToken() if cancel is None else cancel
         self.cleaning = False
         self.received: str | None = None
         self.critical_depth = 0
@@ -55,8 +60,17 @@ class SignalGuard:
             name, self.pending = self.pending, None
             self._abort(name)
 
+    def check(self) -> None:
+        """Abort between steps when the token was cancelled without a signal (another thread
+        stopped the run): a tool in flight stops by itself, this stops what comes next."""
+        if self.cancel.cancelled and not self.received and not self.cleaning:
+            self._abort(self.cancel.reason or "cancelled")
+
     @contextlib.contextmanager
     def installed(self) -> Iterator[SignalGuard]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self  # signal.signal would raise ValueError: the token stops this run
+            return
         previous = {s: signal.getsignal(s) for s in HANDLED}
         for s in previous:
             signal.signal(s, self.handler)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from howfast.analysis.derive import derive_last
 from howfast.cancel import CancelToken
-from howfast.clock import now
+from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
 from howfast.machine.pgbin import PgInstall
@@ -43,6 +43,7 @@ class StepEnvironment:
     # Where each stored step came in the run's progress ([N/total]), by its id: a skipped
     # step names the failed load it depended on by that number.
     numbers: dict[int, int] = field(default_factory=dict)
+    clock: Clock = SYSTEM_CLOCK  # the steps' stored timestamps
 
     @property
     def cancel(self) -> CancelToken:
@@ -100,24 +101,15 @@ def execute_step(
         with env.guard.critical():  # a second Ctrl-C must not leave samplers running
             session.stop()
         shutil.rmtree(step_dir, ignore_errors=True)
-    add_sampled(outcome, session.part())
-    outcome.warnings[:0] = prepared.warnings
-    outcome.resolved_params = {**prepared.resolved_params, **outcome.resolved_params}
-    _note_loaded_data(spec, outcome, env.previous)
-    return outcome
+    outcome = with_sampled(outcome, session.part()).merged(prepared)
+    return _with_loaded_data(spec, outcome, env.previous)
 
 
-def add_sampled(outcome: StepOutcome, part: SampledPart | None) -> None:
-    """Join what the samplers saw to the step's outcome; the tool's own figures win."""
+def with_sampled(outcome: StepOutcome, part: SampledPart | None) -> StepOutcome:
+    """The step's outcome joined with what the samplers saw; the tool's own figures win."""
     if part is None:
-        return
-    for name, points in part.series.items():
-        outcome.series.setdefault(name, points)
-    for name, value in part.metrics.items():
-        if value is not None:
-            outcome.metrics.setdefault(name, value)
-    outcome.warnings += part.warnings
-    outcome.sections.update(part.sections)
+        return outcome
+    return outcome.with_sampled(part.series, part.metrics, part.warnings, part.sections)
 
 
 def store_step(
@@ -135,19 +127,20 @@ def store_step(
         target=env.target.name,
         workload=spec.workload,
         params=params,
-        resolved=outcome.resolved_params,
+        resolved=dict(outcome.resolved_params),
         status=outcome.status,  # type: ignore[arg-type]
         started_at=started,
-        finished_at=now(),
-        metrics=outcome.metrics,
-        warnings=outcome.warnings,
+        finished_at=env.clock.now(),
+        metrics=dict(outcome.metrics),
+        warnings=list(outcome.warnings),
         error=outcome.error,
-        series=outcome.series,
-        histograms=outcome.histograms,
-        sections=outcome.sections,
+        series={name: list(points) for name, points in outcome.series.items()},
+        histograms={name: dict(h) for name, h in outcome.histograms.items()},
+        sections={name: dict(c) for name, c in outcome.sections.items()},
     )
     with env.guard.critical():
-        record.id = env.store.add_step(env.run_id, record)
+        record = replace(record, id=env.store.add_step(env.run_id, record))
+    assert record.id is not None
     env.numbers[record.id] = ref.index + 1
     env.previous.append(record)
     env.observer.step_finished(ref, derive_last(env.previous))  # with its derived warnings
@@ -199,10 +192,12 @@ GIST_CHARS = 160
 _TELLING = re.compile(r"error|no space|panic|fatal|killed|refused", re.IGNORECASE)
 
 
-def _note_loaded_data(spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]) -> None:
-    """A step on pgbench's tables records the scale (and dataset) the target's latest load
+def _with_loaded_data(
+    spec: StepSpec, outcome: StepOutcome, previous: list[StepRecord]
+) -> StepOutcome:
+    """A step on loaded tables records the scale (and dataset) the target's latest load
     really loaded; whether its reads fit that regime is derived when the run is read."""
+    if not registry.plugin(spec.workload).reads_loaded_data:
+        return outcome
     loaded = LoadedData.last_on(previous)
-    if loaded is None or spec.workload not in ("pgbench", "seqread"):
-        return
-    outcome.resolved_params.update(loaded.params())
+    return outcome if loaded is None else outcome.with_resolved(loaded.params())

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from howfast.analysis.memory_storage import memory_storage_warning
-from howfast.clock import now
 from howfast.errors import HowfastError
 from howfast.model import StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
@@ -108,7 +107,8 @@ class TargetSession:
         env = self.env
         target = env.target
         workload = get_workload(spec.workload)
-        started = now()
+        env.guard.check()  # a run stopped from another thread ends here, between steps
+        started = env.clock.now()
         ref = self._ref(spec, index, total)
         if self.sampling is None or self.work_root is None:
             self.failed += 1
@@ -135,12 +135,13 @@ class TargetSession:
                 env, workload, spec, ref, self.connection, step_dir, self.sampling
             )
             if refused:
-                outcome.warnings.append(f"the step's settings were not applied: {refused}")
-                outcome.resolved_params["settings_applied"] = False
+                outcome = outcome.with_warning(
+                    f"the step's settings were not applied: {refused}"
+                ).with_resolved({"settings_applied": False})
         if outcome.status == "failed":
             self.failed += 1
             if workload.needs_server:  # a failed fio probe owes nothing to the server
-                outcome.error = self._with_server_log(outcome.error)
+                outcome = outcome.with_error(self._with_server_log(outcome.error))
         return store_step(env, spec, ref, outcome, started)
 
     def close(self) -> None:

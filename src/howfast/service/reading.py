@@ -32,7 +32,7 @@ def derived(db: Store, run: RunRecord, series: Collection[str] = ()) -> RunRecor
     from howfast.store.sql import SqlStore  # SQLAlchemy: loaded once a store is read
 
     if isinstance(db, SqlStore):
-        attach_series(db, run, {*series, *series_needed(run)})  # only these: stores are large
+        run = attach_series(db, run, {*series, *series_needed(run)})  # only these: stores are large
     else:
         with_all = db.get_run(run.id, with_series=True)
         run = with_all if with_all is not None else run

@@ -6,7 +6,7 @@ Callers use `open_store(url)` and the `Store` interface; the rest is how it is d
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from howfast.errors import HowfastError
@@ -64,15 +64,17 @@ def open_store(
     *,
     migrations: Sequence[Migration] | None = None,
     reading: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> SqlStore:
-    """Open (creating or migrating) the store: `url`, else `$HOWFAST_STORE`, else the default
-    SQLite file. Accepts a file path, `sqlite:///path` or `postgresql://…`. `reading`: for a
-    command that only reads, a SQLite file that cannot be written (a read-only mount, another
-    user's file) is opened read-only instead of refused.
+    """Open (creating or migrating) the store: `url`, else `$HOWFAST_STORE` (of `environ`,
+    default this process's), else the default SQLite file. Accepts a file path,
+    `sqlite:///path` or `postgresql://…`. `reading`: for a command that only reads, a SQLite
+    file that cannot be written (a read-only mount, another user's file) is opened read-only
+    instead of refused.
 
     Raises UsageError for a URL that cannot be used and HowfastError when the store cannot be
     opened; neither message contains a password."""
-    location = resolve_store_location(url)
+    location = resolve_store_location(url, environ)
     if location.is_default and location.sqlite_path is not None:
         directory = location.sqlite_path.parent
         try:

@@ -1,12 +1,14 @@
 """Where results go: turn `--store`, `$HOWFAST_STORE` or the default into a SQLAlchemy URL.
 
-Pure apart from reading the environment and the file system; opening happens in engine.py.
+Pure apart from reading the environment (the one given, else this process's) and the file
+system; opening happens in engine.py.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,17 +55,20 @@ def default_store_path() -> Path:
     return Path(platformdirs.user_data_dir("howfast")) / DEFAULT_FILENAME
 
 
-def default_store_location() -> str:
+def default_store_location(environ: Mapping[str, str] | None = None) -> str:
     """Where results go when no URL is given: `$HOWFAST_STORE` (redacted) or the default file."""
-    from_env = os.environ.get(ENV_VAR, "").strip()
+    from_env = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
     return redact_dsn(from_env) if from_env else str(default_store_path())
 
 
-def resolve_store_location(url: str | None) -> StoreLocation:
-    """Apply the resolution order: explicit URL, then `$HOWFAST_STORE`, then the default file."""
+def resolve_store_location(
+    url: str | None, environ: Mapping[str, str] | None = None
+) -> StoreLocation:
+    """Apply the resolution order: explicit URL, then `$HOWFAST_STORE` (of `environ`, else of
+    this process), then the default file."""
     if url is not None and url.strip():
         return parse_store_url(url)
-    from_env = os.environ.get(ENV_VAR, "").strip()
+    from_env = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
     if from_env:
         return parse_store_url(from_env, origin=f"${ENV_VAR}")
     path = default_store_path()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Collection
+from dataclasses import replace
 
 from sqlalchemy import select
 
@@ -40,9 +41,11 @@ def read_series(
 
 
 def attach_series(store: SqlStore, run: RunRecord, names: Collection[str]) -> RunRecord:
-    """Put those series on the run's steps (read without series), replacing what they had."""
+    """The run (read without series) with those series on its steps, replacing what they
+    had; the run given is left as it was."""
     found = read_series(store, run.id, names)
-    for step in run.steps:
-        if step.id is not None:
-            step.series = found.get(step.id, {})
-    return run
+    steps = [
+        step if step.id is None else replace(step, series=found.get(step.id, {}))
+        for step in run.steps
+    ]
+    return replace(run, steps=steps)

@@ -230,7 +230,7 @@ class SqlStore(Store):
                 started_at=row.started_at,
                 finished_at=row.finished_at,
                 label=row.label,
-                targets=target_names.get(row.id, []),
+                targets=tuple(target_names.get(row.id, [])),
                 step_count=step_counts.get(row.id, 0),
             )
             for row in run_rows

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from howfast.cancel import NEVER, CancelToken
@@ -12,6 +12,7 @@ from howfast.errors import HowfastError
 from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, Sample, StepRecord
+from howfast.plugin import registry
 from howfast.targets.base import Connection, Target
 
 
@@ -102,7 +103,7 @@ class LoadedData:
     def last_on(cls, previous: Sequence[StepRecord]) -> LoadedData | None:
         """From a target's finished steps; None when no load ran or the latest failed."""
         for step in reversed(previous):
-            if step.workload != "pgbench-init":
+            if not registry.plugin(step.workload).loads_data:
                 continue
             params = step.all_params  # the scale a dataset was sized to is resolved
             scale, size = params.get("scale"), step.metrics.get("db_size_bytes")
@@ -123,18 +124,86 @@ class LoadedData:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepOutcome:
+    """What one step's tool gave, before it is stored: frozen. An executor that builds its
+    outcome piece by piece fills an OutcomeDraft and freezes it; the runner adds what it knows
+    with the `with_*` methods and `merged`, each a new outcome."""
+
+    status: str = "completed"
+    error: str | None = None
+    metrics: Mapping[str, JSONValue] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    series: Mapping[str, Sequence[Sample]] = field(default_factory=dict)
+    histograms: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
+    # Params the workload resolved at run time (jobs = min(clients, cores), ...)
+    resolved_params: Mapping[str, JSONValue] = field(default_factory=dict)
+    # What the samplers saw, by section: "io", "cpu", "postgres" (docs/samplers.md)
+    sections: Mapping[str, Mapping[str, JSONValue]] = field(default_factory=dict)
+
+    def merged(self, prepared: StepOutcome) -> StepOutcome:
+        """With what the step's prepare() gave: its warnings first, its resolved params
+        under this outcome's."""
+        return replace(
+            self,
+            warnings=(*prepared.warnings, *self.warnings),
+            resolved_params={**prepared.resolved_params, **self.resolved_params},
+        )
+
+    def with_warning(self, warning: str) -> StepOutcome:
+        return replace(self, warnings=(*self.warnings, warning))
+
+    def with_resolved(self, params: Mapping[str, JSONValue]) -> StepOutcome:
+        """With these resolved params, over the ones it has."""
+        return replace(self, resolved_params={**self.resolved_params, **params})
+
+    def with_error(self, error: str | None) -> StepOutcome:
+        return replace(self, error=error)
+
+    def with_sampled(
+        self,
+        series: Mapping[str, Sequence[Sample]],
+        metrics: Mapping[str, JSONValue],
+        warnings: Sequence[str],
+        sections: Mapping[str, Mapping[str, JSONValue]],
+    ) -> StepOutcome:
+        """Joined with what the samplers saw; the tool's own series and figures win."""
+        return replace(
+            self,
+            series={**self.series, **{k: v for k, v in series.items() if k not in self.series}},
+            metrics={
+                **self.metrics,
+                **{k: v for k, v in metrics.items() if v is not None and k not in self.metrics},
+            },
+            warnings=(*self.warnings, *warnings),
+            sections={**self.sections, **sections},
+        )
+
+
+@dataclass
+class OutcomeDraft:
+    """A step's outcome while an executor fills it in; `freeze()` when it is done."""
+
     status: str = "completed"
     error: str | None = None
     metrics: dict[str, JSONValue] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     series: dict[str, list[Sample]] = field(default_factory=dict)
     histograms: dict[str, dict[int, int]] = field(default_factory=dict)
-    # Params the workload resolved at run time (jobs = min(clients, cores), ...)
     resolved_params: dict[str, JSONValue] = field(default_factory=dict)
-    # What the samplers saw, by section: "io", "cpu", "postgres" (docs/samplers.md)
     sections: dict[str, dict[str, JSONValue]] = field(default_factory=dict)
+
+    def freeze(self) -> StepOutcome:
+        return StepOutcome(
+            status=self.status,
+            error=self.error,
+            metrics=dict(self.metrics),
+            warnings=tuple(self.warnings),
+            series={name: tuple(points) for name, points in self.series.items()},
+            histograms={name: dict(h) for name, h in self.histograms.items()},
+            resolved_params=dict(self.resolved_params),
+            sections={name: dict(c) for name, c in self.sections.items()},
+        )
 
 
 class Workload(ABC):

@@ -10,6 +10,7 @@ the volume, the claim, in that order, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import shutil
@@ -26,7 +27,6 @@ from howfast.machine.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import ServerIo
 from howfast.model import TargetRecord
-from howfast.redact import redact_dsn
 from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
@@ -231,9 +231,8 @@ class EmulatedTarget(
 
     def record(self) -> TargetRecord:
         record = self.inner.record()
-        record.location = str(self.directory)
-        record.device["emulation"] = dict(self.emulation)
-        return record
+        device = {**record.device, "emulation": dict(self.emulation)}
+        return dataclasses.replace(record, location=str(self.directory), device=device)
 
     def stop(self) -> None:
         if self.volume is not None:  # measured or interrupted: nothing waits out a delay now
@@ -328,38 +327,3 @@ class EmulatedTarget(
 
     def apply_step_settings(self, settings: Mapping[str, str]) -> None:
         self.inner.apply_step_settings(settings)
-
-
-def emulated_variants(
-    texts: list[str],
-    install: PgInstall,
-    variants: list[Limits],
-    *,
-    size_bytes: int,
-    settings: dict[str, str],
-    keep: bool,
-    checksums: bool,
-    memory_limit: int | None,
-) -> list[Target]:
-    """One target per directory and variant, variants of a directory side by side."""
-    targets: list[Target] = []
-    for text in texts:
-        if "://" in text or "=" in text:
-            raise UsageError(
-                f"--storage-latency/--storage-iops need directory targets: {redact_dsn(text)} "
-                "is a server, storage howfast does not build",
-            )
-        for limits in variants:
-            targets.append(
-                EmulatedTarget(
-                    Path(text).expanduser(),
-                    install,
-                    limits,
-                    size_bytes=size_bytes,
-                    settings=settings,
-                    keep=keep,
-                    checksums=checksums,
-                    memory_limit=memory_limit,
-                )
-            )
-    return targets

@@ -169,9 +169,4 @@ def _kube(options: TargetOptions) -> K8sOptions:
     return kube
 
 
-def is_k8s(text: str) -> bool:
-    """For cli/run.py until it asks the kinds (registry.local_install, refuse)."""
-    return KIND.matches(text)
-
-
 KIND = K8sKind()

@@ -303,25 +303,27 @@ def _outcome(
 ) -> StepOutcome:
     result = attempt.result
     if result.returncode < 0:
-        return StepOutcome(status="failed", error=error_tail(result, "fio"), warnings=warnings)
+        return StepOutcome(
+            status="failed", error=error_tail(result, "fio"), warnings=tuple(warnings)
+        )
     try:
         parsed = parse_output(attempt.output)
     except FigureError as exc:
         error = error_tail(result, "fio") + f"\n(fio's JSON holds a figure that is not one: {exc})"
-        return StepOutcome(status="failed", error=error, warnings=warnings)
+        return StepOutcome(status="failed", error=error, warnings=tuple(warnings))
     except ValueError:
         error = error_tail(result, "fio") + "\n(no JSON results were written)"
-        return StepOutcome(status="failed", error=error, warnings=warnings)
+        return StepOutcome(status="failed", error=error, warnings=tuple(warnings))
     job = next((j for j in parsed.jobs if j.name == profile), None)
     if job is None or job.error or result.returncode != 0:
         return StepOutcome(
-            status="failed", error=_job_error(job, result, profile), warnings=warnings
+            status="failed", error=_job_error(job, result, profile), warnings=tuple(warnings)
         )
     return StepOutcome(
         metrics=job_metrics(job),
-        warnings=warnings,
+        warnings=tuple(warnings),
         series={
-            name: [Sample(t, v) for t, v in points]
+            name: tuple(Sample(t, v) for t, v in points)
             for name, points in log_series(attempt.logs, unit=parsed.latency_unit).items()
         },
         histograms=histograms_us(job.histograms_ns),

@@ -82,7 +82,7 @@ class PgTestFsyncWorkload(Workload):
         warning = memory_fs_warning(scratch.parent, ctx.host.fstype(scratch))
         return StepOutcome(
             metrics=dict(parse.metrics(tests)),
-            warnings=[warning] if warning else [],
+            warnings=(warning,) if warning else (),
             resolved_params=resolved,
         )
 

@@ -13,7 +13,7 @@ disk is a refusal instead of a PANIC or a half-loaded database.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psycopg
@@ -261,17 +261,17 @@ def finish(outcome: StepOutcome, sizing: Sizing | None) -> StepOutcome:
     record too), the sizes expected and loaded, the memory it was sized for."""
     if sizing is None:
         return outcome
-    outcome.resolved_params.update(sizing.params())
-    outcome.metrics.update(sizing.metrics())
-    outcome.warnings += sizing.warnings
-    actual = outcome.metrics.get("db_size_bytes")
+    metrics = {**outcome.metrics, **sizing.metrics()}
+    warnings = [*outcome.warnings, *sizing.warnings]
+    actual = metrics.get("db_size_bytes")
     expected = sizing.plan.expected_bytes
     if isinstance(actual, int) and abs(actual - expected) > SIZE_TOLERANCE * expected:
-        outcome.warnings.append(
+        warnings.append(
             f"the database is {human_bytes(actual)}, {actual / expected - 1:+.0%} off the "
             f"{human_bytes(expected)} expected from the measured size of one scale unit"
         )
-    return outcome
+    resolved = {**outcome.resolved_params, **sizing.params()}
+    return replace(outcome, resolved_params=resolved, metrics=metrics, warnings=tuple(warnings))
 
 
 def check_scale_room(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> None:

@@ -13,6 +13,7 @@ from howfast.model import JSONValue, Sample
 from howfast.targets import pgquery
 from howfast.targets.capabilities import HasStorage
 from howfast.workloads.base import (
+    OutcomeDraft,
     PlanContext,
     PlannedInvocation,
     StepContext,
@@ -76,17 +77,15 @@ class PgbenchInitWorkload(Workload):
             failed = StepOutcome(status="failed", error=_error_tail(result), metrics=metrics)
             return dataset.finish(failed, sizing)
         metrics["db_size_bytes"] = pgquery.database_size(ctx.server())
-        outcome = StepOutcome(metrics=metrics)
+        warnings: tuple[str, ...] = ()
         # The load leaves its tables in the page cache, dirty: the kernel would write them back
         # during the next, measured step (and on cgroup v1 charge that to no one, which reads
         # as another tenant's I/O). A checkpoint writes them now, after pgbench's own timings.
         try:
             metrics["checkpoint_after_load_s"] = round(pgquery.checkpoint(ctx.server()), 3)
         except HowfastError as exc:
-            outcome.warnings.append(
-                f"{exc}: the load's data may still be written back during the next step"
-            )
-        return dataset.finish(outcome, sizing)
+            warnings = (f"{exc}: the load's data may still be written back during the next step",)
+        return dataset.finish(StepOutcome(metrics=metrics, warnings=warnings), sizing)
 
     def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
         assert ctx.connection is not None
@@ -191,7 +190,7 @@ class PgbenchWorkload(Workload):
         with follower:
             result = ctx.run(invocation, on_line=on_line, track=True)
         run = parse.parse_run(result.stdout + "\n" + result.stderr)
-        outcome = StepOutcome(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
+        outcome = OutcomeDraft(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
         outcome.metrics.update(run.metrics())
         outcome.series.update(_progress_series(run))
         log_files = [result.files[name] for name in sorted(result.files)]
@@ -215,7 +214,7 @@ class PgbenchWorkload(Workload):
         elif "tps" not in outcome.metrics:
             outcome.status = "failed"
             outcome.error = "pgbench finished but printed no tps line:\n" + _error_tail(result)
-        return outcome
+        return outcome.freeze()
 
     def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
         assert ctx.connection is not None

@@ -31,6 +31,7 @@ from howfast.targets.base import Target
 from howfast.targets.capabilities import HasLocalServer, HasStorage, Restartable, cannot_restart
 from howfast.units import human_bytes
 from howfast.workloads.base import (
+    OutcomeDraft,
     PlanContext,
     PlannedInvocation,
     StepContext,
@@ -123,10 +124,10 @@ class SeqreadWorkload(Workload):
 
     def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         """A cold start before the samplers run: restart, then drop the page cache."""
-        out = StepOutcome()
+        out = OutcomeDraft()
         if not params.get("cold", True):
             out.resolved_params["cache_reset"] = "none"
-            return out
+            return out.freeze()
         target = ctx.target
         if not isinstance(target, HasStorage) or not target.storage_paths():
             out.warnings.append(
@@ -135,7 +136,7 @@ class SeqreadWorkload(Workload):
                 "sight whether it was cannot be told (cache_cold is null)"
             )
             out.resolved_params["cache_reset"] = "none"
-            return out
+            return out.freeze()
         done = []
         if isinstance(target, Restartable):
             target.restart()
@@ -154,7 +155,7 @@ class SeqreadWorkload(Workload):
                 "partly from memory; cache_cold says whether it was"
             )
         out.resolved_params["cache_reset"] = ", ".join(done) or "none"
-        return out
+        return out.freeze()
 
     def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
         how = "after a server restart and a dropped page cache" if params.get("cold", True) else ""
@@ -194,7 +195,7 @@ class SeqreadWorkload(Workload):
         device_bytes = (
             max(0, after - before) * SECTOR if before is not None and after is not None else None
         )
-        out = StepOutcome(
+        out = OutcomeDraft(
             metrics=read_metrics(table_bytes, seconds, device_bytes, int(str(count[0]))),
             resolved_params={
                 "table": table,
@@ -210,7 +211,7 @@ class SeqreadWorkload(Workload):
                 f"{human_bytes(table_bytes)} table; the rest came from memory, so seqread_s "
                 "is faster than the storage"
             )
-        return out
+        return out.freeze()
 
 
 def _fetch(db: psycopg.Connection[tuple[object, ...]]) -> list[tuple[Any, ...]]:

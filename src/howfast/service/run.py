@@ -1,0 +1,261 @@
+"""The run service: a run of a plan (`howfast run`, a `[fleet]` plan's run, `howfast probe`)
+from a typed request to a stored run, in two moves.
+
+- `prepare(request)` decides everything and creates nothing: the plan loaded and expanded,
+  the install, the targets (or the fleet's place), the `--until` rule, the ETA. Every usage
+  error is raised here, so that `--dry-run` refuses what a run would.
+- `execute(prepared, observer)` runs it: the housekeeping of the kinds present, the store
+  (closing the runs a killed howfast left), live metrics, the Runner or FleetRunner (which
+  install the signal handlers: runner/run.py `record_run`), and closes them whatever happens;
+  it returns the stored run, derived.
+
+The CLI parses options into a request (service/requests.py), prints the dry run or makes the
+progress display, and prints the finished run; it decides nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from howfast.errors import UsageError
+from howfast.machine.memory import cap_floor_problem, memory_basis
+from howfast.machine.pgbin import PgInstall
+from howfast.metrics.live import LINGER_S, MetricsObserver
+from howfast.observer import RunObserver
+from howfast.plans import Plan, effective_settings, expand, load_plan
+from howfast.plans.expand import expand_blocks
+from howfast.plans.load import setting_locations
+from howfast.plans.until import UntilRule, make_rule
+from howfast.plugin import registry
+from howfast.runner import Runner, RunResult
+from howfast.runner.fanout import FanOut
+from howfast.runner.fleet import FleetRunner
+from howfast.samplers.prometheus import prometheus_samplers
+from howfast.service import probe
+from howfast.service.installs import local_install
+from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
+from howfast.service.reading import read_run
+from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
+from howfast.service.stores import open_results
+from howfast.store.base import Store
+from howfast.targets import registry as target_kinds
+from howfast.targets.kind import OptionContext, RunShape, TargetOptions
+from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
+from howfast.targets.userpaths import check_run_targets
+
+__all__ = ["FinishedRun", "PreparedRun", "ProgressDisplay", "RunService"]
+
+
+class RunService:
+    def __init__(self, env: ServiceEnv) -> None:
+        self.env = env
+
+    # -- prepare ----------------------------------------------------------------------------
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        """Everything `howfast run` decides before it creates anything; UsageError (exit 2)
+        for what cannot run."""
+        texts = request.targets
+        options = request.target_options
+        if not texts:
+            raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
+        check_run_targets(texts, options.wal_dir)
+        prometheus = request.sampling.prometheus_url
+        extra_samplers = prometheus_samplers(prometheus) if prometheus else []
+        plan = load_plan(request.plan)
+        live = _live_metrics(request.live_metrics, plan)
+        overrides = request.overrides
+        rule = _until_rule(request.until, plan, overrides.repeat)
+        if rule and plan.fleet is not None:
+            raise UsageError(
+                "--until does not apply to a [fleet] plan (yet): its instances run side by "
+                "side already; use --repeat"
+            )
+        shape = RunShape(
+            until=rule is not None, fleet=plan.fleet is not None, dry_run=request.dry_run
+        )
+        target_kinds.refuse(texts, shape)
+        blocks = expand_blocks(plan, overrides) if rule else None
+        if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
+            overrides = dataclasses.replace(overrides, repeat=rule.minimum)
+        steps = tuple(expand(plan, overrides))
+        if overrides.dataset and not any(registry.plugin(s.workload).loads_data for s in steps):
+            raise UsageError(f"--dataset: plan {plan.name!r} loads no data (no pgbench-init step)")
+        memory_limit = options.memory_bytes if options.memory_bytes is not None else plan.memory
+        floor = memory_limit and cap_floor_problem(
+            memory_limit, "--memory" if options.memory_bytes is not None else "the plan's memory"
+        )
+        if floor:
+            raise UsageError(floor)
+        kind_options = target_kinds.parse_kind_options(
+            options.kind_values, OptionContext("run", texts, memory_limit, plan)
+        )
+        install = local_install(texts, options.pg_bin, self.env.info)
+        settings = effective_settings(plan, overrides)
+        if target_kinds.local_install(texts) == "server":  # clusters howfast creates here
+            _check_settings(request.plan, plan, overrides.settings, install, memory_limit)
+        made = TargetOptions(
+            install,
+            wal_dir=options.wal_dir,
+            settings=settings,
+            keep=options.keep,
+            overwrite=options.overwrite,
+            checksums=options.checksums,
+            memory_limit=memory_limit,
+            kind_options=kind_options,
+        )
+        prepared = PreparedRun(
+            command="howfast run",
+            plan_name=plan.name,
+            install=install,
+            steps=steps,
+            targets=(),
+            label=request.label,
+            live_metrics=live,
+            housekeeping=() if request.dry_run else texts,
+        )
+        if plan.fleet is not None:
+            _refuse_with_fleet(wal_dir=options.wal_dir, keep=options.keep, prometheus=prometheus)
+            scenarios = tuple(plan.fleet.all_scenarios())
+            place = target_kinds.fleet_place(texts, made, planned=request.dry_run)
+            place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
+            return dataclasses.replace(prepared, fleet=PreparedFleet(place, scenarios))
+        targets = target_kinds.make_targets(texts, made)
+        return dataclasses.replace(
+            prepared,
+            targets=tuple(targets),
+            until=(rule, tuple(blocks)) if rule and blocks is not None else None,
+            sampling=request.sampling,
+            extra_samplers=tuple(extra_samplers),
+        )
+
+    def prepare_probe(self, request: ProbeRequest) -> PreparedRun:
+        """Everything `howfast probe` decides before it creates anything (service/probe.py)."""
+        return probe.prepare_probe(self.env, request)
+
+    # -- execute ----------------------------------------------------------------------------
+    def execute(
+        self, prepared: PreparedRun, observer: ProgressDisplay, *, for_people: bool = True
+    ) -> FinishedRun:
+        """Run it and store it, step by step; the observer is closed when the run ends,
+        whatever happens. The run returned is derived as `results show` reads it
+        (`for_people`: its texts made safe to print, for tables)."""
+        try:
+            for line in target_kinds.housekeeping(prepared.housekeeping):
+                self.env.info(line)
+            if prepared.before_store is not None:
+                prepared.before_store()
+            db = open_results(self.env, None)
+        except BaseException:
+            observer.close()
+            raise
+        try:
+            result = self._run(prepared, db, observer)
+            run = read_run(db, result.run_id, for_people=for_people)
+        finally:
+            db.close()
+        assert run is not None, f"run {result.run_id} was just stored"
+        return FinishedRun(result.run_id, result.status, result.failed_steps, run)
+
+    def _run(self, prepared: PreparedRun, db: Store, observer: ProgressDisplay) -> RunResult:
+        live = None
+        linger_s = 0.0
+        try:
+            if prepared.live_metrics is not None:
+                live = self._serve_metrics(prepared.plan_name, prepared.live_metrics)
+            run_observer: RunObserver = FanOut(observer, live) if live else observer
+            result = self._runner(prepared, db, run_observer).execute()
+            # Not after Ctrl-C: then the exporter stops at once.
+            linger_s = LINGER_S if result.status != "aborted" else 0.0
+        finally:
+            observer.close()
+            if live:  # one last scrape of the final figures, if something is scraping
+                live.close(linger_s=linger_s)
+        return result
+
+    def _runner(
+        self, prepared: PreparedRun, db: Store, observer: RunObserver
+    ) -> Runner | FleetRunner:
+        if prepared.fleet is not None:
+            return FleetRunner(
+                db,
+                prepared.fleet.place,
+                prepared.fleet.scenarios,
+                list(prepared.steps),
+                plan_name=prepared.plan_name,
+                install=prepared.install,
+                observer=observer,
+                label=prepared.label,
+                clock=self.env.clock,
+                cancel=self.env.cancel,
+            )
+        return Runner(
+            db,
+            list(prepared.targets),
+            list(prepared.steps),
+            plan_name=prepared.plan_name,
+            install=prepared.install,
+            observer=observer,
+            label=prepared.label,
+            sample_interval_s=prepared.sampling.interval_s,
+            extra_samplers=prepared.extra_samplers,
+            until=prepared.until,
+            clock=self.env.clock,
+            cancel=self.env.cancel,
+        )
+
+    def _serve_metrics(self, plan_name: str, live: LiveMetrics) -> MetricsObserver:
+        """The live exporter, already serving (`run --metrics-port`)."""
+        assert live.port is not None
+        observer = MetricsObserver(plan_name)
+        server = observer.serve(live.port, live.address)
+        self.env.info(f"serving Prometheus metrics on {server.url} while the run lasts")
+        return observer
+
+
+def _refuse_with_fleet(**given: object) -> None:
+    """Options that do not combine with a fleet (yet), each refused by name (the kinds
+    refuse their own: targets/kinds/)."""
+    named = [name for name, value in given.items() if value]
+    if named:
+        options = ", ".join(f"--{n.replace('_', '-')}" for n in named)
+        raise UsageError(f"a fleet plan cannot be combined with {options} (yet)")
+
+
+def _live_metrics(given: LiveMetrics, plan: Plan) -> LiveMetrics | None:
+    """--metrics-port, else the plan's metrics_port; None: no live exporter."""
+    port = given.port if given.port is not None else plan.metrics_port
+    if given.address and port is None:
+        raise UsageError("--metrics-address needs --metrics-port (or the plan's metrics_port)")
+    return None if port is None else LiveMetrics(port, given.address)
+
+
+def _until_rule(given: UntilOptions, plan: Plan, repeat: int | None) -> UntilRule | None:
+    """--until/--budget, else the plan's `until` and `budget`; --repeat (or the plan's
+    `repeat`) is the minimum number of repetitions."""
+    return make_rule(
+        given.until if given.until is not None else plan.until,
+        given.budget if given.budget is not None else plan.budget,
+        repeat=repeat if repeat is not None else plan.repeat,
+        until_option="the plan's until" if given.until is None and plan.until else "--until",
+        budget_option="--budget" if given.budget is not None else "the plan's budget",
+    )
+
+
+def _check_settings(
+    plan_ref: str,
+    plan: Plan,
+    sets: dict[str, str],
+    install: PgInstall,
+    memory_limit: int | None,
+) -> None:
+    """The settings of clusters howfast creates: checked before anything is created or
+    stored, by the PostgreSQL that would read them, and against memory."""
+    sources = [SettingSource(*located) for located in setting_locations(plan_ref, plan)] + [
+        SettingSource(n, v, f"--set {n}={v}") for n, v in sets.items()
+    ]
+    check_settings(install, sources)
+    # The memory it needs is that of the value in force: a --set replaces the plan's.
+    in_force = [
+        s for s in sources if not (s.name in sets and s.where.endswith(f": settings.{s.name}"))
+    ]
+    check_shared_memory(in_force, memory_basis(memory_limit))
