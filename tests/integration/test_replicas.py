@@ -252,16 +252,21 @@ def _left_behind(*directories: Path) -> list[str]:
 def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> None:
     """The issue's done-when: every pgbench step has replication lags and a SyncRep share,
     the primary has the design's settings, nothing is left afterwards."""
-    before = set(_cgroups("howfast-io-")) | set(_cgroups("howfast-standby-"))
-    target = f"{target_dir}?replicas=1&sync=on"
-    out = howfast("run", "quick", "--target", target, "--modes", "tpcb-like",
-                  "--clients", "1", "--duration", "5s", "--json")  # fmt: skip
+    before = set(_cgroups("howfast-standby-"))
+    out = howfast("run", "quick", "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--modes", "tpcb-like", "--clients", "1", "--duration", "5s",
+                  "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     (record,) = doc["targets"]
     assert record["name"] == f"{target_dir} with 1 sync standby (on)"
     assert record["settings"]["synchronous_standby_names"] == "FIRST 1 (standby_1)"
     assert record["settings"]["synchronous_commit"] == "on"
+    (standby,) = record["standbys"]
+    assert standby["name"] == "standby_1" and standby["sync_state"] == "sync"
+    assert standby["version"] == record["pg_version"]
+    assert standby["location"].startswith(f"{target_dir}/howfast-")
+    assert standby["port"] > 0 and "device" in standby
     steps = [s for s in doc["steps"] if s["workload"] == "pgbench"]
     assert steps and all(s["status"] == "completed" for s in steps)
     for step in steps:
@@ -277,7 +282,10 @@ def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> No
         assert m["design_write_bytes_per_tx"] > 0
         assert "standby_1" in step["io"]["standbys"]
     assert _left_behind(target_dir) == []
-    assert set(_cgroups("howfast-io-")) | set(_cgroups("howfast-standby-")) <= before
+    # Its cgroups are gone (others' runs on this machine may have theirs meanwhile)
+    token = Path(standby["location"]).parent.name.removeprefix("howfast-")
+    assert _cgroups(f"howfast-io-{token}") == []
+    assert set(_cgroups("howfast-standby-")) <= before
 
 
 def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target_dir: Path) -> None:
@@ -399,3 +407,35 @@ def test_the_dry_run_shows_each_standby(howfast: Howfast, target_dir: Path) -> N
         'synchronous_commit = "remote_apply"',
     ]
     assert list(target_dir.iterdir()) == []  # nothing created
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--replicas", "-1"], "-1 is not in the range 0<=x<=8"),
+        (["--sync", "on"], "--sync needs standbys: give --replicas N (N >= 1) or ?replicas=N"),
+        (["--replicas", "2", "--standby-dir", "/tmp", "--standby-dir", "/var/tmp",
+          "--standby-dir", "/"], "give one --standby-dir, or one per standby (2), not 3"),
+        (["--replicas", "1", "--keep"], "--keep keeps one cluster; a primary with standbys"),
+        (["--replicas", "1", "--set", "synchronous_commit=off"],
+         "--sync on sets synchronous_commit: drop one of them"),
+    ],
+)  # fmt: skip
+def test_bad_run_options_are_refused_before_anything(
+    howfast: Howfast, target_dir: Path, args: list[str], said: str
+) -> None:
+    plan = howfast.plan(TINY_PLAN.format(duration="1s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), *args)
+    assert out.returncode == 2 and said in out.stderr, out.stderr[-2000:]
+    assert [p.name for p in target_dir.iterdir() if p.name.startswith("howfast-")] == []
+
+
+def test_replicas_on_a_server_howfast_did_not_create(howfast: Howfast) -> None:
+    out = howfast("run", "quick", "--target", "postgresql://bench@127.0.0.1:1/bench",
+                  "--replicas", "1")  # fmt: skip
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert (
+        "postgresql://bench@127.0.0.1:1/bench: howfast does not add standbys to a server it "
+        "did not create" in out.stderr
+    )
+    assert "run without --replicas" in out.stderr and "pg_stat_replication" in out.stderr

@@ -10,7 +10,11 @@ import pytest
 
 from howfast.design import DesignOptions, merge_design, split_design_query
 from howfast.errors import UsageError
+from howfast.machine.pgbin import PgInstall
+from howfast.targets import registry
 from howfast.targets.base import Connection
+from howfast.targets.kind import TargetOptions
+from howfast.targets.local import LocalTarget
 from howfast.targets.replicas.builders import (
     MAX_SLOT_KEEP_BYTES,
     basebackup_argv,
@@ -199,3 +203,40 @@ def test_null_lags_stay_none() -> None:
 def test_a_row_of_another_shape_is_refused() -> None:
     with pytest.raises(ValueError):
         parse_state([["standby_1", "streaming"]])
+
+
+# -- the kinds and the design options --------------------------------------------------------
+
+INSTALL = PgInstall(Path("/usr/lib/postgresql/15/bin"), "15.18", "test")
+
+
+@pytest.mark.parametrize(
+    ("text", "design", "said"),
+    [
+        ("k8s://fast", DesignOptions(replicas=1), "--replicas: not for k8s://fast (a k8s://"),
+        ("postgresql://u:pw@db/app", DesignOptions(replicas=1),
+         "postgresql://u:***@db/app: howfast does not add standbys to a server it did not create"),
+        ("postgresql://db/app", DesignOptions(sync="on"), "--sync: not for postgresql://db/app"),
+    ],
+)  # fmt: skip
+def test_kinds_refuse_the_design_options_they_cannot_build(
+    text: str, design: DesignOptions, said: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        registry.make_targets([text], TargetOptions(INSTALL, design=design))
+    assert said in str(caught.value)
+    assert ":pw@" not in str(caught.value)
+
+
+def test_a_directory_takes_the_run_options_and_its_own_query_first() -> None:
+    options = TargetOptions(INSTALL, design=DesignOptions(replicas=2, sync="remote_write"))
+    (plain,) = registry.make_targets(["/mnt/a"], options)
+    (own,) = registry.make_targets(["/mnt/a?sync=off"], options)
+    assert isinstance(plain, LocalTarget) and isinstance(own, LocalTarget)
+    assert plain.replicas == ReplicaSpec(2, "remote_write") and own.replicas == ReplicaSpec(
+        2, "off"
+    )
+    assert plain.name == "/mnt/a with 2 sync standbys (remote_write)"
+    assert own.directory == Path("/mnt/a") and own.name == "/mnt/a with 2 async standbys"
+    (none,) = registry.make_targets(["/mnt/a"], TargetOptions(INSTALL))
+    assert isinstance(none, LocalTarget) and none.replicas is None and none.name == "/mnt/a"

@@ -200,7 +200,7 @@ def _design_run() -> RunRecord:
 
     def pgbench(target: str, clients: int, tps: float, p99: float, standby: bool) -> StepRecord:
         step = _step(syncrep=40 if standby else 0, commit=40, cpu=20, lags=[1.5, 2.0, 1.0])
-        step.target, step.metrics = target, {"tps": tps, "latency_p99_ms": p99}
+        step = replace(step, target=target, metrics={"tps": tps, "latency_p99_ms": p99})
         step.params["clients"] = clients
         if not standby:
             del step.sections["postgres"]["replication"]

@@ -102,6 +102,7 @@ class RunService:
             checksums=options.checksums,
             memory_limit=memory_limit,
             kind_options=kind_options,
+            design=options.design,
         )
         prepared = PreparedRun(
             command="howfast run",

@@ -28,7 +28,7 @@ from howfast.machine.fsinfo import describe_path, same_filesystem, whole_disk_nu
 from howfast.machine.memory import cap_problem
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
 from howfast.targets.capabilities import (
@@ -389,7 +389,7 @@ class LocalTarget(
     def standbys(self) -> Sequence[StandbyMember]:
         return list(self.replica_set.members) if self.replica_set else []
 
-    def standby_records(self) -> tuple[dict[str, object], ...]:
+    def standby_records(self) -> tuple[dict[str, JSONValue], ...]:
         """What the target's record says of each standby, with its sync state now."""
         if self.replica_set is None:
             return ()
@@ -542,6 +542,7 @@ class LocalTarget(
             settings=settings,
             device=device,
             location=str(self.directory),
+            standbys=self.standby_records(),
         )
 
     def alive(self) -> bool:

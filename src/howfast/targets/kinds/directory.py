@@ -107,6 +107,7 @@ class DirectoryKind(TargetKind):
         ),
     )
     local_install = "server"
+    design_keys = DESIGN_KEYS
     fleet_usage = "a directory (its instances live in subdirectories of it)"
     fleet_example = "--target DIR"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
+from howfast.design import DesignOptions
 from howfast.errors import UsageError
 from howfast.redact import redact_dsn
 from howfast.targets.base import Target
@@ -39,6 +40,16 @@ class DsnKind(TargetKind):
     def matches(self, text: str) -> bool:
         return text.startswith(SCHEMES) or is_conninfo(text)
 
+    def refuse_design(self, text: str, design: DesignOptions) -> None:
+        if design.replicas:
+            raise UsageError(
+                f"{redact_dsn(text)}: howfast does not add standbys to a server it did not create",
+                "to measure an existing primary with its standbys, run without --replicas: "
+                "the standbys it streams to are found in pg_stat_replication, and a synchronous "
+                "one's waits (IPC:SyncRep) in wait_syncrep_share",
+            )
+        super().refuse_design(text, design)
+
     def create(self, text: str, options: TargetOptions) -> list[Target]:
         from howfast.targets.dsn import DsnTarget
 
@@ -50,15 +61,6 @@ class DsnKind(TargetKind):
                 "of an existing server (postgresql://...)",
                 "drop --memory, or give --dataset SIZE to size the data for that server",
             )
-        if options.design.replicas:
-            raise UsageError(
-                f"{redact_dsn(text)}: howfast does not add standbys to a server it did not create",
-                "to measure an existing primary with its standbys, run without --replicas: "
-                "the standbys it streams to are found in pg_stat_replication",
-            )
-        if options.design.given():
-            flags = ", ".join(f"--{k.replace('_', '-')}" for k in options.design.given())
-            raise UsageError(f"{flags}: for directory and k8s:// targets only")
         return [DsnTarget(text, install=options.install, overwrite=options.overwrite)]
 
 
