@@ -148,6 +148,11 @@ def test_a_step_waiting_for_its_standby_is_limited_by_synchronous_replication() 
     assert m["replication_sent_bytes"] == 4096 and m["replication_replayed_bytes"] == 2048
     # 1 client at 500 TPS: 2 ms active per transaction, 46% of it waiting for the standby
     assert m["commit_syncrep_wait_ms"] == 0.92
+    # The commit split (sync on: local flush, the hop and the standby's write, its flush)
+    assert m["commit_local_flush_ms"] == 0.56  # IO:WALSync 28% of 2 ms
+    assert m["commit_replication_rtt_ms"] == 0.475  # the write lag p50
+    assert m["commit_standby_flush_ms"] == 1.425  # flush lag p50 - write lag p50
+    assert "commit_standby_apply_ms" not in m  # on does not wait for the replay
     assert m["wait_commit_share"] == 0.74  # the commit path keeps SyncRep, as before
     why_ = derived.sections["why"]
     assert why_["verdict"] == "synchronous replication"
@@ -159,6 +164,20 @@ def test_a_step_waiting_for_its_standby_is_limited_by_synchronous_replication() 
         "On /mnt/a, tpcb-like at 1 client is limited by synchronous replication: 46% of "
         "active time waiting for the standby; flush lag p50 1.9 ms"
     )
+
+
+def test_asynchronous_standbys_split_nothing_but_the_local_flush() -> None:
+    step = _step(syncrep=0, commit=50, cpu=50, lags=[1.0])
+    m = derive_step(step, [], target_settings={"synchronous_standby_names": ""}).metrics
+    assert m["commit_local_flush_ms"] == 1.0 and m["wait_syncrep_share"] == 0
+    assert "commit_replication_rtt_ms" not in m and "commit_standby_flush_ms" not in m
+    apply = {
+        "synchronous_standby_names": "FIRST 1 (standby_1)",
+        "synchronous_commit": "remote_apply",
+    }
+    m = derive_step(step, [], target_settings=apply).metrics
+    assert m["commit_replication_rtt_ms"] == 0.25 and m["commit_standby_flush_ms"] == 0.75
+    assert "commit_standby_apply_ms" not in m  # no replay lag was recorded: no part
 
 
 def test_storage_latency_wins_when_local_flushes_are_larger() -> None:
@@ -246,7 +265,7 @@ def test_the_design_table_is_shown_for_the_replication_plan() -> None:
     assert table is not None
     assert [c.text for c in table.rows[1]] == [
         "/a with 1 sync standby (on)", "1 sync standby (on)", "3.5", "1: 310 / 4: 1,000",
-        "1: 5.25 / 4: 7.00", "40%", "1.50", "1.29", "–",
+        "1: 5.25 / 4: 7.00", "40%", "1.50", "1.29", "1.29 + 0.38 + 1.12", "–",
     ]  # fmt: skip
     assert [c.text for c in table.rows[0]][:3] == ["/a", "no standby", "2.5"]
     plain = replace(run, plan="quick", targets=run.targets[:1],

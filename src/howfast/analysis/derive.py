@@ -172,7 +172,7 @@ def derive_step(
     )
     if step.sections:
         _add_io_analysis(out)
-        _add_why_figures(out)
+        _add_why_figures(out, target_settings)
     if step.workload == "pgbench" and step.status == "completed":
         _add_percentile_trust(out)
         _add_rate_verdicts(out)
@@ -206,7 +206,18 @@ def _add_io_analysis(step: StepRecord) -> None:
     _warn(step, analysis.warnings)
 
 
-def _add_why_figures(step: StepRecord) -> None:
+def _sync_commit_level(step: StepRecord, settings: Mapping[str, str] | None) -> str | None:
+    """synchronous_commit when commits wait for synchronous standbys, else None."""
+    merged = {**(settings or {})}
+    step_settings = step.all_params.get("settings")
+    if isinstance(step_settings, Mapping):
+        merged.update({str(k): str(v) for k, v in step_settings.items()})
+    if replication.sync_level(merged) is None:
+        return None
+    return str(merged.get("synchronous_commit") or "on")
+
+
+def _add_why_figures(step: StepRecord, target_settings: Mapping[str, str] | None = None) -> None:
     """The wait profile, and PostgreSQL's own I/O beside the device's."""
     postgres = step.sections.get("postgres")
     if isinstance(postgres, dict):
@@ -227,7 +238,8 @@ def _add_why_figures(step: StepRecord) -> None:
     if step.workload == "pgbench":  # after the primary's own I/O: the design adds to it
         profile = why.wait_profile(postgres) if isinstance(postgres, dict) else None
         idle = profile.idle_share if profile is not None else None
-        _add(step, replication.replication_metrics(step, idle), set())
+        level = _sync_commit_level(step, target_settings)
+        _add(step, replication.replication_metrics(step, idle, level), set())
 
 
 def _add_verdict(

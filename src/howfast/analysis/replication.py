@@ -10,6 +10,10 @@ From what the replication sampler stored (`postgres.replication`, series
 - `wait_syncrep_share`: the share of active-session samples waiting for a synchronous standby
   (`IPC:SyncRep`);
 - `commit_syncrep_wait_ms`: that share of a transaction's active time, in milliseconds;
+- the commit time split, an estimate: `commit_local_flush_ms` (the local commit path's share
+  of the active time per transaction), `commit_replication_rtt_ms` (the write lag p50: the hop
+  and the standby's write), `commit_standby_flush_ms` (flush lag p50 - write lag p50) and
+  `commit_standby_apply_ms` (replay - flush), each for the levels that wait for it;
 - `standby_write_bytes`: what the standbys wrote themselves (their I/O cgroups, else their
   processes' /proc/PID/io: `io.standbys`), and `design_write_bytes`,
   `design_write_bytes_per_tx`: the primary's own writes (`pg_write_bytes`) plus those, over
@@ -22,14 +26,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from howfast.analysis.own_io import attribute_io
 from howfast.model import JSONValue, RunRecord, Sample, StepRecord
 
 LAGS = ("write", "flush", "replay")
+# The commit split's parts, in the order a commit meets them: (short name, metric)
+SPLIT_PARTS = (
+    ("local flush", "commit_local_flush_ms"),
+    ("hop + standby write", "commit_replication_rtt_ms"),
+    ("standby flush", "commit_standby_flush_ms"),
+    ("standby replay", "commit_standby_apply_ms"),
+)
 SYNCREP = "IPC:SyncRep"
+# The local commit path (why.py's COMMIT_EVENTS without SyncRep): writing and flushing WAL
+LOCAL_COMMIT = frozenset(
+    {"IO:WALSync", "IO:WALWrite", "IO:WALInitSync", "IO:WALInitWrite", "LWLock:WALWrite",
+     "LWLock:WALWriteLock"}
+)  # fmt: skip
+# What a commit waits for on the standby at each level, in order
+WAITS_FOR = {"remote_write": ("write",), "on": ("write", "flush"),
+             "remote_apply": ("write", "flush", "replay")}  # fmt: skip
 
 
 def nearest_rank(values: Sequence[float], p: float) -> float | None:
@@ -100,7 +119,45 @@ def active_ms_per_transaction(step: StepRecord, share_idle: float | None) -> flo
     return clients * (1 - (share_idle or 0.0)) / float(tps) * 1000
 
 
-def replication_metrics(step: StepRecord, idle_share: float | None) -> dict[str, JSONValue]:
+def share_of(sections: Mapping[str, Any], keys: frozenset[str]) -> float | None:
+    postgres = sections.get("postgres")
+    sampling = postgres.get("wait_sampling") if isinstance(postgres, Mapping) else None
+    counts = sampling.get("counts") if isinstance(sampling, Mapping) else None
+    if not isinstance(counts, Mapping):
+        return None
+    active = sum(v for v in counts.values() if isinstance(v, int | float))
+    waiting = sum(v for k, v in counts.items() if k in keys and isinstance(v, int | float))
+    return waiting / active if active else None
+
+
+def commit_split(
+    step: StepRecord, lags: Mapping[str, JSONValue], active_ms: float | None, level: str | None
+) -> dict[str, JSONValue]:
+    """A commit's time in parts (an estimate: lags are read once a second). The walsender
+    sends WAL once it is flushed locally, and PostgreSQL times each position from that flush
+    to the standby's write, flush and replay: so a commit is about the local flush plus the
+    lag of the level it waits for."""
+    out: dict[str, JSONValue] = {}
+    local = share_of(step.sections, LOCAL_COMMIT)
+    if local is not None and active_ms is not None:
+        out["commit_local_flush_ms"] = round(local * active_ms, 3)
+    p50 = {lag: lags.get(f"replication_{lag}_lag_p50_ms") for lag in LAGS}
+    waited = WAITS_FOR.get(level or "", ())
+    previous = 0.0
+    names = {"write": "commit_replication_rtt_ms", "flush": "commit_standby_flush_ms",
+             "replay": "commit_standby_apply_ms"}  # fmt: skip
+    for lag in waited:
+        value = p50.get(lag)
+        if not isinstance(value, int | float):
+            break
+        out[names[lag]] = round(max(0.0, float(value) - previous), 3)
+        previous = float(value)
+    return out
+
+
+def replication_metrics(
+    step: StepRecord, idle_share: float | None, level: str | None = None
+) -> dict[str, JSONValue]:
     """Every figure of this module for one step; {} when it had no replication section and no
     SyncRep wait (a server without synchronous standbys)."""
     found = replication_section(step.sections)
@@ -119,11 +176,12 @@ def replication_metrics(step: StepRecord, idle_share: float | None) -> dict[str,
                 if numbers:
                     out[f"replication_{key}"] = sum(numbers)
     out.update(design_write_metrics(step))
+    active = active_ms_per_transaction(step, idle_share)
     if share is not None:
         out["wait_syncrep_share"] = round(share, 4)
-        active = active_ms_per_transaction(step, idle_share)
         if active is not None:
             out["commit_syncrep_wait_ms"] = round(share * active, 3)
+    out.update(commit_split(step, out, active, level))
     return out
 
 
@@ -181,6 +239,8 @@ class DesignRow:
     sync_lag_p50_ms: float | None
     commit_syncrep_wait_ms: float | None
     write_bytes_per_tx: float | None  # primary and standbys, their own writes
+    # The commit split at the fewest clients: part name -> ms (an estimate)
+    commit_split: dict[str, float] = field(default_factory=dict)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -247,6 +307,11 @@ def design_rows(run: RunRecord) -> list[DesignRow]:
                 sync_lag_p50_ms=mean_of(f"replication_{lag}_lag_p50_ms", fewest),
                 commit_syncrep_wait_ms=mean_of("commit_syncrep_wait_ms", fewest),
                 write_bytes_per_tx=mean_of("design_write_bytes_per_tx", fewest),
+                commit_split={
+                    part: v
+                    for part, name in SPLIT_PARTS
+                    if (v := mean_of(name, fewest)) is not None
+                },
             )
         )
     return rows
@@ -271,4 +336,5 @@ def design_document(row: DesignRow) -> dict[str, JSONValue]:
         "sync_lag_p50_ms": row.sync_lag_p50_ms,
         "commit_syncrep_wait_ms": row.commit_syncrep_wait_ms,
         "design_write_bytes_per_tx": row.write_bytes_per_tx,
+        "commit_split_ms": {part: round(v, 3) for part, v in row.commit_split.items()},
     }

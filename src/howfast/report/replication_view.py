@@ -15,7 +15,7 @@ from howfast.report.figures import DASH
 from howfast.report.tables import Cell, Table
 
 COLUMNS = ("target", "design", "load s", "TPS by clients", "p99 ms by clients",
-           "SyncRep share", "sync lag p50 ms", "SyncRep wait ms/tx",
+           "SyncRep share", "sync lag p50 ms", "SyncRep wait ms/tx", "commit split ms",
            "bytes written/tx, all volumes")  # fmt: skip
 
 
@@ -44,8 +44,14 @@ def cells(row: DesignRow) -> list[str]:
         _share(row.syncrep_share),
         _f(row.sync_lag_p50_ms, 2),
         _f(row.commit_syncrep_wait_ms, 2),
+        _split(row.commit_split),
         _f(row.write_bytes_per_tx, 0),
     ]
+
+
+def _split(parts: Mapping[str, float]) -> str:
+    """'0.56 + 0.48 + 1.43' (local flush + hop and standby write + standby flush)."""
+    return " + ".join(f"{v:.2f}" for v in parts.values()) if parts else DASH
 
 
 def _title(rows: list[DesignRow]) -> str:
@@ -62,10 +68,12 @@ def design_table(run: RunRecord) -> Table | None:
     for row in rows:
         table.rows.append([Cell(text, numeric=i >= 2) for i, text in enumerate(cells(row))])
     table.notes.append(
-        "SyncRep share, sync lag, SyncRep wait and bytes written at the fewest clients: the "
-        "share of active time waiting for a synchronous standby, the lag of the level's wait, "
-        "that wait per transaction, and what the primary and its standbys wrote themselves "
-        "per transaction (docs/replication.md)"
+        "SyncRep share, sync lag, SyncRep wait, commit split and bytes written at the fewest "
+        "clients: the share of active time waiting for a synchronous standby, the lag of the "
+        "level's wait, that wait per transaction, a commit's time as local flush + hop and "
+        "standby write + standby flush (+ replay), an estimate from once-a-second lags, and "
+        "what the primary and its standbys wrote themselves per transaction "
+        "(docs/replication.md)"
     )
     return table
 
@@ -103,6 +111,7 @@ def compare_parts(designs: Sequence[Mapping[str, JSONValue]]) -> list[Renderable
             sync_lag_p50_ms=_opt(doc.get("sync_lag_p50_ms")),
             commit_syncrep_wait_ms=_opt(doc.get("commit_syncrep_wait_ms")),
             write_bytes_per_tx=_opt(doc.get("design_write_bytes_per_tx")),
+            commit_split=_parts(doc.get("commit_split_ms")),
         )
         table.add_row(str(doc.get("run")), *cells(row))
     return [table]
@@ -114,6 +123,12 @@ def _opt(value: JSONValue) -> float | None:
 
 def _int(value: JSONValue) -> int:
     return int(value) if isinstance(value, int | float) else 0
+
+
+def _parts(value: JSONValue) -> dict[str, float]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float)}
 
 
 def _by_client_doc(value: JSONValue) -> dict[int, float]:
