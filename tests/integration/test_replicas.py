@@ -439,3 +439,13 @@ def test_replicas_on_a_server_howfast_did_not_create(howfast: Howfast) -> None:
         "did not create" in out.stderr
     )
     assert "run without --replicas" in out.stderr and "pg_stat_replication" in out.stderr
+
+
+def test_a_plans_design_gives_the_standbys(howfast: Howfast, target_dir: Path) -> None:
+    plan = howfast.plan('[design]\nreplicas = 1\nsync = "off"\n' + TINY_PLAN.format(duration="2s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    (record,) = json.loads(out.stdout)["targets"]
+    assert record["name"] == f"{target_dir} with 1 async standby"
+    assert [(s["name"], s["sync_state"]) for s in record["standbys"]] == [("standby_1", "async")]
+    assert _left_behind(target_dir) == []

@@ -9,8 +9,9 @@ from pathlib import Path, PurePath
 import pytest
 
 from howfast.design import DesignOptions, merge_design, split_design_query
-from howfast.errors import UsageError
+from howfast.errors import PlanError, UsageError
 from howfast.machine.pgbin import PgInstall
+from howfast.plans import load_plan
 from howfast.targets import registry
 from howfast.targets.base import Connection
 from howfast.targets.kind import TargetOptions
@@ -240,3 +241,40 @@ def test_a_directory_takes_the_run_options_and_its_own_query_first() -> None:
     assert own.directory == Path("/mnt/a") and own.name == "/mnt/a with 2 async standbys"
     (none,) = registry.make_targets(["/mnt/a"], TargetOptions(INSTALL))
     assert isinstance(none, LocalTarget) and none.replicas is None and none.name == "/mnt/a"
+
+
+# -- a plan's [design] ---------------------------------------------------------------------
+
+
+def _plan(tmp_path: Path, design: str) -> Path:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        f'{design}\n[[steps]]\nworkload = "pgbench"\nmodes = ["tpcb-like"]\n'
+        'clients = [1]\nduration = "1s"\n'
+    )
+    return path
+
+
+def test_a_plans_design_section(tmp_path: Path) -> None:
+    plan = load_plan(str(_plan(tmp_path, '[design]\nreplicas = 2\nsync = "remote_apply"\n'
+                                          'standby_latency = "1ms"')))  # fmt: skip
+    assert plan.design is not None
+    assert plan.design.options() == DesignOptions(
+        replicas=2, sync="remote_apply", standby_latency_ms=1.0
+    )
+    assert load_plan(str(_plan(tmp_path, ""))).design is None
+
+
+@pytest.mark.parametrize(
+    ("section", "said"),
+    [
+        ("replicas = 9", "replicas"),
+        ('sync = "maybe"', "sync"),
+        ("replica = 1", "replica"),
+        ('standby_latency = "1s"', "standby_latency"),
+    ],
+)
+def test_a_bad_design_section_is_refused(tmp_path: Path, section: str, said: str) -> None:
+    with pytest.raises(PlanError) as caught:
+        load_plan(str(_plan(tmp_path, f"[design]\n{section}")))
+    assert said in str(caught.value)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from howfast.design import DesignOptions, merge_design
 from howfast.errors import UsageError
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
@@ -102,7 +103,10 @@ class RunService:
             checksums=options.checksums,
             memory_limit=memory_limit,
             kind_options=kind_options,
-            design=options.design,
+            # a target's own ?replicas= first (its kind), then the run options, then the plan
+            design=merge_design(
+                options.design, plan.design.options() if plan.design else DesignOptions()
+            ),
         )
         prepared = PreparedRun(
             command="howfast run",
@@ -116,6 +120,11 @@ class RunService:
         )
         if plan.fleet is not None:
             _refuse_with_fleet(wal_dir=options.wal_dir, keep=options.keep, prometheus=prometheus)
+            if made.design.given():  # a fleet's instances are made without the target kinds
+                raise UsageError(
+                    "a fleet plan's instances get no standbys (yet): drop --replicas, --sync, "
+                    "--standby-dir, --standby-latency and the plan's [design]"
+                )
             scenarios = tuple(plan.fleet.all_scenarios())
             place = target_kinds.fleet_place(texts, made, planned=request.dry_run)
             place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
