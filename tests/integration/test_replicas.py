@@ -449,3 +449,14 @@ def test_a_plans_design_gives_the_standbys(howfast: Howfast, target_dir: Path) -
     assert record["name"] == f"{target_dir} with 1 async standby"
     assert [(s["name"], s["sync_state"]) for s in record["standbys"]] == [("standby_1", "async")]
     assert _left_behind(target_dir) == []
+
+
+def test_the_replication_plan_on_one_target_says_it_compares_designs(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    one = howfast("run", "replication", "--target", str(target_dir), "--dry-run")
+    assert one.returncode == 0 and "the replication plan compares designs" in one.stderr
+    two = howfast("run", "replication", "--target", str(target_dir),
+                  "--target", f"{target_dir}?replicas=1", "--dry-run")  # fmt: skip
+    assert two.returncode == 0 and "compares designs" not in two.stderr, two.stderr[-2000:]
+    assert "standby_1: base backup from the primary" in two.stdout

@@ -63,6 +63,11 @@ class RunService:
         prometheus = request.sampling.prometheus_url
         extra_samplers = prometheus_samplers(prometheus) if prometheus else []
         plan = load_plan(request.plan)
+        if plan.name == "replication" and len(texts) < 2:  # said, not refused
+            self.env.info(
+                "warning: the replication plan compares designs: give two or more --target "
+                "(e.g. DIR and 'DIR?replicas=1&sync=on')"
+            )
         live = _live_metrics(request.live_metrics, plan)
         overrides = request.overrides
         rule = _until_rule(request.until, plan, overrides.repeat)
