@@ -460,3 +460,51 @@ def test_the_replication_plan_on_one_target_says_it_compares_designs(
                   "--target", f"{target_dir}?replicas=1", "--dry-run")  # fmt: skip
     assert two.returncode == 0 and "compares designs" not in two.stderr, two.stderr[-2000:]
     assert "standby_1: base backup from the primary" in two.stdout
+
+
+RESTART_PLAN = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "3s"
+settings = {shared_buffers = "48MB"}  # a restart of the primary before this step
+"""
+
+
+def test_a_primary_restarted_for_a_step_finds_its_standby_again(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """A step setting that needs a restart: the standby reconnects (its walreceiver retries)
+    and the step, which waits for it at every commit, measures the design again."""
+    plan = howfast.plan(RESTART_PLAN)
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    (step,) = [s for s in json.loads(out.stdout)["steps"] if s["workload"] == "pgbench"]
+    assert step["status"] == "completed", step["error"]  # the restart and the wait held
+    assert "settings_applied" not in step["resolved"]  # (False when the target refused)
+    standby = step["postgres"]["replication"]["standbys"]["standby_1"]
+    assert standby["state"] == "streaming" and standby["sync_state"] == "sync"
+    assert step["metrics"]["wait_syncrep_share"] > 0
+    assert _left_behind(target_dir) == []
+
+
+def test_a_killed_run_with_a_standby_dir_is_cleaned_up(howfast: Howfast, target_dir: Path) -> None:
+    other = target_dir.parent / "standbys"
+    other.mkdir()
+    other.chmod(0o755)
+    plan = howfast.plan(TINY_PLAN.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--standby-dir", str(other))  # fmt: skip
+    wait_for(proc, "[2/2]")
+    (standby,) = other.glob("howfast-*/data")
+    assert postgres_pids_under(standby)
+    proc.kill()
+    proc.communicate(timeout=30)
+    for directory in (target_dir, other):
+        out = howfast("cleanup", "--target", str(directory), "--yes")
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert _left_behind(target_dir, other) == []

@@ -341,14 +341,15 @@ class LocalTarget(
 
     def _standby_members(self, spec: ReplicaSpec) -> list[LocalStandby]:
         """standby_i in the primary's cluster directory (removed with it), or in
-        `--standby-dir` (one for all, or one each) as howfast-<token>-standby_i."""
+        `--standby-dir` (one for all, or one each) as howfast-<its own token>: the shape of a
+        cluster, which `howfast cleanup` stops and removes when a killed run left it."""
         assert self.user is not None and self.run_dir is not None
         members = []
         for i, name in enumerate(spec.names):
             parent = self.standby_volume_root or self.directory
             if self.standby_dirs:
                 parent = self.standby_dirs[i if len(self.standby_dirs) > 1 else 0]
-                root = parent / f"howfast-{self.token}-{name}"
+                root = parent / f"howfast-{secrets.token_hex(4)}"
             else:
                 root = self.cluster_dir / name
             storage = self.standby_storage(parent) if self.standby_storage else None
