@@ -133,7 +133,7 @@ def test_fixed_rate_runs_make_one_rate_curve(cli: Cli, tmp_path: Path):
     with open_store(str(tmp_path / "results.db")) as store:
         run = store.get_run(int(doc["id"]))
     assert run is not None
-    (curve,) = rate_curves(run)
+    (curve,) = rate_curves(run.steps)
     assert [row.offered for row in curve.rows] == [100, 200, 400, 800]
     assert curve.rows[0].lag_avg_ms == 0.675
 

@@ -210,12 +210,13 @@ def failed(db: SqlStore) -> int:
 
 
 def imported(kind: str, name: str) -> Callable[[SqlStore], int]:
-    read = importer.import_pgbench_text if kind == "pgbench" else importer.import_fio_text
+    """`howfast import KIND` of a recorded output (kind: pgbench, fio)."""
 
     def store(db: SqlStore) -> int:
         text = open_source(str(DATA / kind / name), None)
         with mock.patch.object(importer, "now", lambda: IMPORTED_AT):
-            return read(db, text, source_name=name, label=None)
+            read = importer.importer_for(kind)
+            return importer.import_output(db, read, text, source_name=name, label=None)
 
     return store
 

@@ -21,7 +21,7 @@ from howfast.analysis.advice import (
 )
 from howfast.model import JSONValue, Sample, StepRecord, TargetRecord
 from howfast.service.reading import read_run, run_document
-from tests.unit.stored_runs import ENVIRONMENT, STARTED, open_temp_store, pgbench
+from tests.unit.stored_runs import ENVIRONMENT, STARTED, fio, open_temp_store, pgbench
 
 SETTINGS = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on",
             "wal_sync_method": "fdatasync", "max_wal_size": "1GB",
@@ -214,3 +214,30 @@ def test_a_stored_run_carries_its_advice_with_evidence(tmp_path: Path):
     assert (dip["tps_during_checkpoints"], dip["tps_outside_checkpoints"]) == (1000.0, 2000.0)
     for advice in found.values():
         assert advice["evidence"] and advice["source"] and advice["try"].startswith("--set ")
+
+
+def test_without_pg_test_fsync_the_delay_is_half_the_flush_of_fio_s_wal_fsync_profile(
+    tmp_path: Path,
+):
+    # The flush comes from the workloads' evidence (fio's analysis part): the wal-fsync
+    # profile's write + fdatasync, averaged over its runs; another synced job is not it.
+    wal = [fio("/mnt/a", "wal-fsync", write_lat_avg_ms=0.2, sync_lat_avg_ms=s) for s in (0.5, 0.7)]
+    other = fio("/mnt/a", "rand-write-4k-qd1", write_lat_avg_ms=5.0, sync_lat_avg_ms=5.0)
+    other.params["flushes_every_write"] = True
+    busy = pgbench("/mnt/a", 2000.0, clients=8)
+    busy.metrics["wait_commit_share"] = 0.55
+    disk: dict[str, JSONValue] = {"fstype": "ext4", "device": {"name": "sda", "disk": "sda",
+                                  "rotational": False, "write_cache": "write back"}}  # fmt: skip
+    device: dict[str, JSONValue] = {"data": disk, "wal": disk, "wal_on_data_device": True}
+    with open_temp_store(tmp_path) as db:
+        run_id = db.create_run("x", ENVIRONMENT, STARTED)
+        db.add_target(run_id, TargetRecord("/mnt/a", "local", "16.4", SETTINGS, device))
+        for step in (*wal, other, busy):
+            db.add_step(run_id, step)
+        run = read_run(db, run_id)
+    assert run is not None
+    (target,) = run_document(run)["targets"]
+    delay = next(a for a in target["advice"] if a["setting"] == "commit_delay")
+    assert delay["value"] == "400"  # half of 0.2 + 0.6 ms
+    assert delay["evidence"]["flush_source"] == "fio wal-fsync (write + fdatasync)"
+    assert delay["evidence"]["flush_us"] == 800.0

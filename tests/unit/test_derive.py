@@ -126,8 +126,8 @@ def test_asked_and_resolved_are_kept_apart_and_shown_together(tmp_path: Path) ->
     # The test is what was asked: what was resolved or recorded does not make another test.
     legacy = replace(read, params={**read.params, **read.resolved}, resolved={}, legacy=True)
     facts = replace(read, resolved={**read.resolved, "fio_version": "3.33", "fstype": "ext4"})
-    assert params_key(read.all_params) == params_key(legacy.all_params)
-    assert params_key(read.all_params) == params_key(facts.all_params)
+    assert params_key("pgbench", read.all_params) == params_key("pgbench", legacy.all_params)
+    assert params_key("pgbench", read.all_params) == params_key("pgbench", facts.all_params)
 
 
 def fio_step(**resolved: JSONValue) -> StepRecord:

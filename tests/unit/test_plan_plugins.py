@@ -16,10 +16,14 @@ import howfast.workloads as workloads_package
 from howfast.analysis.groups import step_label
 from howfast.analysis.hooks import NOTHING, analysis_for
 from howfast.analysis.metrics import HEADLINE_METRICS, KEY_METRICS, metric
-from howfast.errors import UsageError
+from howfast.cli.progress import step_summary
+from howfast.errors import HowfastError, UsageError
+from howfast.metrics.families import RunMetrics, step_labels
+from howfast.model import StepRecord
 from howfast.plans import Overrides, expand, load_plan
 from howfast.plans.model import STEP_MODELS, Plan
 from howfast.plugin import registry
+from howfast.plugin.importing import TextImporter
 from howfast.plugin.loading import load
 from howfast.plugin.workload import ExpandContext, StepModel
 from howfast.samplers.cgroupmem import CgroupMemorySampler
@@ -30,6 +34,7 @@ from howfast.samplers.pgstats import PgStatsSampler
 from howfast.samplers.plugin import SamplerSetup
 from howfast.samplers.registry import create_samplers, samplers_for
 from howfast.samplers.waits import WaitEventSampler
+from howfast.service.importer import importer_for, importers
 from howfast.targets.kind import TargetOptions
 from howfast.targets.registry import kind_for
 from howfast.workloads import get_workload
@@ -159,6 +164,58 @@ def test_key_metrics_come_from_the_workloads() -> None:
     assert metric("no_such_metric").higher_is_better is None
 
 
+def _completed(workload: str, **metrics: object) -> StepRecord:
+    return StepRecord("/a", workload, {}, "completed", "", "", metrics=dict(metrics))
+
+
+@pytest.mark.parametrize(
+    ("workload", "metrics", "line"),
+    [
+        ("pgbench", {"tps": 1234.56, "latency_avg_ms": 3.2, "latency_p99_ms": 9.0},
+         "completed: 1,234.6 tps, avg 3.200 ms, p99 9.000 ms"),
+        ("pgbench-init", {"init_total_s": 4.0, "generate_s": 2.0}, "completed: loaded in 4.00 s"),
+        ("fio", {"read_iops": 2100.0, "write_iops": 2095.4},
+         "completed: write 2,095 IOPS, read 2,100 IOPS"),
+        ("pg_test_fsync", {"fdatasync_ops_s": 800.0}, "completed"),
+        ("seqread", {"seqread_s": 2.0}, "completed"),
+        ("sysbench", {"tps": 1.0}, "completed"),  # a workload this howfast does not know
+    ],
+)  # fmt: skip
+def test_the_end_of_step_line_says_what_the_workload_says(
+    workload: str, metrics: dict[str, object], line: str
+) -> None:
+    assert step_summary(_completed(workload, **metrics)) == line
+
+
+def test_the_programs_the_doctor_checks_are_declared_by_the_workloads() -> None:
+    found = registry.programs()
+    assert [p.name for p in found] == ["pgbench", "fio", "pg_test_fsync"]  # each once
+    assert [p.name for p in registry.programs("postgres")] == ["pgbench", "pg_test_fsync"]
+    (fio,) = registry.programs("path")
+    assert fio.hint == "sudo apt-get install -y fio" and not fio.required
+    assert registry.plugin("pgbench").programs[0].required
+
+
+def test_the_workloads_that_import_their_output_declare_their_importer() -> None:
+    found = importers()
+    assert list(found) == ["pgbench", "fio"]
+    assert all(isinstance(i, TextImporter) and i.help and i.label_help for i in found.values())
+    with pytest.raises(UsageError, match="nothing imports 'seqread'; known: pgbench, fio"):
+        importer_for("seqread")
+
+
+def test_prometheus_labels_and_families_come_from_the_workloads() -> None:
+    pgbench = step_labels(1, "p", "/a", "pgbench", {"mode": "tpcb-like", "clients": 4}, 0)
+    assert (pgbench.mode, pgbench.clients) == ("tpcb-like", "4")
+    fio = step_labels(1, "p", "/a", "fio", {"profile": "wal-fsync", "clients": 4}, 0)
+    assert (fio.mode, fio.clients) == ("wal-fsync", "")  # fio has no clients
+    unknown = step_labels(1, "p", "/a", "sysbench", {"mode": "x", "profile": "y"}, 0)
+    assert (unknown.mode, unknown.clients) == ("", "")
+    families = RunMetrics().workload_families
+    assert [f.name for f, _ in families["fio"]] == ["step_fio_iops", "step_fio_bytes_per_second"]
+    assert families["pgbench"] == []
+
+
 def test_adding_a_workload_is_one_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy" / "__init__.py").write_text("")
@@ -217,6 +274,87 @@ def test_adding_a_workload_is_one_package(tmp_path: Path, monkeypatch: pytest.Mo
         sys.modules.pop("howfast.workloads.toy.plan", None)
         sys.modules.pop("howfast.workloads.toy", None)
     assert "toy" not in registry.plugins()
+
+
+def _distribution(root: Path, name: str, entry: str) -> None:
+    """An installed distribution as Python finds one on sys.path: its dist-info directory
+    with an entry point in the `howfast.workloads` group."""
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[howfast.workloads]\n{entry}\n")
+
+
+def test_a_workload_installed_apart_is_found_by_its_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "howfast_gadget").mkdir()
+    (tmp_path / "howfast_gadget" / "__init__.py").write_text("")
+    (tmp_path / "howfast_gadget" / "plan.py").write_text(
+        textwrap.dedent(
+            """
+            from typing import Literal
+
+            from howfast.plugin.workload import StepModel, WorkloadPlugin
+
+
+            class GadgetStep(StepModel):
+                workload: Literal["gadget"]
+
+
+            class GadgetPlugin(WorkloadPlugin[GadgetStep]):
+                name = "gadget"
+                model = GadgetStep
+                order = 5
+                test_params = ("size",)
+
+                def expand(self, step, ctx):
+                    return ctx.repeated("gadget", size=1)
+
+                def label(self, params):
+                    return "gadget"
+
+
+            PLUGIN = GadgetPlugin()
+            """
+        )
+    )
+    _distribution(tmp_path, "howfast_gadget", "gadget = howfast_gadget.plan:PLUGIN")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.reset()
+    try:
+        assert list(registry.plugins())[:2] == ["gadget", "pgbench-init"]  # by its order
+        assert registry.same_test_params("gadget", {"size": 2, "other": 1}) == {"size": 2}
+        assert registry.step_models()["gadget"].__name__ == "GadgetStep"
+    finally:
+        monkeypatch.undo()
+        registry.reset()
+        sys.modules.pop("howfast_gadget.plan", None)
+        sys.modules.pop("howfast_gadget", None)
+    assert "gadget" not in registry.plugins()
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("broken = howfast_missing_module:PLUGIN", "cannot be loaded: No module named"),
+        ("notaplugin = os:sep", "is not a WorkloadPlugin"),
+        ("twice = howfast.workloads.fio.plan:PLUGIN", "workload 'fio' is defined twice"),
+    ],
+)
+def test_a_bad_entry_point_is_refused_with_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str, message: str
+) -> None:
+    _distribution(tmp_path, "howfast_bad", entry)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.reset()
+    try:
+        with pytest.raises(HowfastError, match=message):
+            registry.plugins()
+    finally:
+        monkeypatch.undo()
+        registry.reset()
+    assert "fio" in registry.plugins()
 
 
 # --- samplers ----------------------------------------------------------------------------

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from howfast.analysis.probe import commit_ceiling, fio_row, fsync_result, probe_summary
+from howfast.analysis.probe import commit_ceiling
 from howfast.analysis.summary import summarize
 from howfast.hosts.base import ToolResult
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
 from howfast.report.terminal import run_summary
-from howfast.service.importer import fio_job_params
 from howfast.workloads.fio.checks import (
     IoChoice,
     choose_direct,
@@ -23,8 +22,11 @@ from howfast.workloads.fio.checks import (
     imported_warnings,
     run_warnings,
 )
+from howfast.workloads.fio.imports import fio_job_params
 from howfast.workloads.fio.parse import parse_output
+from howfast.workloads.fio.report import fio_row
 from howfast.workloads.fio.workload import error_tail, histograms_us, prefill_warning, space_problem
+from howfast.workloads.pg_test_fsync.report import fsync_result
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "fio"
 MIB = 1 << 20
@@ -143,14 +145,14 @@ def test_each_target_gets_its_own_ceiling_and_pgbench() -> None:
     ]
     targets = [TargetRecord(a, "local"), TargetRecord(b, "local")]
     summaries = {s.name: s for s in summarize(run_of(steps, targets))}
-    ceiling_a = summaries[a].probe.ceiling  # type: ignore[union-attr]
-    ceiling_b = summaries[b].probe.ceiling  # type: ignore[union-attr]
+    ceiling_a = summaries[a].ceiling
+    ceiling_b = summaries[b].ceiling
     assert ceiling_a is not None and ceiling_b is not None
     assert (ceiling_a.ceiling_tps, ceiling_a.share) == pytest.approx((1000.0, 0.4))
     assert (ceiling_b.ceiling_tps, ceiling_b.share) == pytest.approx((250.0, 0.4))
-    # pgbench rows are still where they were; probe steps are not "other" steps.
-    assert [r.tps for r in summaries[a].modes["tpcb-like"]] == [400.0]
-    assert summaries[a].other == []
+    # Each target's steps are its own, by workload.
+    assert [s.metrics["tps"] for s in summaries[a].steps_of("pgbench")] == [400.0]
+    assert [s.all_params["profile"] for s in summaries[a].steps_of("fio")] == ["wal-fsync"]
 
 
 # --- rows and tables --------------------------------------------------------------------------
@@ -184,8 +186,11 @@ def test_fsync_result_keeps_wal_sync_methods_in_pg_test_fsync_order() -> None:
     assert result.best == "fdatasync"
 
 
-def test_no_probe_summary_without_probe_steps() -> None:
-    assert probe_summary([tpcb(1, 100.0)]) is None
+def test_no_probe_table_without_probe_steps() -> None:
+    text = render(run_of([tpcb(1, 100.0)], [TargetRecord("/mnt/a", "local")]))
+    assert "pgbench tpcb-like" in text
+    assert "storage probe" not in text and "pg_test_fsync" not in text
+    assert "commit rate of one connection" not in text
 
 
 def render(run: RunRecord) -> str:

@@ -44,7 +44,7 @@ def test_report_section_table_and_chart(tmp_path: Path):
                        targets=["/mnt/a", "/mnt/b"])  # fmt: skip
     run = db.get_run(run_id, with_series=True)
     assert run is not None
-    blocks = rate_blocks(overview([run]))
+    blocks = rate_blocks(overview([run]), "pgbench")
     charts = [b for b in blocks if isinstance(b, Chart)]
     assert len(charts) == 1  # one chart per mode and client count, a line per target
     chart = charts[0]
@@ -70,7 +70,7 @@ def test_report_section_table_and_chart(tmp_path: Path):
     assert "highest rate meeting p99=10ms: 300.0 tx/s" in text
 
     console = Console(width=200, record=True)
-    for part in rate_parts(run):
+    for part in rate_parts(run.steps):
         console.print(part)
     screen = console.export_text()
     assert "saturation point: 300.0 tx/s" in screen and "knee: 300.0 tx/s" in screen

@@ -80,7 +80,10 @@ def test_ticks_come_on_a_grid_and_the_last_one_at_stop() -> None:
     result = sampler.stop()
     assert result.warnings == []
     assert len(sampler.ticks) >= 4
-    assert sampler.ticks[0] == pytest.approx(FAST, abs=0.04)
+    # On the grid: the i-th reading (but the one at stop) never comes before (i+1)
+    # intervals. How late it comes is the machine's load, not the sampler's rule, so no
+    # upper bound is asserted.
+    assert all(t >= (i + 1) * FAST - 1e-3 for i, t in enumerate(sampler.ticks[:-1])), sampler.ticks
     assert sampler.ticks[-1] >= 6 * FAST  # the reading taken at stop
 
 

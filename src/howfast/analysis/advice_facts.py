@@ -17,13 +17,11 @@ from howfast.analysis.advice import (
     size_mb,
 )
 from howfast.analysis.durability import Durability, least_flush_ms
-from howfast.analysis.durability_facts import (
-    step_label,
-    target_media,
-    target_platform,
-)
+from howfast.analysis.durability_facts import target_media, target_platform
+from howfast.analysis.hooks import evidence_of, verdict_label
 from howfast.analysis.io import checkpoint_windows
 from howfast.model import JSONValue, StepRecord, TargetRecord
+from howfast.plugin.registry import find
 from howfast.walsync import WAL_SYNC_METHODS
 
 
@@ -36,8 +34,12 @@ def _num(value: object) -> float | None:
 
 
 def _measured(step: StepRecord) -> bool:
+    """A completed step whose client sessions did the work (pgbench's: `drives_sessions`),
+    not a warm-up: its commit waits, checkpoints and TPS dips say what to tune."""
+    plugin = find(step.workload)
     return (
-        step.workload == "pgbench"
+        plugin is not None
+        and plugin.drives_sessions
         and step.status == "completed"
         and step.all_params.get("warmup") is not True
     )
@@ -75,7 +77,7 @@ def _wal_checkpoints(step: StepRecord, settings: Mapping[str, str]) -> WalCheckp
         return None
     ran = _in_force(step, settings)
     return WalCheckpoints(
-        label=step_label(step),
+        label=verdict_label(step),
         by_wal=len(started),
         wal_bytes=int(wal),
         seconds=length,
@@ -107,7 +109,7 @@ def _dip(step: StepRecord, settings: Mapping[str, str]) -> Dip | None:
     )
     total = len(step.series.get("tps", []))
     return Dip(
-        label=step_label(step),
+        label=verdict_label(step),
         during=during,
         outside=outside,
         seconds_during=inside,
@@ -135,22 +137,23 @@ def target_advice_facts(
         least_flush_ms=least_flush_ms(data) if data is not None else None,
     )
     done = [s for s in steps if s.status == "completed"]
-    probes = [s for s in done if s.workload == "pg_test_fsync"]
-    for probe in probes:
-        run = {
-            m: v
-            for m in WAL_SYNC_METHODS
-            if (v := _num(probe.metrics.get(f"{m}_usecs"))) is not None
-        }
-        if run:
-            facts.method_runs.append(run)
+    for step in done:  # each run of a probe of the sync methods (pg_test_fsync)
+        evidence = evidence_of(step)
+        if evidence is not None and evidence.sync_method_us:
+            facts.method_runs.append(dict(evidence.sync_method_us))
     for method in WAL_SYNC_METHODS:
         times = [r[method] for r in facts.method_runs if method in r]
         if times:
             facts.methods_us[method] = fmean(times)
+    # The flush of the probe made for it (fio's wal-fsync profile), as durability averaged it
+    preferred = {
+        e.flush_source
+        for s in done
+        if (e := evidence_of(s)) and e.preferred_flush and e.flush_source
+    }
     flushes = _map(durability.evidence).get("flushes")
     for flush in flushes if isinstance(flushes, list) else []:
-        if isinstance(flush, Mapping) and flush.get("source") == "fio wal-fsync":
+        if isinstance(flush, Mapping) and flush.get("source") in preferred:
             facts.fio_flush_ms = _num(flush.get("ms"))
     for step in done:
         if not _measured(step):
@@ -162,7 +165,7 @@ def target_advice_facts(
                 ran.get(n, "on").lower() not in ("off", "false", "0")
                 for n in ("fsync", "synchronous_commit")
             )
-            facts.commit_waits.append(CommitWait(step_label(step), clients, share, flushes_on))
+            facts.commit_waits.append(CommitWait(verdict_label(step), clients, share, flushes_on))
         found = _wal_checkpoints(step, settings)
         if found is not None:
             facts.wal_checkpoints.append(found)

@@ -11,7 +11,7 @@ figure to an `--until` width, "no difference found within 2%". Pure: runs in, a 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from howfast.analysis.envdiff import EnvDifference, environment_diff
@@ -75,7 +75,7 @@ class MetricComparison:
 class MatchedTest:
     target_index: int
     workload: str
-    params: dict[str, JSONValue]
+    params: Mapping[str, JSONValue]
     label: str
     groups: tuple[StepGroup | None, ...]  # one per run
     metrics: tuple[MetricComparison, ...]

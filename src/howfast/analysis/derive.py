@@ -6,15 +6,19 @@ filesystem type). `derive_run` adds what they mean, with today's rules, to a run
 read, whether howfast ran it, imported it, or an older howfast stored it:
 
 - I/O, CPU and PostgreSQL figures of sampled steps, and their warnings (analysis/io.py);
-- rate, objective and curve verdicts of fixed-rate pgbench steps (analysis/rate_verdicts.py);
-- whether an "on-disk" step read the disk (analysis/working_set.py);
-- latency percentiles from too few transactions to be bounded (analysis/percentiles.py);
-- what each workload's own part adds (analysis/hooks.py): fio's trust warnings and
-  commit-rate ceiling (workloads/fio/analysis.py);
+- the wait profile and PostgreSQL's own I/O beside the device's (analysis/why.py, own_io.py);
+- replication to the standbys: lags, WAL sent and replayed, the SyncRep share, the commit
+  split and the design's bytes written (analysis/replication.py);
+- what each workload's own part adds (analysis/hooks.py, declared by its plugin): pgbench's
+  rate, objective and curve verdicts, percentile trust, regime warnings and what limited each
+  step (workloads/pgbench/analysis.py); fio's trust warnings and commit-rate ceiling
+  (workloads/fio/analysis.py);
 - whether an emulated volume added the latency asked (analysis/emulation.py);
 - that a target on tmpfs measured memory, not storage (analysis/memory_storage.py);
-- the wait profile, PostgreSQL's own I/O and what limited each pgbench step (analysis/why.py);
 - each target's durability verdict and advice (analysis/durability.py, analysis/advice.py).
+
+Records are not changed: each part returns what it adds, and the derived run is made of new
+records (analysis/hooks.py `apply`).
 
 Steps stored before schema 4 (`StepRecord.legacy`) carry such figures frozen at run time:
 the ones today's rules can derive again replace them. A derived warning already stored is
@@ -28,17 +32,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from howfast.analysis import own_io, percentiles, rate_verdicts, replication, why
+from howfast.analysis import own_io, replication, why
 from howfast.analysis.advice import advise
 from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
-from howfast.analysis.hooks import DeriveContext, analysis_for
+from howfast.analysis.hooks import DeriveContext, Derived, analysis_for, apply
 from howfast.analysis.io import analyze_step
 from howfast.analysis.memory_storage import MARK, memory_storage_warning
-from howfast.analysis.working_set import regime_warnings
-from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
-from howfast.plugin.registry import expected_seconds
+from howfast.model import RunRecord, StepRecord, TargetRecord
+from howfast.plugin.registry import expected_seconds, find
 
 # What analysis/io.py adds, to be replaced in legacy steps.
 IO_METRICS = frozenset(
@@ -73,8 +76,8 @@ IO_SECTION_KEYS = {
 
 
 def derive_run(run: RunRecord) -> RunRecord:
-    """The run with every step's derived metrics, warnings and sections; `run` is not
-    changed."""
+    """The run with every step's derived metrics, warnings and sections, and every target's
+    verdicts; `run` is not changed."""
     imported = {t.name for t in run.targets if t.kind == "import"}
     settings = {t.name: t.settings for t in run.targets}
     done: dict[str, list[StepRecord]] = {}
@@ -89,11 +92,22 @@ def derive_run(run: RunRecord) -> RunRecord:
         )
         before.append(derived)
         steps.append(derived)
-    _summarise_curves(steps)
-    _warn_about_emulation(run, steps)
-    _warn_about_memory_storage(run, steps)
+    steps = _with_run_parts(steps)
+    steps = _warn_about_emulation(run, steps)
+    steps = _warn_about_memory_storage(run, steps)
     out = replace(run, steps=steps)
     return replace(out, targets=_judge_targets(out))
+
+
+def _with_run_parts(steps: list[StepRecord]) -> list[StepRecord]:
+    """What each workload's steps of the whole run say together (a rate curve's knee)."""
+    out = list(steps)
+    for workload in dict.fromkeys(s.workload for s in steps):
+        positions = [i for i, s in enumerate(steps) if s.workload == workload]
+        found = analysis_for(workload).derive_run([out[i] for i in positions])
+        for index, derived in found.items():
+            out[positions[index]] = apply(out[positions[index]], derived)
+    return out
 
 
 def _judge_targets(run: RunRecord) -> list[TargetRecord]:
@@ -110,32 +124,37 @@ def _judge_targets(run: RunRecord) -> list[TargetRecord]:
     return targets
 
 
-def _warn_about_emulation(run: RunRecord, steps: list[StepRecord]) -> None:
+def _warn_about_emulation(run: RunRecord, steps: list[StepRecord]) -> list[StepRecord]:
     """An emulated volume that added another latency than asked: said on the target's first
     step, where a reader starts."""
+    out = list(steps)
     for target in run.targets:
         warning = emulation_warning(target.device)
-        first = next((s for s in steps if s.target == target.name), None)
-        if warning and first is not None and warning not in first.warnings:
-            first.warnings.insert(0, warning)
+        first = next((i for i, s in enumerate(out) if s.target == target.name), None)
+        if warning and first is not None and warning not in out[first].warnings:
+            out[first] = replace(out[first], warnings=[warning, *out[first].warnings])
+    return out
 
 
-def _warn_about_memory_storage(run: RunRecord, steps: list[StepRecord]) -> None:
+def _warn_about_memory_storage(run: RunRecord, steps: list[StepRecord]) -> list[StepRecord]:
     """A target on tmpfs: said on each of its steps, since every figure it measured is the
     memory's (the fio probes say it themselves)."""
+    out = list(steps)
     for target in run.targets:
         warning = memory_storage_warning(target)
         if warning is None:
             continue
-        for step in steps:
+        for i, step in enumerate(out):
             if step.target == target.name and not any(MARK in w for w in step.warnings):
-                step.warnings.insert(0, warning)
+                out[i] = replace(step, warnings=[warning, *step.warnings])
+    return out
 
 
 def series_needed(run: RunRecord) -> set[str]:
     """The series the derivation of this run (read without series) reads: TPS around
-    checkpoints, the burstiness of each sampled role's writes, the lag of fixed-rate steps.
-    Reading only these keeps large stores quick to show."""
+    checkpoints, the burstiness of each sampled role's writes, and what each workload's part
+    reads (the lag of pgbench's fixed-rate steps). Reading only these keeps large stores
+    quick to show."""
     names: set[str] = set()
     for step in run.steps:
         postgres = step.sections.get("postgres")
@@ -144,8 +163,7 @@ def series_needed(run: RunRecord) -> set[str]:
         for role, info in _roles(step.sections).items():
             if isinstance(info, dict) and isinstance(info.get("delta"), dict):
                 names.add(f"io.{role}.write_mbps")
-        if step.workload == "pgbench" and step.all_params.get("rate") is not None:
-            names.add("lag_ms")
+        names |= analysis_for(step.workload).series_needed(step)
         names |= replication.series_names(step.sections)
     return names
 
@@ -163,47 +181,78 @@ def derive_step(
     imported: bool = False,
     target_settings: Mapping[str, str] | None = None,
 ) -> StepRecord:
-    """One step with what its own data says; `before`: the target's earlier steps, derived."""
-    out = replace(
-        step,
-        metrics=dict(step.metrics),
-        warnings=list(step.warnings),
-        sections=copy.deepcopy(step.sections),
-    )
+    """A new step with what its own data says; `before`: the target's earlier steps,
+    derived. The generic parts first (what the samplers saw), then the workload's."""
+    out = step
     if step.sections:
-        _add_io_analysis(out)
-        _add_why_figures(out, target_settings)
-    if step.workload == "pgbench" and step.status == "completed":
-        _add_percentile_trust(out)
-        _add_rate_verdicts(out)
-        _add_regime_warnings(out, before)
-        _add_verdict(out, before, target_settings)
+        out = _with_io_analysis(out)
+        out = _with_why_figures(out)
+        # after the primary's own I/O (the design adds to it), before the workload's part
+        # (pgbench's verdict reads the lags)
+        out = _with_replication_figures(out, target_settings)
     ctx = DeriveContext(imported, target_settings)
-    derived = analysis_for(step.workload).derive_step(step, before, ctx)
-    _add(out, derived.metrics, derived.owned)
-    _warn(out, derived.warnings)
-    return out
+    return apply(out, analysis_for(step.workload).derive_step(out, before, ctx))
 
 
-# -- the families of derived figures -----------------------------------------------------------
+# -- the generic families of derived figures ---------------------------------------------------
 
 
-def _add_io_analysis(step: StepRecord) -> None:
+def _with_io_analysis(step: StepRecord) -> StepRecord:
+    sections = copy.deepcopy(dict(step.sections))
     if step.legacy:
         for section, keys in IO_SECTION_KEYS.items():
-            content = step.sections.get(section)
+            content = sections.get(section)
             if isinstance(content, dict):
                 for key in keys:
                     content.pop(key, None)
-        for role in _roles(step.sections).values():
+        for role in _roles(sections).values():
             if isinstance(role, dict):
                 role.pop("summary", None)
-    analysis = analyze_step(step.sections, step.series, _step_seconds(step))
+    analysis = analyze_step(sections, step.series, _step_seconds(step))
     for name, content in analysis.sections.items():
-        _deep_merge(step.sections.setdefault(name, {}), content)
+        _deep_merge(sections.setdefault(name, {}), content)
     per_role = {k for k in step.metrics if k.startswith("io_")}  # io_<role>_<figure>
-    _add(step, {k: v for k, v in analysis.metrics.items() if v is not None}, IO_METRICS | per_role)
-    _warn(step, analysis.warnings)
+    metrics = {k: v for k, v in analysis.metrics.items() if v is not None}
+    derived = Derived(metrics, frozenset(IO_METRICS | per_role), tuple(analysis.warnings))
+    return apply(replace(step, sections=sections), derived)
+
+
+def _with_why_figures(step: StepRecord) -> StepRecord:
+    """The wait profile, and PostgreSQL's own I/O beside the device's."""
+    postgres = step.sections.get("postgres")
+    if isinstance(postgres, dict):
+        profile = why.wait_profile(postgres)
+        if profile is not None:
+            postgres = {**postgres, **why.profile_sections(profile)}
+            derived = Derived(why.profile_metrics(profile), sections={"postgres": postgres})
+            step = apply(step, derived)
+    io = step.sections.get("io")
+    if isinstance(io, dict):
+        wal = postgres.get("wal_bytes") if isinstance(postgres, dict) else None
+        found = own_io.attribute_io(io, wal if isinstance(wal, int) else None, step.metrics)
+        if found is not None:
+            io = copy.deepcopy(io)
+            _deep_merge(io.setdefault("postgres", {}), found.section)
+            # When the tool itself does the I/O (fio), the server's share of the device's
+            # says nothing about who else used the disk.
+            plugin = find(step.workload)
+            warned = tuple(found.warnings) if plugin is None or plugin.io_by_server else ()
+            step = apply(step, Derived(found.metrics, warnings=warned, sections={"io": io}))
+    return step
+
+
+def _with_replication_figures(
+    step: StepRecord, target_settings: Mapping[str, str] | None
+) -> StepRecord:
+    """Lags, WAL, the SyncRep share and the commit split of a step on a primary with
+    standbys (or with synchronous standbys howfast did not create: SyncRep waits)."""
+    if step.workload != "pgbench":
+        return step
+    postgres = step.sections.get("postgres")
+    profile = why.wait_profile(postgres) if isinstance(postgres, Mapping) else None
+    idle = profile.idle_share if profile is not None else None
+    level = _sync_commit_level(step, target_settings)
+    return apply(step, Derived(replication.replication_metrics(step, idle, level)))
 
 
 def _sync_commit_level(step: StepRecord, settings: Mapping[str, str] | None) -> str | None:
@@ -217,126 +266,7 @@ def _sync_commit_level(step: StepRecord, settings: Mapping[str, str] | None) -> 
     return str(merged.get("synchronous_commit") or "on")
 
 
-def _add_why_figures(step: StepRecord, target_settings: Mapping[str, str] | None = None) -> None:
-    """The wait profile, and PostgreSQL's own I/O beside the device's."""
-    postgres = step.sections.get("postgres")
-    if isinstance(postgres, dict):
-        profile = why.wait_profile(postgres)
-        if profile is not None:
-            postgres.update(why.profile_sections(profile))
-            _add(step, why.profile_metrics(profile), set())
-    io = step.sections.get("io")
-    if isinstance(io, dict):
-        wal = postgres.get("wal_bytes") if isinstance(postgres, dict) else None
-        found = own_io.attribute_io(io, wal if isinstance(wal, int) else None, step.metrics)
-        if found is not None:
-            _deep_merge(io.setdefault("postgres", {}), found.section)
-            _add(step, found.metrics, set())
-            # In a fio step the tool, not the server, does the I/O: the server's share says
-            # nothing about who else used the disk.
-            _warn(step, found.warnings if step.workload != "fio" else [])
-    if step.workload == "pgbench":  # after the primary's own I/O: the design adds to it
-        profile = why.wait_profile(postgres) if isinstance(postgres, dict) else None
-        idle = profile.idle_share if profile is not None else None
-        level = _sync_commit_level(step, target_settings)
-        _add(step, replication.replication_metrics(step, idle, level), set())
-
-
-def _add_verdict(
-    step: StepRecord, before: Sequence[StepRecord], settings: Mapping[str, str] | None
-) -> None:
-    """What limited the step (docs/why.md), in its `why` section."""
-    if step.all_params.get("warmup") is True:
-        return
-    verdict = why.decide(why.step_facts(step, before, settings))
-    step.sections["why"] = verdict.section()
-
-
-def _add_percentile_trust(step: StepRecord) -> None:
-    """Percentiles from too few transactions to bound them (analysis/percentiles.py)."""
-    short = percentiles.too_few_samples(step.metrics)
-    if short:
-        _add(step, {percentiles.SHORT_METRIC: list(short)}, set())
-    warning = percentiles.too_few_warning(step.metrics, short)
-    _warn(step, [warning] if warning else [])
-
-
-def _add_rate_verdicts(step: StepRecord) -> None:
-    params = step.all_params
-    verdicts = rate_verdicts.step_rate_metrics(params, step.metrics, step.series.get("lag_ms", []))
-    _add(step, verdicts, rate_verdicts.RATE_METRICS)
-    warning = rate_verdicts.rate_warning(params, verdicts)
-    _warn(step, [warning] if warning else [])
-
-
-def _add_regime_warnings(step: StepRecord, before: Sequence[StepRecord]) -> None:
-    params = step.all_params
-    if params.get("warmup"):
-        return
-    load = next((s for s in reversed(before) if s.workload == "pgbench-init"), None)
-    if load is None or load.status != "completed":
-        return
-    size = load.metrics.get("db_size_bytes")
-    dataset = params.get("dataset")
-    _warn(
-        step,
-        regime_warnings(
-            str(dataset) if dataset is not None else None,
-            size if isinstance(size, int) else None,
-            step.metrics,
-            step.sections,
-        ),
-    )
-
-
-def _summarise_curves(steps: list[StepRecord]) -> None:
-    """A curve's saturation point, knee and highest rate meeting the objective, on its last
-    step: the one the plan marked (`curve_last`), or for curves howfast did not plan
-    (imports), the last fixed-rate step of the curve."""
-    curves: dict[tuple[str, str], list[StepRecord]] = {}
-    for step in steps:
-        if rate_verdicts.in_curve(step):
-            curves.setdefault((step.target, rate_verdicts.curve_key(step.all_params)), []).append(
-                step
-            )
-    for members in curves.values():
-        planned = any("curve_role" in s.all_params or "curve_last" in s.all_params for s in members)
-        rated = [s for s in members if isinstance(s.all_params.get("rate"), int | float)]
-        rated_ids = {id(s) for s in rated}
-        for index, step in enumerate(members):
-            last = step.all_params.get("curve_last") is True if planned else step is rated[-1]
-            if not last or step.status != "completed" or (not planned and len(rated) < 2):
-                continue
-            points = [
-                (s.all_params, s.metrics)
-                for s in members[:index]
-                if s.status == "completed" and id(s) in rated_ids
-            ]
-            points.append((step.all_params, step.metrics))
-            _add(step, rate_verdicts.curve_metrics(points), rate_verdicts.CURVE_METRICS)
-
-
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def _add(
-    step: StepRecord,
-    derived: Mapping[str, JSONValue] | None,
-    owned: frozenset[str] | set[str],
-) -> None:
-    """Derived figures join the step's metrics; the tool's own figures win. None: the rule
-    could not be applied, so a legacy step keeps what it stored."""
-    if derived is None:
-        return
-    if step.legacy:  # frozen figures give way to today's, or go when today's rules say none
-        for key in owned:
-            step.metrics.pop(key, None)
-    for key, value in derived.items():
-        step.metrics.setdefault(key, value)
-
-
-def _warn(step: StepRecord, warnings: Sequence[str]) -> None:
-    step.warnings.extend(w for w in warnings if w not in step.warnings)
 
 
 def _roles(sections: Mapping[str, Any]) -> Mapping[str, Any]:

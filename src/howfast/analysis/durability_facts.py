@@ -21,7 +21,9 @@ from howfast.analysis.durability import (
     StepSettings,
     decide,
 )
+from howfast.analysis.hooks import evidence_of, verdict_label
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
+from howfast.plugin.registry import find
 
 MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
 MEMORY_DISKS = ("zram", "ram")  # zram0; ram0 (brd)
@@ -82,9 +84,14 @@ NETWORK_PROVISIONERS = (
     "iscsi",
     "alibabacloud",
 )
-WAL_PROFILE = "wal-fsync"
 ONE_CLIENT_SOURCE = "tpcb-like at 1 client (pgbench)"
-SERVER_WORKLOADS = ("pgbench", "pgbench-init", "seqread")
+
+
+def _ran_a_server(step: StepRecord) -> bool:
+    """Whether the step's workload needs a PostgreSQL server (pgbench, pgbench-init,
+    seqread): a target whose steps did had one, even with no settings recorded."""
+    plugin = find(step.workload)
+    return plugin is not None and plugin.needs_server
 
 
 def _map(value: object) -> Mapping[str, Any]:
@@ -242,42 +249,32 @@ def _mean_flush(source: str, role: str, values: list[float], bound: bool = False
 
 
 def step_flushes(steps: Sequence[StepRecord], settings: Mapping[str, str]) -> list[Flush]:
-    """The flush times a target's steps measured: fio's wal-fsync profile (write + fdatasync,
-    as the commit ceiling counts it), pg_test_fsync's line for the target's wal_sync_method
-    (else fdatasync), both on the data volume; and pgbench tpcb-like at one client, whose
+    """The flush times a target's steps measured, as their workloads say (analysis/hooks.py
+    `Evidence`): a flush after every write (fio's wal-fsync profile: write + fdatasync, as the
+    commit ceiling counts it), the sync method in use, else fdatasync (pg_test_fsync), both on
+    the data volume; and one connection's commits (pgbench tpcb-like at one client), whose
     average latency bounds a WAL flush from above."""
-    done = [s for s in steps if s.status == "completed"]
-    fio: dict[str, list[float]] = {}
-    for s in done:
-        params, m = s.all_params, s.metrics
-        flushes = params.get("flushes_every_write")
-        if s.workload != "fio" or (flushes is not True and params.get("profile") != WAL_PROFILE):
-            continue
-        sync = _num(m.get("sync_lat_avg_ms"))
-        if sync is not None:
-            fio.setdefault(f"fio {params.get('profile')}", []).append(
-                sync + (_num(m.get("write_lat_avg_ms")) or 0.0)
-            )
-    out = [_mean_flush(source, "data", values) for source, values in fio.items()]
+    done = [(s, e) for s in steps if s.status == "completed" and (e := evidence_of(s))]
+    flushed: dict[str, list[float]] = {}
+    for _, e in done:
+        if e.flush_source is not None and e.flush_ms is not None:
+            flushed.setdefault(e.flush_source, []).append(e.flush_ms)
+    out = [_mean_flush(source, "data", values) for source, values in flushed.items()]
     method = settings.get("wal_sync_method") or "fdatasync"
-    fsync: dict[str, list[float]] = {}
-    for s in done:
-        if s.workload != "pg_test_fsync":
+    synced: dict[str, list[float]] = {}
+    for _, e in done:
+        if not e.sync_source:
             continue
-        used = method if _num(s.metrics.get(f"{method}_usecs")) is not None else "fdatasync"
-        usecs = _num(s.metrics.get(f"{used}_usecs"))
+        used = method if method in e.sync_method_us else "fdatasync"
+        usecs = e.sync_method_us.get(used)
         if usecs is not None:
-            fsync.setdefault(f"pg_test_fsync {used}", []).append(usecs / 1000.0)
-    out += [_mean_flush(source, "data", values) for source, values in fsync.items()]
+            synced.setdefault(f"{e.sync_source} {used}", []).append(usecs / 1000.0)
+    out += [_mean_flush(source, "data", values) for source, values in synced.items()]
     one_client = [
-        latency
-        for s in done
-        if s.workload == "pgbench"
-        and s.all_params.get("mode") == "tpcb-like"
-        and s.all_params.get("clients") == 1
-        and s.all_params.get("warmup") is not True
+        e.commit_latency_ms
+        for s, e in done
+        if e.commit_latency_ms is not None
         and not _flushes_skipped({**settings, **step_settings(s)})
-        and (latency := _num(s.metrics.get("latency_avg_ms"))) is not None
     ]
     if one_client:
         out.append(_mean_flush(ONE_CLIENT_SOURCE, "wal", one_client, bound=True))
@@ -304,21 +301,11 @@ def step_settings(step: StepRecord) -> dict[str, str]:
     return {n: str(asked[n]) for n in SETTINGS if n in asked}
 
 
-def step_label(step: StepRecord) -> str:
-    """'tpcb-like at 4 clients', as the why verdicts name a test."""
-    p = step.all_params
-    if step.workload == "pgbench":
-        clients = p.get("clients")
-        who = f" at {clients} client{'s' if clients != 1 else ''}" if clients else ""
-        return f"{p.get('mode') or 'a custom script'}{who}"
-    return step.workload
-
-
 def target_facts(
     target: TargetRecord, steps: Sequence[StepRecord], environment: Mapping[str, JSONValue]
 ) -> DurabilityFacts:
     server = target.kind in ("local", "dsn", "k8s") and (
-        bool(target.settings) or any(s.workload in SERVER_WORKLOADS for s in steps)
+        bool(target.settings) or any(_ran_a_server(s) for s in steps)
     )
     settings = {n: target.settings[n] for n in SETTINGS if n in target.settings}
     media, note = target_media(target)
@@ -326,7 +313,7 @@ def target_facts(
     for step in steps:
         ran = step_settings(step)
         if server and any(ran.get(n, settings.get(n)) != settings.get(n) for n in ran):
-            own.append(StepSettings(str(step.id), step_label(step), {**settings, **ran}))
+            own.append(StepSettings(str(step.id), verdict_label(step), {**settings, **ran}))
     return DurabilityFacts(
         target=target.name,
         kind=target.kind,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from howfast.model import JSONValue, RunRecord
+from howfast.plugin.registry import find
 
 MISMATCH = 0.25  # warn when the measured added latency is this far from the asked one
 SLACK_MS = 0.1  # and more than this: small figures scatter
@@ -49,8 +50,9 @@ class SweepPoint:
 
 
 def latency_sweep(run: RunRecord) -> list[SweepPoint]:
-    """TPS and p99 of each full-speed pgbench test against the latency its volume added: the
-    "latency, not IOPS" curve. Empty unless at least two targets are emulated volumes."""
+    """Throughput (TPS) and p99 of each full-speed test (pgbench's) against the latency its
+    volume added: the "latency, not IOPS" curve. Empty unless at least two targets are
+    emulated volumes."""
     emulated = {}
     for target in run.targets:
         record = target.device.get("emulation")
@@ -62,20 +64,24 @@ def latency_sweep(run: RunRecord) -> list[SweepPoint]:
     for step in run.steps:
         p = step.all_params
         record = emulated.get(step.target)
-        if record is None or step.workload != "pgbench" or step.status != "completed":
+        plugin = find(step.workload)
+        if record is None or plugin is None or step.status != "completed":
             continue
-        if p.get("warmup") or p.get("rate") is not None:
-            continue  # full-speed steps only: a fixed rate is the rate's, not the volume's
+        # Full-speed steps of a workload with a throughput only: a fixed rate is the rate's,
+        # not the volume's.
+        if plugin.throughput_metric is None or not plugin.full_speed(p):
+            continue
         limits = record.get("io_limits")
         iops = None
         if isinstance(limits, dict):
             line = limits.get("blkio.throttle.write_iops_device") or limits.get("io.max")
             iops = _iops_of(str(line)) if line else None
         measured = record.get("measured_added_latency_ms")
-        tps, p99 = step.metrics.get("tps"), step.metrics.get("latency_p99_ms")
+        tps = step.metrics.get(plugin.throughput_metric)
+        p99 = step.metrics.get("latency_p99_ms")
         points.append(
             SweepPoint(
-                f"pgbench {p.get('mode')}, {p.get('clients')} clients",
+                plugin.fleet_label(p),
                 float(record["asked_latency_ms"]),
                 float(measured) if isinstance(measured, int | float) else None,
                 iops,

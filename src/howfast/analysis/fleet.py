@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from howfast.model import JSONValue, RunRecord, StepRecord
+from howfast.plugin.registry import find
 
 HELD_SLACK = 1.10  # achieved IOPS up to 10% over a cap still counts as held (timing edges)
 REACHED = 0.80  # below 80% of the cap, the cap was not what limited the instance
@@ -111,21 +112,24 @@ def is_fleet(run: RunRecord) -> bool:
     return any("scenario" in s.params and "class" in s.params for s in run.steps)
 
 
-def _test_label(step: StepRecord) -> str:
-    p = step.all_params
-    if step.workload == "pgbench":
-        return f"pgbench {p.get('mode')}, {p.get('clients')} clients"
-    return step.workload
+def _throughput(step: StepRecord) -> str | None:
+    """The metric of the step's throughput (pgbench's `tps`); None: it has none to share."""
+    plugin = find(step.workload)
+    return plugin.throughput_metric if plugin is not None else None
 
 
 def fleet_figures(run: RunRecord) -> list[ClassFigures]:
-    """Per scenario, measured test and class (in the order they ran), pgbench steps only."""
+    """Per scenario, measured test and class (in the order they ran), of the steps that have
+    a throughput (pgbench's)."""
     groups: dict[tuple[str, str, str], list[StepRecord]] = {}
     for step in run.steps:
         p = step.params
-        if step.workload != "pgbench" or "scenario" not in p or p.get("warmup"):
+        plugin = find(step.workload)
+        if plugin is None or plugin.throughput_metric is None:
             continue
-        key = (str(p["scenario"]), _test_label(step), str(p.get("class")))
+        if "scenario" not in p or p.get("warmup"):
+            continue
+        key = (str(p["scenario"]), plugin.fleet_label(step.all_params), str(p.get("class")))
         groups.setdefault(key, []).append(step)
     out = []
     for (scenario, test, klass), steps in groups.items():
@@ -138,10 +142,11 @@ def fleet_figures(run: RunRecord) -> list[ClassFigures]:
         p50s: list[float] = []
         p99s: list[float] = []
         for step in steps:
-            if step.status != "completed" or _num(step.metrics.get("tps")) is None:
+            tps = _num(step.metrics.get(_throughput(step) or ""))
+            if step.status != "completed" or tps is None:
                 continue
             figures.completed += 1
-            figures.tps.append(float(step.metrics["tps"]))
+            figures.tps.append(tps)
             for name, into in (("latency_p50_ms", p50s), ("latency_p99_ms", p99s)):
                 value = _num(step.metrics.get(name))
                 if value is not None:

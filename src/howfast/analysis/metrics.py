@@ -18,22 +18,6 @@ if TYPE_CHECKING:
     from howfast.plugin.registry import Plugin
 
 
-# What every fio profile reports: throughput, and average and p99 latency per direction.
-FIO_FIGURES = (
-    "read_iops",
-    "write_iops",
-    "read_mbps",
-    "write_mbps",
-    "read_lat_avg_ms",
-    "read_lat_p99_ms",
-    "write_lat_avg_ms",
-    "write_lat_p99_ms",
-    "sync_lat_avg_ms",
-    "sync_lat_p99_ms",
-)
-# pgbench-init phases in the order pgbench runs them.
-INIT_PHASES = ("drop_s", "create_s", "generate_s", "vacuum_s", "primary_keys_s")
-
 _V = TypeVar("_V")
 
 
@@ -42,13 +26,15 @@ class _FromWorkloads(Mapping[str, _V], Generic[_V]):
 
     def __init__(self, build: Callable[[Mapping[str, Plugin]], dict[str, _V]]) -> None:
         self._build = build
-        self._data: dict[str, _V] | None = None
+        self._data: dict[str, _V] = {}
+        self._source: Mapping[str, Plugin] | None = None
 
     def _mapping(self) -> dict[str, _V]:
-        if self._data is None:
-            from howfast.plugin.registry import plugins
+        from howfast.plugin.registry import plugins
 
-            self._data = self._build(plugins())
+        found = plugins()
+        if found is not self._source:  # built again when the registry was reset
+            self._data, self._source = self._build(found), found
         return self._data
 
     def __getitem__(self, key: str) -> _V:

@@ -1,6 +1,7 @@
 """Everything a report of one or more runs shows, as data: the targets with their environment,
-the tests with their statistics, the probe results, and the comparison when there are several
-runs. The HTML and Markdown reports format this and nothing else.
+their steps, the tests with their statistics, the commit-rate ceilings, what limited each
+test, and the comparison when there are several runs. The HTML and Markdown reports format
+this and nothing else; what each workload shows of it is its report part's (report/hooks.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 
 from howfast.analysis.compare import Comparison, compare_runs
 from howfast.analysis.groups import StepGroup, group_steps, is_warmup, target_positions
-from howfast.analysis.probe import CommitCeiling, FsyncResult, commit_ceiling, fsync_result
+from howfast.analysis.probe import CommitCeiling, commit_ceiling
 from howfast.analysis.summary import storage_summary
 from howfast.analysis.why import WhyLine, why_lines
 from howfast.model import JSONValue, RunRecord, StepRecord, TargetRecord
@@ -52,22 +53,19 @@ class Overview:
     runs: list[RunRecord]
     targets: list[TargetView] = field(default_factory=list)
     tests: list[Placed] = field(default_factory=list)
+    steps: list[tuple[TargetView, StepRecord]] = field(default_factory=list)  # all, in order
     warmups: list[tuple[TargetView, StepRecord]] = field(default_factory=list)
-    fsync: list[tuple[TargetView, FsyncResult]] = field(default_factory=list)
     ceilings: list[tuple[TargetView, CommitCeiling]] = field(default_factory=list)
     comparison: Comparison | None = None
-    why: list[WhyLine] = field(default_factory=list)  # what limited each pgbench test
+    why: list[WhyLine] = field(default_factory=list)  # what limited each test (pgbench's)
 
-    def of(self, workload: str, mode: str | None = None) -> list[Placed]:
-        return [
-            p
-            for p in self.tests
-            if p.group.workload == workload and (mode is None or p.group.params.get("mode") == mode)
-        ]
+    def of(self, workload: str) -> list[Placed]:
+        """The tests of `workload`, in the order they ran."""
+        return [p for p in self.tests if p.group.workload == workload]
 
-    @property
-    def pgbench_modes(self) -> list[str]:
-        return list(dict.fromkeys(str(p.group.params.get("mode")) for p in self.of("pgbench")))
+    def steps_of(self, workload: str) -> list[tuple[TargetView, StepRecord]]:
+        """Every step of `workload` (warm-ups too), by target, in the order they ran."""
+        return [(t, s) for t, s in self.steps if s.workload == workload]
 
 
 def _target_view(
@@ -106,7 +104,7 @@ def overview(runs: Sequence[RunRecord]) -> Overview:
         result.why += why_lines(run, {name: view.title for name, view in views.items()})
         for name, view in views.items():
             own = [s for s in run.steps if s.target == name]
-            result.fsync += [(view, fsync_result(s)) for s in own if s.workload == "pg_test_fsync"]
+            result.steps += [(view, s) for s in own]
             ceiling = commit_ceiling(own, view.settings)
             if ceiling is not None:
                 result.ceilings.append((view, ceiling))

@@ -4,10 +4,11 @@ and chart."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from howfast.analysis.rate_verdicts import CURVE_METRICS, curve_key, in_curve
-from howfast.model import JSONValue, RunRecord
+from howfast.model import JSONValue, StepRecord
 
 CURVE_SUMMARY = ("saturation_rate", "knee_rate", "knee_how", "knee_latency_metric", "slo_max_rate")
 assert set(CURVE_SUMMARY) <= CURVE_METRICS
@@ -45,11 +46,12 @@ def _flag(m: dict[str, JSONValue], key: str) -> bool | None:
     return v if isinstance(v, bool) else None
 
 
-def rate_curves(run: RunRecord) -> list[RateCurve]:
+def rate_curves(steps: Sequence[StepRecord]) -> list[RateCurve]:
+    """The curves of these steps (a run's pgbench steps), in the order they ran."""
     curves: dict[tuple[str, str], RateCurve] = {}
-    for step in run.steps:
+    for step in steps:
         p = step.all_params
-        if not in_curve(step):
+        if not in_curve(p):
             continue
         key = (step.target, curve_key(p))
         clients = p.get("clients")

@@ -18,7 +18,7 @@ from howfast.analysis.latency_curve import (
     rate_verdict,
     slo_verdict,
 )
-from howfast.model import JSONValue, Sample, StepRecord
+from howfast.model import JSONValue, Sample
 from howfast.rates import parse_slo
 
 # The params that make fixed-rate steps (and their full-speed step) one curve, on a target.
@@ -41,13 +41,11 @@ def curve_key(params: Mapping[str, JSONValue]) -> str:
     return json.dumps([params.get(k) for k in CURVE_PARAMS], sort_keys=True, default=str)
 
 
-def in_curve(step: StepRecord) -> bool:
-    """A fixed-rate pgbench step or a curve's full-speed step, not a warm-up."""
-    p = step.all_params
-    return (
-        step.workload == "pgbench"
-        and (p.get("rate") is not None or p.get("curve_role") == "max")
-        and not p.get("warmup")
+def in_curve(params: Mapping[str, JSONValue]) -> bool:
+    """A fixed-rate step or a curve's full-speed step, not a warm-up (of pgbench, whose
+    analysis and report parts ask)."""
+    return (params.get("rate") is not None or params.get("curve_role") == "max") and not params.get(
+        "warmup"
     )
 
 

@@ -2,14 +2,17 @@
 side by side: TPS with a database that fits in memory, TPS with one 4x larger than memory, the
 time to load the database, and the time to read a large table from a cold cache.
 
-Pure: it reads a run's steps. Which steps count:
+Pure: it reads a run's steps, by what their workloads declare (plugin/workload.py). Which
+steps count:
 
-- TPS: completed pgbench steps at full speed (no `rate`), not warm-ups, on data loaded for
-  the regime (`dataset` in-memory / on-disk in their params); tpcb-like when there is some,
-  at its largest client count; repetitions are averaged.
-- load time: `init_total_s` of the latest completed pgbench-init at the on-disk size (else of
-  the largest load), with its phases.
-- large read time: `seqread_s` of the completed cold seqread steps, averaged.
+- TPS: completed steps of a workload with a throughput that reads the loaded data (pgbench:
+  `throughput_metric`, `reads_loaded_data`) at full speed (no `rate`), not warm-ups, on data
+  loaded for the regime (`dataset` in-memory / on-disk in their params); tpcb-like when there
+  is some, at its largest client count; repetitions are averaged.
+- load time: the `load_metric` (`init_total_s`) of the latest completed load (pgbench-init) at
+  the on-disk size (else of the largest load), with its phases.
+- large read time: the `cold_read_metric` (`seqread_s`) of the completed cold reads
+  (seqread), averaged.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from howfast.model import JSONValue, RunRecord, StepRecord
+from howfast.plugin.registry import Plugin, find
 
 TPS_REGIMES = ("in-memory", "on-disk")
 PREFERRED_MODE = "tpcb-like"
@@ -83,20 +87,22 @@ def _int(value: JSONValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _full_speed(step: StepRecord) -> bool:
-    p = step.all_params
-    return (
-        step.status == "completed"
-        and p.get("warmup") is not True
-        and p.get("rate") is None
-        and p.get("rate_fraction") is None
-        and _num(step.metrics.get("tps")) is not None
-    )
+def _plugin(step: StepRecord) -> Plugin | None:
+    return find(step.workload)
+
+
+def _tps(step: StepRecord) -> float | None:
+    """The step's throughput when it measured the most it could on the loaded data."""
+    plugin = _plugin(step)
+    if plugin is None or plugin.throughput_metric is None or not plugin.reads_loaded_data:
+        return None
+    if step.status != "completed" or not plugin.full_speed(step.all_params):
+        return None
+    return _num(step.metrics.get(plugin.throughput_metric))
 
 
 def regime_tps(steps: list[StepRecord], regime: str) -> RegimeTps | None:
-    mine = [s for s in steps if s.workload == "pgbench" and s.all_params.get("dataset") == regime]
-    mine = [s for s in mine if _full_speed(s)]
+    mine = [s for s in steps if s.all_params.get("dataset") == regime and _tps(s) is not None]
     if not mine:
         return None
     modes = Counter(str(s.all_params.get("mode")) for s in mine)
@@ -104,7 +110,7 @@ def regime_tps(steps: list[StepRecord], regime: str) -> RegimeTps | None:
     mine = [s for s in mine if str(s.all_params.get("mode")) == mode]
     clients = max((_int(s.all_params.get("clients")) or 0 for s in mine), default=0) or None
     mine = [s for s in mine if _int(s.all_params.get("clients")) == clients]
-    values = [v for s in mine if (v := _num(s.metrics.get("tps"))) is not None]
+    values = [v for s in mine if (v := _tps(s)) is not None]
     return RegimeTps(
         tps=statistics.fmean(values),
         mode=mode,
@@ -114,14 +120,18 @@ def regime_tps(steps: list[StepRecord], regime: str) -> RegimeTps | None:
     )
 
 
+def _load_metric(step: StepRecord) -> str | None:
+    plugin = _plugin(step)
+    return plugin.load_metric if plugin is not None else None
+
+
+def _load_seconds(step: StepRecord) -> float | None:
+    name = _load_metric(step)
+    return _num(step.metrics.get(name)) if name and step.status == "completed" else None
+
+
 def load(steps: list[StepRecord]) -> Load | None:
-    inits = [
-        s
-        for s in steps
-        if s.workload == "pgbench-init"
-        and s.status == "completed"
-        and _num(s.metrics.get("init_total_s")) is not None
-    ]
+    inits = [s for s in steps if _load_seconds(s) is not None]
     on_disk = [s for s in inits if s.all_params.get("dataset") == "on-disk"]
     if on_disk:
         step = on_disk[-1]
@@ -130,15 +140,16 @@ def load(steps: list[StepRecord]) -> Load | None:
     else:
         return None
     m = step.metrics
+    total = _load_metric(step)
     phases = {
         key.removesuffix("_s"): float(v)
         for key, v in m.items()
-        if key.endswith("_s") and key != "init_total_s" and isinstance(v, int | float)
+        if key.endswith("_s") and key != total and isinstance(v, int | float)
     }
     dataset = step.all_params.get("dataset")
     basis = step.all_params.get("memory_basis")
     return Load(
-        seconds=float(m["init_total_s"]),
+        seconds=_load_seconds(step) or 0.0,
         scale=_int(step.all_params.get("scale")),
         db_size_bytes=_int(m.get("db_size_bytes")),
         dataset=str(dataset) if dataset is not None else None,
@@ -148,18 +159,19 @@ def load(steps: list[StepRecord]) -> Load | None:
     )
 
 
+def _read_seconds(step: StepRecord) -> float | None:
+    plugin = _plugin(step)
+    name = plugin.cold_read_metric if plugin is not None else None
+    if not name or step.status != "completed" or step.all_params.get("cold", True) is not True:
+        return None
+    return _num(step.metrics.get(name))
+
+
 def large_read(steps: list[StepRecord]) -> LargeRead | None:
-    reads = [
-        s
-        for s in steps
-        if s.workload == "seqread"
-        and s.status == "completed"
-        and s.all_params.get("cold", True) is True
-        and _num(s.metrics.get("seqread_s")) is not None
-    ]
+    reads = [s for s in steps if _read_seconds(s) is not None]
     if not reads:
         return None
-    seconds = statistics.fmean(float(s.metrics["seqread_s"]) for s in reads)
+    seconds = statistics.fmean(_read_seconds(s) or 0.0 for s in reads)
     rates = [v for s in reads if (v := _num(s.metrics.get("seqread_mbps"))) is not None]
     verdicts = [s.metrics.get("cache_cold") for s in reads]
     cold = None if any(v is None for v in verdicts) else all(v is True for v in verdicts)

@@ -4,10 +4,11 @@ While a run lasts, the runner (runner/interleaved.py) asks `stop_reason` after e
 test; when a run is read, `until_summary` says again, from the stored repetitions, which
 figures reached the width and why each test stopped. Both judge with `figure_widths`.
 
-Judged figures: a pgbench test's TPS (its average latency when the rate is fixed: the TPS is
-then the rate asked); a fio test's read and write IOPS (those it did); any other workload's
-first key metric (pg_test_fsync: fdatasync/s). A workload without one (seqread) is not judged:
-it runs the minimum number of times.
+Judged figures: those the test's workload declares (`judged_metrics`, plugin/workload.py): a
+pgbench test's TPS (its average latency when the rate is fixed: the TPS is then the rate
+asked); a fio test's read and write IOPS (those it did); by default a workload's first key
+metric (pg_test_fsync: fdatasync/s). A workload without one (seqread) is not judged: it runs
+the minimum number of times.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from howfast.analysis.groups import is_warmup, params_key, step_label
 from howfast.analysis.stats import Stats, describe
 from howfast.model import JSONValue, RunRecord, StepRecord
+from howfast.plugin.registry import find
 from howfast.until_rule import (
     BUDGET,
     DEFAULT_MAX_REPETITIONS,
@@ -50,19 +52,10 @@ def _number(value: object) -> float | None:
 def judged_metrics(
     workload: str, params: Mapping[str, JSONValue], records: Sequence[StepRecord]
 ) -> tuple[str, ...]:
-    """The figures whose interval the width applies to, for this test."""
-    if workload == "pgbench":
-        return ("latency_avg_ms",) if params.get("rate") is not None else ("tps",)
-    if workload == "fio":
-        return tuple(
-            name
-            for name in ("read_iops", "write_iops")
-            if any((_number(r.metrics.get(name)) or 0) > 0 for r in records)
-        )
-    from howfast.analysis.metrics import KEY_METRICS
-
-    keys = KEY_METRICS.get(workload, ())
-    return keys[:1]
+    """The figures whose interval the width applies to, for this test (its workload's
+    `judged_metrics`); none for a workload this howfast does not know."""
+    plugin = find(workload)
+    return plugin.judged_metrics(params, records) if plugin is not None else ()
 
 
 @dataclass(frozen=True)
@@ -234,9 +227,9 @@ def until_summary(run: RunRecord) -> UntilSummary | None:
     budget = _number(rule.get("budget_s"))
     tests: dict[tuple[str, str], dict[str, list[StepRecord]]] = {}
     for step in ruled:
-        key = (step.workload, params_key(step.all_params))
+        key = (step.workload, params_key(step.workload, step.all_params))
         tests.setdefault(key, {}).setdefault(step.target, []).append(step)
-    last_key = (ruled[-1].workload, params_key(ruled[-1].all_params))
+    last_key = (ruled[-1].workload, params_key(ruled[-1].workload, ruled[-1].all_params))
     outcomes = []
     for key, by_target in tests.items():
         first = next(iter(by_target.values()))[0]

@@ -14,11 +14,12 @@ Nothing here guesses: a rule that lacks its data does not fire.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from howfast.analysis.hooks import evidence_of
+from howfast.analysis.loaded_data import latest_load
 from howfast.analysis.probe import commit_ceiling
 from howfast.analysis.replication import sync_level
 from howfast.analysis.working_set import regime_warnings
@@ -424,19 +425,6 @@ def _unclear(f: StepFacts) -> str:
     return f"no resource dominates: {describe_top(p)}{busy}".replace(" ;", ";")
 
 
-def _throughput_probe(step: StepRecord) -> bool:
-    """A fio profile that measures the most IOPS the storage gives: several I/Os in flight,
-    no flush after each write (not wal-fsync, not queue depth 1)."""
-    params = step.all_params
-    if params.get("flushes_every_write") is True:
-        return False
-    depth = params.get("iodepth")
-    if not isinstance(depth, int):
-        found = re.search(r"qd(\d+)", str(params.get("profile") or ""))
-        depth = int(found.group(1)) if found else None
-    return depth is not None and depth > 1
-
-
 def step_facts(
     step: StepRecord,
     before: Sequence[StepRecord],
@@ -474,9 +462,7 @@ def step_facts(
     if ceiling is not None:
         facts.ceiling_tps, facts.flush_ms = ceiling.ceiling_tps, ceiling.flush_ms
     probe_iops = [
-        (_num(s.metrics.get("read_iops")) or 0.0) + (_num(s.metrics.get("write_iops")) or 0.0)
-        for s in before
-        if s.workload == "fio" and s.status == "completed" and _throughput_probe(s)
+        e.probe_iops for s in before if (e := evidence_of(s)) and e.probe_iops is not None
     ]
     facts.probe_max_iops = max(probe_iops) if probe_iops and max(probe_iops) > 0 else None
     for role in ("data", "wal"):
@@ -493,7 +479,7 @@ def step_facts(
             fig["own"] = 1.0
         if fig:
             facts.device[role] = fig
-    load = next((s for s in reversed(before) if s.workload == "pgbench-init"), None)
+    load = latest_load(before)
     if load is not None and load.status == "completed" and not params.get("warmup"):
         size = load.metrics.get("db_size_bytes")
         dataset = params.get("dataset")
@@ -549,11 +535,12 @@ class WhyLine:
 
 
 def why_lines(run: RunRecord, target_title: Mapping[str, str] | None = None) -> list[WhyLine]:
-    """One WhyLine per pgbench test of a derived run, in the order the tests ran."""
+    """One WhyLine per test of a derived run whose steps have a `why` section (pgbench's), in
+    the order the tests ran."""
     groups: dict[tuple[str, str, object, object], list[StepRecord]] = {}
     for step in run.steps:
         why = step.sections.get("why")
-        if step.workload != "pgbench" or not isinstance(why, Mapping):
+        if not isinstance(why, Mapping):  # a step whose workload says what limited it
             continue
         p = step.all_params
         key = (step.target, str(p.get("mode")), p.get("clients"), p.get("rate"))

@@ -1,9 +1,9 @@
 """`howfast import pgbench|fio FILE|-`: store output produced elsewhere (kubectl logs, CI
-jobs, fio run by hand)."""
+jobs, fio run by hand). One command per workload whose plugin declares an importer
+(plugin/importing.py), with the importer's help; `import run` is a run file's
+(cli/import_run.py)."""
 
 from __future__ import annotations
-
-from typing import Protocol
 
 import click
 
@@ -13,8 +13,8 @@ from howfast.cli.options import json_option, store_option
 from howfast.cli.output import print_stored_run
 from howfast.cli.stores import open_results
 from howfast.import_text import TextSource
-from howfast.service.importer import import_fio_text, import_pgbench_text
-from howfast.store.base import Store
+from howfast.plugin.importing import TextImporter
+from howfast.service.importer import import_output, importers
 
 
 @click.group("import")
@@ -29,27 +29,19 @@ def read_input(env: CliEnv, source: str) -> tuple[TextSource, str]:
     return text, text.name
 
 
-class Importer(Protocol):
-    """import_pgbench_text, import_fio_text: parse text, store it as a run, return its id."""
-
-    def __call__(
-        self, store: Store, text: TextSource, *, source_name: str, label: str | None
-    ) -> int: ...
-
-
 def store_imported(
     source: str,
     label: str | None,
     store: str | None,
     as_json: bool,
-    importer: Importer,
+    importer: TextImporter,
 ) -> int:
     """Read `source`, store what `importer` makes of it, and print the new run."""
     env = current_env()
     text, name = read_input(env, source)
     db = open_results(env, store)
     try:
-        run_id = importer(db, text, source_name=name, label=label)
+        run_id = import_output(db, importer, text, source_name=name, label=label)
     except BaseException:
         db.close()
         raise
@@ -59,36 +51,21 @@ def store_imported(
     return 0
 
 
-@import_group.command("pgbench")
-@click.argument("source", default="-", metavar="[FILE|-]")
-@click.option("--label", help="What was measured, e.g. 'longhorn 3 replicas'.")
-@store_option
-@json_option
-def import_pgbench(source: str, label: str | None, store: str | None, as_json: bool) -> int:
-    """Parse pgbench output (a run, an init, or both) and store it as a run.
+def import_command(command: str, importer: TextImporter) -> click.Command:
+    """`howfast import <command> [FILE|-] [--label TEXT] [--store URL] [--json]`."""
 
-    \b
-    Example:
-      kubectl logs job/pgbench-1 | howfast import pgbench - --label "longhorn 3 replicas"
-    """
-    return store_imported(source, label, store, as_json, import_pgbench_text)
+    @click.argument("source", default="-", metavar="[FILE|-]")
+    @click.option("--label", help=importer.label_help)
+    @store_option
+    @json_option
+    def run_import(source: str, label: str | None, store: str | None, as_json: bool) -> int:
+        return store_imported(source, label, store, as_json, importer)
+
+    return click.command(command, help=importer.help)(run_import)
 
 
-@import_group.command("fio")
-@click.argument("source", default="-", metavar="[FILE|-]")
-@click.option("--label", help="What was measured, e.g. 'ceph rbd'.")
-@store_option
-@json_option
-def import_fio(source: str, label: str | None, store: str | None, as_json: bool) -> int:
-    """Parse fio's JSON output (--output-format=json or json+) and store it as a run: one
-    fio step per job, its params taken from the job's options.
-
-    \b
-    Example:
-      fio --output-format=json+ --output=result.json job.fio
-      howfast import fio result.json --label "ceph rbd"
-    """
-    return store_imported(source, label, store, as_json, import_fio_text)
+for _command, _importer in importers().items():
+    import_group.add_command(import_command(_command, _importer))
 
 
 # `import run` (a run file of `howfast export json`) lives in its own module.

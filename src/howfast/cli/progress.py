@@ -20,28 +20,20 @@ from howfast.cli.context import CliEnv
 from howfast.errortext import error_cause
 from howfast.model import StepRecord
 from howfast.observer import StepRef
+from howfast.plugin.registry import find
 
 UNKNOWN_STEP_S = 5.0
 
 
 def step_summary(record: StepRecord) -> str:
-    m = record.metrics
+    """The end of a step's progress line: its status, and for a completed step what its
+    workload says of it (`progress_summary`: pgbench's TPS and latencies, fio's IOPS)."""
     if record.status != "completed":
         first = (record.error or "").splitlines()[0] if record.error else ""
         cause = "".join(f"\n        {line}" for line in error_cause(record.error))
         return f"{record.status}: {first}{cause}"
-    parts = []
-    if "tps" in m:
-        parts.append(f"{float(m['tps']):,.1f} tps")
-    if "latency_avg_ms" in m:
-        parts.append(f"avg {float(m['latency_avg_ms']):.3f} ms")
-    if "latency_p99_ms" in m:
-        parts.append(f"p99 {float(m['latency_p99_ms']):.3f} ms")
-    if "init_total_s" in m:
-        parts.append(f"loaded in {float(m['init_total_s']):.2f} s")
-    for key in ("write_iops", "read_iops"):
-        if key in m:
-            parts.append(f"{key.split('_')[0]} {float(m[key]):,.0f} IOPS")
+    plugin = find(record.workload)
+    parts = plugin.progress_summary(record.metrics) if plugin is not None else []
     return "completed" + (": " + ", ".join(parts) if parts else "")
 
 

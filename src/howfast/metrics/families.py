@@ -23,6 +23,8 @@ from prometheus_client import (
 )
 
 from howfast.model import JSONValue, Sample, StepRecord
+from howfast.plugin.registry import find, plugins
+from howfast.plugin.workload import StepFamily
 
 PREFIX = "howfast_"
 RUN_LABELS = ("run_id", "plan")
@@ -97,20 +99,14 @@ def step_labels(
     params: Mapping[str, JSONValue],
     index: int,
 ) -> StepLabels:
-    """Labels of a step: `mode` is pgbench's mode or fio's profile, `clients` pgbench's client
-    count; both empty for workloads that have none. `index` is 0-based."""
-    mode = params.get("mode") or params.get("profile") or ""
-    clients = params.get("clients")
+    """Labels of a step: `mode` and `clients` as its workload says (`prometheus_labels`:
+    pgbench's mode and client count, fio's profile), empty for workloads that have none;
+    `class` a fleet instance's. `index` is 0-based."""
+    plugin = find(workload)
+    mode, clients = plugin.prometheus_labels(params) if plugin is not None else ("", "")
     klass = params.get("class") or ""
     return StepLabels(
-        str(run_id),
-        plan,
-        target,
-        workload,
-        str(mode),
-        "" if clients is None else str(clients),
-        str(klass),
-        str(index + 1),
+        str(run_id), plan, target, workload, mode, clients, str(klass), str(index + 1)
     )
 
 
@@ -253,18 +249,21 @@ class RunMetrics:
             (*s, "quantile"),
             registry=r,
         )
-        self.fio_iops = Gauge(
-            metric_name("step_fio_iops"),
-            "fio's I/O operations per second over the finished step.",
-            (*s, "op"),
-            registry=r,
-        )
-        self.fio_bytes = Gauge(
-            metric_name("step_fio_bytes_per_second"),
-            "fio's bandwidth over the finished step.",
-            (*s, "op"),
-            registry=r,
-        )
+        # The families each workload declares of its finished steps (fio's IOPS and bytes)
+        self.workload_families: dict[str, list[tuple[StepFamily, Gauge]]] = {}
+        for name, plugin in plugins().items():
+            self.workload_families[name] = [
+                (
+                    f,
+                    Gauge(
+                        metric_name(f.name),
+                        f.help,
+                        (*s, *([f.label] if f.label else [])),
+                        registry=r,
+                    ),
+                )
+                for f in plugin.prometheus
+            ]
         self.disk_ops = Gauge(
             metric_name("step_disk_operations_per_second"),
             "Requests the device behind a role completed per second over the finished step "
@@ -340,7 +339,8 @@ class RunMetrics:
         self.set_state(labels, "running")
         if expected_s:
             self.step_expected.labels(*labels.values()).set(expected_s)
-        if labels.workload == "pgbench":
+        plugin = find(labels.workload)
+        if plugin is not None and plugin.counts_transactions:
             # Counters exist from 0 as the step starts, so that rate() over the step has
             # samples from its beginning, not only from the step's end (a failure-free step).
             self.transactions.labels(*labels.values())
@@ -412,13 +412,10 @@ class RunMetrics:
             value = _number(m.get(key))
             if value is not None:
                 self.step_latency.labels(*v, quantile).set(value / 1000)
-        if record.workload == "fio":
-            for op in ("read", "write"):
-                iops, mbps = _number(m.get(f"{op}_iops")), _number(m.get(f"{op}_mbps"))
-                if iops is not None:
-                    self.fio_iops.labels(*v, op).set(iops)
-                if mbps is not None:
-                    self.fio_bytes.labels(*v, op).set(mbps * 1e6)
+        for family, gauge in self.workload_families.get(record.workload, []):
+            for label, value in family.values(m):
+                if value is not None:
+                    gauge.labels(*v, *([label] if family.label else [])).set(value)
         self._sampled(labels, record)
 
     def _sampled(self, labels: StepLabels, record: StepRecord) -> None:

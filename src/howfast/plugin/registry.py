@@ -1,48 +1,79 @@
 """Workloads, found rather than listed: every module of howfast.workloads' packages named
-`plan` that defines a module-level `PLUGIN` (a WorkloadPlugin).
+`plan` that defines a module-level `PLUGIN` (a WorkloadPlugin), and every plugin an installed
+distribution declares in the `howfast.workloads` entry-point group.
 
 Adding a workload is one new package whose plan module holds its plan model, expansion,
-labels, expected duration, metrics and the name of its executor (plugin/workload.py).
-Discovery imports only those plan modules, never the executors. The workloads package is
-named, not imported by an import statement: it sits above this layer (docs/architecture.md),
-and only its plan modules are loaded here.
+labels, params, metrics, traits and the names of its parts (plugin/workload.py). Outside
+howfast, the same package in a distribution of its own, with an entry point:
+
+    [project.entry-points."howfast.workloads"]
+    sysbench = "howfast_sysbench.plan:PLUGIN"
+
+Discovery imports only plan modules, never the executors. The workloads package is named, not
+imported by an import statement: it sits above this layer (docs/architecture.md), and only
+its plan modules are loaded here.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
+from howfast.errors import HowfastError
 from howfast.model import JSONValue
-from howfast.plugin.workload import StepModel, WorkloadPlugin
+from howfast.plugin.workload import COMMON_TEST_PARAMS, Program, StepModel, WorkloadPlugin
 
 Plugin = WorkloadPlugin[Any]
 
 WORKLOADS_PACKAGE = "howfast.workloads"
+ENTRY_POINTS = "howfast.workloads"  # the entry-point group of workloads installed apart
 
 
 def _is_plan_module(name: str) -> bool:
     return name.rpartition(".")[2] == "plan"
 
 
+def _add(found: dict[str, Plugin], plugin: object, origin: str) -> None:
+    if not isinstance(plugin, WorkloadPlugin):
+        raise HowfastError(f"workload plug-in {origin} is not a WorkloadPlugin: {plugin!r}")
+    if plugin.name in found:
+        raise HowfastError(f"workload {plugin.name!r} is defined twice ({origin})")
+    found[plugin.name] = plugin
+
+
+def _entry_point_plugin(entry: importlib.metadata.EntryPoint) -> object:
+    try:
+        return entry.load()
+    except Exception as exc:  # a broken distribution names itself, not a traceback of ours
+        raise HowfastError(
+            f"workload plug-in {entry.name} = {entry.value} cannot be loaded: {exc}"
+        ) from exc
+
+
 @functools.cache
 def plugins() -> dict[str, Plugin]:
-    """Every workload plugin by name, in their `order`."""
+    """Every workload plugin by name, in their `order` (then by name)."""
     package = importlib.import_module(WORKLOADS_PACKAGE)
     found: dict[str, Plugin] = {}
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         if info.ispkg or not _is_plan_module(info.name):
             continue
         plugin = getattr(importlib.import_module(info.name), "PLUGIN", None)
-        if not isinstance(plugin, WorkloadPlugin):
-            continue
-        if plugin.name in found:
-            raise RuntimeError(f"workload {plugin.name!r} is defined twice ({info.name})")
-        found[plugin.name] = plugin
+        if plugin is not None:
+            _add(found, plugin, info.name)
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        _add(found, _entry_point_plugin(entry), f"entry point {entry.name} = {entry.value}")
     return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def reset() -> None:
+    """Find the plugins again on next use: for a process whose installed distributions
+    changed (tests that add one)."""
+    plugins.cache_clear()
 
 
 def plugin(name: str) -> Plugin:
@@ -68,3 +99,26 @@ def expected_seconds(workload: str, params: Mapping[str, JSONValue]) -> float | 
     """How long a step should take, for ETAs; None when unknown."""
     found = find(workload)
     return found.expected_seconds(params) if found else None
+
+
+def programs(source: str | None = None) -> list[Program]:
+    """The programs the workloads run (`howfast doctor` checks them), each name once as its
+    first workload declares it, in the workloads' order; only those found in `source`
+    ("postgres": the PostgreSQL installation, "path": PATH) when given."""
+    found: dict[str, Program] = {}
+    for plugin in plugins().values():
+        for program in plugin.programs:
+            found.setdefault(program.name, program)
+    return [p for p in found.values() if source is None or p.source == source]
+
+
+def same_test_params(workload: str, params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    """The params that make two steps of `workload` the same test (plugin/workload.py
+    `test_key`). A workload this howfast does not know (a run stored where a plug-in was
+    installed) is grouped by every known workload's test params, as howfast did before
+    workloads declared their own."""
+    found = find(workload)
+    if found is not None:
+        return found.test_key(params)
+    keys = {*COMMON_TEST_PARAMS, *(name for p in plugins().values() for name in p.test_params)}
+    return {k: v for k, v in params.items() if k in keys}

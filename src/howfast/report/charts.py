@@ -11,14 +11,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from howfast.analysis.groups import StepGroup
-from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, metric
 from howfast.analysis.overview import Overview, Placed, TargetView
 from howfast.analysis.why import WhyLine
 from howfast.model import Sample, StepRecord
 
 IO_FIELDS = ("read_iops", "write_iops", "read_mbps", "write_mbps")
-PERCENTILES = (("latency_p50_ms", "p50"), ("latency_p95_ms", "p95"), ("latency_p99_ms", "p99"))
-QD1_METRICS = tuple(name for name in FIO_FIGURES if "_lat_" in name)  # the latency ones
 SIGNIFICANT_DIGITS = 4  # per-second values: enough to read, and the page stays small
 # Per-second charts of more tests than this would be hundreds of charts nobody scrolls
 # through, and reading their samples would make a report of many runs slow.
@@ -95,7 +92,9 @@ def io_series_names(roles: Iterable[str]) -> list[str]:
     return [f"io.{role}.{name}" for role in roles for name in IO_FIELDS]
 
 
-class _Ids:
+class ChartIds:
+    """Chart ids of one report, numbered in the order the charts are made."""
+
     def __init__(self) -> None:
         self.count = 0
 
@@ -104,77 +103,32 @@ class _Ids:
         return f"chart-{self.count}"
 
 
-def _clients(p: Placed) -> int:
+def clients_of(p: Placed) -> int:
     value = p.group.params.get("clients")
     return value if isinstance(value, int) else 0
 
 
-def _by_target(placed: list[Placed]) -> list[tuple[TargetView, list[Placed]]]:
+def by_target(placed: list[Placed]) -> list[tuple[TargetView, list[Placed]]]:
     """The tests of each target, by client count."""
     found: dict[str, list[Placed]] = {}
     for p in placed:
         found.setdefault(p.target.key, []).append(p)
-    return [(ps[0].target, sorted(ps, key=_clients)) for ps in found.values()]
+    return [(ps[0].target, sorted(ps, key=clients_of)) for ps in found.values()]
 
 
-def _wide(placed: list[Placed]) -> bool:
-    counts = [c for p in placed if (c := _clients(p)) > 0]
+def wide(placed: list[Placed]) -> bool:
+    counts = [c for p in placed if (c := clients_of(p)) > 0]
     return bool(counts) and max(counts) / min(counts) >= 8
 
 
-def _error(g: StepGroup, name: str) -> float | None:
+def error_of(g: StepGroup, name: str) -> float | None:
     s = g.value(name)
     return _round(s.ci_half) if s else None
 
 
-def _mean(g: StepGroup, name: str) -> float | None:
+def mean_of(g: StepGroup, name: str) -> float | None:
     s = g.value(name)
     return _round(s.mean) if s else None
-
-
-def tps_vs_clients(mode: str, placed: list[Placed], ids: _Ids) -> Chart:
-    chart = Chart(
-        ids(),
-        f"pgbench {mode}: TPS by clients (mean ± 95% CI)",
-        "clients",
-        "TPS (tx/s)",
-        x_log=_wide(placed),
-    )
-    for target, ps in _by_target(placed):
-        chart.traces.append(
-            Trace(
-                target.title,
-                [_clients(p) for p in ps],
-                [_mean(p.group, "tps") for p in ps],
-                error=[_error(p.group, "tps") for p in ps],
-                group=target.key,
-            )
-        )
-    return chart
-
-
-def latency_vs_clients(mode: str, placed: list[Placed], ids: _Ids) -> Chart:
-    chart = Chart(
-        ids(),
-        f"pgbench {mode}: latency percentiles by clients",
-        "clients",
-        "latency (ms)",
-        x_log=_wide(placed),
-    )
-    dashes: tuple[Literal["solid", "dot", "dash"], ...] = ("dot", "dash", "solid")
-    for target, ps in _by_target(placed):
-        for (name, short), dash in zip(PERCENTILES, dashes, strict=True):
-            chart.traces.append(
-                Trace(
-                    f"{target.title} {short}",
-                    [_clients(p) for p in ps],
-                    [_mean(p.group, name) for p in ps],
-                    error=[_error(p.group, name) for p in ps],
-                    group=target.key,
-                    dash=dash,
-                )
-            )
-    return chart
 
 
 def checkpoint_spans(step: StepRecord) -> list[Span]:
@@ -203,7 +157,7 @@ def checkpoint_spans(step: StepRecord) -> list[Span]:
     return spans
 
 
-def per_second(p: Placed, ids: _Ids) -> Chart | None:
+def per_second(p: Placed, ids: ChartIds) -> Chart | None:
     """TPS and latency per second of every repetition, with checkpoints and the seconds the
     steady state leaves out (of the first repetition) shaded."""
     steps = [s for s in p.group.completed if s.series.get("tps")]
@@ -233,7 +187,7 @@ def per_second(p: Placed, ids: _Ids) -> Chart | None:
     return chart
 
 
-def io_per_second(p: Placed, ids: _Ids) -> Chart | None:
+def io_per_second(p: Placed, ids: ChartIds) -> Chart | None:
     """Disk IOPS (left axis) and MB/s (right axis) per second and role, first repetition."""
     step = next((s for s in p.group.completed if _io_series(s)), None)
     if step is None:
@@ -268,72 +222,7 @@ def _io_series(step: StepRecord) -> dict[str, list[Sample]]:
     }
 
 
-def fio_iops(placed: list[Placed], ids: _Ids) -> Chart:
-    chart = Chart(ids(), "fio: IOPS by profile (mean ± 95% CI)", "profile", "IOPS")
-    chart.x_categories = True
-    for target, ps in _by_target(placed):
-        for name, direction in (("read_iops", "read"), ("write_iops", "write")):
-            with_value = [p for p in ps if p.group.value(name)]
-            if with_value:
-                chart.traces.append(
-                    Trace(
-                        f"{target.title} {direction}",
-                        [str(p.group.params.get("profile")) for p in with_value],
-                        [_mean(p.group, name) for p in with_value],
-                        kind="bar",
-                        error=[_error(p.group, name) for p in with_value],
-                        group=target.key,
-                    )
-                )
-    return chart
-
-
-def fio_qd1_latency(placed: list[Placed], ids: _Ids) -> Chart | None:
-    """Latency at queue depth 1 (profiles named *qd1, and wal-fsync: one write at a time)."""
-    qd1 = [
-        p
-        for p in placed
-        if str(p.group.params.get("profile", "")).endswith("qd1")
-        or p.group.params.get("profile") == "wal-fsync"
-    ]
-    if not qd1:
-        return None
-    chart = Chart(ids(), "fio: latency at queue depth 1 (mean ± 95% CI)", "", "latency (ms)")
-    chart.x_categories = True
-    for target, ps in _by_target(qd1):
-        x: list[float | str] = []
-        y: list[float | None] = []
-        error: list[float | None] = []
-        for p in ps:
-            for name in QD1_METRICS:
-                if p.group.value(name):
-                    x.append(f"{p.group.params.get('profile')} {metric(name).label}")
-                    y.append(_mean(p.group, name))
-                    error.append(_error(p.group, name))
-        if x:
-            chart.traces.append(Trace(target.title, x, y, "bar", error=error, group=target.key))
-    return chart if chart.traces else None
-
-
-def init_phases(placed: list[Placed], ids: _Ids) -> Chart:
-    chart = Chart(
-        ids(), "pgbench -i: load time by phase", "time (s)", "", bars="stack", horizontal=True
-    )
-    chart.x_categories = True
-    labelled = [(f"{p.target.title} (scale {p.group.params.get('scale')})", p) for p in placed]
-    for phase in INIT_PHASES:
-        chart.traces.append(
-            Trace(
-                metric(phase).label,
-                [label for label, _ in labelled],
-                [_mean(p.group, phase) for _, p in labelled],
-                kind="bar",
-            )
-        )
-    return chart
-
-
-def wait_profiles(view: Overview, ids: _Ids) -> list[Chart]:
+def wait_profiles(view: Overview, ids: ChartIds) -> list[Chart]:
     """Per target, a stacked bar per pgbench test: the share of active-session samples by wait
     event type (mean over the repetitions), to read beside the verdict."""
     charts = []
@@ -367,49 +256,4 @@ def wait_profiles(view: Overview, ids: _Ids) -> list[Chart]:
                 )
             )
         charts.append(chart)
-    return charts
-
-
-@dataclass
-class ReportCharts:
-    """The report's charts by the section they belong to."""
-
-    by_mode: dict[str, list[Chart]] = field(default_factory=dict)
-    per_second: list[tuple[Placed, list[Chart]]] = field(default_factory=list)
-    fio: list[Chart] = field(default_factory=list)
-    init: list[Chart] = field(default_factory=list)
-    why: list[Chart] = field(default_factory=list)
-    per_second_drawn: bool = True  # False: too many tests, see MAX_PER_SECOND_TESTS
-
-    def all(self) -> list[Chart]:
-        found = [c for charts in self.by_mode.values() for c in charts]
-        found += [c for _, charts in self.per_second for c in charts]
-        return self.why + found + self.fio + self.init
-
-
-def report_charts(view: Overview) -> ReportCharts:
-    ids = _Ids()
-    charts = ReportCharts(per_second_drawn=len(view.of("pgbench")) <= MAX_PER_SECOND_TESTS)
-    charts.why = wait_profiles(view, ids)
-    for mode in view.pgbench_modes:
-        # Fixed-rate steps have their own chart (latency vs offered load): against clients
-        # they would stack up on one client count.
-        placed = [p for p in view.of("pgbench", mode) if p.group.params.get("rate") is None]
-        charts.by_mode[mode] = []
-        if placed:
-            charts.by_mode[mode].append(tps_vs_clients(mode, placed, ids))
-            charts.by_mode[mode].append(latency_vs_clients(mode, placed, ids))
-    for p in view.of("pgbench") if charts.per_second_drawn else []:
-        drawn = [c for c in (per_second(p, ids), io_per_second(p, ids)) if c is not None]
-        if drawn:
-            charts.per_second.append((p, drawn))
-    fio = view.of("fio")
-    if fio:
-        charts.fio.append(fio_iops(fio, ids))
-        qd1 = fio_qd1_latency(fio, ids)
-        if qd1 is not None:
-            charts.fio.append(qd1)
-    init = [p for p in view.of("pgbench-init") if p.group.n]
-    if init:
-        charts.init.append(init_phases(init, ids))
     return charts

@@ -1,41 +1,24 @@
 """The outline of a report: sections holding tables, charts and short paragraphs, in the order
 a reader wants them. html.py and markdown.py render this outline; neither decides content.
+Each workload's tables and charts are its report part's (report/hooks.py), placed in their
+slots: the tests after the comparison, the storage probe and the loads at the end.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
-from howfast.analysis.overview import Overview
+from howfast.analysis.overview import Overview, Placed
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
-from howfast.report import rate_section, tables
-from howfast.report.charts import MAX_PER_SECOND_TESTS, Chart, report_charts
+from howfast.plugin.registry import find
+from howfast.report import charts, tables
+from howfast.report.charts import Chart, ChartIds, io_per_second, per_second, wait_profiles
 from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
+from howfast.report.hooks import Slot, WorkloadReport, report_for, reports_for
+from howfast.report.outline import Block, ReportDocument, Section
 from howfast.report.replication_view import design_table
 from howfast.report.sweep_table import sweep_charts, sweep_table
 from howfast.until_rule import MIN_REPETITIONS
-
-Block = tables.Table | Chart | str
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    blocks: list[Block] = field(default_factory=list)
-    level: int = 2
-
-
-@dataclass
-class ReportDocument:
-    title: str
-    subtitle: str
-    sections: list[Section]
-
-    def charts(self) -> list[Chart]:
-        return [b for s in self.sections for b in s.blocks if isinstance(b, Chart)]
 
 
 def _how_to_read(view: Overview) -> str:
@@ -65,8 +48,20 @@ def _why_blocks(view: Overview) -> list[Block]:
     return [intro, *[line.sentence for line in view.why]]
 
 
+def _steady_tests(view: Overview) -> list[Placed]:
+    """The tests whose per-second TPS has a steady state (pgbench's): the per-second charts'."""
+    steady = {
+        w for w in {p.group.workload for p in view.tests} if (f := find(w)) and f.steady_series
+    }
+    return [p for p in view.tests if p.group.workload in steady]
+
+
 def build(view: Overview) -> ReportDocument:
-    charts = report_charts(view)
+    ids = ChartIds()  # numbered in the order they are made: the order they are read
+    why_charts = wait_profiles(view, ids)
+    reports: list[WorkloadReport] = reports_for(
+        [*(p.group.workload for p in view.tests), *(s.workload for _, s in view.steps)]
+    )
     run_ids = ", ".join(str(r.id) for r in view.runs)
     sections = []
     titles: dict[int, dict[str, str]] = {}
@@ -76,7 +71,7 @@ def build(view: Overview) -> ReportDocument:
     if durability:  # can these commits survive a crash: first (docs/why.md)
         sections.append(Section("durability", "Durability", [*durability]))
     if view.why:
-        sections.append(Section("why", "Why", [*_why_blocks(view), *charts.why]))
+        sections.append(Section("why", "Why", [*_why_blocks(view), *why_charts]))
     if advice:
         sections.append(Section("advice", "Advice", [*advice]))
     sections += [
@@ -102,58 +97,24 @@ def build(view: Overview) -> ReportDocument:
             blocks.append(tables.environment_diff_table(view.comparison))
         blocks += [f"Warning: {w}" for w in view.comparison.warnings]
         sections.append(Section("comparison", "Comparison", blocks))
-    for mode in view.pgbench_modes:
-        sections.append(
-            Section(
-                f"pgbench-{mode}",
-                f"pgbench {mode}",
-                [tables.pgbench_table(mode, view.of("pgbench", mode)), *charts.by_mode[mode]],
-            )
-        )
-    rate_blocks = rate_section.rate_blocks(view)
-    if rate_blocks:
-        sections.append(Section("latency-under-load", "Latency under load", rate_blocks))
+    for report in reports:
+        sections += report.sections(Slot.TESTS, view, ids)
     if view.warmups:
         lines = [
-            f"{t.title}: pgbench {s.params.get('mode')}, {s.params.get('clients')} clients, "
-            f"{s.params.get('duration_s')} s ({s.status})"
+            f"{t.title}: {report_for(s.workload).warmup_text(s.params)} ({s.status})"
             for t, s in view.warmups
         ]
         sections.append(
             Section("warm-up", "Warm-up runs, left out of every figure", ["; ".join(lines)])
         )
-    tests = len(view.of("pgbench"))
-    if not charts.per_second_drawn:
-        note = (
-            f"Per-second charts are left out: this report covers {tests} pgbench tests, and "
-            f"they are drawn for up to {MAX_PER_SECOND_TESTS}. A report of fewer runs has them."
-        )
-        sections.append(Section("per-second", "Per second", [note]))
-    if charts.per_second:
-        section = Section("per-second", "Per second")
-        section.blocks.append(
-            "TPS and latency of each repetition per second; disk I/O per second by device "
-            "role (data, WAL) where the samplers ran. Shaded: checkpoints, and the seconds "
-            "the steady state leaves out."
-        )
-        for _, drawn in charts.per_second:
-            section.blocks += drawn
-        sections.append(section)
-    fio = view.of("fio")
-    if fio or view.fsync or view.ceilings:
-        probe: list[Block] = []
-        if fio:
-            probe += [tables.fio_table(fio), *charts.fio]
-        if view.fsync:
-            probe.append(tables.fsync_table(view))
-        if view.ceilings:
-            probe.append(tables.ceiling_table(view))
+    sections += _per_second(_steady_tests(view), ids)
+    probe = [block for report in reports for block in report.probe_blocks(view, ids)]
+    if view.ceilings:
+        probe.append(tables.ceiling_table(view))
+    if probe:
         sections.append(Section("probe", "Storage probe", probe))
-    init = view.of("pgbench-init")
-    if init:
-        sections.append(
-            Section("load", "Load (pgbench -i)", [tables.init_table(init), *charts.init])
-        )
+    for report in reports:
+        sections += report.sections(Slot.LOAD, view, ids)
     return ReportDocument(
         title=f"howfast report: run{'s' if len(view.runs) > 1 else ''} {run_ids}",
         subtitle=", ".join(
@@ -162,3 +123,27 @@ def build(view: Overview) -> ReportDocument:
         ),
         sections=sections,
     )
+
+
+def _per_second(tests: list[Placed], ids: ChartIds) -> list[Section]:
+    """TPS, latency and disk I/O per second of each test, up to MAX_PER_SECOND_TESTS tests."""
+    if len(tests) > charts.MAX_PER_SECOND_TESTS:
+        note = (
+            f"Per-second charts are left out: this report covers {len(tests)} pgbench tests, "
+            f"and they are drawn for up to {charts.MAX_PER_SECOND_TESTS}. A report of fewer "
+            "runs has them."
+        )
+        return [Section("per-second", "Per second", [note])]
+    drawn: list[Chart] = []
+    for p in tests:
+        drawn += [c for c in (per_second(p, ids), io_per_second(p, ids)) if c is not None]
+    if not drawn:
+        return []
+    section = Section("per-second", "Per second")
+    section.blocks.append(
+        "TPS and latency of each repetition per second; disk I/O per second by device "
+        "role (data, WAL) where the samplers ran. Shaded: checkpoints, and the seconds "
+        "the steady state leaves out."
+    )
+    section.blocks += drawn
+    return [section]

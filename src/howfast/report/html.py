@@ -22,7 +22,7 @@ from importlib import resources
 from howfast import __version__
 from howfast.report.charts import Chart
 from howfast.report.charts_plotly import figure
-from howfast.report.document import ReportDocument, Section
+from howfast.report.outline import ReportDocument, Section
 from howfast.report.tables import Cell, Table
 
 PLOTLY_JS = ("plotly", "package_data", "plotly.min.js")

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from howfast.model import RunRecord, StepRecord
+from howfast.plugin.registry import find
 
 
 def _num(value: object) -> float | None:
@@ -28,14 +29,11 @@ def _fmt(value: object, digits: int = 1, thousands: bool = False) -> str:
 
 
 def step_label(step: StepRecord) -> str:
-    """'pgbench tpcb-like 8c checkpoint_completion_target=0.5 #2', 'fio wal-fsync'."""
+    """'pgbench tpcb-like 8c checkpoint_completion_target=0.5 #2', 'fio wal-fsync': the
+    workload's compact label (plugin/workload.py), its settings and repetition."""
     p = step.all_params
-    if step.workload == "pgbench":
-        text = f"pgbench {p.get('mode')} {p.get('clients')}c"
-    elif step.workload == "fio":
-        text = f"fio {p.get('profile')}"
-    else:
-        text = step.workload
+    plugin = find(step.workload)
+    text = plugin.compact_label(p) if plugin is not None else step.workload
     settings = p.get("settings")
     if isinstance(settings, dict) and settings:
         text += " " + " ".join(f"{k}={v}" for k, v in settings.items())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from howfast.report.charts import Chart
 from howfast.report.charts_png import render_png
-from howfast.report.document import ReportDocument
+from howfast.report.outline import ReportDocument
 from howfast.report.tables import Cell, Table
 
 

@@ -12,6 +12,7 @@ from howfast.analysis.groups import count_tests
 from howfast.analysis.overview import overview
 from howfast.errors import UsageError
 from howfast.model import RunRecord
+from howfast.plugin.registry import plugins
 from howfast.report import document, html
 from howfast.report.charts import DEFAULT_ROLES, MAX_PER_SECOND_TESTS, io_series_names
 from howfast.report.staging import staged
@@ -24,7 +25,9 @@ def series_to_read(runs: Sequence[RunRecord]) -> list[str]:
     """The series the report of these runs (read without series) uses; the rest of what
     the samplers stored is not read. Disk I/O only when the per-second charts are drawn."""
     names = list(steady.SERIES)  # the steady-state figures come from them
-    tests = sum(count_tests(r, "pgbench") for r in runs)
+    # The per-second charts are of the tests whose TPS has a steady state (pgbench's).
+    steady_workloads = [name for name, p in plugins().items() if p.steady_series]
+    tests = sum(count_tests(r, w) for r in runs for w in steady_workloads)
     if tests <= MAX_PER_SECOND_TESTS:
         roles = {
             role

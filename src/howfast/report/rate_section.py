@@ -107,12 +107,12 @@ def curve_chart(curves: list[tuple[str, RateCurve]], chart_id: str) -> Chart:
     return chart
 
 
-def rate_blocks(view: Overview) -> list[Table | Chart | str]:
-    """Nothing when no run has a rate curve."""
+def rate_blocks(view: Overview, workload: str) -> list[Table | Chart | str]:
+    """The rate curves of `workload`'s steps (pgbench's); nothing when no run has one."""
     found: list[tuple[str, RateCurve]] = []
     several = len(view.runs) > 1
     for run in view.runs:
-        for curve in rate_curves(run):
+        for curve in rate_curves([s for s in run.steps if s.workload == workload]):
             found.append((f"run {run.id} {curve.target}" if several else curve.target, curve))
     if not found:
         return []

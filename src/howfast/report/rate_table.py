@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from howfast.analysis.rate_curves import RateCurve, rate_curves
-from howfast.model import RunRecord
+from howfast.model import StepRecord
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -60,6 +62,6 @@ def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def rate_parts(run: RunRecord) -> list[RenderableType]:
-    """Nothing when the run has no rate curve."""
-    return [curve_table(c) for c in rate_curves(run)]
+def rate_parts(steps: Sequence[StepRecord]) -> list[RenderableType]:
+    """A table per rate curve of these steps (a run's pgbench steps); nothing without one."""
+    return [curve_table(c) for c in rate_curves(steps)]

@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 
 from howfast.analysis.compare import Comparison
 from howfast.analysis.groups import StepGroup
-from howfast.analysis.metrics import FIO_FIGURES, INIT_PHASES, with_unit
-from howfast.analysis.overview import Overview, Placed, TargetView
-from howfast.errortext import error_summary
+from howfast.analysis.metrics import with_unit
+from howfast.analysis.overview import Overview, TargetView
 from howfast.model import JSONValue, RunRecord
-from howfast.rates import rate_label
 from howfast.report import figures
 
 
@@ -45,7 +43,7 @@ class Table:
         return tuple(dict.fromkeys(numbers))
 
 
-def _text(value: JSONValue) -> str:
+def cell_text(value: JSONValue) -> str:
     return figures.DASH if value is None or value == "" else str(value)
 
 
@@ -66,7 +64,7 @@ def runs_table(runs: Sequence[RunRecord]) -> Table:
             [
                 Cell(str(r.id), numeric=True),
                 Cell(r.plan),
-                Cell(_text(r.label)),
+                Cell(cell_text(r.label)),
                 Cell(r.status),
                 Cell(r.started_at[:19].replace("T", " ")),
                 Cell((r.finished_at or "")[:19].replace("T", " ") or figures.DASH),
@@ -135,132 +133,20 @@ def environment_table(targets: Sequence[TargetView]) -> Table:
     )
     for t in targets:
         env = t.environment
-        cpu = f"{_text(env.get('cpu_count'))} × {_text(env.get('cpu_model'))}"
+        cpu = f"{cell_text(env.get('cpu_count'))} × {cell_text(env.get('cpu_model'))}"
         table.rows.append(
             [
                 Cell(t.title),
                 Cell(t.kind),
-                Cell(_text(t.pg_version)),
-                Cell(_text(t.storage)),
-                Cell(_text(env.get("hostname"))),
-                Cell(_text(env.get("kernel"))),
+                Cell(cell_text(t.pg_version)),
+                Cell(cell_text(t.storage)),
+                Cell(cell_text(env.get("hostname"))),
+                Cell(cell_text(env.get("kernel"))),
                 Cell(cpu),
                 Cell(_memory(env.get("memory_bytes")), numeric=True),
                 Cell(_key_settings(t.settings)),
             ]
         )
-    return table
-
-
-PGBENCH_COLUMNS = (
-    "tps",
-    "steady_tps",
-    "latency_avg_ms",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "conn_time_ms",
-)
-
-
-def pgbench_table(mode: str, placed: Sequence[Placed]) -> Table:
-    """One row per target and client count: mean ± 95% CI of each figure over the
-    repetitions (the value itself for one), the CV of TPS, and the seconds left out of the
-    steady TPS."""
-    show_rate = any(rate_label(p.group.params) for p in placed)
-    columns = ["target", "clients"] + (["rate"] if show_rate else []) + ["n", with_unit("tps")]
-    columns += ["TPS CV", with_unit("steady_tps"), "skipped at start"]
-    columns += [with_unit(n) for n in PGBENCH_COLUMNS[2:]]
-    table = Table(f"pgbench-{mode}", f"pgbench {mode}", columns)
-    for p in placed:
-        g = p.group
-        not_settled = (
-            ["TPS did not settle within 10% in the first half of a repetition"]
-            if any(not s.settled for s in g.steady)
-            else []
-        )
-        failed = [f"{g.failed} of {len(g.steps)} repetitions failed"] if g.failed else []
-        row = [Cell(p.target.title), Cell(_text(g.params.get("clients")), numeric=True)]
-        if show_rate:
-            row.append(Cell(rate_label(g.params) or "unlimited"))
-        row += [
-            Cell(str(g.n), numeric=True),
-            stat_cell(table, g, "tps", failed + g.step_warnings),
-            Cell(figures.cv(g.value("tps")), numeric=True),
-            stat_cell(table, g, "steady_tps", not_settled),
-            Cell(figures.seconds_range([s.skipped_s for s in g.steady]), numeric=True),
-        ]
-        row += [stat_cell(table, g, name) for name in PGBENCH_COLUMNS[2:]]
-        table.rows.append(row)
-    return table
-
-
-def init_table(placed: Sequence[Placed]) -> Table:
-    columns = ["target", "scale", with_unit("init_total_s")]
-    columns += [with_unit(n) for n in INIT_PHASES] + ["database size"]
-    table = Table("pgbench-init", "pgbench -i: load time and its phases", columns)
-    for p in placed:
-        g = p.group
-        failed = [f"{g.failed} load(s) failed"] if g.failed else []
-        table.rows.append(
-            [
-                Cell(p.target.title),
-                Cell(_text(g.params.get("scale")), numeric=True),
-                stat_cell(table, g, "init_total_s", failed + g.step_warnings),
-                *[stat_cell(table, g, name) for name in INIT_PHASES],
-                stat_cell(table, g, "db_size_bytes"),
-            ]
-        )
-    return table
-
-
-def fio_table(placed: Sequence[Placed]) -> Table:
-    columns = ["target", "profile", "n"] + [with_unit(n) for n in FIO_FIGURES]
-    table = Table("fio", "Storage probe (fio)", columns)
-    for p in placed:
-        g = p.group
-        failed = [f"{g.failed} of {len(g.steps)} runs failed"] if g.failed else []
-        # The step's own warnings go with its headline figure: read IOPS, else write IOPS.
-        headline = "read_iops" if g.value("read_iops") else "write_iops"
-        cells = [
-            stat_cell(table, g, name, failed + g.step_warnings if name == headline else [])
-            for name in FIO_FIGURES
-        ]
-        table.rows.append(
-            [
-                Cell(p.target.title),
-                Cell(_text(g.params.get("profile"))),
-                Cell(str(g.n), numeric=True),
-                *cells,
-            ]
-        )
-    return table
-
-
-def fsync_table(view: Overview) -> Table:
-    table = Table(
-        "pg-test-fsync",
-        "pg_test_fsync: one 8 kB write, then sync",
-        ["target", "wal_sync_method", "ops/s", "µs per op"],
-    )
-    for target, result in view.fsync:
-        notes = table.note(list(result.warnings))
-        if result.status != "completed" or not result.methods:
-            error = error_summary(result.error)
-            table.rows.append(
-                [Cell(target.title), Cell(f"{result.status} {error}".strip(), notes)]
-                + [Cell(figures.DASH)] * 2
-            )
-        for m in result.methods:
-            best = " (best)" if m.method == result.best else ""
-            table.rows.append(
-                [
-                    Cell(target.title),
-                    Cell(m.method + best, notes),
-                    Cell(f"{m.ops_s:,.0f}", numeric=True),
-                    Cell(f"{m.usecs:,.0f}", numeric=True),
-                ]
-            )
     return table
 
 
@@ -340,7 +226,7 @@ def environment_diff_table(c: Comparison) -> Table:
     for d in c.environment:
         table.rows.append(
             [Cell(d.scope), Cell(d.field)]
-            + [Cell(_text(v)) for v in d.values]
+            + [Cell(cell_text(v)) for v in d.values]
             + [Cell(f"yes: {d.why}" if d.matters else "no")]
         )
     return table

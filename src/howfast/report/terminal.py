@@ -1,4 +1,5 @@
-"""Rich tables for the terminal: run lists, run details and the end-of-run summary."""
+"""Rich tables for the terminal: run lists, run details and the end-of-run summary. What
+each workload shows of a target is its report part's (report/hooks.py)."""
 
 from __future__ import annotations
 
@@ -7,55 +8,42 @@ from rich.table import Table
 from rich.text import Text
 
 from howfast.analysis.fleet import is_fleet
-from howfast.analysis.groups import StepGroup
-from howfast.analysis.metrics import with_unit
-from howfast.analysis.probe import CommitCeiling, FioRow, FsyncResult, ProbeSummary
-from howfast.analysis.summary import ModeRow, TargetSummary, summarize
+from howfast.analysis.probe import CommitCeiling
+from howfast.analysis.summary import TargetSummary, summarize
 from howfast.analysis.until import summary_lines, until_summary
 from howfast.analysis.why import why_lines
 from howfast.errortext import error_summary
-from howfast.model import JSONValue, RunRecord, RunSummary, StepRecord
+from howfast.model import JSONValue, RunRecord, RunSummary
 from howfast.printable import printable
-from howfast.rates import rate_label
-from howfast.report import (
-    figures,
-    fleet_table,
-    io_tables,
-    rate_table,
-    regimes_table,
-    replication_view,
-    sweep_table,
-)
+from howfast.report import fleet_table, io_tables, regimes_table, replication_view, sweep_table
 from howfast.report.durability_view import advice_parts, durability_parts
+from howfast.report.footnotes import Footnotes
+from howfast.report.hooks import Slot, report_for, reports_for
 
 
-def _fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
+def fmt(value: float | None, digits: int = 2, thousands: bool = False) -> str:
+    """A number in a table cell; '–' for none."""
     if value is None:
         return "–"
     return f"{value:,.{digits}f}" if thousands else f"{value:.{digits}f}"
 
 
-def _init_line(step: StepRecord) -> str:
-    m = step.metrics
-    if step.status != "completed":
-        return f"load (pgbench -i): {step.status}: {error_summary(step.error)}"
-    scale = step.all_params.get("scale")
-    phases = [
-        f"{key.removesuffix('_s').replace('_', ' ')} {float(v):.2f}"
-        for key, v in m.items()
-        if key.endswith("_s") and key != "init_total_s" and isinstance(v, int | float)
+def status_cell(status: str, error: str | None, refs: str) -> str:
+    """A step's notes cell: its warnings' numbers, or its status and error's gist."""
+    if status == "completed":
+        return refs or "ok"
+    return f"{status}: {error_summary(error)} {refs}".strip()
+
+
+def _slot(summary: TargetSummary, slot: Slot) -> list[RenderableType]:
+    """Every workload's parts at `slot`, then the warnings they numbered."""
+    notes = Footnotes()
+    parts = [
+        part
+        for report in reports_for(s.workload for s in summary.steps)
+        for part in report.terminal(slot, summary, notes)
     ]
-    size = m.get("db_size_bytes")
-    text = f"load (pgbench -i, scale {scale}): {_fmt(_num(m.get('init_total_s')))} s"
-    if phases:
-        text += " (" + ", ".join(phases) + ")"
-    if isinstance(size, int):
-        text += f", database {size / 1024**2:,.0f} MiB"
-    return text
-
-
-def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+    return parts + notes.lines() if parts else []
 
 
 def target_tables(summary: TargetSummary) -> RenderableType:
@@ -72,259 +60,15 @@ def target_tables(summary: TargetSummary) -> RenderableType:
     if facts:
         title += " — " + ", ".join(facts)
     parts.append(Text(title, style="bold"))
-    if summary.probe:
-        parts += probe_parts(summary.probe, summary.fio_groups if summary.fio_repeated else None)
-    for step in summary.init:
-        parts.append(Text(_init_line(step)))
+    parts += _slot(summary, Slot.PROBE)
+    parts += _slot(summary, Slot.LOAD)
     for step in summary.warmups:
-        parts.append(Text(_warmup_line(step)))
-    for mode, rows in summary.modes.items():
-        if summary.repeated:
-            parts += repeated_parts(mode, summary.groups.get(mode, []))
-        else:
-            parts.append(mode_table(mode, rows))
-    if summary.probe and summary.probe.ceiling:
-        parts.append(ceiling_table(summary.probe.ceiling))
+        text = report_for(step.workload).warmup_text(step.all_params)
+        parts.append(Text(f"warm-up (left out of every figure): {text}: {step.status}"))
+    parts += _slot(summary, Slot.TESTS)
+    if summary.ceiling:
+        parts.append(ceiling_table(summary.ceiling))
     return Group(*parts)
-
-
-def _warmup_line(step: StepRecord) -> str:
-    p = step.all_params
-    return (
-        f"warm-up (left out of every figure): pgbench {p.get('mode')}, "
-        f"{p.get('clients')} clients, {p.get('duration_s')} s: {step.status}"
-    )
-
-
-def mode_table(mode: str, rows: list[ModeRow]) -> Table:
-    """One row per step, as pgbench printed it; steady TPS when the series were read."""
-    show_rep = any(r.repetition for r in rows)
-    show_steady = any(r.steady_tps is not None for r in rows)
-    table = Table(title=f"pgbench {mode}", title_justify="left")
-    table.add_column("clients", justify="right")
-    if show_rep:
-        table.add_column("rep", justify="right")
-    for name in ("TPS", "avg latency ms", "p99 latency ms", "conn time ms"):
-        # Headers stay on one line: they are what people copy into their notes.
-        table.add_column(name, justify="right")
-    if show_steady:
-        table.add_column("steady TPS", justify="right")
-        table.add_column("skipped", justify="right")
-    table.add_column("status")
-    for r in rows:
-        cells = [str(r.clients) if r.clients is not None else "–"]
-        if show_rep:
-            cells.append(str(r.repetition or 1))
-        status = r.status + (f" ({r.warnings} warnings)" if r.warnings else "")
-        cells += [
-            _fmt(r.tps, 1, thousands=True),
-            _fmt(r.latency_avg_ms, 3),
-            _fmt(r.latency_p99_ms, 3),
-            _fmt(r.conn_time_ms, 2),
-        ]
-        if show_steady:
-            skipped = f"{r.steady_skipped_s:g} s" if r.steady_skipped_s is not None else "–"
-            cells += [_fmt(r.steady_tps, 1, thousands=True), skipped]
-        table.add_row(*cells, status)
-    return table
-
-
-# (metric, column header); the units are in the table's title.
-# (metric, column header); the units are in the table's title. Connection time stays in
-# the per-step tables and the reports: a terminal has no room for it here.
-REPEATED_COLUMNS = (
-    ("tps", "TPS"),
-    ("latency_avg_ms", "avg latency"),
-    ("latency_p99_ms", "p99 latency"),
-)
-# Stability warnings are shown for the figures people quote, not for connection time.
-WARNED_METRICS = ("tps", "steady_tps", "latency_avg_ms", "latency_p99_ms")
-
-
-def repeated_parts(mode: str, groups: list[StepGroup]) -> list[RenderableType]:
-    """One row per client count: mean ± 95% CI over the repetitions, the CV of TPS, steady
-    TPS with the seconds it leaves out, and the stability warnings as footnotes."""
-    notes = _Footnotes()
-    show_steady = any(g.value("steady_tps") for g in groups)
-    table = Table(
-        title=f"pgbench {mode}: mean ± 95% CI over the repetitions; TPS in tx/s, times in ms",
-        title_justify="left",
-    )
-    show_rate = any(rate_label(g.params) for g in groups)
-    table.add_column("clients", justify="right", no_wrap=True)
-    if show_rate:
-        table.add_column("rate")
-    table.add_column("n", justify="right", no_wrap=True)
-    for _, header in REPEATED_COLUMNS:
-        table.add_column(header, justify="right", no_wrap=True)
-        if header == "TPS":
-            table.add_column("CV", justify="right", no_wrap=True)
-    if show_steady:
-        table.add_column("steady TPS (skipped)", justify="right", no_wrap=True)
-    table.add_column("notes")
-    for g in groups:
-        cells = [str(g.params.get("clients", "–"))]
-        if show_rate:
-            cells.append(rate_label(g.params) or "unlimited")
-        cells.append(str(g.n))
-        for name, header in REPEATED_COLUMNS:
-            cells.append(figures.mean_ci(g.value(name), name))
-            if header == "TPS":
-                cells.append(figures.cv(g.value("tps")))
-        if show_steady:
-            skipped = figures.seconds_range([s.skipped_s for s in g.steady])
-            cells.append(f"{figures.mean_ci(g.value('steady_tps'), 'steady_tps')} ({skipped})")
-        cells.append(_group_notes(g, notes))
-        table.add_row(*cells)
-    return [table, *notes.lines()]
-
-
-def _group_notes(group: StepGroup, notes: _Footnotes) -> str:
-    warnings = [
-        f"{with_unit(name)}: {text}"
-        for name, texts in group.warnings.items()
-        if name in WARNED_METRICS
-        for text in texts
-    ]
-    if any(not s.settled for s in group.steady):
-        warnings.append("TPS did not settle within 10% in the first half of a repetition")
-    warnings += group.step_warnings
-    text = notes.ranged_refs(tuple(warnings))
-    if group.failed:
-        text = f"{group.failed} failed " + text
-    return text.strip() or "ok"
-
-
-def fio_stats_table(groups: list[StepGroup], notes: _Footnotes) -> Table:
-    """fio profiles over their repetitions: mean ± 95% CI."""
-    columns = {
-        "read_iops": "read IOPS",
-        "write_iops": "write IOPS",
-        "read_lat_avg_ms": "read lat",
-        "write_lat_avg_ms": "write lat",
-        "sync_lat_avg_ms": "sync lat",
-    }
-    names = tuple(columns)
-    table = Table(
-        title="storage probe (fio): mean ± 95% CI over the repetitions; average latency in ms",
-        title_justify="left",
-    )
-    table.add_column("profile", no_wrap=True)
-    table.add_column("n", justify="right", no_wrap=True)
-    for header in columns.values():
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("notes")
-    for g in groups:
-        warnings = [
-            f"{with_unit(n)}: {t}" for n, texts in g.warnings.items() if n in names for t in texts
-        ]
-        refs = notes.ranged_refs(tuple(warnings + g.step_warnings))
-        table.add_row(
-            str(g.params.get("profile", "?")),
-            str(g.n),
-            *[figures.mean_ci(g.value(name), name) for name in names],
-            (f"{g.failed} failed " if g.failed else "") + (refs or "ok"),
-        )
-    return table
-
-
-def _pair(avg: float | None, p99: float | None) -> str:
-    """'0.138 / 1.79': average and p99 latency in ms in one cell."""
-    if avg is None and p99 is None:
-        return "–"
-    return f"{_fmt(avg, 3)} / {_fmt(p99, 3)}"
-
-
-class _Footnotes:
-    """Warnings numbered once each: a cell shows [1], the text is printed under the table."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def refs(self, warnings: tuple[str, ...]) -> str:
-        numbers = []
-        for warning in warnings:
-            if warning not in self.texts:
-                self.texts.append(warning)
-            numbers.append(self.texts.index(warning) + 1)
-        return "".join(f"[{n}]" for n in numbers)
-
-    def ranged_refs(self, warnings: tuple[str, ...]) -> str:
-        """Like refs, with runs of numbers shortened ('[1-4] [7]') for a narrow column."""
-        self.refs(warnings)
-        return _ranges([self.texts.index(w) + 1 for w in warnings])
-
-    def lines(self) -> list[RenderableType]:
-        return [Text(f"  [{n}] {text}") for n, text in enumerate(self.texts, start=1)]
-
-
-def _ranges(numbers: list[int]) -> str:
-    """'[1]', '[1-4] [7]': note numbers, runs of them shortened to fit a narrow column."""
-    runs: list[list[int]] = []
-    for n in sorted(set(numbers)):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return " ".join(f"[{r[0]}]" if len(r) == 1 else f"[{r[0]}-{r[-1]}]" for r in runs)
-
-
-def _status_cell(status: str, error: str | None, refs: str) -> str:
-    if status == "completed":
-        return refs or "ok"
-    return f"{status}: {error_summary(error)} {refs}".strip()
-
-
-def fio_table(rows: list[FioRow], notes: _Footnotes) -> Table:
-    table = Table(title="storage probe (fio); latency in ms, avg / p99", title_justify="left")
-    table.add_column("profile")
-    for name in ("read IOPS", "write IOPS", "MB/s", "read lat", "write lat", "sync lat"):
-        table.add_column(name, justify="right")
-    table.add_column("notes")
-    for r in rows:
-        name = r.profile + (f" #{r.repetition}" if r.repetition and r.repetition > 1 else "")
-        table.add_row(
-            name,
-            _fmt(r.read_iops, 0, thousands=True),
-            _fmt(r.write_iops, 0, thousands=True),
-            _fmt(r.mbps, 1, thousands=True),
-            _pair(r.read_lat_avg_ms, r.read_lat_p99_ms),
-            _pair(r.write_lat_avg_ms, r.write_lat_p99_ms),
-            _pair(r.sync_lat_avg_ms, r.sync_lat_p99_ms),
-            _status_cell(r.status, r.error, notes.refs(r.warnings)),
-        )
-    return table
-
-
-def fsync_parts(result: FsyncResult, notes: _Footnotes) -> list[RenderableType]:
-    refs = notes.refs(result.warnings)
-    if result.status != "completed" or not result.methods:
-        return [Text(f"pg_test_fsync: {_status_cell(result.status, result.error, refs)}")]
-    title = "pg_test_fsync: one 8 kB write, then sync" + (f" {refs}" if refs else "")
-    table = Table(title=title, title_justify="left")
-    table.add_column("wal_sync_method")
-    table.add_column("ops/s", justify="right")
-    table.add_column("µs per op", justify="right")
-    for m in result.methods:
-        best = " (best)" if m.method == result.best else ""
-        table.add_row(m.method + best, _fmt(m.ops_s, 0, thousands=True), _fmt(m.usecs, 0))
-    return [table]
-
-
-def probe_parts(
-    probe: ProbeSummary, fio_groups: list[StepGroup] | None = None
-) -> list[RenderableType]:
-    """The probe's tables; with fio_groups (profiles that ran more than once), fio as
-    statistics over the repetitions instead of one row per run."""
-    notes = _Footnotes()
-    parts: list[RenderableType] = []
-    if fio_groups:
-        parts.append(fio_stats_table(fio_groups, notes))
-    elif probe.fio:
-        parts.append(fio_table(probe.fio, notes))
-    for result in probe.fsync:
-        parts += fsync_parts(result, notes)
-    return parts + notes.lines()
 
 
 def ceiling_table(c: CommitCeiling) -> RenderableType:
@@ -335,20 +79,20 @@ def ceiling_table(c: CommitCeiling) -> RenderableType:
     table.add_column("ms per commit", justify="right")
     table.add_row(
         f"storage ceiling: wal-fsync write {c.write_ms:.3f} + fdatasync {c.sync_ms:.3f} ms",
-        _fmt(c.ceiling_tps, 0, thousands=True),
-        _fmt(c.flush_ms, 3),
+        fmt(c.ceiling_tps, 0, thousands=True),
+        fmt(c.flush_ms, 3),
     )
     if c.pg_test_fsync_ops_s is not None:
         table.add_row(
             "pg_test_fsync fdatasync",
-            _fmt(c.pg_test_fsync_ops_s, 0, thousands=True),
-            _fmt(1000 / c.pg_test_fsync_ops_s, 3) if c.pg_test_fsync_ops_s else "–",
+            fmt(c.pg_test_fsync_ops_s, 0, thousands=True),
+            fmt(1000 / c.pg_test_fsync_ops_s, 3) if c.pg_test_fsync_ops_s else "–",
         )
     if c.pgbench_tps is not None and c.share is not None:
         table.add_row(
             f"pgbench tpcb-like, 1 client: {c.share:.0%} of the ceiling",
-            _fmt(c.pgbench_tps, 1, thousands=True),
-            _fmt(c.pgbench_latency_ms, 3),
+            fmt(c.pgbench_tps, 1, thousands=True),
+            fmt(c.pgbench_latency_ms, 3),
         )
     parts: list[RenderableType] = [table]
     if c.flushes_off:
@@ -378,7 +122,7 @@ def run_summary(run: RunRecord) -> RenderableType:
         *advice_parts(run),
         *[target_tables(s) for s in summarize(run)],
         *sweep_table.sweep_parts(run),
-        *rate_table.rate_parts(run),
+        *[part for r in reports_for(s.workload for s in run.steps) for part in r.run_terminal(run)],
         *regimes_table.regimes_parts(run),
         *replication_view.design_parts(run),  # issue 28, E1's line
         *until_parts(run),

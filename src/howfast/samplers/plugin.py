@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from howfast.plugin.workload import WorkloadPlugin
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
@@ -28,9 +30,16 @@ class SamplerSetup:
     host: Host | None = None
 
 
+def sampled(workload: WorkloadPlugin[Any]) -> bool:
+    """Whether the samplers watch this workload's steps (its `sampled` trait)."""
+    return workload.sampled
+
+
 @dataclass(frozen=True)
 class SamplerPlugin:
     name: str
     create: Callable[[SamplerSetup], Sampler | None]  # None: nothing to sample on this target
-    workloads: frozenset[str] | None = None  # None: every sampled workload
+    # Which workloads' steps it watches, by their traits (plugin/workload.py); by default the
+    # `sampled` ones. Waits: `lambda w: w.sampled and w.drives_sessions`.
+    watches: Callable[[WorkloadPlugin[Any]], bool] = sampled
     order: int = 100  # samplers start, and their results merge, in this order

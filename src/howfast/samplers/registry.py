@@ -1,9 +1,10 @@
 """Samplers, found rather than listed: every module of howfast.samplers that defines a
 module-level `SAMPLER` (a SamplerPlugin, samplers/plugin.py) takes part.
 
-A SamplerPlugin says which workloads it watches (None: every workload whose plugin is
-`sampled`) and how to make its sampler for a target (None when the target has nothing for it:
-no server, no server log, no memory cgroup). Adding a sampler is one new module.
+A SamplerPlugin says which workloads it watches, by their plugins' traits (by default every
+workload whose plugin is `sampled`), and how to make its sampler for a target (None when the
+target has nothing for it: no server, no server log, no memory cgroup). Adding a sampler is
+one new module.
 
     setup = SamplerSetup(target, connection, role_devices, host)
     samplers = create_samplers("pgbench", setup)   # in their order, ready to start
@@ -41,14 +42,15 @@ def sampler_plugins() -> tuple[SamplerPlugin, ...]:
 
 
 def samplers_for(workload: str) -> list[SamplerPlugin]:
-    """The sampler plugins that watch steps of `workload`; none for a workload that is not
-    sampled (pgbench-init, pg_test_fsync) or not known."""
+    """The sampler plugins that watch steps of `workload` (each asks the workload's traits:
+    by default whether it is `sampled`, which pgbench-init and pg_test_fsync are not); none
+    for a workload this howfast does not know."""
     from howfast.plugin.registry import find
 
     plugin = find(workload)
-    if plugin is None or not plugin.sampled:
+    if plugin is None:
         return []
-    return [s for s in sampler_plugins() if s.workloads is None or workload in s.workloads]
+    return [s for s in sampler_plugins() if s.watches(plugin)]
 
 
 def create_samplers(workload: str, setup: SamplerSetup) -> list[Sampler]:

@@ -25,6 +25,7 @@ import psycopg
 from psycopg import pq
 
 from howfast.model import JSONValue, Sample
+from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.targets import pgquery
@@ -206,5 +207,10 @@ def _create(setup: SamplerSetup) -> ReplicationSampler | None:
     return ReplicationSampler() if target.standbys() else None
 
 
-# pgbench steps of a primary howfast gave standbys (samplers/registry.py).
-SAMPLER = SamplerPlugin("replication", _create, workloads=frozenset({"pgbench"}), order=36)
+def _watches(workload: WorkloadPlugin[Any]) -> bool:
+    """Steps whose sessions make WAL to replicate (pgbench), as the wait-event sampler's."""
+    return workload.sampled and workload.drives_sessions
+
+
+# Those steps, on a primary howfast gave standbys (samplers/registry.py).
+SAMPLER = SamplerPlugin("replication", _create, watches=_watches, order=36)

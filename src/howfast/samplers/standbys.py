@@ -10,7 +10,10 @@ are derived when the run is read (analysis/replication.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from howfast.model import JSONValue
+from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.samplers.serverio import ServerIoSampler
@@ -67,5 +70,10 @@ def _create(setup: SamplerSetup) -> StandbysIoSampler | None:
     return StandbysIoSampler(readers) if readers else None
 
 
-# pgbench steps of a primary howfast gave standbys (samplers/registry.py).
-SAMPLER = SamplerPlugin("standby-io", _create, workloads=frozenset({"pgbench"}), order=26)
+def _watches(workload: WorkloadPlugin[Any]) -> bool:
+    """Steps whose sessions write through the primary to its standbys (pgbench)."""
+    return workload.sampled and workload.drives_sessions
+
+
+# Those steps, on a primary howfast gave standbys (samplers/registry.py).
+SAMPLER = SamplerPlugin("standby-io", _create, watches=_watches, order=26)

@@ -26,6 +26,7 @@ import psycopg
 from psycopg import pq
 
 from howfast.model import JSONValue, Sample
+from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.targets import pgquery
@@ -266,5 +267,11 @@ def _create(setup: SamplerSetup) -> WaitEventSampler | None:
     return WaitEventSampler() if setup.connection is not None else None
 
 
-# pgbench steps on a target with a server (samplers/registry.py).
-SAMPLER = SamplerPlugin("waits", _create, workloads=frozenset({"pgbench"}), order=35)
+def _watches(workload: WorkloadPlugin[Any]) -> bool:
+    """Steps whose client sessions do the work (pgbench's): their wait events say what
+    limited it."""
+    return workload.sampled and workload.drives_sessions
+
+
+# On a target with a server (samplers/registry.py).
+SAMPLER = SamplerPlugin("waits", _create, watches=_watches, order=35)

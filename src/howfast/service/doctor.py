@@ -7,7 +7,9 @@ import subprocess
 from pathlib import Path
 
 from howfast.checks import Check
-from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
+from howfast.machine.pgbin import INSTALL_HINT, SERVER_PROGRAMS, PgInstall, find_installs
+from howfast.plugin.registry import programs
+from howfast.plugin.workload import Program
 from howfast.targets.registry import kind_checks
 
 
@@ -71,25 +73,7 @@ def postgres_checks(pg_bin: str | None = None) -> list[Check]:
     for i, inst in enumerate(installs):
         checks.append(_install_check(inst, used=i == 0, pinned=pg_bin is not None))
     best = installs[0]
-    checks.append(
-        Check(
-            "pgbench",
-            best.program("pgbench") is not None,
-            str(best.program("pgbench") or "not found"),
-            "every PostgreSQL benchmark",
-            INSTALL_HINT,
-            required=True,
-        )
-    )
-    checks.append(
-        Check(
-            "pg_test_fsync",
-            best.program("pg_test_fsync") is not None,
-            str(best.program("pg_test_fsync") or "not found"),
-            "the fsync method comparison of `howfast probe`",
-            INSTALL_HINT,
-        )
-    )
+    checks += [_installed_program_check(best, p) for p in programs("postgres")]
     return checks
 
 
@@ -97,9 +81,8 @@ def _install_check(inst: PgInstall, *, used: bool, pinned: bool = False) -> Chec
     """One installation: its programs; with --pg-bin, the server programs it lacks are
     required (a run with it would refuse to start)."""
     chosen = (" (used)" if pinned else " (used by default)") if used else ""
-    progs = [
-        p for p in ("initdb", "pg_ctl", "postgres", "pgbench", "pg_test_fsync") if inst.program(p)
-    ]
+    names = [*SERVER_PROGRAMS, *(p.name for p in programs("postgres"))]
+    progs = [p for p in names if inst.program(p)]
     return Check(
         f"postgresql {inst.version}",
         inst.has_server,
@@ -110,19 +93,36 @@ def _install_check(inst: PgInstall, *, used: bool, pinned: bool = False) -> Chec
     )
 
 
-def fio_check() -> Check:
-    fio = shutil.which("fio")
-    version = _version_of(fio, ["--version"]) if fio else None
+def _installed_program_check(install: PgInstall, program: Program) -> Check:
+    """A program a workload runs from the PostgreSQL installation howfast uses (pgbench)."""
+    found = install.program(program.name)
     return Check(
-        "fio",
-        fio is not None,
-        f"{fio} ({version})" if fio else "not found",
-        "storage probes (`howfast probe`, probe steps in plans)",
-        "sudo apt-get install -y fio",
+        program.name,
+        found is not None,
+        str(found or "not found"),
+        program.needed_for,
+        program.hint or INSTALL_HINT,
+        required=program.required,
+    )
+
+
+def path_program_check(program: Program) -> Check:
+    """A program a workload runs from PATH (fio), with the version it says."""
+    found = shutil.which(program.name)
+    version = _version_of(found, list(program.version_args)) if found else None
+    return Check(
+        program.name,
+        found is not None,
+        f"{found} ({version})" if found else "not found",
+        program.needed_for,
+        program.hint,
+        required=program.required,
     )
 
 
 def all_checks(pg_bin: str | None = None) -> list[Check]:
-    """PostgreSQL's programs and fio on this machine, then each target kind's own checks
+    """PostgreSQL's programs and those the workloads run (plugin/workload.py `programs`:
+    pgbench, pg_test_fsync, fio) on this machine, then each target kind's own checks
     (directories: cgroups, emulated volumes, this machine; k8s://: the cluster)."""
-    return [*postgres_checks(pg_bin), fio_check(), *kind_checks()]
+    path_checks = [path_program_check(p) for p in programs("path")]
+    return [*postgres_checks(pg_bin), *path_checks, *kind_checks()]

@@ -1,6 +1,7 @@
 """fio's part of reading a run (analysis/hooks.py): what makes a fio result not what it looks
 like, and the commit-rate ceiling of a job that flushed every write, derived when a run is
-read from the facts stored with the step.
+read from the facts stored with the step; and what a job says of the storage (a flush's cost,
+the most IOPS a throughput probe got) for the commit-rate ceiling and the `why` rules.
 
 A step howfast ran records the facts in its resolved params (`fstype`, `direct_refused`,
 `flushes_every_write`, `machine_memory_bytes`, `prefill_bytes`, `direct`); an imported step
@@ -10,10 +11,12 @@ rules themselves are pure, in checks.py, which the executor applies as it runs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
-from howfast.analysis.hooks import DeriveContext, Derived, WorkloadAnalysis
+from howfast.analysis.hooks import DeriveContext, Derived, Evidence, WorkloadAnalysis
 from howfast.model import JSONValue, StepRecord
+from howfast.walsync import commit_latency_ms
 from howfast.workloads.fio.checks import (
     choose_direct,
     commit_metrics,
@@ -24,6 +27,7 @@ from howfast.workloads.fio.checks import (
 )
 
 COMMIT_METRICS = frozenset({"commit_latency_ms", "commit_ceiling_tps"})
+WAL_PROFILE = "wal-fsync"  # the profile made to time one WAL flush
 _OPTION_PARAMS = ("fsync", "fdatasync", "sync", "gtod_reduce")
 
 
@@ -82,6 +86,23 @@ def fio_commit_metrics(step: StepRecord, imported: bool) -> dict[str, JSONValue]
     return dict(commit_metrics(numbers))
 
 
+def _num(value: JSONValue) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def throughput_probe(step: StepRecord) -> bool:
+    """A profile that measures the most IOPS the storage gives: several I/Os in flight, no
+    flush after each write (not wal-fsync, not queue depth 1)."""
+    params = step.all_params
+    if params.get("flushes_every_write") is True:
+        return False
+    depth = params.get("iodepth")
+    if not isinstance(depth, int):
+        found = re.search(r"qd(\d+)", str(params.get("profile") or ""))
+        depth = int(found.group(1)) if found else None
+    return depth is not None and depth > 1
+
+
 class FioAnalysis(WorkloadAnalysis):
     def derive_step(
         self, step: StepRecord, before: Sequence[StepRecord], ctx: DeriveContext
@@ -92,6 +113,31 @@ class FioAnalysis(WorkloadAnalysis):
             metrics=commit or {},
             owned=COMMIT_METRICS if commit is not None else frozenset(),  # None: cannot tell
             warnings=tuple(fio_warnings(step, ctx.imported)) if judged else (),
+        )
+
+    def evidence(self, step: StepRecord) -> Evidence | None:
+        """A job that timed a sync after its writes: what one WAL flush costs (write + sync,
+        walsync.commit_latency_ms); a throughput probe: the IOPS it got."""
+        if step.status != "completed":
+            return None
+        m = step.metrics
+        numbers = {k: v for k in m if (v := _num(m[k])) is not None}
+        params = step.all_params
+        iops = None
+        if throughput_probe(step):
+            iops = (_num(m.get("read_iops")) or 0.0) + (_num(m.get("write_iops")) or 0.0)
+        flush_ms = commit_latency_ms(numbers)
+        every_write = params.get("flushes_every_write") is True
+        wal = params.get("profile") == WAL_PROFILE
+        timed = "sync_lat_avg_ms" in m and flush_ms is not None
+        return Evidence(
+            times_flushes="sync_lat_avg_ms" in m,
+            flush_ms=flush_ms,
+            write_ms=_num(m.get("write_lat_avg_ms")),
+            sync_ms=_num(m.get("sync_lat_avg_ms")),
+            preferred_flush=wal,
+            flush_source=f"fio {params.get('profile')}" if timed and (every_write or wal) else None,
+            probe_iops=iops,
         )
 
 

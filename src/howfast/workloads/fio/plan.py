@@ -3,19 +3,32 @@ directory, one step per profile and repetition."""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
-from howfast.analysis.metrics import FIO_FIGURES
 from howfast.metric import Metric
-from howfast.model import JSONValue, StepSpec
+from howfast.model import JSONValue, StepRecord, StepSpec
 from howfast.plugin.fields import Duration, Size, no_duplicates
-from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.workload import ExpandContext, Program, StepFamily, StepModel, WorkloadPlugin
 from howfast.units import format_bytes, quote, whole_seconds
 
+# What every fio profile reports: throughput, and average and p99 latency per direction.
+FIO_FIGURES = (
+    "read_iops",
+    "write_iops",
+    "read_mbps",
+    "write_mbps",
+    "read_lat_avg_ms",
+    "read_lat_p99_ms",
+    "write_lat_avg_ms",
+    "write_lat_p99_ms",
+    "sync_lat_avg_ms",
+    "sync_lat_p99_ms",
+)
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
@@ -61,14 +74,87 @@ def _m(name: str, label: str, unit: str, higher: bool | None, digits: int) -> Me
     return Metric(name, label, unit, higher, digits)
 
 
+def _number(value: JSONValue) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+OPS = ("read", "write")
+
+
+def _iops(metrics: Mapping[str, JSONValue]) -> list[tuple[str, float | None]]:
+    return [(op, _number(metrics.get(f"{op}_iops"))) for op in OPS]
+
+
+def _bytes_per_second(metrics: Mapping[str, JSONValue]) -> list[tuple[str, float | None]]:
+    out: list[tuple[str, float | None]] = []
+    for op in OPS:
+        mbps = _number(metrics.get(f"{op}_mbps"))
+        out.append((op, mbps * 1e6 if mbps is not None else None))
+    return out
+
+
 class FioPlugin(WorkloadPlugin[FioStep]):
     name = "fio"
     model = FioStep
     order = 30
-    needs_server = False
-    sampled = True
     executor_class = "howfast.workloads.fio.workload:FioWorkload"
     analysis = "howfast.workloads.fio.analysis:ANALYSIS"
+    report = "howfast.workloads.fio.report:REPORT"
+    importer = "howfast.workloads.fio.imports:IMPORTER"
+    # The job: profile and file as planned; fio's job options (imported output, or resolved:
+    # direct, ioengine)
+    test_params = (
+        "profile",
+        "size_bytes",
+        "runtime_s",
+        "direct",
+        "ioengine",
+        "rw",
+        "rwmixread",
+        "bs",
+        "iodepth",
+        "numjobs",
+        "fsync",
+        "fdatasync",
+        "sync",
+    )
+    # fio's version, and the facts its trust warnings are derived from (fio/analysis.py)
+    other_params = (
+        "fio_version",
+        "fstype",
+        "direct_refused",
+        "flushes_every_write",
+        "machine_memory_bytes",
+        "prefill_bytes",
+        "gtod_reduce",
+    )
+    needs_server = False
+    sampled = True
+    io_by_server = False  # fio does the I/O, not the server
+    programs = (
+        Program(
+            "fio",
+            "path",
+            "storage probes (`howfast probe`, probe steps in plans)",
+            hint="sudo apt-get install -y fio",
+        ),
+    )
+    prometheus = (
+        StepFamily(
+            "step_fio_iops",
+            "fio's I/O operations per second over the finished step.",
+            "op",
+            _iops,
+        ),
+        StepFamily(
+            "step_fio_bytes_per_second",
+            "fio's bandwidth over the finished step.",
+            "op",
+            _bytes_per_second,
+        ),
+    )
     metrics = (
         _m("read_iops", "read IOPS", "IOPS", True, 0),
         _m("write_iops", "write IOPS", "IOPS", True, 0),
@@ -107,6 +193,29 @@ class FioPlugin(WorkloadPlugin[FioStep]):
 
     def short_label(self, params: Mapping[str, JSONValue]) -> str:
         return f"fio {params.get('profile')}"
+
+    def compact_label(self, params: Mapping[str, JSONValue]) -> str:
+        return f"fio {params.get('profile')}"
+
+    def prometheus_labels(self, params: Mapping[str, JSONValue]) -> tuple[str, str]:
+        return (str(params.get("profile") or ""), "")
+
+    def progress_summary(self, metrics: Mapping[str, JSONValue]) -> list[str]:
+        return [
+            f"{key.split('_')[0]} {float(metrics[key]):,.0f} IOPS"
+            for key in ("write_iops", "read_iops")
+            if key in metrics
+        ]
+
+    def judged_metrics(
+        self, params: Mapping[str, JSONValue], records: Sequence[StepRecord]
+    ) -> tuple[str, ...]:
+        """The directions the profile did I/O in."""
+        return tuple(
+            name
+            for name in ("read_iops", "write_iops")
+            if any((_number(r.metrics.get(name)) or 0) > 0 for r in records)
+        )
 
     def expected_seconds(self, params: Mapping[str, JSONValue]) -> float | None:
         runtime = params.get("runtime_s")

@@ -9,7 +9,7 @@ from typing import Literal
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.plugin.fields import PositiveInt
-from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.workload import ExpandContext, Program, StepModel, WorkloadPlugin
 
 TESTS = 16  # pg_test_fsync runs about this many tests of `seconds` each
 
@@ -25,8 +25,16 @@ class PgTestFsyncPlugin(WorkloadPlugin[PgTestFsyncStep]):
     name = "pg_test_fsync"
     model = PgTestFsyncStep
     order = 40
-    needs_server = False
     executor_class = "howfast.workloads.pg_test_fsync.workload:PgTestFsyncWorkload"
+    test_params = ("seconds",)
+    other_params = ("pg_version",)
+    needs_server = False
+    io_by_server = False  # pg_test_fsync writes its own file
+    analysis = "howfast.workloads.pg_test_fsync.analysis:ANALYSIS"
+    report = "howfast.workloads.pg_test_fsync.report:REPORT"
+    programs = (
+        Program("pg_test_fsync", "postgres", "the fsync method comparison of `howfast probe`"),
+    )
     metrics = (Metric("fdatasync_ops_s", "fdatasync", "ops/s", True, 0),)
     key_metrics = ("fdatasync_ops_s",)
     headline_metrics = ("fdatasync_ops_s",)

@@ -8,7 +8,7 @@ Pure: no I/O, no clock, no CPU count. What only the machine that runs the step c
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -23,7 +23,7 @@ from pydantic import (
 
 from howfast.errors import UsageError
 from howfast.metric import Metric
-from howfast.model import JSONValue, StepSpec
+from howfast.model import JSONValue, StepRecord, StepSpec
 from howfast.plugin.fields import (
     Duration,
     PositiveInt,
@@ -34,7 +34,7 @@ from howfast.plugin.fields import (
     one_or_list,
 )
 from howfast.plugin.overrides import Overrides, check_list
-from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.workload import ExpandContext, Program, StepModel, WorkloadPlugin
 from howfast.rates import parse_slo, rate_label
 from howfast.units import quote, whole_seconds
 
@@ -187,9 +187,48 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     name = "pgbench"
     model = PgbenchStep
     order = 20
-    sampled = True
     executor_class = "howfast.workloads.pgbench.workload:PgbenchWorkload"
+    analysis = "howfast.workloads.pgbench.analysis:ANALYSIS"
+    report = "howfast.workloads.pgbench.report:REPORT"
+    importer = "howfast.workloads.pgbench.imports:IMPORTER"
+    # What was asked of pgbench and the data it ran on (script, scripts: imported output)
+    test_params = (
+        "mode",
+        "scripts",
+        "script",
+        "clients",
+        "jobs",
+        "duration_s",
+        "transactions",
+        "scale",
+        "dataset",
+        "rate",
+        "rate_fraction",
+        "rate_basis",
+        "curve_role",
+        "slo",
+        "latency_limit_ms",
+        "protocol",
+        "extra_args",
+    )
+    other_params = (
+        "curve_last",
+        "statement_latencies",
+        "latency_log",
+        "script_weights",
+        "log_sampling_rate",
+        "log_expected_tps",
+        "log_sampling_basis",
+        "progress_source",
+    )
+    sampled = True
+    drives_sessions = True
     reads_loaded_data = True  # custom scripts too: a plan loads tables before them to use them
+    client_side = True
+    throughput_metric = "tps"
+    steady_series = True
+    counts_transactions = True
+    programs = (Program("pgbench", "postgres", "every PostgreSQL benchmark", required=True),)
     metrics = (
         _m("tps", "TPS", "tx/s", True, 1),
         _m("steady_tps", "steady TPS", "tx/s", True, 1),
@@ -296,6 +335,47 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     def expected_seconds(self, params: Mapping[str, JSONValue]) -> float | None:
         duration = params.get("duration_s")
         return float(duration) if isinstance(duration, int | float) else None
+
+    def test_key(self, params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+        """A step of a rate curve asks for a fraction of the maximum: the rate that came to
+        is a result, not part of the test."""
+        key = super().test_key(params)
+        if "rate_fraction" in params:
+            key.pop("rate", None)
+        return key
+
+    def compact_label(self, params: Mapping[str, JSONValue]) -> str:
+        return f"pgbench {params.get('mode')} {params.get('clients')}c"
+
+    def fleet_label(self, params: Mapping[str, JSONValue]) -> str:
+        return f"pgbench {params.get('mode')}, {params.get('clients')} clients"
+
+    def prometheus_labels(self, params: Mapping[str, JSONValue]) -> tuple[str, str]:
+        clients = params.get("clients")
+        return (str(params.get("mode") or ""), "" if clients is None else str(clients))
+
+    def progress_summary(self, metrics: Mapping[str, JSONValue]) -> list[str]:
+        parts = []
+        if "tps" in metrics:
+            parts.append(f"{float(metrics['tps']):,.1f} tps")
+        if "latency_avg_ms" in metrics:
+            parts.append(f"avg {float(metrics['latency_avg_ms']):.3f} ms")
+        if "latency_p99_ms" in metrics:
+            parts.append(f"p99 {float(metrics['latency_p99_ms']):.3f} ms")
+        return parts
+
+    def judged_metrics(
+        self, params: Mapping[str, JSONValue], records: Sequence[StepRecord]
+    ) -> tuple[str, ...]:
+        """At a fixed rate TPS is the rate: its latency says how well it was served."""
+        return ("latency_avg_ms",) if params.get("rate") is not None else ("tps",)
+
+    def full_speed(self, params: Mapping[str, JSONValue]) -> bool:
+        return (
+            params.get("warmup") is not True
+            and params.get("rate") is None
+            and params.get("rate_fraction") is None
+        )
 
     def check_overrides(self, overrides: Overrides) -> None:
         for mode in overrides.modes or []:  # --modes

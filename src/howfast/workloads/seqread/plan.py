@@ -22,9 +22,13 @@ class SeqreadPlugin(WorkloadPlugin[SeqreadStep]):
     name = "seqread"
     model = SeqreadStep
     order = 50
-    sampled = True
     executor_class = "howfast.workloads.seqread.workload:SeqreadWorkload"
+    # How it read, and the data it read (scale, dataset: the latest load's)
+    test_params = ("cold", "parallel", "scale", "dataset")
+    other_params = ("table", "scan", "parallel_workers", "cache_reset")
+    sampled = True
     reads_loaded_data = True
+    cold_read_metric = "seqread_s"
 
     def expand(self, step: SeqreadStep, ctx: ExpandContext) -> list[StepSpec]:
         known: dict[str, JSONValue] = {"scale": ctx.scale} if ctx.scale is not None else {}

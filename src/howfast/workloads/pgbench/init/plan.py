@@ -8,12 +8,14 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from howfast.analysis.metrics import INIT_PHASES
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.plugin.fields import PositiveInt, check_extra_arg, conflict
-from howfast.plugin.workload import ExpandContext, StepModel, WorkloadPlugin
+from howfast.plugin.workload import ExpandContext, Program, StepModel, WorkloadPlugin
 from howfast.sizing import dataset_value
+
+# pgbench-init's phases in the order pgbench runs them.
+INIT_PHASES = ("drop_s", "create_s", "generate_s", "vacuum_s", "primary_keys_s")
 
 # Options that a plan key controls; in extra_args they would contradict the recorded params.
 _OWNED = {
@@ -72,7 +74,23 @@ class PgbenchInitPlugin(WorkloadPlugin[PgbenchInitStep]):
     model = PgbenchInitStep
     order = 10
     executor_class = "howfast.workloads.pgbench.workload:PgbenchInitWorkload"
+    report = "howfast.workloads.pgbench.init.report:REPORT"
+    # What was loaded and how (script: imported output)
+    test_params = (
+        "scale",
+        "dataset",
+        "generate",
+        "fillfactor",
+        "partitions",
+        "partition_method",
+        "extra_args",
+        "script",
+    )
+    other_params = ("regime", "memory_bytes", "memory_basis")  # a dataset's sizing
     loads_data = True
+    client_side = True  # pgbench -i is a client (generate = "server" makes the rows there)
+    load_metric = "init_total_s"
+    programs = (Program("pgbench", "postgres", "every PostgreSQL benchmark", required=True),)
     metrics = (
         _m("init_total_s", "load time"),
         _m("drop_s", "drop"),
@@ -114,6 +132,11 @@ class PgbenchInitPlugin(WorkloadPlugin[PgbenchInitStep]):
 
     def expected_seconds(self, params: Mapping[str, JSONValue]) -> float | None:
         return 2.0 + 0.3 * float(params.get("scale") or 1)
+
+    def progress_summary(self, metrics: Mapping[str, JSONValue]) -> list[str]:
+        if "init_total_s" not in metrics:
+            return []
+        return [f"loaded in {float(metrics['init_total_s']):.2f} s"]
 
 
 PLUGIN = PgbenchInitPlugin()
