@@ -305,6 +305,12 @@ def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target
           f"p50 on {sync_on['replication_flush_lag_p50_ms']} ms")  # fmt: skip
     assert sync_on["wait_syncrep_share"] >= 0.10
     assert sync_off["wait_syncrep_share"] == 0
+    why = {s["target"]: s["why"] for s in doc["steps"] if s["workload"] == "pgbench"}
+    print(f"why, sync on: {why[names[0]]['verdict']}: {why[names[0]]['verdict_reason']}")
+    if sync_on["wait_syncrep_share"] >= 0.30:  # the rule holds: it is the verdict or beside it
+        held = [why[names[0]]["verdict"], *why[names[0]]["also"]]
+        assert "synchronous replication" in held, why[names[0]]
+    assert "synchronous replication" not in [why[names[1]]["verdict"], *why[names[1]]["also"]]
     assert sync_off["replication_sent_bytes"] > 0  # the async standby streamed too
     off_settings = doc["targets"][1]["settings"]
     assert off_settings.get("synchronous_standby_names", "") == ""
