@@ -125,6 +125,9 @@ class RunRecord:
                 doc[section] = s.sections.get(section)
             # What limited the step (analysis/why.py): pgbench steps, derived when read.
             doc["why"] = s.sections.get("why")
+            events = s.sections.get("events")
+            if isinstance(events, dict):  # a step run with events: each one's figures
+                doc["events"] = events.get("figures", [])
             if with_series:
                 # JSON has no NaN: a missing value is null.
                 doc["series"] = {

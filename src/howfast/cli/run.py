@@ -18,6 +18,7 @@ from howfast.design import (
     parse_sync,
 )
 from howfast.errors import UsageError
+from howfast.eventspec import parse_event
 from howfast.plans import Overrides, parse_int_list, parse_set_option
 from howfast.service.requests import (
     LiveMetrics,
@@ -158,6 +159,15 @@ from howfast.workloads.pgbench.plan import parse_modes
     "whether it was met, a rate curve the highest rate that met it.",
 )
 @click.option(
+    "--event",
+    "events",
+    multiple=True,
+    metavar="AT:ACTION",
+    help="During every pgbench step, at AT into its load: checkpoint, restart, crash, "
+    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D] (repeatable; "
+    "docs/events.md).",
+)
+@click.option(
     "--sample-interval",
     metavar="1s",
     default="1s",
@@ -216,6 +226,7 @@ def run_command(
     rate: float | None,
     rates: str | None,
     slo: str | None,
+    events: tuple[str, ...],
     sample_interval: str,
     metrics_port: int | None,
     metrics_address: str | None,
@@ -248,6 +259,7 @@ def run_command(
             rates=_parse_rates(rates) if rates else None,
             slo=slo,
             dataset=dataset,
+            events=tuple(parse_event(e) for e in events) if events else None,
         ),
         target_options=TargetRunOptions(
             pg_bin=pg_bin,

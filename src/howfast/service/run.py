@@ -19,6 +19,7 @@ import dataclasses
 
 from howfast.design import DesignOptions, merge_design
 from howfast.errors import UsageError
+from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
 from howfast.metrics.live import LINGER_S, MetricsObserver
@@ -123,6 +124,11 @@ class RunService:
             live_metrics=live,
             housekeeping=() if request.dry_run else texts,
         )
+        if any(s.params.get("events") for s in steps) and (rule or plan.fleet is not None):
+            raise UsageError(
+                "events make a step's TPS an outage's: --until and [fleet] plans cannot take "
+                "them (yet)"
+            )
         if plan.fleet is not None:
             _refuse_with_fleet(wal_dir=options.wal_dir, keep=options.keep, prometheus=prometheus)
             if made.design.given():  # a fleet's instances are made without the target kinds
@@ -135,6 +141,9 @@ class RunService:
             place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
             return dataclasses.replace(prepared, fleet=PreparedFleet(place, scenarios))
         targets = target_kinds.make_targets(texts, made)
+        refused = event_refusals(targets, steps)  # issue 29: before anything is created
+        if refused:
+            raise UsageError("; ".join(refused))
         return dataclasses.replace(
             prepared,
             targets=tuple(targets),

@@ -33,17 +33,22 @@ from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    Crashable,
     HasLocalServer,
+    HasServerIdentity,
     HasServerLog,
     HasStandbys,
     HasStorage,
     HoldsDirectoryLock,
+    IoCappable,
     Keepable,
     Restartable,
+    ServerIdentity,
     StandbyMember,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
+from howfast.targets.iocap import IopsCap
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
 from howfast.targets.local_server import conf_line, free_port, processes_in, runtime_base
 from howfast.targets.osuser import OsUser, check_reachable, current_user, server_user
@@ -124,9 +129,12 @@ class LocalTarget(
     HasServerLog,
     HasLocalServer,
     Restartable,
+    Crashable,
+    HasServerIdentity,
     AppliesStepSettings,
     HoldsDirectoryLock,
     Keepable,
+    IoCappable,
     HasStandbys,
 ):
     kind = "local"
@@ -189,6 +197,7 @@ class LocalTarget(
         self.standby_volume_root = standby_volume_root
         self.replica_set: ReplicaSet | None = None
         self._standby_locked: set[Path] = set()
+        self._iops_cap: IopsCap | None = None  # cap-iops events, on the accounting cgroup
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -400,10 +409,14 @@ class LocalTarget(
             for m in self.replica_set.members
         )
 
+    def _disks(self) -> list[str]:
+        """The whole disks (MAJ:MIN) under the data and the WAL."""
+        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
+        return [d for d in map(whole_disk_number, paths) if d is not None]
+
     def _open_io_accounting(self) -> None:
         """Always an I/O cgroup for the server, so its own I/O can be told from the device's."""
-        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
-        disks = [d for d in map(whole_disk_number, paths) if d is not None]
+        disks = self._disks()
         found = open_accounting(f"howfast-io-{self.token}", self.cgroup, self.io_cgroup, disks)
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
@@ -643,6 +656,44 @@ class LocalTarget(
         if self.replica_set is not None:
             self.replica_set.wait_streaming(START_TIMEOUT_S)
 
+    def crash(self) -> Mapping[str, JSONValue]:
+        """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process
+        in the data directory is gone (SIGKILL to the ones that linger), start: the server
+        replays its WAL (crash recovery). Same cgroups, same port."""
+        killed = self._postmaster_pid()
+        began = time.monotonic()
+        self._stop_postmaster(signal.SIGKILL)
+        gone = time.monotonic()
+        self._start_postmaster()
+        return {
+            "killed_pid": killed,
+            "processes_gone_s": round(gone - began, 3),
+            "started_s": round(time.monotonic() - gone, 3),
+        }
+
+    def server_identity(self) -> ServerIdentity:
+        """The postmaster's pid (held here) and its start time (asked over SQL: None when
+        the server does not answer)."""
+        started = None
+        if self.connection is not None and self.alive():
+            with contextlib.suppress(HowfastError):
+                started = pgquery.postmaster_start_time(self.connection)
+        return ServerIdentity(pid=self._postmaster_pid(), started_at=started)
+
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        """Cap (or, None, lift) the read and write IOPS of the cgroup the server's own I/O is
+        counted in, on the data's and WAL's disks; lifting restores the rules from before."""
+        if self.io_account is None:
+            raise HowfastError(
+                f"the server has no I/O cgroup to cap: {self.io_account_note or 'none was made'}"
+            )
+        if self._iops_cap is None:
+            self._iops_cap = IopsCap(self.io_account, self._disks())
+        return self._iops_cap.set(iops)
+
+    def server_iops_since(self, t: float) -> float | None:
+        return self._iops_cap.iops_since(t) if self._iops_cap is not None else None
+
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup
 
@@ -702,6 +753,10 @@ class LocalTarget(
         self._claims.clear()
 
     def _remove_cgroup(self) -> None:
+        if self._iops_cap is not None:  # an emulated volume's cgroup outlives us: lift first
+            with contextlib.suppress(HowfastError):
+                self._iops_cap.set(None)
+            self._iops_cap = None
         accounting, self._accounting_cgroup = self._accounting_cgroup, None
         if accounting is not None:
             self.io_cgroup = self.io_account = None

@@ -26,17 +26,22 @@ from howfast.iolimits import throttle_lines
 from howfast.machine.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import ServerIo
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    Crashable,
     HasLocalServer,
+    HasServerIdentity,
     HasServerLog,
     HasStandbys,
     HasStorage,
     HoldsDirectoryLock,
+    IoCappable,
     Restartable,
+    ServerIdentity,
     StandbyMember,
+    StorageSlowable,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -84,6 +89,10 @@ class EmulatedTarget(
     HasServerLog,
     HasLocalServer,
     Restartable,
+    Crashable,
+    HasServerIdentity,
+    IoCappable,
+    StorageSlowable,
     AppliesStepSettings,
     HoldsDirectoryLock,
     HasStandbys,
@@ -288,6 +297,34 @@ class EmulatedTarget(
 
     def restart(self) -> None:
         self.inner.restart()
+
+    def crash(self) -> Mapping[str, JSONValue]:
+        return self.inner.crash()
+
+    def server_identity(self) -> ServerIdentity:
+        return self.inner.server_identity()
+
+    def added_latency_ms(self) -> float:
+        assert self.volume is not None
+        return self.volume.latency_ms
+
+    def set_added_latency(self, ms: float) -> None:
+        """The volume's delay, changed while the server runs (slow-storage events)."""
+        if self.volume is None:
+            raise HowfastError("the emulated volume is not built")
+        self.volume.set_latency(ms)
+
+    def measure_flush_ms(self, n: int = 5) -> float:
+        """The median of `n` flushes of the volume's loop device now (nothing to write)."""
+        if self.volume is None or self.volume.loop_device is None:
+            raise HowfastError("the emulated volume is not built")
+        return flush_latency_ms(self.volume.loop_device, n)
+
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        return self.inner.cap_iops(iops)  # the volume's cgroup, its own limits restored after
+
+    def server_iops_since(self, t: float) -> float | None:
+        return self.inner.server_iops_since(t)
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.inner.memory_cgroup()
