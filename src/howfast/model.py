@@ -82,6 +82,9 @@ class TargetRecord:
     device: dict[str, JSONValue] = field(default_factory=dict)
     # A redacted connection string or the directory; never a password.
     location: str | None = None
+    # The standbys howfast gave it (--replicas, docs/replication.md), in order: name,
+    # location, port, version, sync_state, device, emulation
+    standbys: tuple[dict[str, JSONValue], ...] = ()
     # Derived when the run is read, never stored (analysis/derive.py): `durability`, `advice`
     derived: dict[str, JSONValue] = field(default_factory=dict)
 
@@ -152,6 +155,7 @@ class RunRecord:
                     "pg_version": t.pg_version,
                     "settings": t.settings,
                     "device": t.device,
+                    "standbys": list(t.standbys),
                     # Can these flushes survive a crash, and what to try (docs/why.md)
                     "durability": t.derived.get("durability"),
                     "advice": t.derived.get("advice"),

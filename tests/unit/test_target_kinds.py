@@ -283,9 +283,10 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     }
     events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     assert found == {
-        "local": [*SERVER_HERE, "Keepable", *events, "IoCappable"],
-        "emulated": [*SERVER_HERE, *events, "StorageSlowable", "IoCappable"],
-        "fleet member": [*SERVER_HERE, "Keepable", *events, "IoCappable"],
+        # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
+        "local": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
+        "emulated": [*SERVER_HERE, *events, "HasStandbys", "StorageSlowable", "IoCappable"],
+        "fleet member": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         "k8s": ["HasStorage", "HasServerLog", "Restartable", "AppliesStepSettings", "HasPods"],

@@ -10,6 +10,13 @@ from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
+from howfast.design import (
+    MAX_REPLICAS,
+    SYNC_LEVELS,
+    DesignOptions,
+    parse_latency_ms,
+    parse_sync,
+)
 from howfast.errors import UsageError
 from howfast.eventspec import parse_event
 from howfast.plans import Overrides, parse_int_list, parse_set_option
@@ -87,6 +94,34 @@ from howfast.workloads.pgbench.plan import parse_modes
     help="Put WAL in a directory on another storage (directory targets only).",
 )
 @click.option("--keep", is_flag=True, help="Keep the cluster (stopped) instead of removing it.")
+@click.option(
+    "--replicas",
+    type=click.IntRange(0, MAX_REPLICAS),
+    metavar="N",
+    help="Give each cluster howfast creates N standbys, built with pg_basebackup and streaming "
+    "before the steps (a target's own ?replicas= wins). See docs/replication.md.",
+)
+@click.option(
+    "--sync",
+    type=click.Choice(SYNC_LEVELS),
+    help="The standbys' synchronous-commit level: off (asynchronous standbys), local, "
+    "remote_write, on, remote_apply [default: on with --replicas].",
+)
+@click.option(
+    "--standby-dir",
+    "standby_dirs",
+    multiple=True,
+    callback=lambda ctx, param, values: tuple(checked_path(ctx, param, v) for v in values),
+    metavar="DIR",
+    help="Put the standbys in this directory (once for all, or once per standby) instead "
+    "of beside the primary's data.",
+)
+@click.option(
+    "--standby-latency",
+    metavar="2ms",
+    help="Put each standby on an emulated volume of its own with this much added latency "
+    "(emulates a remote node's disk; needs root).",
+)
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -179,6 +214,10 @@ def run_command(
     budget: str | None,
     wal_dir: Path | None,
     keep: bool,
+    replicas: int | None,
+    sync: str | None,
+    standby_dirs: tuple[Path, ...],
+    standby_latency: str | None,
     dry_run: bool,
     yes: bool,
     pg_bin: str | None,
@@ -230,6 +269,16 @@ def run_command(
             checksums=checksums,
             memory_bytes=parse_size(memory, "--memory") if memory else None,
             kind_values=kind_values("run", given),
+            design=DesignOptions(
+                replicas=replicas,
+                sync=parse_sync(sync, "--sync") if sync else None,
+                standby_dirs=tuple(standby_dirs),
+                standby_latency_ms=(
+                    parse_latency_ms(standby_latency, "--standby-latency")
+                    if standby_latency is not None
+                    else None
+                ),
+            ),
         ),
         label=label,
         sampling=SamplingOptions(_sample_interval(sample_interval), prometheus_url),

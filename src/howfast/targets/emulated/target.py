@@ -12,13 +12,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import secrets
 import shutil
-import statistics
 import tempfile
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from howfast.analysis.emulation import latency_warning
@@ -37,11 +34,13 @@ from howfast.targets.capabilities import (
     HasLocalServer,
     HasServerIdentity,
     HasServerLog,
+    HasStandbys,
     HasStorage,
     HoldsDirectoryLock,
     IoCappable,
     Restartable,
     ServerIdentity,
+    StandbyMember,
     StorageSlowable,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
@@ -55,14 +54,17 @@ from howfast.targets.emulated.build import (
     nbdfuse_argv,
     nbdkit_argv,
 )
+from howfast.targets.emulated.measure import flush_latency_ms
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
 from howfast.targets.leftovers.marks import write_owner
-from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
+from howfast.targets.local import LocalTarget, check_earlier_clusters
+from howfast.targets.local_server import runtime_base
 from howfast.targets.osuser import check_reachable, server_user
+from howfast.targets.replicas.local import StandbyStorage
+from howfast.targets.replicas.spec import ReplicaSpec
 
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20
-FLUSH_CHECKS = 20
 
 
 def qd1_check_argv(path: Path) -> list[str]:
@@ -81,23 +83,6 @@ def write_latency_ms(fio_json: str) -> float:
     return float(job["lat_ns"]["mean"]) / 1e6
 
 
-def flush_latency_ms(device: str, count: int = FLUSH_CHECKS) -> float:
-    """The median time of an fsync of the block device with nothing to write: one flush
-    request through every layer (loop device, FUSE, nbdkit), its delay and the image's
-    fdatasync. The median, because a flush that meets writes the image still had in the
-    page cache (the new filesystem zeroing its inode tables) takes the storage's time."""
-    fd = os.open(device, os.O_RDONLY)
-    try:
-        times = []
-        for _ in range(count):
-            start = time.perf_counter()
-            os.fsync(fd)
-            times.append((time.perf_counter() - start) * 1000)
-        return statistics.median(times)
-    finally:
-        os.close(fd)
-
-
 class EmulatedTarget(
     Target,
     HasStorage,
@@ -110,6 +95,7 @@ class EmulatedTarget(
     StorageSlowable,
     AppliesStepSettings,
     HoldsDirectoryLock,
+    HasStandbys,
 ):
     kind = "local"
 
@@ -124,12 +110,16 @@ class EmulatedTarget(
         keep: bool = False,
         checksums: bool = False,
         memory_limit: int | None = None,
+        replicas: ReplicaSpec | None = None,
+        standby_storage: Callable[[Path], StandbyStorage] | None = None,
     ) -> None:
         self.directory = directory.absolute()
         self.install = install
         self.limits = limits
         self.size_bytes = size_bytes
         self.name = f"{self.directory} {limits.describe()}"
+        if replicas is not None:  # its standbys live on the same volume, inside the cluster
+            self.name += f" with {replicas.describe()}"
         self.token = secrets.token_hex(4)
         self.workspace = self.directory / f"howfast-vol-{self.token}"
         self.inner = LocalTarget(
@@ -140,6 +130,9 @@ class EmulatedTarget(
             checksums=checksums,
             name=self.name,
             memory_limit=memory_limit,
+            replicas=replicas,
+            standby_storage=standby_storage,
+            standby_volume_root=self.directory,  # beside this volume, not on it
         )
         self.keep = keep
         self.warnings: list[str] = []
@@ -295,6 +288,9 @@ class EmulatedTarget(
 
     def storage_paths(self) -> dict[str, Path]:
         return self.inner.storage_paths()
+
+    def standbys(self) -> Sequence[StandbyMember]:
+        return self.inner.standbys()
 
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()
