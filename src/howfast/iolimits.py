@@ -146,3 +146,36 @@ def parse_v2_counters(io_stat: str, devnum: str) -> IoCounters:
                 int(kv.get("wbytes", 0)),
             )
     return IoCounters()
+
+
+# --- a cap set for a while, then lifted (issue 29's cap-iops event) -------------------------
+
+V1_IOPS_FILES = ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device")
+V2_FILE = "io.max"
+
+
+def iops_cap_files(version: str) -> tuple[str, ...]:
+    return (V2_FILE,) if version == "v2" else V1_IOPS_FILES
+
+
+def iops_cap_lines(version: str, devnum: str, iops: int) -> dict[str, str]:
+    """The lines that cap a cgroup's read and write IOPS on one disk at `iops` each."""
+    return throttle_lines(version, devnum, IoLimits(read_iops=iops, write_iops=iops))
+
+
+def lifted_lines(version: str, devnum: str, previous: dict[str, str]) -> dict[str, str]:
+    """The lines that undo a cap on `devnum`: the rule each file held before it (`previous`:
+    file -> its text as read then), else no limit ("MAJ:MIN 0" on v1, "max" on v2)."""
+    out = {}
+    for name in iops_cap_files(version):
+        before = next(
+            (line for line in previous.get(name, "").splitlines() if line.split()[:1] == [devnum]),
+            None,
+        )
+        if before is not None:
+            out[name] = before
+        elif version == "v2":
+            out[name] = f"{devnum} riops=max wiops=max rbps=max wbps=max"
+        else:
+            out[name] = f"{devnum} 0"
+    return out

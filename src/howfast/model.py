@@ -82,6 +82,9 @@ class TargetRecord:
     device: dict[str, JSONValue] = field(default_factory=dict)
     # A redacted connection string or the directory; never a password.
     location: str | None = None
+    # The standbys howfast gave it (--replicas, docs/replication.md), in order: name,
+    # location, port, version, sync_state, device, emulation
+    standbys: tuple[dict[str, JSONValue], ...] = ()
     # Derived when the run is read, never stored (analysis/derive.py): `durability`, `advice`
     derived: dict[str, JSONValue] = field(default_factory=dict)
 
@@ -122,6 +125,9 @@ class RunRecord:
                 doc[section] = s.sections.get(section)
             # What limited the step (analysis/why.py): pgbench steps, derived when read.
             doc["why"] = s.sections.get("why")
+            events = s.sections.get("events")
+            if isinstance(events, dict):  # a step run with events: each one's figures
+                doc["events"] = events.get("figures", [])
             if with_series:
                 # JSON has no NaN: a missing value is null.
                 doc["series"] = {
@@ -149,6 +155,7 @@ class RunRecord:
                     "pg_version": t.pg_version,
                     "settings": t.settings,
                     "device": t.device,
+                    "standbys": list(t.standbys),
                     # Can these flushes survive a crash, and what to try (docs/why.md)
                     "durability": t.derived.get("durability"),
                     "advice": t.derived.get("advice"),

@@ -75,8 +75,13 @@ duration = "4s"
 def test_per_second_tps_adds_up_to_the_transaction_count(howfast: Howfast, target_dir: Path):
     """Source: pgbench's own transaction count (its summary). The per-second TPS series,
     from pgbench's progress lines or from its per-transaction log, whichever the step used,
-    must add up to it: short only by the partial seconds each leaves out (the last one for
-    progress lines; the first and the last for the log), never by more, never over."""
+    must add up to it, each point's rate times the time it covers: short only by what the
+    series leaves out (after the last progress line; the first and the last partial second
+    of the log), never by more, never over.
+
+    Each point covers the time since the one before: one second, except when pgbench, late
+    on a loaded machine, printed a progress line after more than a second (its rate is then
+    over that longer interval, and the next line comes at the next whole second)."""
     run = _json(howfast("run", str(howfast.plan(PER_SECOND_PLAN)), "--target", str(target_dir),
                         "--json"))  # fmt: skip
     doc = _json(howfast("results", "show", str(run["id"]), "--json", "--series"))
@@ -85,20 +90,28 @@ def test_per_second_tps_adds_up_to_the_transaction_count(howfast: Howfast, targe
     for step in steps:
         assert step["status"] == "completed", step
         n = step["metrics"]["transactions"]
-        per_second = [value for _, value in step["series"]["tps"]]
-        added = sum(per_second)
-        partial = 1 if step["resolved"]["progress_source"] == "pgbench -P 1" else 2
+        points = [(float(t), float(v)) for t, v in step["series"]["tps"]]
+        times = [t for t, _ in points]
+        rates = [v for _, v in points]
+        from_progress = step["resolved"]["progress_source"] == "pgbench -P 1"
+        if from_progress:
+            covered = [t - before for t, before in zip(times, [0.0, *times[:-1]], strict=True)]
+            # what follows the last line, up to the step's end
+            left_out = max(1.0, step["params"]["duration_s"] - times[-1]) + 0.2
+        else:
+            covered, left_out = [1.0] * len(points), 2.0
+        added = sum(rate * span for rate, span in zip(rates, covered, strict=True))
         # A sampled log's seconds are estimates (docs/json.md: within about 3%).
         slack = 0.01 if step["resolved"].get("log_sampling_rate") in (None, 1.0) else 0.05
-        print(f"{step['params']['mode']}: {added:.0f} by second, {n} transactions")
-        assert added <= n * (1 + slack), (step["resolved"], added, n)
-        assert added >= n * (1 - slack) - partial * max(per_second), (step["resolved"], added, n)
+        print(f"{step['params']['mode']}: {added:.0f} by second, {n} transactions, {points}")
+        assert added <= n * (1 + slack), (step["resolved"], points, added, n)
+        assert added >= n * (1 - slack) - left_out * max(rates), (step["resolved"], points, n)
 
 
-DELAYED_FLUSH_PLAN = """
-[settings]
-shared_buffers = "32MB"
-
+# fio's WAL profile and pg_test_fsync twice each, interleaved: each is taken at its best of
+# two, so that a moment when the machine's other work slowed the volume's user-space parts
+# (nbdkit, nbdfuse) weighs on neither more than on the other.
+FLUSH_PAIR = """
 [[steps]]
 workload = "fio"
 profiles = ["wal-fsync"]
@@ -108,7 +121,14 @@ runtime = "3s"
 [[steps]]
 workload = "pg_test_fsync"
 seconds = 2
-
+"""
+DELAYED_FLUSH_PLAN = (
+    """
+[settings]
+shared_buffers = "32MB"
+"""
+    + FLUSH_PAIR * 2
+    + """
 [[steps]]
 workload = "pgbench-init"
 scale = 1
@@ -119,9 +139,9 @@ modes = ["tpcb-like"]
 clients = [1]
 duration = "4s"
 """
+)
 
 
-@pytest.mark.emulated  # scripts/test.sh runs these alone, after the others
 def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
     howfast: Howfast, target_dir: Path
 ):
@@ -129,7 +149,7 @@ def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
     the volume says, whatever else the machine does):
 
     - source pg_test_fsync: its fdatasync rate and the fio WAL profile's (write + fdatasync,
-      one at a time) measure the same thing: within 25%;
+      one at a time) measure the same thing: within 25%, each at its best of two;
     - source the fio WAL profile's commit ceiling (1000 / (write + fdatasync ms)): one
       connection's tpcb-like transactions each wait for at least one WAL write and flush, so
       its TPS is at most that (10% for two measurements taken a minute apart)."""
@@ -140,12 +160,15 @@ def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
         howfast("run", str(howfast.plan(DELAYED_FLUSH_PLAN)), "--target", str(target_dir),
                 "--storage-latency", "2ms", "--storage-size", "256MiB", "--json", timeout=600)
     )  # fmt: skip
-    steps = {s["workload"]: s for s in doc["steps"]}
     assert all(s["status"] == "completed" for s in doc["steps"]), doc["steps"]
-    fio, fsync, pgbench = steps["fio"]["metrics"], steps["pg_test_fsync"], steps["pgbench"]
+    by_workload: dict[str, list[dict[str, Any]]] = {}
+    for step in doc["steps"]:
+        by_workload.setdefault(step["workload"], []).append(step["metrics"])
+    assert len(by_workload["fio"]) == len(by_workload["pg_test_fsync"]) == 2
+    fio = max(by_workload["fio"], key=lambda m: m["write_iops"])  # the best of two
     fio_rate = fio["write_iops"]
-    pg_test_fsync_rate = fsync["metrics"]["fdatasync_ops_s"]
-    tps, ceiling = pgbench["metrics"]["tps"], fio["commit_ceiling_tps"]
+    pg_test_fsync_rate = max(m["fdatasync_ops_s"] for m in by_workload["pg_test_fsync"])
+    tps, ceiling = by_workload["pgbench"][0]["tps"], fio["commit_ceiling_tps"]
     print(f"fio {fio_rate:.0f}/s, pg_test_fsync {pg_test_fsync_rate:.0f}/s; 1-client tpcb-like")
     print(f"{tps:.0f} TPS against a ceiling of {ceiling:.0f}")
     assert fio_rate < 400, fio  # the delay is there: at most 1000 / (2 x 2 ms) = 250 a second

@@ -379,7 +379,17 @@ def test_samplers_watch_the_sampled_workloads_in_their_order() -> None:
     for workload in ("fio", "seqread"):
         assert [s.name for s in samplers_for(workload)] == names
     # Wait events are sampled during pgbench steps only.
-    assert [s.name for s in samplers_for("pgbench")] == [*names[:4], "waits", *names[4:]]
+    assert (
+        [s.name for s in samplers_for("pgbench")]
+        == [
+            *names[:3],
+            "standby-io",  # only on a primary with standbys (samplers/standbys.py)
+            names[3],
+            "waits",
+            "replication",  # only on a primary with standbys (samplers/replication.py)
+            *names[4:],
+        ]
+    )
     for workload in ("pgbench-init", "pg_test_fsync", "sysbench"):
         assert samplers_for(workload) == []
 

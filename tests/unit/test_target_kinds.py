@@ -281,10 +281,12 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             K8sFleetMember(spec, kube, name="m", scenario="s", klass="c", index=1, settings={})  # type: ignore[arg-type]
         ),
     }
+    events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     assert found == {
-        "local": [*SERVER_HERE, "Keepable"],
-        "emulated": SERVER_HERE,
-        "fleet member": [*SERVER_HERE, "Keepable"],
+        # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
+        "local": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
+        "emulated": [*SERVER_HERE, *events, "HasStandbys", "StorageSlowable", "IoCappable"],
+        "fleet member": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         # HasClient: same-pod (the server's pod) until a client pod is asked (issue 28)

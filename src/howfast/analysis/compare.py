@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from howfast.analysis.envdiff import EnvDifference, environment_diff
 from howfast.analysis.groups import StepGroup, group_steps
 from howfast.analysis.metrics import KEY_METRICS, metric
+from howfast.analysis.replication import design_document, design_rows, shows_designs
 from howfast.analysis.stats import ALPHA, CONFIDENCE, Stats, t_quantile, welch
 from howfast.model import JSONValue, RunRecord
 from howfast.until_rule import MIN_REPETITIONS
@@ -143,6 +144,9 @@ class Comparison:
     alpha: float = ALPHA
     # Each run's targets' durability verdicts (analysis/durability.py), shown first
     durability: list[dict[str, JSONValue]] = field(default_factory=list)
+    # Each run's designs (analysis/replication.py), where a run has standbys or is the
+    # replication plan: {"run", "target", "design", "tps": {clients: tps}, ...}
+    designs: list[dict[str, JSONValue]] = field(default_factory=list)
 
     def document(self) -> dict[str, JSONValue]:
         return {
@@ -164,6 +168,7 @@ class Comparison:
             "environment": [d.document() for d in self.environment],
             "warnings": self.warnings,
             "durability": self.durability,
+            "designs": self.designs,
         }
 
 
@@ -349,6 +354,12 @@ def compare_runs(runs: Sequence[RunRecord], *, targets: Sequence[str] | None = N
         for index, t in enumerate(r.targets)
         if isinstance(doc := t.derived.get("durability"), dict)
     ]  # fmt: skip
+    comparison.designs = [
+        {"run": str(r.id), **design_document(row)}
+        for r in runs
+        if shows_designs(r, rows := design_rows(r))
+        for row in rows
+    ]
     per_run = [{g.key: g for g in group_steps(r)} for r in runs]
     keys = list(dict.fromkeys(k for groups in per_run for k in groups))
     for key in keys:

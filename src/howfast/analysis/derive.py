@@ -7,6 +7,8 @@ read, whether howfast ran it, imported it, or an older howfast stored it:
 
 - I/O, CPU and PostgreSQL figures of sampled steps, and their warnings (analysis/io.py);
 - the wait profile and PostgreSQL's own I/O beside the device's (analysis/why.py, own_io.py);
+- replication to the standbys: lags, WAL sent and replayed, the SyncRep share, the commit
+  split and the design's bytes written (analysis/replication.py);
 - what each workload's own part adds (analysis/hooks.py, declared by its plugin): pgbench's
   rate, objective and curve verdicts, percentile trust, regime warnings and what limited each
   step (workloads/pgbench/analysis.py); fio's trust warnings and commit-rate ceiling
@@ -30,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from howfast.analysis import own_io, why
+from howfast.analysis import own_io, replication, why
 from howfast.analysis.advice import advise
 from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.durability_facts import judge_run
@@ -162,6 +164,7 @@ def series_needed(run: RunRecord) -> set[str]:
             if isinstance(info, dict) and isinstance(info.get("delta"), dict):
                 names.add(f"io.{role}.write_mbps")
         names |= analysis_for(step.workload).series_needed(step)
+        names |= replication.series_names(step.sections)
     return names
 
 
@@ -184,6 +187,9 @@ def derive_step(
     if step.sections:
         out = _with_io_analysis(out)
         out = _with_why_figures(out)
+        # after the primary's own I/O (the design adds to it), before the workload's part
+        # (pgbench's verdict reads the lags)
+        out = _with_replication_figures(out, target_settings)
     ctx = DeriveContext(imported, target_settings)
     return apply(out, analysis_for(step.workload).derive_step(out, before, ctx))
 
@@ -233,6 +239,31 @@ def _with_why_figures(step: StepRecord) -> StepRecord:
             warned = tuple(found.warnings) if plugin is None or plugin.io_by_server else ()
             step = apply(step, Derived(found.metrics, warnings=warned, sections={"io": io}))
     return step
+
+
+def _with_replication_figures(
+    step: StepRecord, target_settings: Mapping[str, str] | None
+) -> StepRecord:
+    """Lags, WAL, the SyncRep share and the commit split of a step on a primary with
+    standbys (or with synchronous standbys howfast did not create: SyncRep waits)."""
+    if step.workload != "pgbench":
+        return step
+    postgres = step.sections.get("postgres")
+    profile = why.wait_profile(postgres) if isinstance(postgres, Mapping) else None
+    idle = profile.idle_share if profile is not None else None
+    level = _sync_commit_level(step, target_settings)
+    return apply(step, Derived(replication.replication_metrics(step, idle, level)))
+
+
+def _sync_commit_level(step: StepRecord, settings: Mapping[str, str] | None) -> str | None:
+    """synchronous_commit when commits wait for synchronous standbys, else None."""
+    merged = {**(settings or {})}
+    step_settings = step.all_params.get("settings")
+    if isinstance(step_settings, Mapping):
+        merged.update({str(k): str(v) for k, v in step_settings.items()})
+    if replication.sync_level(merged) is None:
+        return None
+    return str(merged.get("synchronous_commit") or "on")
 
 
 # -- helpers -----------------------------------------------------------------------------------

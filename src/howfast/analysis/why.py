@@ -21,6 +21,7 @@ from typing import Any
 from howfast.analysis.hooks import evidence_of
 from howfast.analysis.loaded_data import latest_load
 from howfast.analysis.probe import commit_ceiling
+from howfast.analysis.replication import sync_level
 from howfast.analysis.working_set import regime_warnings
 from howfast.model import JSONValue, RunRecord, StepRecord
 
@@ -50,11 +51,15 @@ COMMIT_EVENTS = frozenset(
         "IPC:SyncRep",
     }
 )
+# A commit waiting for a synchronous standby: its own rule, not the local storage's latency.
+SYNCREP_EVENT = "IPC:SyncRep"
+LOCAL_COMMIT_EVENTS = COMMIT_EVENTS - {SYNCREP_EVENT}
 READ_EVENTS = frozenset({"IO:DataFileRead", "IO:DataFilePrefetch", "IO:BufFileRead"})
 
 VERDICTS = (
     "storage latency",
     "storage throughput",
+    "synchronous replication",
     "server CPU",
     "load generator",
     "lock contention",
@@ -65,6 +70,7 @@ VERDICTS = (
 LIMITED_BY = {
     "storage latency": "WAL flush latency",
     "storage throughput": "storage throughput",
+    "synchronous replication": "synchronous replication",
     "server CPU": "the server's CPU",
     "load generator": "the load generator (pgbench)",
     "lock contention": "lock contention",
@@ -208,6 +214,9 @@ class StepFacts:
     probe_max_iops: float | None = None
     device: dict[str, dict[str, float]] = field(default_factory=dict)  # role -> figures
     regime_problem: str | None = None  # an on-disk step served by caches, or the reverse
+    # The lag a commit waits for at the sync level ("flush" for on) and its p50, in ms
+    sync_lag: str | None = None
+    sync_lag_p50_ms: float | None = None
 
 
 def _num(value: object) -> float | None:
@@ -249,8 +258,8 @@ def decide(f: StepFacts) -> Verdict:
     flushes_on = f.flushes_off is None
     per_client = (f.tps / f.clients) if f.tps and f.clients else None
     ceiling_share = per_client / f.ceiling_tps if per_client is not None and f.ceiling_tps else None
-    # 3. Storage latency: commits wait for WAL flushes.
-    commit = p.share(COMMIT_EVENTS) if enough and p else 0.0
+    # 3. Storage latency: commits wait for the local WAL flushes.
+    commit = p.share(LOCAL_COMMIT_EVENTS) if enough and p else 0.0
     if flushes_on and (
         commit >= WAIT_RULE_SHARE
         or (legacy and ceiling_share is not None and ceiling_share >= CEILING_SHARE)
@@ -258,7 +267,7 @@ def decide(f: StepFacts) -> Verdict:
         evidence: dict[str, JSONValue] = {}
         parts = []
         if enough and p:
-            top = [e for e in p.events if f"{e[0]}:{e[1] or ''}" in COMMIT_EVENTS][:2]
+            top = [e for e in p.events if f"{e[0]}:{e[1] or ''}" in LOCAL_COMMIT_EVENTS][:2]
             parts.append(
                 f"{_pct(commit)} of active time in the commit path ("
                 + ", ".join(f"{_event(t, e)} {s:.0%}" for t, e, s, _ in top)
@@ -284,6 +293,20 @@ def decide(f: StepFacts) -> Verdict:
                     evidence,
                     "commit-path waits >= 30% (or TPS per client >= 80% of the ceiling)",
                 ),
+            )
+        )
+    # 3b. Synchronous replication: commits wait for a standby's reply.
+    syncrep = p.share(frozenset({SYNCREP_EVENT})) if enough and p else 0.0
+    if syncrep >= WAIT_RULE_SHARE:
+        reason = f"{_pct(syncrep)} of active time waiting for the standby"
+        evidence = {"wait_syncrep_share": round(syncrep, 4)}
+        if f.sync_lag and f.sync_lag_p50_ms is not None:
+            reason += f"; {f.sync_lag} lag p50 {f.sync_lag_p50_ms:.2g} ms"
+            evidence[f"replication_{f.sync_lag}_lag_p50_ms"] = f.sync_lag_p50_ms
+        candidates.append(
+            (
+                syncrep,
+                Verdict("synchronous replication", reason, evidence, "SyncRep waits >= 30%"),
             )
         )
     # 4. Lock contention.
@@ -421,7 +444,10 @@ def step_facts(
         if str(settings.get(name, "")).lower() in ("off", "false", "0"):
             flushes_off = f"{name}={settings[name]}"
     busy = [_num(m.get(f"cpu_{k}_pct")) for k in ("user", "system", "steal")]
+    level = sync_level(settings) or "flush"
     facts = StepFacts(
+        sync_lag=level,
+        sync_lag_p50_ms=_num(m.get(f"replication_{level}_lag_p50_ms")),
         mode=str(params["mode"]) if params.get("mode") else None,
         clients=int(params["clients"]) if isinstance(params.get("clients"), int) else None,
         scale=int(params["scale"]) if isinstance(params.get("scale"), int) else None,

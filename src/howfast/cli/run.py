@@ -10,7 +10,15 @@ from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
+from howfast.design import (
+    MAX_REPLICAS,
+    SYNC_LEVELS,
+    DesignOptions,
+    parse_latency_ms,
+    parse_sync,
+)
 from howfast.errors import UsageError
+from howfast.eventspec import parse_event
 from howfast.plans import Overrides, parse_int_list, parse_set_option
 from howfast.service.requests import (
     LiveMetrics,
@@ -87,6 +95,34 @@ from howfast.workloads.pgbench.plan import parse_modes
 )
 @click.option("--keep", is_flag=True, help="Keep the cluster (stopped) instead of removing it.")
 @click.option(
+    "--replicas",
+    type=click.IntRange(0, MAX_REPLICAS),
+    metavar="N",
+    help="Give each cluster howfast creates N standbys, built with pg_basebackup and streaming "
+    "before the steps (a target's own ?replicas= wins). See docs/replication.md.",
+)
+@click.option(
+    "--sync",
+    type=click.Choice(SYNC_LEVELS),
+    help="The standbys' synchronous-commit level: off (asynchronous standbys), local, "
+    "remote_write, on, remote_apply [default: on with --replicas].",
+)
+@click.option(
+    "--standby-dir",
+    "standby_dirs",
+    multiple=True,
+    callback=lambda ctx, param, values: tuple(checked_path(ctx, param, v) for v in values),
+    metavar="DIR",
+    help="Put the standbys in this directory (once for all, or once per standby) instead "
+    "of beside the primary's data.",
+)
+@click.option(
+    "--standby-latency",
+    metavar="2ms",
+    help="Put each standby on an emulated volume of its own with this much added latency "
+    "(emulates a remote node's disk; needs root).",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Print every command each step would run (with --json: as data); create nothing.",
@@ -121,6 +157,15 @@ from howfast.workloads.pgbench.plan import parse_modes
     metavar="p99=10ms",
     help="A latency objective (avg, p50, p90, p95, p99, p99.9): each step says "
     "whether it was met, a rate curve the highest rate that met it.",
+)
+@click.option(
+    "--event",
+    "events",
+    multiple=True,
+    metavar="AT:ACTION",
+    help="During every pgbench step, at AT into its load: checkpoint, restart, crash, "
+    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D] (repeatable; "
+    "docs/events.md).",
 )
 @click.option(
     "--sample-interval",
@@ -169,6 +214,10 @@ def run_command(
     budget: str | None,
     wal_dir: Path | None,
     keep: bool,
+    replicas: int | None,
+    sync: str | None,
+    standby_dirs: tuple[Path, ...],
+    standby_latency: str | None,
     dry_run: bool,
     yes: bool,
     pg_bin: str | None,
@@ -177,6 +226,7 @@ def run_command(
     rate: float | None,
     rates: str | None,
     slo: str | None,
+    events: tuple[str, ...],
     sample_interval: str,
     metrics_port: int | None,
     metrics_address: str | None,
@@ -209,6 +259,7 @@ def run_command(
             rates=_parse_rates(rates) if rates else None,
             slo=slo,
             dataset=dataset,
+            events=tuple(parse_event(e) for e in events) if events else None,
         ),
         target_options=TargetRunOptions(
             pg_bin=pg_bin,
@@ -218,6 +269,16 @@ def run_command(
             checksums=checksums,
             memory_bytes=parse_size(memory, "--memory") if memory else None,
             kind_values=kind_values("run", given),
+            design=DesignOptions(
+                replicas=replicas,
+                sync=parse_sync(sync, "--sync") if sync else None,
+                standby_dirs=tuple(standby_dirs),
+                standby_latency_ms=(
+                    parse_latency_ms(standby_latency, "--standby-latency")
+                    if standby_latency is not None
+                    else None
+                ),
+            ),
         ),
         label=label,
         sampling=SamplingOptions(_sample_interval(sample_interval), prometheus_url),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,6 +22,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from howfast.analysis.events import step_figures
 from howfast.model import JSONValue, Sample, StepRecord
 from howfast.plugin.registry import find, plugins
 from howfast.plugin.workload import StepFamily
@@ -321,6 +322,10 @@ class RunMetrics:
             s,
             registry=r,
         )
+        # issue 29: events during steps, registered with the first step that had some (a run
+        # without events exposes no empty families of them)
+        self._event_families: EventFamilies | None = None
+        self._labels = s
 
     # --- run ------------------------------------------------------------------------------
 
@@ -417,6 +422,37 @@ class RunMetrics:
                 if value is not None:
                     gauge.labels(*v, *([label] if family.label else [])).set(value)
         self._sampled(labels, record)
+        self._events(labels, record)
+
+    def _events(self, labels: StepLabels, record: StepRecord) -> None:
+        v = labels.values()
+        found = step_figures(record.sections, record.histograms)
+        if not found:
+            return
+        if self._event_families is None:
+            self._event_families = EventFamilies(self.registry, self._labels)
+        families = self._event_families
+        for fig in found:
+            mark = fig.mark
+            outcome = (
+                "skipped"
+                if mark.skipped
+                else "failed"
+                if mark.error
+                else "not verified"
+                if mark.verified is False
+                else "applied"
+            )
+            families.events.labels(*v, mark.action, outcome).inc()
+            at = f"{mark.at_s:g}s"
+            for gauge, value in (
+                (families.downtime, fig.downtime_s),
+                (families.recovery, fig.recovery_s),
+                (families.failed, float(fig.failed_transactions) if not mark.skipped else None),
+                (families.lost, float(fig.lost.lost) if fig.lost is not None else None),
+            ):
+                if value is not None:
+                    gauge.labels(*v, mark.action, at).set(value)
 
     def _sampled(self, labels: StepLabels, record: StepRecord) -> None:
         v = labels.values()
@@ -459,6 +495,46 @@ class RunMetrics:
         for p in latency_ms:
             if math.isfinite(p.value) and rates.get(p.t, 0.0) > 0:
                 self.latency.labels(*labels.values()).observe(p.value / 1000)
+
+
+class EventFamilies:
+    """The families of events during steps (issue 29, docs/prometheus.md)."""
+
+    def __init__(self, registry: CollectorRegistry, step_labels: Sequence[str]) -> None:
+        self.events = Counter(
+            metric_name("events"),
+            "Events applied during the run's steps, by action and outcome (applied, not "
+            "verified, failed, skipped).",
+            (*step_labels, "action", "outcome"),
+            registry=registry,
+        )
+        event_labels = (*step_labels, "action", "at")
+        self.downtime = Gauge(
+            metric_name("step_event_downtime_seconds"),
+            "How long the service gave no commit around an event, from the last commit "
+            "before to the first after.",
+            event_labels,
+            registry=registry,
+        )
+        self.recovery = Gauge(
+            metric_name("step_event_recovery_seconds"),
+            "From an event to TPS back at 90% of the 30 s before it (two seconds in a row).",
+            event_labels,
+            registry=registry,
+        )
+        self.failed = Gauge(
+            metric_name("step_event_failed_transactions"),
+            "Transactions an event made fail: pgbench's failed ones and one per client cut.",
+            event_labels,
+            registry=registry,
+        )
+        self.lost = Gauge(
+            metric_name("step_event_lost_commits"),
+            "Commits pgbench saw acknowledged that the surviving database does not hold "
+            "(tpcb-like, simple-update).",
+            event_labels,
+            registry=registry,
+        )
 
 
 def role_devices(record: StepRecord) -> list[tuple[str, str]]:

@@ -10,10 +10,11 @@ share in plugin/fields.py, durations and sizes in units.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from howfast.design import MAX_REPLICAS, DesignOptions
 from howfast.errors import UsageError
 from howfast.plans.fleet import FleetSection
 from howfast.plans.until import check_until
@@ -83,6 +84,23 @@ class StorageSection(BaseModel):
     size: Size = 4 * 1024**3
 
 
+class DesignSection(BaseModel):
+    """`[design]`: standbys for every target of the plan that does not say otherwise
+    (docs/replication.md); --replicas, --sync, --standby-latency and a target's own
+    `?replicas=` override."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    replicas: Annotated[int, Field(ge=0, le=MAX_REPLICAS)] | None = None
+    sync: Literal["off", "local", "remote_write", "on", "remote_apply"] | None = None
+    standby_latency: AddedLatency | None = None
+
+    def options(self) -> DesignOptions:
+        return DesignOptions(
+            replicas=self.replicas, sync=self.sync, standby_latency_ms=self.standby_latency
+        )
+
+
 class Plan(BaseModel):
     """A plan file: settings for the clusters howfast creates, and the steps to run."""
 
@@ -99,6 +117,7 @@ class Plan(BaseModel):
     # The server's memory cap (like --memory, which overrides it): emulates a smaller machine
     memory: Size | None = None
     storage: StorageSection | None = None
+    design: DesignSection | None = None  # standbys (--replicas...), for every target
     fleet: FleetSection | None = None  # many instances at once, in classes (plans/fleet.py)
     # Serve live Prometheus metrics on this port while the run lasts (--metrics-port wins)
     metrics_port: Annotated[int, Field(ge=0, le=65535)] | None = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from howfast.errors import UsageError
+from howfast.eventspec import EventSpec
 from howfast.plugin.fields import no_duplicates, setting_name, setting_value
 from howfast.rates import parse_slo
 from howfast.sizing import dataset_value
@@ -32,6 +33,8 @@ class Overrides:
     rates: list[float] | None = None  # --rates: these offered rates instead of the plan's
     slo: str | None = None  # --slo p99=10ms
     dataset: str | None = None  # --dataset: a regime or size for every pgbench-init step
+    # --event AT:ACTION: these events during every pgbench step, instead of the plan's
+    events: tuple[EventSpec, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.dataset is not None:

@@ -14,6 +14,7 @@ from howfast.analysis.groups import StepGroup
 from howfast.analysis.overview import Overview, Placed, TargetView
 from howfast.analysis.why import WhyLine
 from howfast.model import Sample, StepRecord
+from howfast.report import events_view
 
 IO_FIELDS = ("read_iops", "write_iops", "read_mbps", "write_mbps")
 SIGNIFICANT_DIGITS = 4  # per-second values: enough to read, and the page stays small
@@ -37,12 +38,14 @@ class Trace:
 
 @dataclass(frozen=True)
 class Span:
-    """A shaded stretch of the x axis: a checkpoint, or seconds left out as warm-up."""
+    """A shaded stretch of the x axis: a checkpoint, seconds left out as warm-up, a stretch
+    without commits after an event (downtime) or an event's for= window (during); or, with
+    start == end, an event's moment (drawn as a line, labelled)."""
 
     start: float
     end: float
     label: str
-    kind: Literal["checkpoint", "warmup"]
+    kind: Literal["checkpoint", "warmup", "event", "downtime", "during"]
 
 
 @dataclass
@@ -157,6 +160,18 @@ def checkpoint_spans(step: StepRecord) -> list[Span]:
     return spans
 
 
+def event_spans(step: StepRecord) -> list[Span]:
+    """Each event of the step as a line at its moment, its outage shaded, its for= window
+    lightly (report/events_view.py)."""
+    markers, stretches = events_view.chart_marks(step)
+    spans = [Span(round(m.x, 3), round(m.x, 3), m.label, "event") for m in markers]
+    for s in stretches:
+        label = "no commits" if s.kind == "downtime" else "during"
+        kind: Literal["downtime", "during"] = "downtime" if s.kind == "downtime" else "during"
+        spans.append(Span(round(s.x0, 3), round(s.x1, 3), label, kind))
+    return spans
+
+
 def per_second(p: Placed, ids: ChartIds) -> Chart | None:
     """TPS and latency per second of every repetition, with checkpoints and the seconds the
     steady state leaves out (of the first repetition) shaded."""
@@ -181,6 +196,7 @@ def per_second(p: Placed, ids: ChartIds) -> Chart | None:
                 Trace(f"latency{suffix}", x, y, axis="y2", group=f"rep{number}", dash="dot")
             )
     chart.spans += checkpoint_spans(steps[0])
+    chart.spans += event_spans(steps[0])
     if p.group.steady and p.group.steady[0].skipped_s > 0:
         skipped = p.group.steady[0].skipped_s
         chart.spans.append(Span(0.0, skipped, f"first {skipped:g} s left out", "warmup"))

@@ -17,7 +17,14 @@ PALETTE = (
     "#F0E442",
     "#000000",
 )
-SPAN_COLOURS = {"checkpoint": "rgba(213, 94, 0, 0.15)", "warmup": "rgba(120, 120, 120, 0.15)"}
+SPAN_COLOURS = {
+    "checkpoint": "rgba(213, 94, 0, 0.15)",
+    "warmup": "rgba(120, 120, 120, 0.15)",
+    "event": "rgba(0, 0, 0, 0.8)",  # an event's moment: a line
+    "downtime": "rgba(204, 0, 0, 0.25)",  # no commit: shaded red
+    "during": "rgba(0, 114, 178, 0.10)",  # a for= window: lighter
+}
+LABELLED_AT_TOP = ("checkpoint", "event")
 
 
 def colours(chart: Chart) -> dict[str, str]:
@@ -90,11 +97,15 @@ def figure(chart: Chart) -> dict[str, Any]:
             "xref": "x",
             "yref": "paper",
             "x0": s.start,
-            "x1": s.end if s.end > s.start else s.start + 0.5,
+            "x1": s.end if s.end > s.start or s.kind in ("event", "downtime") else s.start + 0.5,
             "y0": 0,
             "y1": 1,
             "fillcolor": SPAN_COLOURS[s.kind],
-            "line": {"width": 0},
+            "line": (
+                {"width": 1.5, "color": SPAN_COLOURS[s.kind], "dash": "dash"}
+                if s.kind == "event"
+                else {"width": 0}
+            ),
             "layer": "below",
         }
         for s in chart.spans
@@ -104,14 +115,15 @@ def figure(chart: Chart) -> dict[str, Any]:
         {
             "x": s.start,
             "xref": "x",
-            "y": 1 if s.kind == "checkpoint" else 0,
+            "y": 1 if s.kind in LABELLED_AT_TOP else 0,
             "yref": "paper",
             "text": s.label,
             "showarrow": False,
             "xanchor": "left",
-            "yanchor": "top" if s.kind == "checkpoint" else "bottom",
+            "yanchor": "top" if s.kind in LABELLED_AT_TOP else "bottom",
             "font": {"size": 10},
         }
         for s in chart.spans
+        if s.kind != "downtime"  # the event's line says what it is
     ]
     return {"data": data, "layout": layout}

@@ -13,7 +13,13 @@ from howfast.report.charts import Chart, Trace
 from howfast.report.charts_plotly import colours
 
 DASHES = {"solid": "-", "dot": ":", "dash": "--"}
-SPAN_FACE = {"checkpoint": "#D55E00", "warmup": "#787878"}
+SPAN_FACE = {
+    "checkpoint": "#D55E00",
+    "warmup": "#787878",
+    "event": "#000000",
+    "downtime": "#CC0000",
+    "during": "#0072B2",
+}
 
 
 def _numbers(values: list[float | str]) -> list[float]:
@@ -102,8 +108,13 @@ def render_png(chart: Chart, path: Path) -> None:
             ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
         for span in chart.spans:
-            ax.axvspan(span.start, max(span.end, span.start + 0.5), color=SPAN_FACE[span.kind],
-                       alpha=0.15, linewidth=0)  # fmt: skip
+            if span.kind == "event":  # a moment: a dashed line
+                ax.axvline(span.start, color=SPAN_FACE["event"], linestyle="--", linewidth=1)
+                continue
+            exact = span.kind == "downtime"  # an outage is drawn as long as it was
+            end = span.end if exact else max(span.end, span.start + 0.5)
+            ax.axvspan(span.start, end, color=SPAN_FACE[span.kind],
+                       alpha=0.3 if exact else 0.15, linewidth=0)  # fmt: skip
     ax.set_xlabel(chart.x_title)
     ax.set_ylabel(chart.y_title)
     ax.grid(alpha=0.3)

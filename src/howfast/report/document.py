@@ -16,6 +16,7 @@ from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
 from howfast.report.hooks import Slot, WorkloadReport, report_for, reports_for
 from howfast.report.outline import Block, ReportDocument, Section
+from howfast.report.replication_view import design_table
 from howfast.report.sweep_table import sweep_charts, sweep_table
 from howfast.until_rule import MIN_REPETITIONS
 
@@ -78,6 +79,9 @@ def build(view: Overview) -> ReportDocument:
         Section("environment", "Environment", [tables.environment_table(view.targets)]),
     ]
     for run in view.runs:
+        designs = design_table(run)  # issue 28, E1's lines: the replication plan's table
+        if designs is not None:
+            sections.insert(1, Section(f"designs-{run.id}", "Designs side by side", [designs]))
         latency = sweep_table(run)
         if latency is not None:
             by_latency: list[Block] = [latency, *sweep_charts(run)]

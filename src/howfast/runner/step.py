@@ -13,6 +13,8 @@ from howfast.analysis.derive import derive_last
 from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import HowfastError
+from howfast.event_marks import EventMark, progress_line
+from howfast.events.step import schedule_for
 from howfast.hosts.base import Host
 from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
@@ -71,6 +73,18 @@ def execute_step(
     def on_progress(t: float, values: dict[str, float]) -> None:
         observer.step_progress(ref, t, values)
 
+    def on_event(mark: EventMark) -> None:
+        observer.message(f"{ref.target}: {progress_line(mark)}")
+
+    # Events: applied by their schedule while the load runs, which starts them (AT is time
+    # into the load, not into preparation). Without a server there is nothing to apply them to.
+    schedule = (
+        schedule_for(
+            env.target, spec.params, lambda: connection, step_dir / "events", env.cancel, on_event
+        )
+        if connection is not None
+        else None
+    )
     ctx = StepContext(
         target=env.target,
         connection=connection,
@@ -81,6 +95,7 @@ def execute_step(
         on_progress=on_progress,
         previous=list(env.previous),
         first_target=list(env.first_target),
+        events=schedule,
     )
     try:  # before the samplers start, so that it is not measured (a cold restart...)
         prepared = workload.prepare(ctx, dict(spec.params))
@@ -99,6 +114,8 @@ def execute_step(
             outcome = StepOutcome(status="failed", error=f"{workload.name} step: {exc}")
     finally:
         with env.guard.critical():  # a second Ctrl-C must not leave samplers running
+            if schedule is not None:  # the load finished it; else (Ctrl-C) undo what is pending
+                schedule.cancel()
             session.stop()
         shutil.rmtree(step_dir, ignore_errors=True)
     outcome = with_sampled(outcome, session.part()).merged(prepared)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
+from howfast.design import DesignOptions
 from howfast.plugin.overrides import Overrides
 
 DEFAULT_SAMPLE_INTERVAL_S = 1.0  # run --sample-interval's default
@@ -72,6 +73,9 @@ class TargetRunOptions:
     checksums: bool = False
     memory_bytes: int | None = None  # --memory; None: the plan's `memory`, if any
     kind_values: Mapping[str, str | None] = field(default_factory=dict)
+    # --replicas, --sync, --standby-dir, --standby-latency: every target's design unless its
+    # text says otherwise (`DIR?replicas=1`; docs/replication.md)
+    design: DesignOptions = field(default_factory=DesignOptions)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from howfast.design import DesignOptions, merge_design
 from howfast.errors import UsageError
+from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
 from howfast.metrics.live import LINGER_S, MetricsObserver
@@ -62,6 +64,11 @@ class RunService:
         prometheus = request.sampling.prometheus_url
         extra_samplers = prometheus_samplers(prometheus) if prometheus else []
         plan = load_plan(request.plan)
+        if plan.name == "replication" and len(texts) < 2:  # said, not refused
+            self.env.info(
+                "warning: the replication plan compares designs: give two or more --target "
+                "(e.g. DIR and 'DIR?replicas=1&sync=on')"
+            )
         live = _live_metrics(request.live_metrics, plan)
         overrides = request.overrides
         rule = _until_rule(request.until, plan, overrides.repeat)
@@ -102,6 +109,10 @@ class RunService:
             checksums=options.checksums,
             memory_limit=memory_limit,
             kind_options=kind_options,
+            # a target's own ?replicas= first (its kind), then the run options, then the plan
+            design=merge_design(
+                options.design, plan.design.options() if plan.design else DesignOptions()
+            ),
         )
         prepared = PreparedRun(
             command="howfast run",
@@ -113,13 +124,26 @@ class RunService:
             live_metrics=live,
             housekeeping=() if request.dry_run else texts,
         )
+        if any(s.params.get("events") for s in steps) and (rule or plan.fleet is not None):
+            raise UsageError(
+                "events make a step's TPS an outage's: --until and [fleet] plans cannot take "
+                "them (yet)"
+            )
         if plan.fleet is not None:
             _refuse_with_fleet(wal_dir=options.wal_dir, keep=options.keep, prometheus=prometheus)
+            if made.design.given():  # a fleet's instances are made without the target kinds
+                raise UsageError(
+                    "a fleet plan's instances get no standbys (yet): drop --replicas, --sync, "
+                    "--standby-dir, --standby-latency and the plan's [design]"
+                )
             scenarios = tuple(plan.fleet.all_scenarios())
             place = target_kinds.fleet_place(texts, made, planned=request.dry_run)
             place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
             return dataclasses.replace(prepared, fleet=PreparedFleet(place, scenarios))
         targets = target_kinds.make_targets(texts, made)
+        refused = event_refusals(targets, steps)  # issue 29: before anything is created
+        if refused:
+            raise UsageError("; ".join(refused))
         return dataclasses.replace(
             prepared,
             targets=tuple(targets),

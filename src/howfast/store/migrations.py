@@ -132,11 +132,19 @@ def _v4_step_resolved(connection: Connection) -> None:
     connection.execute(text(f"ALTER TABLE steps ADD COLUMN resolved {column_type}"))
 
 
+def _v5_target_standbys(connection: Connection) -> None:
+    """The standbys howfast gave a target (issue 28): a JSON list. NULL for older targets,
+    which had none."""
+    column_type = JSON().compile(dialect=connection.dialect)
+    connection.execute(text(f"ALTER TABLE targets ADD COLUMN standbys {column_type}"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_create_tables,
     _v2_step_sections,
     _v3_run_writer,
     _v4_step_resolved,
+    _v5_target_standbys,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -47,6 +47,7 @@ targets = Table(
     Column("pg_version", Text),
     Column("settings", JSON, nullable=False),
     Column("device", JSON, nullable=False),
+    Column("standbys", JSON),  # v5: NULL for targets stored before, which had none
     UniqueConstraint("run_id", "name", name="uq_targets_run_name"),
 )
 

@@ -322,6 +322,7 @@ def _target_values(target: TargetRecord) -> dict[str, Any]:
         "pg_version": target.pg_version,
         "settings": target.settings,
         "device": target.device,
+        "standbys": list(target.standbys) or None,
     }
 
 
@@ -360,6 +361,7 @@ def _target_record(row: Row[Any]) -> TargetRecord:
         settings=row.settings or {},
         device=row.device or {},
         location=row.location,
+        standbys=tuple(row.standbys or ()),
     )
 
 

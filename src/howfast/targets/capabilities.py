@@ -14,7 +14,8 @@ base class defines none of these names: a target has a capability when it says s
 
 Part 1 holds what targets do today; part 2 what issues 28 (standbys, the client apart) and 29
 (events during a step) will implement: declared here so that those kinds plug in by
-subclassing, without touching the base. No target implements part 2 yet.
+subclassing, without touching the base. LocalTarget has HasStandbys (`--replicas`); the
+others wait for their issues.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def keeps_own_settings(target: Target) -> str:
     return f"{target.kind} targets keep their own settings"
 
 
-# -- part 2: declared for issues 28 and 29; no target implements them yet ---------------------
+# -- part 2: declared for issues 28 and 29 (LocalTarget has HasStandbys) -----------------
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from howfast.design import DesignOptions
 from howfast.errors import UsageError
+from howfast.redact import redact_dsn
 
 if TYPE_CHECKING:
     from howfast.checks import Check
@@ -79,6 +81,10 @@ class TargetOptions:
     checksums: bool = False
     memory_limit: int | None = None
     kind_options: Mapping[str, object] = field(default_factory=dict)
+    # --replicas, --sync, --standby-dir (and the plan's [design]): the design of every
+    # target that does not say otherwise in its own text (`DIR?replicas=1`); each kind
+    # refuses what it cannot build
+    design: DesignOptions = field(default_factory=DesignOptions)
 
 
 class TargetKind(ABC):
@@ -99,6 +105,9 @@ class TargetKind(ABC):
     # one ("" when it holds none): "a directory (its instances live in subdirectories of it)"
     fleet_usage: str = ""
     fleet_example: str = ""  # "--target DIR"
+    # The design keys (design.py) its targets take, as run options (--replicas...) or in
+    # their text (`?replicas=1`); the others are refused (refuse_design)
+    design_keys: frozenset[str] = frozenset()
 
     @abstractmethod
     def matches(self, text: str) -> bool:
@@ -127,6 +136,14 @@ class TargetKind(ABC):
         """Where a [fleet] plan's instances live on this target (`planned`: for --dry-run,
         nothing claimed). The registry refuses the kinds without `fleet_usage` before."""
         raise UsageError(f"a fleet cannot run on {self.usage}")
+
+    def refuse_design(self, text: str, design: DesignOptions) -> None:
+        """UsageError for the run's design options (--replicas, --sync...) that this kind's
+        target `text` cannot take; called before create()."""
+        refused = [key for key in design.given() if key not in self.design_keys]
+        if refused:
+            flags = ", ".join(f"--{key.replace('_', '-')}" for key in refused)
+            raise UsageError(f"{flags}: not for {redact_dsn(text)} ({self.usage}) yet")
 
     def refuse(self, shape: RunShape) -> None:
         """UsageError for what a run asks that this kind cannot do (before anything runs)."""

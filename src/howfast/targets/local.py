@@ -14,11 +14,10 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from howfast.errors import HowfastError, UsageError
@@ -29,22 +28,34 @@ from howfast.machine.fsinfo import describe_path, same_filesystem, whole_disk_nu
 from howfast.machine.memory import cap_problem
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    Crashable,
     HasLocalServer,
+    HasServerIdentity,
     HasServerLog,
+    HasStandbys,
     HasStorage,
     HoldsDirectoryLock,
+    IoCappable,
     Keepable,
     Restartable,
+    ServerIdentity,
+    StandbyMember,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
+from howfast.targets.iocap import IopsCap
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
-from howfast.targets.osuser import OsUser, check_reachable, server_user
+from howfast.targets.local_server import conf_line, free_port, processes_in, runtime_base
+from howfast.targets.osuser import OsUser, check_reachable, current_user, server_user
+from howfast.targets.replicas.builders import primary_replication_settings, slot_keep_bytes
+from howfast.targets.replicas.local import LocalStandby, StandbyStorage
+from howfast.targets.replicas.set import ReplicaSet
+from howfast.targets.replicas.spec import ReplicaSpec
 
 SUPERUSER = "howfast"
 START_TIMEOUT_S = 60
@@ -57,22 +68,6 @@ def start_failure(what: str, log_tail: str | None) -> str:
     if not log_tail or not log_tail.strip():
         return f"{what}; the server log is empty"
     return f"{what}; the server log's last lines:\n{log_tail}"
-
-
-def processes_in(directory: Path) -> list[int]:
-    """PIDs whose working directory is `directory` (PostgreSQL processes chdir to PGDATA)."""
-    pids = []
-    target = str(directory)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd == target or cwd.startswith(target + "/") or cwd == target + " (deleted)":
-            pids.append(int(entry.name))
-    return pids
 
 
 def check_earlier_clusters(directory: Path, role: str) -> list[str]:
@@ -116,28 +111,6 @@ def _working_dir(pid: int) -> Path | None:
         return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def runtime_base(avoid: list[Path]) -> Path:
-    """Where the private run directory goes: /dev/shm when it is a separate filesystem from
-    the storage under test, else the system temp dir when that is separate, else /dev/shm
-    or temp anyway (the caller warns)."""
-    for candidate in (Path("/dev/shm"), Path(tempfile.gettempdir())):
-        usable = candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
-        if usable and not any(same_filesystem(candidate, p) for p in avoid):
-            return candidate
-    return Path(tempfile.gettempdir())
-
-
-def conf_line(name: str, value: str) -> str:
-    """One postgresql.conf line; the value quoted the way the server reads it."""
-    return f"{name} = '{value.replace(chr(92), chr(92) * 2).replace(chr(39), chr(39) * 2)}'\n"
-
-
 def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
     return {
         "port": str(port),
@@ -156,9 +129,13 @@ class LocalTarget(
     HasServerLog,
     HasLocalServer,
     Restartable,
+    Crashable,
+    HasServerIdentity,
     AppliesStepSettings,
     HoldsDirectoryLock,
     Keepable,
+    IoCappable,
+    HasStandbys,
 ):
     kind = "local"
 
@@ -173,6 +150,10 @@ class LocalTarget(
         checksums: bool = False,
         name: str | None = None,
         memory_limit: int | None = None,
+        replicas: ReplicaSpec | None = None,
+        standby_dirs: Sequence[Path] = (),
+        standby_storage: Callable[[Path], StandbyStorage] | None = None,
+        standby_volume_root: Path | None = None,
     ) -> None:
         self.directory = directory.absolute()
         self.wal_root = wal_dir.absolute() if wal_dir else None
@@ -206,6 +187,17 @@ class LocalTarget(
         self.io_account: IoAccount | None = None
         self.io_account_note: str | None = None
         self._accounting_cgroup: IoCgroup | None = None
+        # --replicas N: standbys built from this primary at start (targets/replicas/)
+        self.replicas = replicas
+        self.standby_dirs = [d.absolute() for d in standby_dirs]
+        # standby_latency: each standby on storage of its own, made in its standby
+        # directory, else in `standby_volume_root` (an emulated target's directory, around
+        # this cluster's volume), else in this target's directory
+        self.standby_storage = standby_storage
+        self.standby_volume_root = standby_volume_root
+        self.replica_set: ReplicaSet | None = None
+        self._standby_locked: set[Path] = set()
+        self._iops_cap: IopsCap | None = None  # cap-iops events, on the accounting cgroup
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -230,6 +222,36 @@ class LocalTarget(
             check_reachable(self.user, self.wal_root)
         if self.memory_limit is not None:
             self._check_memory_limit(self.memory_limit)
+        if self.replicas is not None:
+            self._check_replicas(self.replicas)
+
+    def _check_replicas(self, spec: ReplicaSpec) -> None:
+        """Refuse what standbys cannot do here before anything is created."""
+        if self.keep:
+            raise UsageError(
+                "--keep keeps one cluster; a primary with standbys is removed at the end "
+                "(drop --keep or --replicas)"
+            )
+        if len(self.standby_dirs) > 1 and len(self.standby_dirs) != spec.count:
+            raise UsageError(
+                f"give one --standby-dir, or one per standby ({spec.count}), not "
+                f"{len(self.standby_dirs)}"
+            )
+        if self.standby_storage is not None:
+            self.standby_storage(self.directory).check()
+        if not self.install.program("pg_basebackup"):
+            raise HowfastError(
+                f"{self.install.bindir}: missing pg_basebackup (standbys are built with it)",
+                "install the PostgreSQL server: sudo apt-get install -y postgresql",
+            )
+        assert self.user is not None
+        for directory in dict.fromkeys(self.standby_dirs):
+            check_directory(directory, "standby directory")
+            if directory not in (self.directory, self.wal_root, *self._standby_locked):
+                self._locks.append(lock_directory(directory, "standby directory"))
+                self._standby_locked.add(directory)
+                self.warnings += check_earlier_clusters(directory, "standby directory")
+            check_reachable(self.user, directory)
 
     def _check_memory_limit(self, limit: int) -> None:
         """Refuse --memory before anything runs when it cannot be honoured."""
@@ -267,6 +289,7 @@ class LocalTarget(
         self._claims.append(claim_directory(self.directory))
         self._make_owned_dir(self.cluster_dir)
         avoid = [self.directory] + ([self.wal_root] if self.wal_root else [])
+        avoid += [d for d in dict.fromkeys(self.standby_dirs) if d not in avoid]
         base = runtime_base(avoid)
         if any(same_filesystem(base, p) for p in avoid):
             self.warnings.append(
@@ -282,7 +305,12 @@ class LocalTarget(
             self._claims.append(claim_directory(self.wal_root))
             self._make_owned_dir(self.wal_cluster_dir)
         self._run_checked(self._initdb_argv(), "initdb")
-        settings = {**base_settings(free_port(), self.run_dir), **self.settings}
+        # The user's --set wins over howfast's replication settings, on purpose.
+        settings = {
+            **base_settings(free_port(), self.run_dir),
+            **self._replication_settings(),
+            **self.settings,
+        }
         # The port in force: the plan or --set may have chosen one over the free one.
         try:
             self.port = int(settings["port"])
@@ -306,12 +334,89 @@ class LocalTarget(
         self.connection = Connection(
             host=str(self.run_dir), port=self.port, user=SUPERUSER, dbname="postgres"
         )
+        if self.replicas is not None:
+            self._start_standbys(self.replicas, self.connection)
         return self.connection
+
+    def _replication_settings(self) -> dict[str, str]:
+        if self.replicas is None:
+            return {}
+        wal = self.wal_root or self.directory
+        try:
+            free = os.statvfs(wal).f_bavail * os.statvfs(wal).f_frsize
+        except OSError:
+            free = None
+        return primary_replication_settings(self.replicas, slot_keep_bytes(free))
+
+    def _standby_members(self, spec: ReplicaSpec) -> list[LocalStandby]:
+        """standby_i in the primary's cluster directory (removed with it), or in
+        `--standby-dir` (one for all, or one each) as howfast-<its own token>: the shape of a
+        cluster, which `howfast cleanup` stops and removes when a killed run left it."""
+        assert self.user is not None and self.run_dir is not None
+        members = []
+        for i, name in enumerate(spec.names):
+            parent = self.standby_volume_root or self.directory
+            if self.standby_dirs:
+                parent = self.standby_dirs[i if len(self.standby_dirs) > 1 else 0]
+                root = parent / f"howfast-{secrets.token_hex(4)}"
+            else:
+                root = self.cluster_dir / name
+            storage = self.standby_storage(parent) if self.standby_storage else None
+            # its own token: a cgroup a killed howfast left is found by its name's shape
+            cgroup = f"howfast-standby-{secrets.token_hex(4)}"
+            members.append(
+                LocalStandby(
+                    name,
+                    self.install,
+                    self.user,
+                    root,
+                    self.run_dir,
+                    cgroup_name=cgroup,
+                    storage=storage,
+                )
+            )
+        return members
+
+    def _start_standbys(self, spec: ReplicaSpec, primary: Connection) -> None:
+        for directory in dict.fromkeys(self.standby_dirs):
+            if directory not in (self.directory, self.wal_root):
+                self._claims.append(claim_directory(directory))
+        self.replica_set = ReplicaSet(
+            spec, primary, self._standby_members(spec), put_in_force=self._put_in_force
+        )
+        self.replica_set.start(timeout_s=START_TIMEOUT_S)
+
+    def _put_in_force(self, settings: Mapping[str, str]) -> None:
+        """Replication settings in postgresql.conf, then a reload: a step's ALTER SYSTEM
+        settings (reset between steps) cannot undo them."""
+        assert self.connection is not None
+        with (self.data_dir / "postgresql.conf").open("a") as conf:
+            conf.write("# the replication design, set by howfast once the standbys stream\n")
+            for name, value in settings.items():
+                conf.write(conf_line(name, value))
+        pgquery.reload_and_wait(self.connection)
+
+    def standbys(self) -> Sequence[StandbyMember]:
+        return list(self.replica_set.members) if self.replica_set else []
+
+    def standby_records(self) -> tuple[dict[str, JSONValue], ...]:
+        """What the target's record says of each standby, with its sync state now."""
+        if self.replica_set is None:
+            return ()
+        states = self.replica_set.sync_states() if self.alive() else {}
+        return tuple(
+            {**dict(m.record()), "sync_state": states.get(m.name) or None}
+            for m in self.replica_set.members
+        )
+
+    def _disks(self) -> list[str]:
+        """The whole disks (MAJ:MIN) under the data and the WAL."""
+        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
+        return [d for d in map(whole_disk_number, paths) if d is not None]
 
     def _open_io_accounting(self) -> None:
         """Always an I/O cgroup for the server, so its own I/O can be told from the device's."""
-        paths = [self.data_dir] + ([self.wal_cluster_dir] if self.wal_cluster_dir else [])
-        disks = [d for d in map(whole_disk_number, paths) if d is not None]
+        disks = self._disks()
         found = open_accounting(f"howfast-io-{self.token}", self.cgroup, self.io_cgroup, disks)
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
@@ -451,6 +556,7 @@ class LocalTarget(
             settings=settings,
             device=device,
             location=str(self.directory),
+            standbys=self.standby_records(),
         )
 
     def alive(self) -> bool:
@@ -488,11 +594,39 @@ class LocalTarget(
         )
 
     def _planned_start(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """What start() runs before any step, for --dry-run: initdb and the server."""
-        return (
+        """What start() runs before any step, for --dry-run: initdb and the server, then
+        each standby's base backup and server, and the design put in force."""
+        steps: tuple[tuple[str, tuple[str, ...]], ...] = (
             ("initdb, as the server's OS user", tuple(self._initdb_argv())),
             ("the server, in its own session", tuple(self._postgres_argv())),
         )
+        if self.replicas is None:
+            return steps
+        primary = self._planned_connection()
+        # no server_user(): as root it may create a user, and a dry run creates nothing
+        user, run_dir = self.user or current_user(), Path(primary.host)
+        for member in self._planned_members(self.replicas, user, run_dir):
+            steps += member.planned(primary)
+        spec = self.replicas
+        return (
+            *steps,
+            (
+                "the primary: in postgresql.conf once the standbys stream, then a reload",
+                (
+                    f'synchronous_standby_names = "{spec.synchronous_standby_names}"',
+                    f'synchronous_commit = "{spec.synchronous_commit}"',
+                ),
+            ),
+        )
+
+    def _planned_members(
+        self, spec: ReplicaSpec, user: OsUser, run_dir: Path
+    ) -> list[LocalStandby]:
+        saved, self.user, self.run_dir = (self.user, self.run_dir), user, run_dir
+        try:
+            return self._standby_members(spec)
+        finally:
+            self.user, self.run_dir = saved
 
     def storage_paths(self) -> dict[str, Path]:
         if not self.data_dir.exists():
@@ -515,9 +649,50 @@ class LocalTarget(
         )
 
     def restart(self) -> None:
-        """Fast shutdown (a clean checkpoint) and start again, in the same cgroup."""
+        """Fast shutdown (a clean checkpoint) and start again, in the same cgroup; with
+        standbys, back once they stream again (their walreceivers retry every 5 s)."""
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
+        if self.replica_set is not None:
+            self.replica_set.wait_streaming(START_TIMEOUT_S)
+
+    def crash(self) -> Mapping[str, JSONValue]:
+        """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process
+        in the data directory is gone (SIGKILL to the ones that linger), start: the server
+        replays its WAL (crash recovery). Same cgroups, same port."""
+        killed = self._postmaster_pid()
+        began = time.monotonic()
+        self._stop_postmaster(signal.SIGKILL)
+        gone = time.monotonic()
+        self._start_postmaster()
+        return {
+            "killed_pid": killed,
+            "processes_gone_s": round(gone - began, 3),
+            "started_s": round(time.monotonic() - gone, 3),
+        }
+
+    def server_identity(self) -> ServerIdentity:
+        """The postmaster's pid (held here) and its start time (asked over SQL: None when
+        the server does not answer)."""
+        started = None
+        if self.connection is not None and self.alive():
+            with contextlib.suppress(HowfastError):
+                started = pgquery.postmaster_start_time(self.connection)
+        return ServerIdentity(pid=self._postmaster_pid(), started_at=started)
+
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        """Cap (or, None, lift) the read and write IOPS of the cgroup the server's own I/O is
+        counted in, on the data's and WAL's disks; lifting restores the rules from before."""
+        if self.io_account is None:
+            raise HowfastError(
+                f"the server has no I/O cgroup to cap: {self.io_account_note or 'none was made'}"
+            )
+        if self._iops_cap is None:
+            self._iops_cap = IopsCap(self.io_account, self._disks())
+        return self._iops_cap.set(iops)
+
+    def server_iops_since(self, t: float) -> float | None:
+        return self._iops_cap.iops_since(t) if self._iops_cap is not None else None
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.cgroup
@@ -544,11 +719,20 @@ class LocalTarget(
 
     def _stop(self) -> None:
         try:
+            if self.replica_set is not None:  # standbys first: they follow the primary
+                self.replica_set.stop()
+        finally:
+            self._stop_primary()
+
+    def _stop_primary(self) -> None:
+        try:
             crashed = self.postmaster is not None and self.postmaster.poll() is not None
             self._stop_postmaster()
             if crashed and not self.keep:  # a kept cluster's next start tidies up itself
                 self._tidy_after_crash()
         finally:
+            # Stopped: a second stop() must not take it for a crashed server to tidy.
+            self.postmaster = None
             self._remove_cgroup()
         if self.keep and self.cluster_dir.exists():
             if self.server_log and self.server_log.exists():
@@ -569,6 +753,10 @@ class LocalTarget(
         self._claims.clear()
 
     def _remove_cgroup(self) -> None:
+        if self._iops_cap is not None:  # an emulated volume's cgroup outlives us: lift first
+            with contextlib.suppress(HowfastError):
+                self._iops_cap.set(None)
+            self._iops_cap = None
         accounting, self._accounting_cgroup = self._accounting_cgroup, None
         if accounting is not None:
             self.io_cgroup = self.io_account = None

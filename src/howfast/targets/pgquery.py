@@ -119,6 +119,14 @@ def existing_pgbench_tables(conn: Connection) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+def postmaster_start_time(conn: Connection) -> str:
+    """pg_postmaster_start_time(), ISO 8601: a restarted server has a later one."""
+    with connect(conn, timeout_s=5) as db:
+        row = db.execute("SELECT pg_postmaster_start_time()::text").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
 def database_size(conn: Connection) -> int:
     with connect(conn) as db:
         row = db.execute("SELECT pg_database_size(current_database())").fetchone()

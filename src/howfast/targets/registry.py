@@ -113,6 +113,8 @@ def refuse(texts: Sequence[str], shape: RunShape) -> None:
 
 def make_targets(texts: Sequence[str], options: TargetOptions) -> list[Target]:
     """The targets of a run, in the order given (a directory's variants side by side)."""
+    for text in texts:  # before anything is made: the design options each kind refuses
+        kind_for(text).refuse_design(text, options.design)
     return [target for text in texts for target in kind_for(text).create(text, options)]
 
 

@@ -90,17 +90,29 @@ def _within(inner: Path, outer: Path) -> bool:
 def check_run_targets(targets: Sequence[str], wal_dir: Path | None) -> None:
     """`howfast run`'s --target list and --wal-dir: directory targets as above; any other
     target (a server URI, a StorageClass) given twice is refused too."""
+    from howfast.targets.kinds.directory import split_directory
     from howfast.targets.registry import kind_for
 
     directories = [t for t in targets if kind_for(t).name == "local"]
     others = [t for t in targets if t not in directories]
+    # `DIR` and `DIR?replicas=1`: two designs on the same storage, measured one after the
+    # other, checked once; the same text twice is still refused.
+    checked: list[str] = []
+    seen: list[tuple[Path, str]] = []
+    for text in directories:
+        path = split_directory(text)[0]
+        resolved = _resolved(path)
+        if any(other == resolved and given != text for other, given in seen):
+            continue
+        seen.append((resolved, text))
+        checked.append(path)
     for index, text in enumerate(others):
         if text in others[:index]:
             raise UsageError(
                 f"--target {redact_dsn(text)} is given twice: each target is measured once per run",
                 "give it once; --repeat N measures each step N times",
             )
-    check_user_directories(directories, wal_dir)
+    check_user_directories(checked, wal_dir)
 
 
 def check_user_directories(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError
+from howfast.event_marks import EventTimeline
 from howfast.hosts.base import Host, Invocation, ToolResult
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, Sample, StepRecord
@@ -35,6 +36,9 @@ class StepContext:
     previous: list[StepRecord] = field(default_factory=list)
     # The run's first target's stored steps (rate fractions of its maximum on every target).
     first_target: list[StepRecord] = field(default_factory=list)
+    # A step with events (`params["events"]`): their schedule, which the load starts when it
+    # starts and reads when it ends (docs/events.md); None for a step without.
+    events: EventTimeline | None = None
 
     @property
     def cores(self) -> int:

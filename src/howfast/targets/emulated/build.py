@@ -51,18 +51,22 @@ def nbdkit_argv(
     pidfile: PurePath,
     latency_ms: float,
     nodelay_file: PurePath | None = None,
+    delay_file: PurePath | None = None,
 ) -> list[str]:
     """nbdkit in the foreground (stopped by its PID), serving the image on a unix socket only,
     through the delay plugin: reads, writes, zeroes and flushes each wait `latency_ms` (which
     may be a fraction, passed exactly). +0 ms goes through the plugin too, so that variants
     differ only by the delay. Once `nodelay_file` exists nothing waits any more: howfast
-    creates it to take the volume down (or stop building it) without waiting out delays."""
+    creates it to take the volume down (or stop building it) without waiting out delays.
+    `delay_file`, once written, holds the delay in force (milliseconds; changed live)."""
     argv = [
         "nbdkit", "--foreground", "--unix", str(socket), "--pidfile", str(pidfile),
         "python", str(DELAY_PLUGIN), f"file={image}", f"delay-ms={float(latency_ms)!r}",
     ]  # fmt: skip
     if nodelay_file is not None:
         argv.append(f"nodelay-file={nodelay_file}")
+    if delay_file is not None:
+        argv.append(f"delay-file={delay_file}")
     return argv
 
 

@@ -3,13 +3,19 @@ file and adds a fixed delay to every read, write, zero and **flush**, the way a 
 would. nbdkit 1.32's delay filter cannot delay flushes, and a PostgreSQL commit is a WAL write
 then a flush: without the flush delayed, a commit waits one added delay instead of two.
 
-    nbdkit python delay_plugin.py file=IMAGE delay-ms=2 [nodelay-file=PATH]
+    nbdkit python delay_plugin.py file=IMAGE delay-ms=2 [nodelay-file=PATH] [delay-file=PATH]
 
 The requests run in parallel (thread model parallel; sleeping and file I/O release Python's
 lock), so concurrent requests overlap their delays like requests queued on a real device. The
 delay is slept before the request is done on the image: the real cost of the file below comes
 on top of it, as under the delay filter. A flush is an fdatasync of the image file, so data
 the client flushed is on the storage under test, as with nbdkit's file plugin.
+
+With `delay-file`, the delay can change while the volume serves (issue 29's slow-storage
+event): the file holds a number of milliseconds, written by howfast atomically (a new file
+renamed over it); the plugin looks at the file's inode and mtime at most every CHECK_S and reads
+it again when they changed. Until the file exists, and when it holds no valid number, the
+delay in force stays.
 
 Once the file `nodelay-file` names exists, no request waits any more, and the ones waiting stop
 within SLICE_S: howfast creates it when it takes the volume down, or is interrupted while it
@@ -19,6 +25,7 @@ builds it, so that nothing waits out a delay on a volume about to be deleted (a 
 
 from __future__ import annotations
 
+import builtins
 import errno
 import math
 import os
@@ -30,16 +37,54 @@ API_VERSION = 2
 ZERO_CHUNK = 1 << 20  # zeroes written per pwrite when asked to zero a range
 
 SLICE_S = 0.05  # a long delay is slept in slices, to see the nodelay file soon
+CHECK_S = 0.05  # the delay file is looked at no more often than this
+MAX_DELAY_MS = 1000.0  # a number above this in the delay file is not taken
 
 image_path: str | None = None
 delay_s = 0.0
 nodelay_path: str | None = None
+delay_path: str | None = None
+_checked_at = -math.inf  # monotonic time the delay file was last looked at
+_seen: tuple[int, int] | None = None  # its (inode, mtime_ns) then
+
+
+def parse_delay_ms(text: str) -> float | None:
+    """The delay file's milliseconds; None unless a finite number in [0, MAX_DELAY_MS]."""
+    try:
+        ms = float(text.strip())
+    except ValueError:
+        return None
+    return ms if math.isfinite(ms) and 0 <= ms <= MAX_DELAY_MS else None
+
+
+def current_delay_s(now: float) -> float:
+    """The delay in force at monotonic time `now`: the delay file's, looked at again when
+    CHECK_S has passed since the last look and read again only when it changed. Requests run
+    in parallel: two may look at once, and both read the same file."""
+    global delay_s, _checked_at, _seen
+    if delay_path is None or now - _checked_at < CHECK_S:
+        return delay_s
+    _checked_at = now
+    try:
+        st = os.stat(delay_path)
+        key = (st.st_ino, st.st_mtime_ns)
+        if key != _seen:
+            with builtins.open(delay_path) as f:
+                ms = parse_delay_ms(f.read())
+            _seen = key
+            if ms is not None:
+                delay_s = ms / 1000
+    except OSError:
+        pass  # not written yet, or being replaced: the delay in force stays
+    return delay_s
 
 
 def config(key: str, value: str) -> None:
-    global image_path, delay_s, nodelay_path
+    global image_path, delay_s, nodelay_path, delay_path
     if key == "nodelay-file":
         nodelay_path = os.path.abspath(value)
+    elif key == "delay-file":
+        delay_path = os.path.abspath(value)
     elif key == "file":
         image_path = os.path.abspath(value)
     elif key == "delay-ms":
@@ -48,7 +93,9 @@ def config(key: str, value: str) -> None:
             raise ValueError(f"delay-ms must be a number of milliseconds >= 0, not {value!r}")
         delay_s = ms / 1000
     else:
-        raise ValueError(f"unknown parameter {key!r} (file=IMAGE delay-ms=MS nodelay-file=PATH)")
+        raise ValueError(
+            f"unknown parameter {key!r} (file=IMAGE delay-ms=MS nodelay-file=PATH delay-file=PATH)"
+        )
 
 
 def config_complete() -> None:
@@ -92,12 +139,14 @@ def can_fua(h: int) -> int:
 
 
 def _delay() -> None:
-    if not delay_s:
+    now = time.monotonic()
+    wait_s = current_delay_s(now)
+    if not wait_s:
         return
     if nodelay_path is None:
-        time.sleep(delay_s)
+        time.sleep(wait_s)
         return
-    end = time.monotonic() + delay_s
+    end = now + wait_s
     while not os.path.exists(nodelay_path):
         left = end - time.monotonic()
         if left <= 0:

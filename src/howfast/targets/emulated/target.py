@@ -12,13 +12,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import secrets
 import shutil
-import statistics
 import tempfile
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from howfast.analysis.emulation import latency_warning
@@ -29,15 +26,22 @@ from howfast.iolimits import throttle_lines
 from howfast.machine.cgroup import IoCgroup, MemoryCgroup, detect_io
 from howfast.machine.pgbin import PgInstall
 from howfast.machine.serverio import ServerIo
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    Crashable,
     HasLocalServer,
+    HasServerIdentity,
     HasServerLog,
+    HasStandbys,
     HasStorage,
     HoldsDirectoryLock,
+    IoCappable,
     Restartable,
+    ServerIdentity,
+    StandbyMember,
+    StorageSlowable,
 )
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -50,14 +54,17 @@ from howfast.targets.emulated.build import (
     nbdfuse_argv,
     nbdkit_argv,
 )
+from howfast.targets.emulated.measure import flush_latency_ms
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
 from howfast.targets.leftovers.marks import write_owner
-from howfast.targets.local import LocalTarget, check_earlier_clusters, runtime_base
+from howfast.targets.local import LocalTarget, check_earlier_clusters
+from howfast.targets.local_server import runtime_base
 from howfast.targets.osuser import check_reachable, server_user
+from howfast.targets.replicas.local import StandbyStorage
+from howfast.targets.replicas.spec import ReplicaSpec
 
 CHECK_SECONDS = 2
 CHECK_FILE_BYTES = 16 * 2**20
-FLUSH_CHECKS = 20
 
 
 def qd1_check_argv(path: Path) -> list[str]:
@@ -76,31 +83,19 @@ def write_latency_ms(fio_json: str) -> float:
     return float(job["lat_ns"]["mean"]) / 1e6
 
 
-def flush_latency_ms(device: str, count: int = FLUSH_CHECKS) -> float:
-    """The median time of an fsync of the block device with nothing to write: one flush
-    request through every layer (loop device, FUSE, nbdkit), its delay and the image's
-    fdatasync. The median, because a flush that meets writes the image still had in the
-    page cache (the new filesystem zeroing its inode tables) takes the storage's time."""
-    fd = os.open(device, os.O_RDONLY)
-    try:
-        times = []
-        for _ in range(count):
-            start = time.perf_counter()
-            os.fsync(fd)
-            times.append((time.perf_counter() - start) * 1000)
-        return statistics.median(times)
-    finally:
-        os.close(fd)
-
-
 class EmulatedTarget(
     Target,
     HasStorage,
     HasServerLog,
     HasLocalServer,
     Restartable,
+    Crashable,
+    HasServerIdentity,
+    IoCappable,
+    StorageSlowable,
     AppliesStepSettings,
     HoldsDirectoryLock,
+    HasStandbys,
 ):
     kind = "local"
 
@@ -115,12 +110,16 @@ class EmulatedTarget(
         keep: bool = False,
         checksums: bool = False,
         memory_limit: int | None = None,
+        replicas: ReplicaSpec | None = None,
+        standby_storage: Callable[[Path], StandbyStorage] | None = None,
     ) -> None:
         self.directory = directory.absolute()
         self.install = install
         self.limits = limits
         self.size_bytes = size_bytes
         self.name = f"{self.directory} {limits.describe()}"
+        if replicas is not None:  # its standbys live on the same volume, inside the cluster
+            self.name += f" with {replicas.describe()}"
         self.token = secrets.token_hex(4)
         self.workspace = self.directory / f"howfast-vol-{self.token}"
         self.inner = LocalTarget(
@@ -131,6 +130,9 @@ class EmulatedTarget(
             checksums=checksums,
             name=self.name,
             memory_limit=memory_limit,
+            replicas=replicas,
+            standby_storage=standby_storage,
+            standby_volume_root=self.directory,  # beside this volume, not on it
         )
         self.keep = keep
         self.warnings: list[str] = []
@@ -287,11 +289,42 @@ class EmulatedTarget(
     def storage_paths(self) -> dict[str, Path]:
         return self.inner.storage_paths()
 
+    def standbys(self) -> Sequence[StandbyMember]:
+        return self.inner.standbys()
+
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()
 
     def restart(self) -> None:
         self.inner.restart()
+
+    def crash(self) -> Mapping[str, JSONValue]:
+        return self.inner.crash()
+
+    def server_identity(self) -> ServerIdentity:
+        return self.inner.server_identity()
+
+    def added_latency_ms(self) -> float:
+        assert self.volume is not None
+        return self.volume.latency_ms
+
+    def set_added_latency(self, ms: float) -> None:
+        """The volume's delay, changed while the server runs (slow-storage events)."""
+        if self.volume is None:
+            raise HowfastError("the emulated volume is not built")
+        self.volume.set_latency(ms)
+
+    def measure_flush_ms(self, n: int = 5) -> float:
+        """The median of `n` flushes of the volume's loop device now (nothing to write)."""
+        if self.volume is None or self.volume.loop_device is None:
+            raise HowfastError("the emulated volume is not built")
+        return flush_latency_ms(self.volume.loop_device, n)
+
+    def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
+        return self.inner.cap_iops(iops)  # the volume's cgroup, its own limits restored after
+
+    def server_iops_since(self, t: float) -> float | None:
+        return self.inner.server_iops_since(t)
 
     def memory_cgroup(self) -> MemoryCgroup | None:
         return self.inner.memory_cgroup()

@@ -18,6 +18,7 @@ the tool in flight finishes at once, then takes the layers down without waiting 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.errors import HowfastError, MissingToolError
+from howfast.plans.model import MAX_ADDED_LATENCY_MS
 from howfast.targets.emulated.build import (
     DELAY_PLUGIN,
     Limits,
@@ -98,10 +100,13 @@ class EmulatedVolume:
         self.fuse_dir = run_dir / "fuse"
         self.socket = run_dir / "nbdkit.sock"
         self.nodelay_file = run_dir / "nodelay"  # once it exists, the plugin delays nothing
+        self.delay_file = run_dir / "delay-ms"  # once written, the delay in force (set_latency)
+        self.latency_ms = limits.latency_ms
         # What serves the image: the delay plugin (a benchmark may put another server here).
         self.nbdkit_argv = nbdkit_argv(
-            self.image, self.socket, run_dir / "nbdkit.pid", limits.latency_ms, self.nodelay_file
-        )
+            self.image, self.socket, run_dir / "nbdkit.pid", limits.latency_ms, self.nodelay_file,
+            self.delay_file,
+        )  # fmt: skip
         self.loop_device: str | None = None
         self._nbdkit: subprocess.Popen[bytes] | None = None
         self._nbdfuse: subprocess.Popen[bytes] | None = None
@@ -121,6 +126,19 @@ class EmulatedVolume:
         call at any time, from a signal handler too."""
         with contextlib.suppress(OSError):
             self.nodelay_file.touch()
+
+    def set_latency(self, ms: float) -> None:
+        """The delay every request of the volume waits from now on (within the plugin's
+        CHECK_S): written to a new file renamed over the delay file, so the plugin never reads
+        half a number."""
+        if not math.isfinite(ms) or ms < 0 or ms > MAX_ADDED_LATENCY_MS:
+            raise HowfastError(
+                f"an emulated volume adds 0 to {MAX_ADDED_LATENCY_MS:g} ms, not {ms}"
+            )
+        fresh = self.delay_file.with_name(f".{self.delay_file.name}.new")
+        fresh.write_text(f"{float(ms)!r}\n")
+        os.replace(fresh, self.delay_file)
+        self.latency_ms = ms
 
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """A tool on the volume, interruptible although its I/O is not: see run_interruptibly."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from howfast.checks import Check
+from howfast.design import DesignOptions, merge_design, split_design_query
 from howfast.errors import UsageError
 from howfast.plans.model import (
     MAX_ADDED_LATENCY_MS,
@@ -19,13 +20,21 @@ from howfast.plans.model import (
 )
 from howfast.redact import redact_dsn
 from howfast.targets.base import Target
-from howfast.targets.emulated.build import Limits, variants
+from howfast.targets.emulated.build import Limits, format_ms, variants
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.kind import Command, OptionContext, OptionSpec, TargetKind, TargetOptions
 from howfast.units import parse_duration, parse_size
 
 DEFAULT_VOLUME_BYTES = 4 * 1024**3
 RUN: frozenset[Command] = frozenset({"run"})
+# What `DIR?key=value&...` may say (docs/replication.md)
+DESIGN_KEYS = frozenset({"replicas", "sync", "standby_dir", "standby_latency"})
+
+
+def split_directory(text: str) -> tuple[str, DesignOptions]:
+    """`/data/a?replicas=1&sync=on` -> ('/data/a', its design); UsageError for a key a
+    directory target does not take."""
+    return split_design_query(text, DESIGN_KEYS)
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ class DirectoryKind(TargetKind):
         ),
     )
     local_install = "server"
+    design_keys = DESIGN_KEYS
     fleet_usage = "a directory (its instances live in subdirectories of it)"
     fleet_example = "--target DIR"
 
@@ -132,9 +142,28 @@ class DirectoryKind(TargetKind):
     def create(self, text: str, options: TargetOptions) -> list[Target]:
         from howfast.targets.emulated.target import EmulatedTarget
         from howfast.targets.local import LocalTarget
+        from howfast.targets.replicas.spec import replica_spec
 
         storage = _storage(options)
-        directory = Path(text).expanduser()
+        path, own = split_directory(text)
+        design = merge_design(own, options.design)
+        replicas = replica_spec(design, options.settings)
+        directory = Path(path).expanduser()
+        standby_dirs = [d.expanduser() for d in design.standby_dirs]
+        name = f"{directory.absolute()} with {replicas.describe()}" if replicas else None
+        standby_storage = None
+        latency = design.standby_latency_ms
+        if replicas is not None and latency is not None:
+            from howfast.targets.emulated.standby_volume import StandbyVolume
+
+            if latency > MAX_ADDED_LATENCY_MS:
+                raise UsageError(f"standby_latency: {too_much_latency(format_ms(latency))}")
+            size = storage.size_bytes
+
+            def standby_storage(parent: Path) -> StandbyVolume:
+                return StandbyVolume(parent, size, latency)
+
+            name = f"{name}, standby +{format_ms(latency)}"
         if not storage.variants:
             return [
                 LocalTarget(
@@ -145,8 +174,17 @@ class DirectoryKind(TargetKind):
                     keep=options.keep,
                     checksums=options.checksums,
                     memory_limit=options.memory_limit,
+                    replicas=replicas,
+                    standby_dirs=standby_dirs,
+                    standby_storage=standby_storage,
+                    name=name,
                 )
             ]
+        if standby_dirs:
+            raise UsageError(
+                "--standby-dir cannot be combined with an emulated volume (yet): the standbys "
+                "live on the primary's volume"
+            )
         if options.wal_dir is not None:
             raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
         return [
@@ -159,6 +197,8 @@ class DirectoryKind(TargetKind):
                 keep=options.keep,
                 checksums=options.checksums,
                 memory_limit=options.memory_limit,
+                replicas=replicas,
+                standby_storage=standby_storage,
             )
             for limits in storage.variants
         ]
@@ -166,6 +206,10 @@ class DirectoryKind(TargetKind):
     def probe_target(self, text: str, options: TargetOptions) -> Target:
         from howfast.targets.path import PathTarget
 
+        if split_directory(text)[1].given():
+            raise UsageError(
+                f"{text}: howfast probe measures storage; standbys (?replicas=) are for howfast run"
+            )
         return PathTarget(Path(text).expanduser(), install=options.install, keep=options.keep)
 
     def fleet(self, text: str, options: TargetOptions, *, planned: bool = False) -> FleetPlace:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import functools
 import re
 
+from howfast.design import DesignOptions
 from howfast.errors import UsageError
+from howfast.redact import redact_dsn
 from howfast.targets.base import Target
 from howfast.targets.kind import TargetKind, TargetOptions
 
@@ -37,6 +39,16 @@ class DsnKind(TargetKind):
 
     def matches(self, text: str) -> bool:
         return text.startswith(SCHEMES) or is_conninfo(text)
+
+    def refuse_design(self, text: str, design: DesignOptions) -> None:
+        if design.replicas:
+            raise UsageError(
+                f"{redact_dsn(text)}: howfast does not add standbys to a server it did not create",
+                "to measure an existing primary with its standbys, run without --replicas: "
+                "the standbys it streams to are found in pg_stat_replication, and a synchronous "
+                "one's waits (IPC:SyncRep) in wait_syncrep_share",
+            )
+        super().refuse_design(text, design)
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:
         from howfast.targets.dsn import DsnTarget

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from howfast.analysis import percentiles, rate_verdicts, why
+from howfast.analysis.events import step_events
 from howfast.analysis.hooks import (
     NOTHING_DERIVED,
     DeriveContext,
@@ -78,13 +79,24 @@ def verdict_of(
     return Derived(sections={"why": verdict.section()})
 
 
+def events_of(step: StepRecord) -> Derived:
+    """Each event's figures (issue 29, analysis/events.py), from the stored load, beside the
+    marks in the events section; the run document shows them as the step's events list."""
+    section = step.sections.get("events")
+    if not isinstance(section, Mapping):
+        return NOTHING_DERIVED
+    figures = step_events(step.sections, step.histograms)
+    return Derived(sections={"events": {**section, "figures": figures}})
+
+
 class PgbenchAnalysis(WorkloadAnalysis):
     def derive_step(
         self, step: StepRecord, before: Sequence[StepRecord], ctx: DeriveContext
     ) -> Derived:
+        events = events_of(step)  # a failed step's events have their figures too
         if step.status != "completed":
-            return NOTHING_DERIVED
-        total = NOTHING_DERIVED
+            return events
+        total = events
         out = step
         for part in (percentile_trust(out), rate_verdicts_of(out)):
             out, total = apply(out, part), total.then(part)

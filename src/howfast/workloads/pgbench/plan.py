@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from howfast.errors import UsageError
+from howfast.eventspec import plan_event
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepRecord, StepSpec
 from howfast.plugin.fields import (
@@ -134,6 +135,18 @@ class PgbenchStep(StepModel):
     statement_latencies: bool | None = None
     # The per-transaction log: a random sample sized to the expected rate, or every line.
     latency_log: Literal["sampled", "full"] = "sampled"
+    # Events during each run (docs/events.md): "20s:restart", or tables ({at, action} or
+    # {at, exec = [argv]}); kept as their canonical texts. The load then runs in segments of
+    # at most `segment` seconds (default 10), which survive the events.
+    events: list[str] = Field(default_factory=list)
+    segment: PositiveInt | None = None
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _events(cls, value: Any) -> list[str]:
+        items = value if isinstance(value, list) else [value]
+        texts = [plan_event(item).text for item in items]
+        return no_duplicates(texts)
 
     @field_validator("slo")
     @classmethod
@@ -170,6 +183,8 @@ class PgbenchStep(StepModel):
         rate_keys = [k for k in ("rate", "rates", "rate_fractions") if getattr(self, k)]
         if len(rate_keys) > 1:
             problems.append((rate_keys[1], f"give one of {', '.join(rate_keys)}, not several"))
+        if self.segment is not None and not self.events:
+            problems.append(("segment", "segment applies to steps with events only"))
         if "rate_basis" in self.model_fields_set and not self.rate_fractions:
             problems.append(("rate_basis", "rate_basis applies to rate_fractions only"))
         if len(problems) == 1:
@@ -210,6 +225,9 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
         "latency_limit_ms",
         "protocol",
         "extra_args",
+        # events during the step (docs/events.md): an outage is never a quiet step's test
+        "events",
+        "segment",
     )
     other_params = (
         "curve_last",
@@ -300,6 +318,15 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
                     params["statement_latencies"] = step.statement_latencies
                 if step.latency_log != "sampled":
                     params["latency_log"] = step.latency_log
+                events = (
+                    [e.text for e in overrides.events]
+                    if overrides.events is not None
+                    else list(step.events)
+                )
+                if events:
+                    params["events"] = list(events)
+                    if step.segment is not None:
+                        params["segment"] = step.segment
                 for rate_params in _rate_variants(step, ctx):
                     runs = ctx.repeated("pgbench", **params, **rate_params)
                     for earlier in runs[:-1]:  # the curve is complete after its very last run

@@ -19,7 +19,7 @@ from howfast.analysis.steady import steady_state
 from howfast.analysis.summary import TargetSummary
 from howfast.model import JSONValue, RunRecord, StepRecord
 from howfast.rates import rate_label
-from howfast.report import figures, rate_section, rate_table
+from howfast.report import events_view, figures, rate_section, rate_table
 from howfast.report.charts import (
     Chart,
     ChartIds,
@@ -315,7 +315,9 @@ class PgbenchReport(WorkloadReport):
         return parts
 
     def run_terminal(self, run: RunRecord) -> list[RenderableType]:
-        return rate_table.rate_parts([s for s in run.steps if s.workload == NAME])
+        steps = [s for s in run.steps if s.workload == NAME]
+        # then the events during steps (docs/events.md): a table and a verdict line each
+        return [*rate_table.rate_parts(steps), *events_view.events_parts(run)]
 
     def sections(self, slot: Slot, view: Overview, charts: ChartIds) -> list[Section]:
         if slot is not Slot.TESTS:
@@ -337,6 +339,11 @@ class PgbenchReport(WorkloadReport):
         curves = rate_section.rate_blocks(view, NAME)
         if curves:
             sections.append(Section("latency-under-load", "Latency under load", curves))
+        events = events_view.events_table(view.runs)
+        if events.rows:  # issue 29: what each event cost, then its verdict line
+            rows = [row for run in view.runs for row in events_view.event_rows(run)]
+            blocks: list[Table | Chart | str] = [events, *events_view.verdict_lines(rows)]
+            sections.append(Section("events", "Events during steps", blocks))
         return sections
 
     def warmup_text(self, params: Mapping[str, JSONValue]) -> str:

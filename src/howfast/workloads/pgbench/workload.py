@@ -28,6 +28,8 @@ from howfast.workloads.pgbench import (
     parse,
     plan,
     rates,
+    survive,
+    survive_step,
     txlog,
 )
 from howfast.workloads.pgbench.init import plan as init_plan
@@ -156,6 +158,11 @@ class PgbenchWorkload(Workload):
         progress = logsampling.pgbench_progress(log_plan, ctx.host.follows_files)
         resolved["progress_source"] = "pgbench -P 1" if progress else "per-transaction log"
         jobs = _jobs(params, ctx.cores)
+        if ctx.events is not None:  # events during the step: the load that survives them
+            survived = survive_step.execute(
+                ctx, params, ctx.events, program=_pgbench(ctx), jobs=jobs, progress=progress
+            )
+            return survived.with_resolved({**resolved, **survived.resolved_params})
         invocation = build.run_invocation(
             _pgbench(ctx), params, jobs=jobs, conn=ctx.server(), progress=progress
         )
@@ -254,6 +261,21 @@ class PgbenchWorkload(Workload):
                 f"{logsampling.PROGRESS_MAX_TPS:,} TPS: the per-second series and the live view "
                 "then come from the log"
             )
+        if params.get("events"):  # the load that survives them: segments of the same command
+            base = survive.base_argv(
+                program, params, jobs=jobs, conn_args=ctx.connection.pgbench_args()
+            )
+            first = survive.segment_invocation(
+                base, survive_step.segment_length(params), ctx.connection
+            )
+            events = ", ".join(survive_step.event_texts(params))
+            notes.append(
+                f"with events ({events}): pgbench runs in back-to-back segments of at most "
+                f"{survive_step.segment_length(params)} s, each with -n and its own -T, until the "
+                "step's duration is spent; pgbench's start-up cleanup runs once before "
+                "(docs/events.md)"
+            )
+            return [*planned, PlannedInvocation(first, "; ".join(notes))]
         invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
         return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
 

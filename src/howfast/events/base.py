@@ -1,0 +1,80 @@
+"""What an event action is given and what it returns (docs/events.md).
+
+An action applies itself to the target (`apply`), then says whether it really happened
+(`verify`): the server's pid changed, its log says it recovered, the command exited 0. Both
+run in the schedule's thread, one event after another; an exception from `apply` ends the
+schedule (the step fails with it), one from `verify` only makes the event unverified.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from howfast.cancel import NEVER, CancelToken
+from howfast.eventspec import ACTIONS, EventSpec
+from howfast.model import JSONValue
+from howfast.targets.base import Connection, Target
+
+
+@dataclass(frozen=True)
+class EventContext:
+    target: Target
+    now: Callable[[], float]  # seconds since the load started
+    primary: Callable[[], Connection]  # howfast's own connection to the current primary
+    scratch: Path  # private: a command's output
+    load_s: float  # the load's planned length: a command may run until its end
+    cancel: CancelToken = NEVER
+
+
+@dataclass(frozen=True)
+class Applied:
+    applied_s: float  # when the action began
+    back_s: float | None  # when the action saw the service answer again (None: it never left)
+    facts: Mapping[str, JSONValue] = field(default_factory=dict)  # stored: what was done
+    # Not stored: what verify() compares with (a log offset...).
+    before: Mapping[str, object] = field(default_factory=dict)
+    undo: Callable[[], Mapping[str, JSONValue]] | None = None  # for= actions: restores
+
+
+@dataclass(frozen=True)
+class Verified:
+    ok: bool
+    evidence: Mapping[str, JSONValue] = field(default_factory=dict)
+    problem: str | None = None  # why not, when not ok
+
+
+class EventAction(ABC):
+    name: ClassVar[str]
+    requires: ClassVar[tuple[type, ...]] = ()  # capabilities (targets/capabilities.py)
+
+    @property
+    def disturbs_service(self) -> bool:
+        return ACTIONS[self.name].disturbs_service
+
+    def missing(self, target: Target) -> str | None:
+        """Why this target cannot take the action for want of a capability; None when it has
+        them all. The default names the capability; actions say it in their own words."""
+        lacking = [c.__name__ for c in self.requires if not isinstance(target, c)]
+        if not lacking:
+            return None
+        return (
+            f"{self.name} needs {self.needs}: {target.kind} targets are not ({', '.join(lacking)})"
+        )
+
+    # What `missing` says an action needs, in words.
+    needs: ClassVar[str] = "more than this target can do"
+
+    def refusal(self, target: Target, spec: EventSpec) -> str | None:
+        """Beyond capabilities: why this event cannot apply to this target (checked before
+        anything starts). None when it can."""
+        return None
+
+    @abstractmethod
+    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied: ...
+
+    @abstractmethod
+    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified: ...

@@ -1,0 +1,34 @@
+"""restart: fast shutdown, then start (the target's own restart: locally SIGINT to the
+postmaster, wait, start). Verified by a new postmaster and the log's clean-shutdown line."""
+
+from __future__ import annotations
+
+from howfast.events import identity
+from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.serverlog import SHUT_DOWN, LogPoint
+from howfast.eventspec import EventSpec
+from howfast.targets.capabilities import HasServerIdentity, Restartable
+
+
+class Restart(EventAction):
+    name = "restart"
+    needs = "a server howfast started and holds (a directory or an emulated volume)"
+    requires = (Restartable, HasServerIdentity)
+
+    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+        target = ctx.target
+        assert isinstance(target, Restartable) and isinstance(target, HasServerIdentity)
+        before = target.server_identity()
+        log = LogPoint.now(target)
+        applied = ctx.now()
+        target.restart()
+        back = ctx.now()
+        return Applied(
+            applied, back, facts=identity.facts(before), before={"id": before, "log": log}
+        )
+
+    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
+        return identity.verify_new_server(ctx, applied, SHUT_DOWN, "a clean shut-down")
+
+
+ACTION = Restart()

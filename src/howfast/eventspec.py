@@ -1,0 +1,395 @@
+"""What happens to a target during a pgbench step: `--event AT:ACTION` and a plan step's
+`events` list, parsed and checked, pure (docs/events.md).
+
+    EVENT   := AT ":" ACTION
+    AT      := a duration into the step's load: "20s", "1m30s", "0.5s", "0"
+    ACTION  := checkpoint | restart | crash | delete-pod
+             | failover[=STANDBY] | move[=NODE] | drain=NODE[,for=D]
+             | slow-storage=LATENCY[,for=D] | cap-iops=N[,for=D]
+             | exec=ARGV          the rest of the text, split as a POSIX shell splits words
+                                  (quotes honoured); never run by a shell
+
+In a plan an event is that text, or a table: `{at = "20s", action = "restart"}`, or for a
+command with exact arguments `{at = "20s", exec = ["touch", "/tmp/a b"]}`.
+
+`event_from_text`, `event_from_table` and `plan_event` raise ValueError with a message for
+the user (the plan loader adds file, line and key); `parse_event` raises UsageError naming
+the option. What depends on the step (its length, its other events) is checked by
+`step_refusals`; what depends on the target (a standby to fail over to, an emulated volume,
+a second node) by the events layer, before anything starts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from howfast.errors import UsageError
+from howfast.units import duration_seconds, quote
+
+ArgKind = Literal["none", "standby", "node", "latency", "iops", "argv"]
+
+
+@dataclass(frozen=True)
+class ActionSyntax:
+    """How one action is written: what its value is, whether it may or must have one, and
+    whether it lasts a while (`for=`)."""
+
+    name: str
+    arg: ArgKind = "none"
+    arg_required: bool = False
+    takes_for: bool = False
+    disturbs_service: bool = False  # connections are cut: the load reconnects
+
+    @property
+    def usage(self) -> str:
+        """'failover[=STANDBY]', 'slow-storage=LATENCY[,for=D]'."""
+        if self.arg == "none":
+            text = self.name
+        else:
+            value = _ARG_WORDS[self.arg]
+            text = f"{self.name}={value}" if self.arg_required else f"{self.name}[={value}]"
+        return text + ("[,for=D]" if self.takes_for else "")
+
+
+_ARG_WORDS: dict[ArgKind, str] = {
+    "none": "",
+    "standby": "STANDBY",
+    "node": "NODE",
+    "latency": "LATENCY",
+    "iops": "N",
+    "argv": "ARGV",
+}
+
+ACTIONS: Mapping[str, ActionSyntax] = {
+    a.name: a
+    for a in (
+        ActionSyntax("checkpoint"),
+        ActionSyntax("restart", disturbs_service=True),
+        ActionSyntax("crash", disturbs_service=True),
+        ActionSyntax("failover", "standby", disturbs_service=True),
+        ActionSyntax("delete-pod", disturbs_service=True),
+        ActionSyntax("move", "node", disturbs_service=True),
+        ActionSyntax("drain", "node", arg_required=True, takes_for=True, disturbs_service=True),
+        ActionSyntax("slow-storage", "latency", arg_required=True, takes_for=True),
+        ActionSyntax("cap-iops", "iops", arg_required=True, takes_for=True),
+        # A user's command may do anything: its effect on the service is not known.
+        ActionSyntax("exec", "argv", arg_required=True),
+    )
+}
+
+GRAMMAR = "AT:ACTION, e.g. 20s:restart; actions: " + ", ".join(a.usage for a in ACTIONS.values())
+
+# Names as the targets spell them: a standby ("standby_1"), a Kubernetes node (an RFC 1123
+# subdomain, which an IPv4 address also is).
+_STANDBY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")
+_NODE = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?")
+_ZERO = re.compile(r"0*(?:\.0*)?\s*(?:ms|s|m|min|h)?")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|min|m|h)")
+_TABLE_KEYS = ("at", "action", "exec")
+_ACTION_NAME = re.compile(r"\s*([A-Za-z-]*)")
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """One event, as asked. `text` is its canonical spelling (`20s:restart`): the step's
+    params keep it, so that two spellings of one event make one test; `given` is how it was
+    written, for messages."""
+
+    at_s: float
+    action: str  # a key of ACTIONS
+    arg: str | None = None  # the standby, the node, "5ms", "200"
+    argv: tuple[str, ...] = ()  # exec
+    for_s: float | None = None  # drain, slow-storage, cap-iops
+    given: str = ""
+
+    @property
+    def syntax(self) -> ActionSyntax:
+        return ACTIONS[self.action]
+
+    @property
+    def latency_ms(self) -> float | None:
+        """slow-storage's added latency in milliseconds."""
+        if self.action != "slow-storage" or self.arg is None:
+            return None
+        return _latency_ms(self.arg)
+
+    @property
+    def iops(self) -> int | None:
+        return int(self.arg) if self.action == "cap-iops" and self.arg is not None else None
+
+    @property
+    def ends_s(self) -> float | None:
+        """When a `for=` window ends, in seconds into the load."""
+        return None if self.for_s is None else self.at_s + self.for_s
+
+    @property
+    def text(self) -> str:
+        value = ""
+        if self.action == "exec":
+            value = "=" + shlex.join(self.argv)
+        elif self.arg is not None:
+            value = f"={self.arg}"
+        window = f",for={_seconds_text(self.for_s)}s" if self.for_s is not None else ""
+        return f"{_seconds_text(self.at_s)}s:{self.action}{value}{window}"
+
+
+def _seconds_text(value: float) -> str:
+    """20.0 -> '20', 0.5 -> '0.5', without float noise."""
+    return f"{round(value, 6):g}"
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def event_from_text(text: str) -> EventSpec:
+    """An event from `AT:ACTION`; ValueError saying which part is wrong and what is accepted."""
+    given = text.strip()
+    at_text, colon, action_text = given.partition(":")
+    if not colon:
+        raise ValueError(f"{quote(given)}: write {GRAMMAR}")
+    at_s = _at_seconds(at_text)
+    name_match = _ACTION_NAME.match(action_text)
+    name = name_match.group(1) if name_match else ""
+    tail = action_text[name_match.end() :] if name_match else action_text
+    if name not in ACTIONS:
+        raise ValueError(f"{quote(given)}: unknown action {quote(name)}; write {GRAMMAR}")
+    syntax = ACTIONS[name]
+    if syntax.arg == "argv":
+        if not tail.startswith("="):
+            raise ValueError(f"{quote(given)}: write exec=ARGV, the command after the =")
+        return _exec_event(given, at_s, _exec_argv(given, tail[1:]))
+    value_text: str | None
+    if tail.startswith("="):
+        value_text, *option_texts = tail[1:].split(",")
+    elif tail.startswith(","):  # "drain,for=10s" (its value missing: said below)
+        value_text, option_texts = None, tail[1:].split(",")
+    elif tail.strip():
+        raise ValueError(f"{quote(given)}: unexpected {quote(tail.strip())}; write {syntax.usage}")
+    else:
+        value_text, option_texts = None, []
+    for_s = None
+    for option in option_texts:
+        key, equals, value = option.partition("=")
+        if key.strip() != "for" or not equals or not syntax.takes_for:
+            what = f"{name} takes no option {quote(option.strip())}"
+            raise ValueError(f"{quote(given)}: {what}; write {syntax.usage}")
+        if for_s is not None:
+            raise ValueError(f"{quote(given)}: for= is given twice")
+        for_s = _for_seconds(given, value)
+    arg = _action_value(given, syntax, value_text)
+    return EventSpec(at_s=at_s, action=name, arg=arg, for_s=for_s, given=given)
+
+
+def event_from_table(table: Mapping[str, object]) -> EventSpec:
+    """An event from a plan's table: `at` and either `action` (the text after AT:) or `exec`
+    (a list of strings, the command's exact arguments)."""
+    unknown = sorted(set(table) - set(_TABLE_KEYS))
+    if unknown:
+        keys = ", ".join(_TABLE_KEYS)
+        raise ValueError(f"an event table has no key {quote(unknown[0])}; its keys: {keys}")
+    at = table.get("at")
+    if at is None:
+        raise ValueError('an event table needs "at": the time into the step, e.g. at = "20s"')
+    if isinstance(at, bool) or not isinstance(at, str | int | float):
+        raise ValueError(f'at = {quote(at)}: write a duration such as "20s"')
+    at_text = at if isinstance(at, str) else f"{at}s"
+    if ("action" in table) == ("exec" in table):
+        raise ValueError(
+            'an event table needs one of "action" (e.g. action = "restart") or "exec" '
+            '(a command as a list, e.g. exec = ["touch", "/tmp/mark"])'
+        )
+    if "action" in table:
+        action = table["action"]
+        if not isinstance(action, str):
+            raise ValueError(f'action = {quote(action)}: write the action as text, e.g. "restart"')
+        return event_from_text(f"{at_text}:{action}")
+    argv = table["exec"]
+    if (
+        not isinstance(argv, list)
+        or not argv
+        or not all(isinstance(a, str) for a in argv)
+        or not argv[0]
+    ):
+        raise ValueError(
+            f"exec = {quote(argv)}: write the command as a non-empty list of strings, "
+            'e.g. exec = ["touch", "/tmp/mark"]'
+        )
+    given = f"{at_text}:exec={shlex.join(argv)}"
+    return _exec_event(given, _at_seconds(at_text), tuple(argv))
+
+
+def plan_event(value: object) -> EventSpec:
+    """One item of a plan step's `events` list: a text or a table."""
+    if isinstance(value, str):
+        return event_from_text(value)
+    if isinstance(value, Mapping):
+        return event_from_table(value)
+    raise ValueError(
+        f'{quote(value)}: an event is a text such as "20s:restart" or a table such as '
+        '{at = "20s", exec = ["touch", "/tmp/mark"]}'
+    )
+
+
+def parse_event(text: str, option: str = "--event") -> EventSpec:
+    """`--event AT:ACTION`; UsageError naming the option."""
+    try:
+        return event_from_text(text)
+    except ValueError as e:
+        raise UsageError(f"{option} {e}") from None
+
+
+def ordered(specs: Iterable[EventSpec]) -> tuple[EventSpec, ...]:
+    """By time into the load; events at the same time keep the order they were given in."""
+    return tuple(sorted(specs, key=lambda s: s.at_s))
+
+
+def _at_seconds(text: str) -> float:
+    stripped = text.strip().lower()
+    if stripped and _ZERO.fullmatch(stripped):
+        return 0.0
+    try:
+        return _duration(stripped)
+    except ValueError:
+        raise ValueError(
+            f"{quote(text.strip())} is not a time into the step; write AT as a duration such "
+            'as "20s", "1m30s", "0.5s" or "0" (then :ACTION)'
+        ) from None
+
+
+def _duration(text: str) -> float:
+    """Seconds in "20s", "1m30s" (parts in any unit, summed) or a plain number."""
+    if _DURATION_PART.fullmatch(text) or not _DURATION_PART.match(text):
+        return duration_seconds(text)
+    total, position = 0.0, 0
+    for part in _DURATION_PART.finditer(text):
+        if part.start() != position:
+            break
+        total += duration_seconds(part.group(0))
+        position = part.end()
+    if position != len(text):
+        raise ValueError(f"{quote(text)} is not a duration")
+    return total
+
+
+def _for_seconds(given: str, value: str) -> float:
+    try:
+        seconds = _duration(value.strip().lower())
+    except ValueError:
+        raise ValueError(
+            f"{quote(given)}: for={value.strip()} is not a duration; write for=D, e.g. for=10s"
+        ) from None
+    return seconds
+
+
+def _latency_ms(text: str) -> float:
+    stripped = text.strip().lower()
+    if _ZERO.fullmatch(stripped):
+        return 0.0
+    return duration_seconds(stripped) * 1000
+
+
+def _action_value(given: str, syntax: ActionSyntax, value: str | None) -> str | None:
+    """The action's value, checked; None when it has none."""
+    if value is None or not value.strip():
+        if syntax.arg_required:
+            raise ValueError(f"{quote(given)}: {syntax.name} needs a value; write {syntax.usage}")
+        if value is not None:  # "failover="
+            raise ValueError(f"{quote(given)}: the value after = is empty; write {syntax.usage}")
+        return None
+    value = value.strip()
+    if syntax.arg == "none":
+        raise ValueError(f"{quote(given)}: {syntax.name} takes no value; write {syntax.name}")
+    if syntax.arg == "standby" and not _STANDBY.fullmatch(value):
+        raise ValueError(
+            f"{quote(given)}: {quote(value)} is not a standby's name (letters, digits, _ . -), "
+            "e.g. failover=standby_1"
+        )
+    if syntax.arg == "node" and not _NODE.fullmatch(value):
+        raise ValueError(
+            f"{quote(given)}: {quote(value)} is not a node's name (lower-case letters, digits, "
+            f". and -); write {syntax.usage}"
+        )
+    if syntax.arg == "latency":
+        try:
+            ms = _latency_ms(value)
+        except ValueError:
+            ms = math.nan
+        if not math.isfinite(ms) or ms < 0:
+            raise ValueError(
+                f"{quote(given)}: {quote(value)} is not a latency; write the latency to add "
+                "to every I/O, e.g. slow-storage=5ms (0ms for none)"
+            )
+        return f"{_seconds_text(ms)}ms"
+    if syntax.arg == "iops" and not (value.isdigit() and int(value) > 0):
+        raise ValueError(
+            f"{quote(given)}: {quote(value)} is not a number of I/O operations per second; "
+            "write a whole number above 0, e.g. cap-iops=200"
+        )
+    return str(int(value)) if syntax.arg == "iops" else value
+
+
+def _exec_argv(given: str, text: str) -> tuple[str, ...]:
+    try:
+        argv = tuple(shlex.split(text))
+    except ValueError as e:  # "No closing quotation"
+        raise ValueError(
+            f"{quote(given)}: the command after exec= cannot be split into words ({e}); "
+            "quote with ' or \", or use a plan table: exec = [...]"
+        ) from None
+    if not argv or not argv[0]:
+        raise ValueError(f"{quote(given)}: exec needs a command; write exec=ARGV")
+    return argv
+
+
+def _exec_event(given: str, at_s: float, argv: tuple[str, ...]) -> EventSpec:
+    return EventSpec(at_s=at_s, action="exec", argv=argv, given=given)
+
+
+# --- checks against the step ------------------------------------------------------------------
+
+
+def step_refusals(
+    specs: Sequence[EventSpec],
+    *,
+    duration_s: float | None,
+    transactions: int | None = None,
+    max_added_latency_ms: float | None = None,
+) -> list[str]:
+    """Why these events cannot run in a step of this length: each reason a sentence, [] when
+    they can. A `for=` window must end within the step (a figure "during" is measured whole);
+    two windows of one action may not overlap (the first one's end would undo the second)."""
+    if not specs:
+        return []
+    if transactions is not None or duration_s is None:
+        return ["events need a duration: -t steps end when their transactions are done"]
+    problems = []
+    for spec in specs:
+        name = spec.text
+        if spec.at_s >= duration_s:
+            problems.append(f"event {name} is past the end of a {_seconds_text(duration_s)} s step")
+        elif spec.ends_s is not None and spec.ends_s > duration_s:
+            problems.append(
+                f"event {name} ends after the step ({_seconds_text(spec.ends_s)} s of "
+                f"{_seconds_text(duration_s)} s): its window must be measured whole"
+            )
+        latency = spec.latency_ms
+        # the emulated volume's bound: plans/model.py's MAX_ADDED_LATENCY_MS, given by the caller
+        bound = max_added_latency_ms
+        if latency is not None and bound is not None and latency > bound:
+            problems.append(
+                f"event {name}: an emulated volume adds at most {_seconds_text(bound)} ms"
+            )
+    windows = sorted((s for s in specs if s.ends_s is not None), key=lambda s: s.at_s)
+    for i, first in enumerate(windows):
+        for second in windows[i + 1 :]:
+            if second.action == first.action and second.at_s < (first.ends_s or 0):
+                problems.append(
+                    f"events {first.text} and {second.text} overlap: the first one's end "
+                    "would undo the second"
+                )
+    return problems

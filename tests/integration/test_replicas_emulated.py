@@ -1,0 +1,107 @@
+"""Standbys on emulated volumes of their own (`standby_latency=`), on real layers (nbdkit with
+howfast's delay plugin, nbdfuse, a loop device): the standby's added disk latency slows
+synchronous commits and raises the SyncRep share, and asynchronous standbys do not care."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from howfast.targets.emulated.volume import available
+from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.emulated,  # scripts/test.sh runs these alone, after the others
+    pytest.mark.skipif(
+        available().name is None, reason=f"no emulated volumes here: {available().reason}"
+    ),
+]
+
+ONE_CLIENT = """
+[settings]
+shared_buffers = "32MB"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "{duration}"
+"""
+
+
+def _left(target_dir: Path) -> list[str]:
+    """Processes, howfast-* entries, mounts and loop devices of this directory."""
+    left = [f"pid {p}" for p in postgres_pids_under(target_dir)]
+    left += [str(p) for p in target_dir.glob("howfast-*")]
+    mounts = Path("/proc/self/mounts").read_text().splitlines()
+    left += [m for m in mounts if str(target_dir) in m]
+    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    left += [line for line in loops.splitlines() if str(target_dir) in line]
+    return left
+
+
+def _tps_and_share(howfast: Howfast, plan: Path, targets: list[str]) -> dict[str, dict]:
+    args = [a for t in targets for a in ("--target", t)]
+    out = howfast("run", str(plan), *args, "--json", timeout=280)
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    return {
+        s["target"]: s["metrics"]
+        for s in doc["steps"]
+        if s["workload"] == "pgbench" and s["status"] == "completed"
+    } | {"_targets": {t["name"]: t for t in doc["targets"]}}
+
+
+def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_dir: Path) -> None:
+    plan = howfast.plan(ONE_CLIENT.format(duration="10s"))
+    base = f"{target_dir}?replicas=1&sync=on"
+    found = _tps_and_share(howfast, plan, [f"{base}&standby_latency=0ms",
+                                           f"{base}&standby_latency=2ms"])  # fmt: skip
+    fast = found[f"{target_dir} with 1 sync standby (on), standby +0ms"]
+    slow = found[f"{target_dir} with 1 sync standby (on), standby +2ms"]
+    lag = "replication_flush_lag_p99_ms"
+    print(f"sync on: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f}; SyncRep share "
+          f"{fast['wait_syncrep_share']}, {slow['wait_syncrep_share']}; flush lag p99 "
+          f"{fast.get(lag)}, {slow.get(lag)}")  # fmt: skip
+    assert slow["tps"] < 0.7 * fast["tps"]
+    assert slow["wait_syncrep_share"] > fast["wait_syncrep_share"]
+    # The walsender's flush lag, read once a second, is bimodal here (about the write lag, or
+    # the standby's delayed flush): its p99 shows the slower disk, its p50 may not
+    assert slow["replication_flush_lag_p99_ms"] > fast["replication_flush_lag_p99_ms"]
+    assert slow["commit_syncrep_wait_ms"] > fast["commit_syncrep_wait_ms"]
+    assert _left(target_dir) == []
+
+    base = f"{target_dir}?replicas=1&sync=off"
+    found = _tps_and_share(howfast, plan, [f"{base}&standby_latency=0ms",
+                                           f"{base}&standby_latency=2ms"])  # fmt: skip
+    fast = found[f"{target_dir} with 1 async standby, standby +0ms"]
+    slow = found[f"{target_dir} with 1 async standby, standby +2ms"]
+    print(f"sync off: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f}")
+    # The standby's disk is not waited for; the margin is the machine's run-to-run noise
+    assert slow["tps"] > 0.8 * fast["tps"]
+    assert fast["wait_syncrep_share"] < 0.05 and slow["wait_syncrep_share"] < 0.05
+    (record,) = [t for name, t in found["_targets"].items() if name.endswith("standby +2ms")]
+    assert record["name"].startswith(str(target_dir))
+    assert _left(target_dir) == []
+
+
+def test_ctrl_c_during_a_step_takes_the_standby_volume_down(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    plan = howfast.plan(ONE_CLIENT.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target",
+                         f"{target_dir}?replicas=1&standby_latency=1ms")  # fmt: skip
+    wait_for(proc, "[2/2]")
+    time.sleep(1.5)
+    assert list(target_dir.glob("howfast-vol-*/mnt/standby_1/data"))
+    _, err = stop_howfast(proc)
+    assert proc.returncode == 130, err[-2000:]
+    assert _left(target_dir) == []

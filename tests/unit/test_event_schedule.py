@@ -1,0 +1,257 @@
+"""The events schedule (events/schedule.py), the registry and the checks before a run. The
+actions here are the test's own, recording what the schedule asks of them: what is tested is
+the schedule's order, timing, failure and undo rules (the real actions run on a real server in
+tests/integration/test_events.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from howfast.errors import HowfastError
+from howfast.events import checks
+from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.registry import NOT_YET, actions
+from howfast.events.schedule import EventSchedule
+from howfast.eventspec import ACTIONS, EventSpec, parse_event
+from howfast.machine.pgbin import PgInstall
+from howfast.model import JSONValue
+from howfast.targets.dsn import DsnTarget
+from howfast.targets.local import LocalTarget
+
+
+class Recorder(EventAction):
+    """Applies by noting the time; fails when its spec's arg says so."""
+
+    def __init__(self, name: str, log: list[tuple[str, float]], took_s: float = 0.0) -> None:
+        self.name = name  # type: ignore[misc]
+        self.log = log
+        self.took_s = took_s
+
+    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+        began = ctx.now()
+        self.log.append((f"apply {spec.text}", began))
+        if spec.arg == "99":
+            raise HowfastError("it broke")
+        time.sleep(self.took_s)
+
+        def undo() -> Mapping[str, JSONValue]:
+            self.log.append((f"undo {spec.text}", ctx.now()))
+            return {"restored": True}
+
+        return Applied(began, ctx.now(), facts={"n": 1}, undo=undo if spec.for_s else None)
+
+    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
+        return Verified(True, {"seen": spec.text})
+
+
+def schedule(specs: list[str], log: list[tuple[str, float]], took_s: float = 0.0) -> EventSchedule:
+    acts: dict[str, EventAction] = {
+        name: Recorder(name, log, took_s) for name in ("checkpoint", "restart", "cap-iops")
+    }
+    return EventSchedule(
+        lambda now: EventContext(None, now, lambda: None, Path("/nonexistent"), 10.0),  # type: ignore[arg-type]
+        [parse_event(t) for t in specs],
+        acts,
+    )
+
+
+def test_events_apply_at_their_times_in_order_and_windows_are_undone_at_their_end():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.4s:cap-iops=10,for=0.4s", "0.2s:checkpoint", "0.6s:restart"], log)
+    s.start(time.time())
+    time.sleep(1.2)
+    marks = s.finish(5)
+    assert [what for what, _ in log] == [
+        "apply 0.2s:checkpoint",
+        "apply 0.4s:cap-iops=10,for=0.4s",
+        "apply 0.6s:restart",
+        "undo 0.4s:cap-iops=10,for=0.4s",
+    ]
+    for (_, t), want in zip(log, (0.2, 0.4, 0.6, 0.8), strict=True):
+        assert want <= t < want + 0.15
+    by_text = {m.text: m for m in marks}
+    assert [m.index for m in marks] == [1, 2, 3]  # in time order
+    capped = by_text["0.4s:cap-iops=10,for=0.4s"]
+    assert capped.verified is True and capped.undone_s is not None and capped.undone_s >= 0.8
+    assert capped.facts["undo"] == {"restored": True} and "undone_early" not in capped.facts
+    assert by_text["0.6s:restart"].evidence == {"seen": "0.6s:restart"}
+
+
+def test_an_action_that_fails_ends_the_schedule_and_later_events_are_skipped():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.1s:cap-iops=99", "0.2s:restart"], log)
+    s.start(time.time())
+    time.sleep(0.4)
+    failed, later = s.finish(5)
+    assert failed.error == "it broke" and failed.applied_s is not None
+    assert (
+        later.skipped
+        and later.applied_s is None
+        and "an earlier event failed" in str(later.problem)
+    )
+    assert [what for what, _ in log] == ["apply 0.1s:cap-iops=99"]
+
+
+def test_finishing_early_undoes_a_window_at_once_and_marks_what_never_ran():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.1s:cap-iops=5,for=5s", "3s:restart"], log)
+    s.start(time.time())
+    time.sleep(0.3)
+    began = time.monotonic()
+    capped, restart = s.finish(5)
+    assert time.monotonic() - began < 1
+    assert capped.undone_s is not None and capped.undone_s < 1
+    assert capped.facts["undone_early"]
+    assert restart.skipped and "the load ended before its time" in str(restart.problem)
+
+
+def test_an_event_under_way_is_marked_at_once_and_disturbs_the_service_until_after_it():
+    log: list[tuple[str, float]] = []
+    s = schedule(["0.1s:restart"], log, took_s=0.3)
+    s.start(time.time())
+    time.sleep(0.25)
+    (mark,) = s.marks()
+    assert (
+        mark.applied_s is not None and mark.back_s is None
+    )  # under way: the load's failures are its
+    assert s.disturbed()
+    s.finish(5)
+    assert s.disturbed()  # within the grace after it came back
+
+
+def test_a_schedule_never_started_marks_every_event_skipped():
+    s = schedule(["1s:restart"], [])
+    (mark,) = s.finish(1)
+    assert mark.skipped
+
+
+def test_every_action_of_the_grammar_is_applied_by_a_module_or_refused_with_a_reason():
+    assert set(actions()) | set(NOT_YET) == set(ACTIONS)
+    assert not set(actions()) & set(NOT_YET)
+    assert set(actions()) == {"checkpoint", "restart", "crash", "exec", "cap-iops", "slow-storage"}
+
+
+def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path: Path):
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    local = LocalTarget(tmp_path, install, name="/data/a")
+    dsn = DsnTarget("postgresql://app@db.example/app", name="postgresql://db.example/app")
+    specs = [parse_event(t) for t in ("1s:restart", "2s:crash", "3s:checkpoint")]
+    assert checks.refusals(local, specs) == []
+    refused = checks.refusals(dsn, specs)
+    assert len(refused) == 2
+    assert refused[0].startswith("postgresql://db.example/app: event 1s:restart: restart needs")
+    assert "Restartable" in refused[0] and "Crashable" in refused[1]
+    (failover,) = checks.refusals(local, [parse_event("5s:failover")])
+    assert failover == (
+        "/data/a: event 5s:failover: failover needs standbys to promote (--replicas N), and "
+        "promoting one during a step is not available yet"
+    )
+    (slow,) = checks.refusals(local, [parse_event("5s:slow-storage=5ms")])
+    assert slow == (
+        "/data/a: event 5s:slow-storage=5ms: slow-storage changes an emulated volume's latency: "
+        "give --storage-latency (0ms works)"
+    )
+    (missing,) = checks.refusals(local, [parse_event("5s:exec=no-such-program-howfast a")])
+    assert missing.endswith("no-such-program-howfast is not an executable command here (not "
+                            "found on PATH)")  # fmt: skip
+    assert checks.refusals(local, [parse_event("5s:exec=true")]) == []
+
+
+@pytest.mark.parametrize("text", ["1s:restart", "1s:exec=true"])
+def test_the_registry_gives_each_action_its_name(text: str):
+    spec = parse_event(text)
+    assert actions()[spec.action].name == spec.action
+
+
+def test_an_iops_cap_is_lifted_to_the_rules_from_before_it():
+    from howfast.events.cap_iops import _holds
+    from howfast.iolimits import iops_cap_lines, lifted_lines
+
+    assert iops_cap_lines("v1", "8:0", 50) == {
+        "blkio.throttle.read_iops_device": "8:0 50",
+        "blkio.throttle.write_iops_device": "8:0 50",
+    }
+    assert lifted_lines("v1", "8:0", {"blkio.throttle.read_iops_device": "8:16 7\n"}) == {
+        "blkio.throttle.read_iops_device": "8:0 0",
+        "blkio.throttle.write_iops_device": "8:0 0",
+    }
+    before = {"io.max": "8:0 rbps=1048576 wbps=max riops=max wiops=300\n"}
+    assert lifted_lines("v2", "8:0", before) == {"io.max": before["io.max"].strip()}
+    assert lifted_lines("v2", "8:0", {"io.max": ""}) == {
+        "io.max": "8:0 riops=max wiops=max rbps=max wbps=max"
+    }
+    (v2,) = iops_cap_lines("v2", "8:0", 50).values()
+    assert _holds("8:0 riops=50 wiops=50\n", v2)  # io.max shows only what is set
+    assert not _holds("8:0 riops=50\n", v2)
+    assert _holds("8:0 50\n8:16 9", "8:0 50") and not _holds("8:0 60", "8:0 50")
+
+
+def test_an_undo_without_a_window_runs_after_the_load_and_leaves_no_window():
+    log: list[tuple[str, float]] = []
+    acts: dict[str, EventAction] = {"cap-iops": Recorder("cap-iops", log)}
+
+    class Lasting(Recorder):
+        def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+            applied = super().apply(ctx, spec)
+            return Applied(applied.applied_s, None, undo=lambda: {"restored": True})
+
+    acts["cap-iops"] = Lasting("cap-iops", log)
+    s = EventSchedule(
+        lambda now: EventContext(None, now, lambda: None, Path("/nonexistent"), 10.0),  # type: ignore[arg-type]
+        [parse_event("0.1s:cap-iops=7")],
+        acts,
+    )
+    s.start(time.time())
+    time.sleep(0.3)
+    (mark,) = s.finish(5)
+    assert mark.undone_s is None and mark.facts["restored_after_load"] is True
+    assert mark.facts["undo"] == {"restored": True}
+
+
+def test_the_live_view_says_what_each_event_did():
+    from howfast.event_marks import EventMark, progress_line
+
+    ok = EventMark(1, "3s:restart", "restart", 3.0, applied_s=3.01, back_s=3.42, verified=True)
+    assert progress_line(ok) == "3 s: 3s:restart applied (service back after 0.41 s, verified)"
+    bad = EventMark(2, "5s:exec=false", "exec", 5.0, applied_s=5.0, verified=False,
+                    problem="false exited with status 1")  # fmt: skip
+    assert progress_line(bad) == (
+        "5 s: 5s:exec=false applied (NOT verified: false exited with status 1)"
+    )
+    failed = EventMark(3, "7s:crash", "crash", 7.0, applied_s=7.0, error="did not start")
+    assert progress_line(failed) == "7 s: 7s:crash failed: did not start"
+
+
+def test_a_runs_events_are_refused_once_each_with_the_step_or_the_target_named(tmp_path: Path):
+    from howfast.events.step import refusals, step_events
+    from howfast.model import StepSpec
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    local = LocalTarget(tmp_path, install, name="/data/a")
+    dsn = DsnTarget("postgresql://app@db.example/app", name="postgresql://db.example/app")
+    events: list[JSONValue] = ["3s:restart", "30s:checkpoint"]
+    steps = [
+        StepSpec("pgbench-init", {"scale": 1}),
+        StepSpec(
+            "pgbench", {"mode": "tpcb-like", "clients": 1, "duration_s": 10, "events": events}
+        ),
+        StepSpec(
+            "pgbench", {"mode": "tpcb-like", "clients": 2, "duration_s": 10, "events": events}
+        ),
+    ]
+    assert [s.text for s in step_events(steps[1].params)] == ["3s:restart", "30s:checkpoint"]
+    assert refusals([local, dsn], steps) == [
+        "event 30s:checkpoint is past the end of a 10 s step",
+        "postgresql://db.example/app: event 3s:restart: restart needs a server howfast "
+        "started and holds (a directory or an emulated volume): dsn targets are not "
+        "(Restartable, HasServerIdentity)",
+    ]
+    by_count = [StepSpec("pgbench", {"clients": 1, "transactions": 100, "events": ["1s:crash"]})]
+    assert refusals([local], by_count) == [
+        "events need a duration: -t steps end when their transactions are done"
+    ]
+    assert refusals([local, dsn], steps[:1]) == []
