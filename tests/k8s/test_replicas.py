@@ -71,9 +71,9 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr
     alone, replicated = doc["targets"]
-    assert "standbys" not in alone["device"]["kubernetes"]
+    assert alone["standbys"] == []
     assert alone["device"]["kubernetes"]["network"] == "host (lab)"
-    (standby,) = replicated["device"]["kubernetes"]["standbys"]
+    (standby,) = replicated["standbys"]
     assert standby["name"] == "standby_1" and standby["sync_state"] == "sync", standby
     assert standby["state"] == "streaming" and standby["version"].startswith("15.")
     assert standby["class"] == shared
@@ -100,11 +100,11 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
 def test_a_standby_that_cannot_copy_the_primary_names_itself_and_leaves_nothing(
     k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """--set max_wal_senders=0 (the user's settings win over howfast's replication ones):
+    """--replicas 1 --set max_wal_senders=0 (the user's settings win over howfast's replication ones):
     the primary refuses the base backup; the error names standby_1 and quotes pg_basebackup."""
     out = run_howfast(
-        host_env, "run", write_plan(tmp_path, PLAN), "--target", "k8s://lab-disk?replicas=1",
-        "--set", "max_wal_senders=0", *lab_images(k8s_lab), "--json", check=False, timeout=240,
+        host_env, "run", write_plan(tmp_path, PLAN), "--target", "k8s://lab-disk",
+        "--replicas", "1", "--set", "max_wal_senders=0", *lab_images(k8s_lab), "--json", check=False, timeout=240,
     )  # fmt: skip
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)

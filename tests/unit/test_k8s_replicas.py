@@ -3,16 +3,21 @@ replication settings and pg_hba, the objects a dry run lists, and what is refuse
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from howfast.design import DesignOptions
 from howfast.errors import UsageError
 from howfast.machine.pgbin import PgInstall
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
-from howfast.targets.k8s.spec import K8sOptions, parse_target
+from howfast.targets.k8s.spec import K8sOptions, parse_target, with_run_design
 from howfast.targets.k8s.standby import WalSender, describe_sender, expected_sync_state
 from howfast.targets.k8s.target import K8sTarget
 from howfast.targets.kind import TargetOptions
@@ -140,7 +145,7 @@ def test_settings_that_fight_the_design_are_refused(monkeypatch: pytest.MonkeyPa
     with pytest.raises(UsageError, match="howfast sets synchronous_standby_names"):
         target.check_design_settings()
     target.settings = {"synchronous_commit": "off"}
-    with pytest.raises(UsageError, match=r"\?sync=on sets synchronous_commit"):
+    with pytest.raises(UsageError, match=r": sync=on sets synchronous_commit"):
         target.check_design_settings()
     implicit = _target("k8s://fast?replicas=1", monkeypatch)
     implicit.settings = {"synchronous_commit": "off"}  # sync not given: the user's wins
@@ -159,3 +164,39 @@ def test_what_the_primary_says_of_a_standby() -> None:
     assert describe_sender(WalSender("catchup", "async", 10)) == "catchup (async)"
     assert expected_sync_state("off") == "async"
     assert expected_sync_state("remote_apply") == "sync"
+
+
+def test_the_runs_replicas_and_sync_apply_where_the_text_says_nothing() -> None:
+    run = DesignOptions(replicas=2, sync="remote_write")
+    (target,) = KIND.create("k8s://fast", replace(NO_INSTALL, design=run))
+    assert isinstance(target, K8sTarget)
+    assert (target.spec.replicas, target.spec.sync, target.spec.sync_given) == (
+        2, "remote_write", True,
+    )  # fmt: skip
+    (own,) = KIND.create("k8s://fast?replicas=1&sync=off", replace(NO_INSTALL, design=run))
+    assert isinstance(own, K8sTarget)
+    assert (own.spec.replicas, own.spec.sync) == (1, "off")  # the text wins
+    only = with_run_design(parse_target("k8s://fast"), 1, None)
+    assert (only.replicas, only.sync, only.sync_given) == (1, "on", False)
+    with pytest.raises(UsageError, match="--sync needs standbys"):
+        with_run_design(parse_target("k8s://fast"), None, "on")
+    with pytest.raises(UsageError, match="no standbys"):
+        KIND.fleet("k8s://fast", replace(NO_INSTALL, design=DesignOptions(replicas=1)))
+    KIND.refuse_design("k8s://fast", run)  # taken
+    with pytest.raises(UsageError, match="--standby-dir"):
+        KIND.refuse_design("k8s://fast", DesignOptions(standby_dirs=(Path("/x"),)))
+
+
+def test_replicas_on_the_command_line_show_in_the_dry_run(tmp_path: Path) -> None:
+    env = {**os.environ, "KUBECONFIG": "/nonexistent", "HOWFAST_STORE": str(tmp_path / "s.db")}
+    out = subprocess.run(
+        [sys.executable, "-m", "howfast", "run", "quick", "--target", "k8s://fast",
+         "--replicas", "1", "--sync", "remote_apply", "--dry-run", "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (target,) = json.loads(out.stdout)["targets"]
+    names = [(o["kind"], o["metadata"]["name"]) for o in target["manifests"]]
+    assert ("Pod", f"{names[0][1]}-standby-1") in names
+    conf = target["manifests"][1]["data"]["postgresql.conf"]
+    assert "synchronous_commit = 'remote_apply'" in conf

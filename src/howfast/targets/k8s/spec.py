@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import parse_qsl, urlsplit
 
 from howfast.errors import UsageError
@@ -54,6 +54,7 @@ class K8sSpec:
     replicas: int = 0  # standby pods streaming from the primary
     sync: str = "off"  # their synchronous-commit level (SYNC_LEVELS); "on" by default
     standby_class: str | None = None  # the standbys' volumes; None: the data volume's kind
+    sync_given: bool = False  # ?sync= or --sync said the level (else "on" by default)
 
     @property
     def standby_volume(self) -> VolumeSpec:
@@ -126,7 +127,23 @@ def parse_target(text: str) -> K8sSpec:
             raise UsageError(f"{text}: wal={wal_class!r} is not a StorageClass name", usage)
         wal = VolumeSpec(wal_class)
     replicas, sync, standby_class = _design(text, query)
-    return K8sSpec(text, data, wal, replicas, sync, standby_class)
+    return K8sSpec(text, data, wal, replicas, sync, standby_class, "sync" in query)
+
+
+def with_run_design(spec: K8sSpec, replicas: int | None, sync: str | None) -> K8sSpec:
+    """The run's --replicas and --sync (or a plan's [design]) under what the target's text
+    says: the text wins, key by key."""
+    said = spec.design_keys()
+    count = spec.replicas if "replicas" in said or replicas is None else replicas
+    level = spec.sync if "sync" in said else sync
+    given = "sync" in said or sync is not None
+    if count == 0:
+        if given and "sync" in said:
+            return spec  # parse_target refused it already unless replicas were given
+        if given:
+            raise UsageError("--sync needs standbys: give --replicas N (N >= 1) or ?replicas=N")
+        return replace(spec, replicas=0, sync="off")
+    return replace(spec, replicas=count, sync=level or "on", sync_given=given)
 
 
 def check_quantity(value: str | None, option: str) -> str | None:

@@ -271,9 +271,9 @@ class K8sPodTarget(Target, HasStorage, HasPods):
                 f"{self.name}: howfast sets synchronous_standby_names from ?replicas= and "
                 "?sync=: drop --set synchronous_standby_names"
             )
-        if "sync=" in self.spec.text and "synchronous_commit" in self.settings:
+        if self.spec.sync_given and "synchronous_commit" in self.settings:
             raise UsageError(
-                f"{self.name}: ?sync={self.spec.sync} sets synchronous_commit: drop one of them"
+                f"{self.name}: sync={self.spec.sync} sets synchronous_commit: drop one of them"
             )
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -472,10 +472,6 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             device["memory_limit_bytes"] = self.options.memory_bytes
         if self.server:
             kube["network"] = net.network_label(self.mode)
-        if self.standby_pods:
-            kube["standbys"] = [
-                standby.record(self.senders.get(standby.name)) for standby in self.standby_pods
-            ]
         device["kubernetes"] = kube
         version: str | None = None
         settings: dict[str, str] = {}
@@ -489,6 +485,9 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             settings=settings,
             device=device,
             location=f"{self.spec.text} (namespace {self.namespace})",
+            standbys=tuple(
+                standby.record(self.senders.get(standby.name)) for standby in self.standby_pods
+            ),
         )
 
 
