@@ -100,11 +100,13 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
 def test_a_standby_that_cannot_copy_the_primary_names_itself_and_leaves_nothing(
     k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """--replicas 1 --set max_wal_senders=0 (the user's settings win over howfast's replication ones):
-    the primary refuses the base backup; the error names standby_1 and quotes pg_basebackup."""
+    """--replicas 1 --set max_wal_senders=0 (the user's settings win over howfast's
+    replication ones): the primary refuses the base backup; the error names standby_1 and
+    quotes pg_basebackup."""
     out = run_howfast(
         host_env, "run", write_plan(tmp_path, PLAN), "--target", "k8s://lab-disk",
-        "--replicas", "1", "--set", "max_wal_senders=0", *lab_images(k8s_lab), "--json", check=False, timeout=240,
+        "--replicas", "1", "--set", "max_wal_senders=0", *lab_images(k8s_lab), "--json",
+        check=False, timeout=240,
     )  # fmt: skip
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
