@@ -281,3 +281,30 @@ def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standby
         "failover with more than one standby is not available yet (the others would have to "
         "follow the new primary): give --replicas 1"
     )
+
+
+def test_nothing_that_acts_on_the_server_may_follow_a_failover_in_its_step(tmp_path: Path):
+    from howfast.targets.replicas.spec import ReplicaSpec
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    one = LocalTarget(tmp_path, install, name="/data/a", replicas=ReplicaSpec(1, "on"))
+    texts = ["2s:restart", "4s:failover", "5s:checkpoint", "6s:crash", "7s:failover"]
+    refused = checks.refusals(one, [parse_event(t) for t in texts])
+    assert refused == [
+        f"/data/a: event {t}: after a failover the old primary is gone and no standby is left: "
+        f"{t.split(':')[1]} cannot follow it in the same step"
+        for t in ("6s:crash", "7s:failover")
+    ]
+
+
+def test_the_old_primary_is_never_started_again_after_a_failover(tmp_path: Path):
+    from howfast.errors import HowfastError
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    target = LocalTarget(tmp_path, install, name="/data/a")
+    target.promoted = "standby_1"  # what fail_over() leaves
+    for act in (target.restart, target.crash, lambda: target.fail_over("standby_1")):
+        with pytest.raises(HowfastError, match="the old primary is never started again"):
+            act()
+    with pytest.raises(HowfastError, match="rebuilding the asked design between steps"):
+        target.restore_design()

@@ -658,6 +658,7 @@ class LocalTarget(
     def restart(self) -> None:
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup; with
         standbys, back once they stream again (their walreceivers retry every 5 s)."""
+        self._refuse_after_failover("restart")
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
         if self.replica_set is not None:
@@ -667,6 +668,7 @@ class LocalTarget(
         """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process
         in the data directory is gone (SIGKILL to the ones that linger), start: the server
         replays its WAL (crash recovery). Same cgroups, same port."""
+        self._refuse_after_failover("crash")
         killed = self._postmaster_pid()
         began = time.monotonic()
         self._stop_postmaster(signal.SIGKILL)
@@ -702,6 +704,7 @@ class LocalTarget(
     def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
         """The primary killed as a failed node, `standby` promoted; howfast's connection is
         the new primary's from then on. Only with a single standby: no other to re-point."""
+        self._refuse_after_failover("fail over")
         members = self.replica_set.members if self.replica_set is not None else []
         member = next((m for m in members if m.name == standby), None)
         if not isinstance(member, LocalStandby) or self.postmaster is None:
@@ -719,6 +722,14 @@ class LocalTarget(
             "processes_gone_s": round(gone - began, 3),
             "promoted_s": round(time.monotonic() - gone, 3),
         }
+
+    def _refuse_after_failover(self, what: str) -> None:
+        """The old primary is never started again (no split brain)."""
+        if self.promoted is not None:
+            raise HowfastError(
+                f"cannot {what} the server: a failover promoted {self.promoted}, and the old "
+                "primary is never started again"
+            )
 
     def restore_design(self) -> None:
         """Not in this version: after a failover the target has a primary without standbys,
