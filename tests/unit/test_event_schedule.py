@@ -132,7 +132,9 @@ def test_a_schedule_never_started_marks_every_event_skipped():
 def test_every_action_of_the_grammar_is_applied_by_a_module_or_refused_with_a_reason():
     assert set(actions()) | set(NOT_YET) == set(ACTIONS)
     assert not set(actions()) & set(NOT_YET)
-    assert set(actions()) == {"checkpoint", "restart", "crash", "exec", "cap-iops", "slow-storage"}
+    assert set(actions()) == {
+        "checkpoint", "restart", "crash", "exec", "cap-iops", "slow-storage", "failover",
+    }  # fmt: skip
 
 
 def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path: Path):
@@ -147,8 +149,12 @@ def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path
     assert "Restartable" in refused[0] and "Crashable" in refused[1]
     (failover,) = checks.refusals(local, [parse_event("5s:failover")])
     assert failover == (
-        "/data/a: event 5s:failover: failover needs standbys to promote (--replicas N), and "
-        "promoting one during a step is not available yet"
+        "/data/a: event 5s:failover: failover needs standbys to promote (--replicas N): this "
+        "target has none"
+    )
+    (dsn_failover,) = checks.refusals(dsn, [parse_event("5s:failover")])
+    assert (
+        "failover needs standbys howfast started" in dsn_failover and "Promotable" in dsn_failover
     )
     (slow,) = checks.refusals(local, [parse_event("5s:slow-storage=5ms")])
     assert slow == (
@@ -255,3 +261,50 @@ def test_a_runs_events_are_refused_once_each_with_the_step_or_the_target_named(t
         "events need a duration: -t steps end when their transactions are done"
     ]
     assert refusals([local, dsn], steps[:1]) == []
+
+
+def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standbys(
+    tmp_path: Path,
+):
+    from howfast.targets.replicas.spec import ReplicaSpec
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    one = LocalTarget(tmp_path, install, name="/data/a", replicas=ReplicaSpec(1, "on"))
+    assert one.promotable_standbys() == ("standby_1",)
+    assert checks.refusals(one, [parse_event("5s:failover")]) == []
+    assert checks.refusals(one, [parse_event("5s:failover=standby_1")]) == []
+    (unknown,) = checks.refusals(one, [parse_event("5s:failover=standby_2")])
+    assert unknown.endswith("there is no standby_2 to promote (the standbys: standby_1)")
+    two = LocalTarget(tmp_path, install, name="/data/b", replicas=ReplicaSpec(2, "on"))
+    (refused,) = checks.refusals(two, [parse_event("5s:failover")])
+    assert refused.endswith(
+        "failover with more than one standby is not available yet (the others would have to "
+        "follow the new primary): give --replicas 1"
+    )
+
+
+def test_nothing_that_acts_on_the_server_may_follow_a_failover_in_its_step(tmp_path: Path):
+    from howfast.targets.replicas.spec import ReplicaSpec
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    one = LocalTarget(tmp_path, install, name="/data/a", replicas=ReplicaSpec(1, "on"))
+    texts = ["2s:restart", "4s:failover", "5s:checkpoint", "6s:crash", "7s:failover"]
+    refused = checks.refusals(one, [parse_event(t) for t in texts])
+    assert refused == [
+        f"/data/a: event {t}: after a failover the old primary is gone and no standby is left: "
+        f"{t.split(':')[1]} cannot follow it in the same step"
+        for t in ("6s:crash", "7s:failover")
+    ]
+
+
+def test_the_old_primary_is_never_started_again_after_a_failover(tmp_path: Path):
+    from howfast.errors import HowfastError
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    target = LocalTarget(tmp_path, install, name="/data/a")
+    target.promoted = "standby_1"  # what fail_over() leaves
+    for act in (target.restart, target.crash, lambda: target.fail_over("standby_1")):
+        with pytest.raises(HowfastError, match="the old primary is never started again"):
+            act()
+    with pytest.raises(HowfastError, match="rebuilding the asked design between steps"):
+        target.restore_design()

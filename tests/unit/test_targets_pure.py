@@ -230,3 +230,23 @@ def test_earlier_leftovers_say_how_to_remove_them(tmp_path: Path):
     caught, _ = refused_while_working_in(data, tmp_path)
     assert f"holds {volume.name} from an earlier run whose howfast is gone" in str(caught.value)
     assert f"pg_ctl -D {data} stop -m fast" in (caught.value.hint or "")
+
+
+def test_a_connection_with_alternates_asks_libpq_for_the_writable_one_among_them_all():
+    from howfast.targets.base import Connection, conninfo_value
+
+    conn = Connection(host="/run/a", port=5433, user="howfast", dbname="postgres",
+                      password="s3cret", alternates=(("/run/my dir", 5434),))  # fmt: skip
+    assert conn.pgbench_args() == [
+        "-U", "howfast",
+        "host='/run/a,/run/my dir' port=5433,5434 target_session_attrs=read-write dbname=postgres",
+    ]  # fmt: skip
+    assert "s3cret" not in " ".join(conn.pgbench_args())  # the password stays in the env
+    kwargs = conn.psycopg_kwargs()
+    assert kwargs["host"] == "/run/a,/run/my dir" and kwargs["port"] == "5433,5434"
+    assert kwargs["target_session_attrs"] == "read-write" and kwargs["password"] == "s3cret"
+    plain = Connection(host="/run/a", port=5433, user="howfast", dbname="postgres")
+    assert plain.pgbench_args() == ["-h", "/run/a", "-p", "5433", "-U", "howfast", "postgres"]
+    assert "target_session_attrs" not in plain.psycopg_kwargs()
+    assert conninfo_value("it's") == "'it\\'s'" and conninfo_value("") == "''"
+    assert conninfo_value("a\\b") == "'a\\\\b'"

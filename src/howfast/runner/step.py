@@ -14,7 +14,7 @@ from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, progress_line
-from howfast.events.step import schedule_for
+from howfast.events.step import schedule_for, step_events
 from howfast.hosts.base import Host
 from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
@@ -25,6 +25,7 @@ from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import SampledPart, TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
+from howfast.targets.capabilities import HasCurrentPrimary
 from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 
@@ -78,13 +79,19 @@ def execute_step(
 
     # Events: applied by their schedule while the load runs, which starts them (AT is time
     # into the load, not into preparation). Without a server there is nothing to apply them to.
-    schedule = (
-        schedule_for(
-            env.target, spec.params, lambda: connection, step_dir / "events", env.cancel, on_event
+    target = env.target
+    schedule = None
+    if connection is not None:
+        given = connection
+        primary: Callable[[], Connection] = lambda: given  # noqa: E731
+        if isinstance(target, HasCurrentPrimary):
+            primary = target.connection_now  # a failover changes it
+            if follows_failover(spec):
+                # The load's connection lists the standbys too: it follows the promoted one.
+                connection = target.client_connection_now(follow=True)
+        schedule = schedule_for(
+            target, spec.params, primary, step_dir / "events", env.cancel, on_event
         )
-        if connection is not None
-        else None
-    )
     ctx = StepContext(
         target=env.target,
         connection=connection,
@@ -120,6 +127,10 @@ def execute_step(
         shutil.rmtree(step_dir, ignore_errors=True)
     outcome = with_sampled(outcome, session.part()).merged(prepared)
     return _with_loaded_data(spec, outcome, env.previous)
+
+
+def follows_failover(spec: StepSpec) -> bool:
+    return any(e.action == "failover" for e in step_events(spec.params))
 
 
 def with_sampled(outcome: StepOutcome, part: SampledPart | None) -> StepOutcome:

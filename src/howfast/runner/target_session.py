@@ -19,6 +19,7 @@ from howfast.runner.step import (
     StepEnvironment,
     execute_step,
     expected,
+    follows_failover,
     store_step,
     unloaded_reason,
 )
@@ -28,6 +29,7 @@ from howfast.targets.capabilities import (
     AppliesStepSettings,
     HasServerLog,
     Keepable,
+    Promotable,
     keeps_own_settings,
 )
 from howfast.targets.leftovers.marks import write_owner
@@ -64,6 +66,9 @@ class TargetSession:
         self.sampling: TargetSampling | None = None
         self.work_root: Path | None = None
         self.ran = 0  # steps run, for their work directories' names
+        # Why the later steps cannot measure the design asked (a failover that could not be
+        # undone): they are skipped with it.
+        self.design_lost: str | None = None
 
     def _ref(self, spec: StepSpec, index: int, total: int) -> StepRef:
         label = get_workload(spec.workload).label(spec.params)
@@ -115,7 +120,7 @@ class TargetSession:
             outcome = StepOutcome(status="failed", error=self.start_error or "not started")
             return store_step(env, spec, ref, outcome, started)
         env.observer.step_started(ref, expected(spec))
-        unloaded = unloaded_reason(spec, env.previous, env.numbers)
+        unloaded = unloaded_reason(spec, env.previous, env.numbers) or self.design_lost
         if unloaded is not None:  # skipped, not failed: the failure is the load's
             return store_step(
                 env, spec, ref, StepOutcome(status="skipped", error=unloaded), started
@@ -142,7 +147,20 @@ class TargetSession:
             self.failed += 1
             if workload.needs_server:  # a failed fio probe owes nothing to the server
                 outcome = outcome.with_error(self._with_server_log(outcome.error))
-        return store_step(env, spec, ref, outcome, started)
+        record = store_step(env, spec, ref, outcome, started)
+        self._restore_design(spec)
+        return record
+
+    def _restore_design(self, spec: StepSpec) -> None:
+        """After a step with a failover, the design asked back for the next steps (unmeasured),
+        or the reason why not, which the next steps are skipped with."""
+        target = self.env.target
+        if not follows_failover(spec) or not isinstance(target, Promotable):
+            return
+        try:
+            target.restore_design()
+        except HowfastError as exc:
+            self.design_lost = f"not run: {exc}"
 
     def close(self) -> None:
         """Put back the plan's settings and stop the target; safe to call at any point."""

@@ -64,10 +64,29 @@ class Connection:
     dbname: str
     password: str | None = field(default=None, repr=False)
     options: dict[str, str] = field(default_factory=dict)  # other libpq keywords (sslmode...)
+    # (issue 29) Other servers to try after this one, in order (host, port): a load that
+    # follows a failover asks libpq for the first that accepts writes among them all.
+    alternates: tuple[tuple[str, int], ...] = ()
 
     def pgbench_args(self) -> list[str]:
-        """Connection arguments for pgbench/psql; the password is not among them."""
+        """Connection arguments for pgbench/psql; the password is not among them. With
+        alternates, a conninfo string in the database's place (pgbench expands it)."""
+        if self.alternates:
+            return ["-U", self.user, self.conninfo()]
         return ["-h", self.host, "-p", str(self.port), "-U", self.user, self.dbname]
+
+    def _multi_host(self) -> dict[str, str]:
+        servers = [(self.host, self.port), *self.alternates]
+        return {
+            "host": ",".join(h for h, _ in servers),
+            "port": ",".join(str(p) for _, p in servers),
+            "target_session_attrs": "read-write",
+        }
+
+    def conninfo(self) -> str:
+        """The multi-host conninfo string of a connection with alternates (no password)."""
+        keywords = {**self._multi_host(), "dbname": self.dbname}
+        return " ".join(f"{k}={conninfo_value(v)}" for k, v in keywords.items())
 
     def client_env(self) -> dict[str, str]:
         """Environment variables for libpq clients: PGPASSWORD and PGSSLMODE-style options."""
@@ -91,9 +110,18 @@ class Connection:
             "dbname": self.dbname,
             **self.options,
         }
+        if self.alternates:
+            kwargs.update(self._multi_host())
         if self.password is not None:
             kwargs["password"] = self.password
         return kwargs
+
+
+def conninfo_value(value: str) -> str:
+    """A value of a libpq conninfo string, quoted when it has to be."""
+    if value and not any(c in value for c in " '\\\t\n"):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)

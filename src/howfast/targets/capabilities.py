@@ -227,6 +227,10 @@ class HasStandbys(Protocol):
 class Promotable(Protocol):
     """(issues 28, 29) A primary with standbys that can fail over to one of them."""
 
+    def promotable_standbys(self) -> tuple[str, ...]:
+        """The standbys it has or will have at start, by name ("standby_1"...): known before
+        start, for the checks before a run."""
+
     def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
         """Kill the primary, promote `standby`, re-point the others; the facts of it."""
 

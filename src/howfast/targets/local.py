@@ -9,6 +9,7 @@ being measured.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import secrets
@@ -34,6 +35,7 @@ from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, T
 from howfast.targets.capabilities import (
     AppliesStepSettings,
     Crashable,
+    HasCurrentPrimary,
     HasLocalServer,
     HasServerIdentity,
     HasServerLog,
@@ -42,6 +44,7 @@ from howfast.targets.capabilities import (
     HoldsDirectoryLock,
     IoCappable,
     Keepable,
+    Promotable,
     Restartable,
     ServerIdentity,
     StandbyMember,
@@ -52,6 +55,7 @@ from howfast.targets.iocap import IopsCap
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
 from howfast.targets.local_server import conf_line, free_port, processes_in, runtime_base
 from howfast.targets.osuser import OsUser, check_reachable, current_user, server_user
+from howfast.targets.replicas import failover
 from howfast.targets.replicas.builders import primary_replication_settings, slot_keep_bytes
 from howfast.targets.replicas.local import LocalStandby, StandbyStorage
 from howfast.targets.replicas.set import ReplicaSet
@@ -136,6 +140,8 @@ class LocalTarget(
     Keepable,
     IoCappable,
     HasStandbys,
+    HasCurrentPrimary,
+    Promotable,
 ):
     kind = "local"
 
@@ -198,6 +204,7 @@ class LocalTarget(
         self.replica_set: ReplicaSet | None = None
         self._standby_locked: set[Path] = set()
         self._iops_cap: IopsCap | None = None  # cap-iops events, on the accounting cgroup
+        self.promoted: str | None = None  # the standby a failover made the primary
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -651,6 +658,7 @@ class LocalTarget(
     def restart(self) -> None:
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup; with
         standbys, back once they stream again (their walreceivers retry every 5 s)."""
+        self._refuse_after_failover("restart")
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
         if self.replica_set is not None:
@@ -660,6 +668,7 @@ class LocalTarget(
         """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process
         in the data directory is gone (SIGKILL to the ones that linger), start: the server
         replays its WAL (crash recovery). Same cgroups, same port."""
+        self._refuse_after_failover("crash")
         killed = self._postmaster_pid()
         began = time.monotonic()
         self._stop_postmaster(signal.SIGKILL)
@@ -670,6 +679,66 @@ class LocalTarget(
             "processes_gone_s": round(gone - began, 3),
             "started_s": round(time.monotonic() - gone, 3),
         }
+
+    # -- failover (issue 29: targets/replicas/failover.py) ------------------------------------
+    def promotable_standbys(self) -> tuple[str, ...]:
+        return self.replicas.names if self.replicas is not None else ()
+
+    def connection_now(self) -> Connection:
+        assert self.connection is not None
+        return self.connection
+
+    def client_connection_now(self, follow: bool = False) -> Connection:
+        """With `follow`, the standbys' sockets after the primary's: libpq takes the first
+        that accepts writes, the promoted standby after a failover."""
+        conn = self.connection_now()
+        if not follow or self.replica_set is None:
+            return conn
+        others = tuple(
+            (str(m.run_dir), m.port)
+            for m in self.replica_set.members
+            if isinstance(m, LocalStandby) and m.connection is not None
+        )
+        return dataclasses.replace(conn, alternates=others)
+
+    def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
+        """The primary killed as a failed node, `standby` promoted; howfast's connection is
+        the new primary's from then on. Only with a single standby: no other to re-point."""
+        self._refuse_after_failover("fail over")
+        members = self.replica_set.members if self.replica_set is not None else []
+        member = next((m for m in members if m.name == standby), None)
+        if not isinstance(member, LocalStandby) or self.postmaster is None:
+            raise HowfastError(f"no standby {standby} to promote")
+        killed = self._postmaster_pid()
+        began = time.monotonic()
+        failover.kill_all(self.postmaster, self.data_dir)
+        gone = time.monotonic()
+        self.connection = failover.promote(member)
+        self.promoted = member.name
+        return {
+            "killed_pid": killed,
+            "promoted": member.name,
+            "promoted_pid": member.postmaster.pid if member.postmaster else None,
+            "processes_gone_s": round(gone - began, 3),
+            "promoted_s": round(time.monotonic() - gone, 3),
+        }
+
+    def _refuse_after_failover(self, what: str) -> None:
+        """The old primary is never started again (no split brain)."""
+        if self.promoted is not None:
+            raise HowfastError(
+                f"cannot {what} the server: a failover promoted {self.promoted}, and the old "
+                "primary is never started again"
+            )
+
+    def restore_design(self) -> None:
+        """Not in this version: after a failover the target has a primary without standbys,
+        so its later steps would not measure the design asked. They are skipped with this."""
+        if self.promoted is not None:
+            raise HowfastError(
+                f"a failover promoted {self.promoted}: this target now has no standby, and "
+                "rebuilding the asked design between steps is not available yet"
+            )
 
     def server_identity(self) -> ServerIdentity:
         """The postmaster's pid (held here) and its start time (asked over SQL: None when

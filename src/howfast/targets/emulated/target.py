@@ -31,6 +31,7 @@ from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
     Crashable,
+    HasCurrentPrimary,
     HasLocalServer,
     HasServerIdentity,
     HasServerLog,
@@ -38,6 +39,7 @@ from howfast.targets.capabilities import (
     HasStorage,
     HoldsDirectoryLock,
     IoCappable,
+    Promotable,
     Restartable,
     ServerIdentity,
     StandbyMember,
@@ -96,6 +98,8 @@ class EmulatedTarget(
     AppliesStepSettings,
     HoldsDirectoryLock,
     HasStandbys,
+    HasCurrentPrimary,
+    Promotable,
 ):
     kind = "local"
 
@@ -294,6 +298,22 @@ class EmulatedTarget(
 
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()
+
+    # failover: the server's, on the inner target (its standbys)
+    def promotable_standbys(self) -> tuple[str, ...]:
+        return self.inner.promotable_standbys()
+
+    def connection_now(self) -> Connection:
+        return self.inner.connection_now()
+
+    def client_connection_now(self, follow: bool = False) -> Connection:
+        return self.inner.client_connection_now(follow)
+
+    def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
+        return self.inner.fail_over(standby)
+
+    def restore_design(self) -> None:
+        self.inner.restore_design()
 
     def restart(self) -> None:
         self.inner.restart()

@@ -1,0 +1,93 @@
+"""failover[=STANDBY]: the primary dies like a failed node and a standby (the first by default)
+is promoted; the load follows it (its connection lists every server, libpq takes the one that
+accepts writes). Verified by the new primary out of recovery on a later timeline, the old
+postmaster gone."""
+
+from __future__ import annotations
+
+import os
+
+from howfast.errors import HowfastError
+from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.eventspec import EventSpec
+from howfast.model import JSONValue
+from howfast.targets.base import Target
+from howfast.targets.capabilities import HasCurrentPrimary, Promotable
+from howfast.targets.replicas import failover
+
+
+def standby_of(target: Target, spec: EventSpec) -> str | None:
+    names = target.promotable_standbys() if isinstance(target, Promotable) else ()
+    if spec.arg is not None:
+        return spec.arg if spec.arg in names else None
+    return names[0] if names else None
+
+
+class Failover(EventAction):
+    name = "failover"
+    needs = "standbys howfast started on this machine (a directory or an emulated volume)"
+    requires = (Promotable, HasCurrentPrimary)
+
+    def refusal(self, target: Target, spec: EventSpec) -> str | None:
+        assert isinstance(target, Promotable)
+        names = target.promotable_standbys()
+        if not names:
+            return "failover needs standbys to promote (--replicas N): this target has none"
+        if len(names) > 1:
+            return (
+                "failover with more than one standby is not available yet (the others would "
+                "have to follow the new primary): give --replicas 1"
+            )
+        if standby_of(target, spec) is None:
+            return f"there is no {spec.arg} to promote (the standbys: {', '.join(names)})"
+        return None
+
+    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+        target = ctx.target
+        assert isinstance(target, Promotable) and isinstance(target, HasCurrentPrimary)
+        standby = standby_of(target, spec)
+        if standby is None:
+            raise HowfastError(f"no standby {spec.arg} to promote")
+        before = failover.primary_state(target.connection_now())
+        applied = ctx.now()
+        facts = target.fail_over(standby)
+        back = ctx.now()
+        return Applied(applied, back, facts=facts, before={"timeline": before[1]})
+
+    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
+        target = ctx.target
+        assert isinstance(target, HasCurrentPrimary)
+        in_recovery, timeline = failover.primary_state(target.connection_now())
+        killed = applied.facts.get("killed_pid")
+        evidence: dict[str, JSONValue] = {
+            "promoted": applied.facts.get("promoted"),
+            "in_recovery_after": in_recovery,
+            "timeline_before": _int(applied.before.get("timeline")),
+            "timeline_after": timeline,
+            "old_primary_gone": isinstance(killed, int) and not _running(killed),
+        }
+        before = applied.before.get("timeline")
+        if in_recovery:
+            return Verified(False, evidence, "the promoted standby is still in recovery")
+        if not isinstance(before, int) or timeline <= before:
+            return Verified(False, evidence, f"the timeline did not grow ({before} → {timeline})")
+        if not evidence["old_primary_gone"]:
+            return Verified(False, evidence, f"the old primary (pid {killed}) still runs")
+        return Verified(True, evidence)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+ACTION = Failover()

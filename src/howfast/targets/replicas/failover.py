@@ -1,0 +1,80 @@
+"""A failover on this machine (issue 29, docs/events.md): the primary dies like a failed node
+(SIGKILL of its postmaster and of every process in its data directory at once: a dead node
+sends no more WAL), then a standby is promoted with `pg_ctl promote -w`, as the server's OS
+user. The old primary is never started again as a server (no split brain): its directory is
+removed with the target at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from howfast.errors import HowfastError
+from howfast.targets import pgquery
+from howfast.targets.base import Connection
+from howfast.targets.local_server import processes_in
+from howfast.targets.replicas.local import LocalStandby
+
+PROMOTE_TIMEOUT_S = 60
+GONE_TIMEOUT_S = 10
+# The promoted server has no standby: a commit must not wait for one.
+ASYNC_SQL = ("ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
+TIMELINE_SQL = "SELECT pg_is_in_recovery(), substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)"
+
+
+def kill_all(postmaster: subprocess.Popen[bytes], data_dir: Path) -> None:
+    """SIGKILL the postmaster and every process working in its data directory, then wait
+    until they are all gone."""
+    for pid in [postmaster.pid, *processes_in(data_dir)]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        postmaster.wait(timeout=GONE_TIMEOUT_S)
+    deadline = time.monotonic() + GONE_TIMEOUT_S
+    while processes_in(data_dir) and time.monotonic() < deadline:
+        for pid in processes_in(data_dir):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def promote(standby: LocalStandby) -> Connection:
+    """`pg_ctl promote -w` as the server's OS user; back once the standby accepts writes,
+    with no synchronous standby to wait for. HowfastError with pg_ctl's words otherwise."""
+    if standby.connection is None or not standby.alive():
+        raise HowfastError(f"{standby.name} is not running: it cannot be promoted")
+    program = str(standby.install.program("pg_ctl") or "pg_ctl")
+    argv = [program, "promote", "-w", "-t", str(PROMOTE_TIMEOUT_S), "-D", str(standby.data_dir)]
+    out = subprocess.run(  # type: ignore[call-overload]
+        argv,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        timeout=PROMOTE_TIMEOUT_S + 10,
+        **standby.user.subprocess_kwargs(),
+    )
+    if out.returncode != 0:
+        said = (out.stderr or out.stdout).strip().splitlines()[-1:]
+        raise HowfastError(
+            f"promoting {standby.name} failed (pg_ctl exit {out.returncode}): "
+            f"{said[0] if said else 'no output'}"
+        )
+    with pgquery.connect(standby.connection, timeout_s=10) as db:
+        for statement in ASYNC_SQL:
+            db.execute(statement)
+    return standby.connection
+
+
+def primary_state(conn: Connection) -> tuple[bool, int]:
+    """(in recovery, timeline of the WAL written now) of the server at `conn`."""
+    with pgquery.connect(conn, timeout_s=10) as db:
+        row = db.execute(TIMELINE_SQL).fetchone()
+    assert row is not None
+    return bool(row[0]), int(str(row[1]), 16)
