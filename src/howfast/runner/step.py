@@ -25,6 +25,7 @@ from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import SampledPart, TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
+from howfast.targets.capabilities import HasClient
 from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 
@@ -54,6 +55,18 @@ class StepEnvironment:
 
 def expected(spec: StepSpec) -> float | None:
     return expected_seconds(spec.workload, spec.params)
+
+
+def client_connection(
+    target: Target, workload: str, connection: Connection | None
+) -> Connection | None:
+    """The connection a client-side workload (pgbench) uses: the target's client placement
+    (--client tcp: over 127.0.0.1) when it has one; howfast's own stays on `connection`."""
+    if connection is None or not registry.plugin(workload).client_side:
+        return connection
+    if isinstance(target, HasClient):
+        return target.client().connection
+    return connection
 
 
 def execute_step(
@@ -87,7 +100,7 @@ def execute_step(
     )
     ctx = StepContext(
         target=env.target,
-        connection=connection,
+        connection=client_connection(env.target, spec.workload, connection),
         install=env.install,
         work_dir=step_dir,
         host=env.host,

@@ -30,7 +30,9 @@ from howfast.model import JSONValue, TargetRecord
 from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    ClientPlacement,
     Crashable,
+    HasClient,
     HasLocalServer,
     HasServerIdentity,
     HasServerLog,
@@ -57,7 +59,7 @@ from howfast.targets.emulated.build import (
 from howfast.targets.emulated.measure import flush_latency_ms
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
 from howfast.targets.leftovers.marks import write_owner
-from howfast.targets.local import LocalTarget, check_earlier_clusters
+from howfast.targets.local import LocalClient, LocalTarget, check_earlier_clusters
 from howfast.targets.local_server import runtime_base
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.replicas.local import StandbyStorage
@@ -96,6 +98,7 @@ class EmulatedTarget(
     AppliesStepSettings,
     HoldsDirectoryLock,
     HasStandbys,
+    HasClient,
 ):
     kind = "local"
 
@@ -112,6 +115,7 @@ class EmulatedTarget(
         memory_limit: int | None = None,
         replicas: ReplicaSpec | None = None,
         standby_storage: Callable[[Path], StandbyStorage] | None = None,
+        client: LocalClient = "socket",
     ) -> None:
         self.directory = directory.absolute()
         self.install = install
@@ -133,6 +137,7 @@ class EmulatedTarget(
             replicas=replicas,
             standby_storage=standby_storage,
             standby_volume_root=self.directory,  # beside this volume, not on it
+            client=client,
         )
         self.keep = keep
         self.warnings: list[str] = []
@@ -291,6 +296,9 @@ class EmulatedTarget(
 
     def standbys(self) -> Sequence[StandbyMember]:
         return self.inner.standbys()
+
+    def client(self) -> ClientPlacement:
+        return self.inner.client()
 
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()

@@ -118,7 +118,9 @@ class PgbenchWorkload(Workload):
 
     def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         """Before the samplers start: the log's sampling rate, from the offered rate or an
-        earlier step of the same test, else from a short calibration run (unmeasured)."""
+        earlier step of the same test, else from a short calibration run (unmeasured); first,
+        the round-trip probe (rtt.py)."""
+        probed = _probe_round_trip(ctx)
         try:
             offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
         except ValueError:
@@ -135,7 +137,7 @@ class PgbenchWorkload(Workload):
             tps = parse.parse_run(result.stdout + "\n" + result.stderr).tps
             log_plan = logsampling.plan_from_calibration(tps if result.returncode == 0 else None)
         self._log_plans[ctx.work_dir] = log_plan
-        return _probe_round_trip(ctx)
+        return probed
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         try:
