@@ -187,7 +187,7 @@ def run_howfast(
 
 def leftovers(kube: Kube) -> dict[str, list[str]]:
     found = {}
-    for kind in ("pod", "pvc", "configmap", "secret"):
+    for kind in ("pod", "pvc", "configmap", "service", "networkpolicy", "secret"):
         items = kube.get(kind, "-A", "-l", LABEL)["items"]
         found[kind] = [i["metadata"]["name"] for i in items]
     found["pv"] = [i["metadata"]["name"] for i in kube.get("pv")["items"]]

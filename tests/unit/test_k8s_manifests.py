@@ -43,8 +43,13 @@ def test_every_object_is_labelled_and_owned_by_the_secret() -> None:
         "Secret", "ConfigMap", "PersistentVolumeClaim", "PersistentVolumeClaim", "Pod",
     ]  # fmt: skip
     for obj in objects:
-        assert obj["metadata"]["labels"] == {m.MANAGED_BY: "howfast", m.RUN_LABEL: "abc123"}
+        labels = obj["metadata"]["labels"]
+        assert {k: labels[k] for k in (m.MANAGED_BY, m.RUN_LABEL)} == {
+            m.MANAGED_BY: "howfast",
+            m.RUN_LABEL: "abc123",
+        }
         assert obj["metadata"]["namespace"] == "bench"
+    assert objects[-1]["metadata"]["labels"]["howfast.dev/role"] == "primary"
     for obj in objects[1:]:
         (ref,) = obj["metadata"]["ownerReferences"]
         assert ref["kind"] == "Secret" and ref["name"] == "howfast-abc123"

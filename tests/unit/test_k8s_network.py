@@ -3,6 +3,7 @@ NetworkPolicy of a real cluster, the lab-only host network, and what each server
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -86,7 +87,8 @@ def _pods(mode: net.NetworkMode) -> dict[str, dict[str, Any]]:
     primary_address = net.addresses(run.name, mode, 1, {"primary": 41000})["primary"]
     standby = sm.StandbyPlan(run, 1, mode, primary_address, host_port=41001)
     return {
-        "primary": net.place_pod(m.pod(run, OWNER), mode, "primary", hostname="primary"),
+        # manifests.pod places it when other pods dial it
+        "primary": m.pod(replace(run, network=mode, remote_clients=True), OWNER),
         "standby": sm.pod(standby, OWNER),
         "client": cm.client_pod(run, mode, OWNER),
     }
@@ -112,7 +114,7 @@ def test_the_service_names_the_servers_and_the_policy_admits_the_runs_pods_only(
     for role in ("client", "standby"):
         assert _matches(source["podSelector"]["matchLabels"], labels[role])
     assert not _matches(source["podSelector"]["matchLabels"], {m.RUN_LABEL: "other-run"})
-    assert rule["ports"] == [{"protocol": "TCP", "port": net.SERVER_PORT}]
+    assert "ports" not in rule  # the primary's port is the run's: any port of the servers
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     for obj in (service, policy):  # found by cleanup, removed with the owner
         assert _matches(m.labels("abc123"), obj["metadata"]["labels"])
@@ -136,7 +138,7 @@ def test_pod_mode_keeps_every_pod_off_the_host_network() -> None:
 
 
 def test_place_pod_copies_and_needs_a_servers_hostname() -> None:
-    original = m.pod(_run(), OWNER)
+    original = m.pod(replace(_run(), server=False), OWNER)  # a probe's pod: not placed
     placed = net.place_pod(original, "host", "primary")
     assert "hostNetwork" not in original["spec"] and placed["spec"]["hostNetwork"] is True
     assert net.ROLE_LABEL not in original["metadata"]["labels"]
@@ -159,7 +161,7 @@ def test_the_shape_checks_catch_mistakes() -> None:
     service["spec"]["publishNotReadyAdresses"] = True
     assert "publishNotReadyAdresses" in (model_problem(service) or "")
     policy = net.network_policy("abc123", "bench", OWNER)
-    policy["spec"]["ingress"][0]["ports"][0]["protocol"] = 6
+    policy["spec"]["ingress"][0]["from"][0]["podSelector"] = 6
     assert model_problem(policy) is not None
     pod = _pods("pod")["client"]
     del pod["spec"]["containers"][0]["name"]

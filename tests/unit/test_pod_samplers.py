@@ -429,3 +429,11 @@ def test_a_server_sampler_whose_exec_says_nothing_gives_its_exit_status() -> Non
         "sampler serverio could not start: cannot read the server container's counters: "
         "the exec exited with status 137 and printed nothing"
     ]
+
+
+def test_pod_host_names_a_filesystem_as_this_machine_does(tmp_path: Path) -> None:
+    """From the mount's type in mountinfo, not `stat -f` (which says "ext2/ext3" of ext4:
+    seen in the lab's target records)."""
+    host, _ = pod_host()
+    assert host.fstype(tmp_path) == LocalHost().fstype(tmp_path)
+    assert host.fstype(tmp_path) != "ext2/ext3"

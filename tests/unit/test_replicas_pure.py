@@ -214,7 +214,9 @@ INSTALL = PgInstall(Path("/usr/lib/postgresql/15/bin"), "15.18", "test")
 @pytest.mark.parametrize(
     ("text", "design", "said"),
     [
-        ("k8s://fast", DesignOptions(replicas=1), "--replicas: not for k8s://fast (a k8s://"),
+        # k8s takes --replicas and --sync (E2); not a standby directory
+        ("k8s://fast", DesignOptions(standby_dirs=(Path("/x"),)),
+         "--standby-dir: not for k8s://fast (a k8s://"),
         ("postgresql://u:pw@db/app", DesignOptions(replicas=1),
          "postgresql://u:***@db/app: howfast does not add standbys to a server it did not create"),
         ("postgresql://db/app", DesignOptions(sync="on"), "--sync: not for postgresql://db/app"),

@@ -289,7 +289,15 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
         "fleet member": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
-        "k8s": ["HasStorage", "HasServerLog", "Restartable", "AppliesStepSettings", "HasPods"],
+        # HasClient: same-pod (the server's pod) until a client pod is asked (issue 28)
+        "k8s": [
+            "HasStorage",
+            "HasServerLog",
+            "Restartable",
+            "AppliesStepSettings",
+            "HasPods",
+            "HasClient",
+        ],
         "k8s volume": ["HasStorage", "HasPods"],
         "k8s fleet member": [
             "HasStorage",
@@ -297,6 +305,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             "Restartable",
             "AppliesStepSettings",
             "HasPods",
+            "HasClient",
         ],
     }
 

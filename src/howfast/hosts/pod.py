@@ -48,6 +48,7 @@ from howfast.machine.devices import (
     parse_block_links,
     roles_from_mounts,
 )
+from howfast.machine.fsinfo import mount_for, parse_mountinfo
 from howfast.machine.memory import MemoryBasis
 from howfast.machine.podread import ServerReading
 
@@ -432,8 +433,16 @@ class PodHost(Host):
         return available * block if out.returncode == 0 else None
 
     def fstype(self, path: Path) -> str | None:
+        """The type of the mount holding `path`, from the container's mountinfo (as this
+        machine's is read); `stat -f` only when that cannot be read: it names the
+        superblock's magic number, which ext2, ext3 and ext4 share ("ext2/ext3")."""
+        out = self._sh("cat /proc/self/mountinfo")
+        if out.returncode == 0:
+            mount = mount_for(Path(path), parse_mountinfo(out.stdout))
+            if mount is not None:
+                return mount.fstype
         out = self._sh(f"stat -f -c %T {shlex.quote(str(path))}")
-        return out.stdout.strip() or None if out.returncode == 0 else None
+        return (out.stdout.strip() or None) if out.returncode == 0 else None
 
     def direct_io_refused(self, directory: Path) -> bool:
         probe = shlex.quote(str(directory / ".howfast-direct-io-probe"))

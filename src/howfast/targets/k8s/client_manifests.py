@@ -20,7 +20,7 @@ from howfast.model import JSONValue
 from howfast.targets.base import Connection
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
-from howfast.targets.k8s.standby_manifests import container_security, pod_security
+from howfast.targets.k8s.manifests import container_security, pod_security
 
 Placement = Literal["pod", "same-pod"]
 DATABASE = "postgres"

@@ -95,6 +95,7 @@ class Cluster:
         _bound_requests(self.api_client)
         self.core = k8s.client.CoreV1Api(self.api_client)
         self.storage = k8s.client.StorageV1Api(self.api_client)
+        self.networking = k8s.client.NetworkingV1Api(self.api_client)
         self.context = context
         self.host = str(self.api_client.configuration.host)
 
@@ -147,6 +148,18 @@ class Cluster:
             raise self._error(exc, f"reading namespace {namespace}") from None
         return True
 
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """The namespace's labels ({} when it cannot be read: admission will tell)."""
+        try:
+            found = self.core.read_namespace(namespace)
+        except self.k8s.client.exceptions.ApiException:
+            return {}
+        return {str(k): str(v) for k, v in (found.metadata.labels or {}).items()}
+
+    def node_names(self) -> list[str]:
+        found = self.call("listing nodes", self.core.list_node)
+        return sorted(str(node.metadata.name) for node in found.items)
+
     def storage_class(self, name: str) -> dict[str, Any] | None:
         try:
             return self.plain(self.storage.read_storage_class(name))
@@ -167,6 +180,7 @@ class Cluster:
             "PersistentVolumeClaim": self.core.read_namespaced_persistent_volume_claim,
             "PersistentVolume": self.core.read_persistent_volume,
             "Node": self.core.read_node,
+            "ConfigMap": self.core.read_namespaced_config_map,
         }
         args = (name, namespace) if namespace else (name,)
         try:
@@ -232,6 +246,8 @@ class Cluster:
             "ConfigMap": self.core.create_namespaced_config_map,
             "PersistentVolumeClaim": self.core.create_namespaced_persistent_volume_claim,
             "Pod": self.core.create_namespaced_pod,
+            "Service": self.core.create_namespaced_service,
+            "NetworkPolicy": self.networking.create_namespaced_network_policy,
         }
         kwargs = {"dry_run": "All"} if dry_run else {}
         created = self.call(
@@ -243,7 +259,8 @@ class Cluster:
         )
         return self.plain(created)
 
-    LISTED = ("Pod", "PersistentVolumeClaim", "ConfigMap", "Secret")
+    LISTED = ("Pod", "PersistentVolumeClaim", "ConfigMap", "Service", "NetworkPolicy", "Secret")
+    OWNED_ONLY = ("Service", "NetworkPolicy")
 
     def list_labelled(self, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
         """Every object of the kinds howfast creates that carries the labels, pods first."""
@@ -253,14 +270,30 @@ class Cluster:
                 "Pod": "pod",
                 "PersistentVolumeClaim": "persistent_volume_claim",
                 "ConfigMap": "config_map",
+                "Service": "service",
+                "NetworkPolicy": "network_policy",
                 "Secret": "secret",
             }[kind]
+            api = self.networking if kind == "NetworkPolicy" else self.core
             if namespace is None:
-                fn = getattr(self.core, f"list_{snake}_for_all_namespaces")
-                found = self.call(f"listing {kind}s", fn, label_selector=label_selector)
+                fn = getattr(api, f"list_{snake}_for_all_namespaces")
+                args: tuple[Any, ...] = ()
             else:
-                fn = getattr(self.core, f"list_namespaced_{snake}")
-                found = self.call(f"listing {kind}s", fn, namespace, label_selector=label_selector)
+                fn = getattr(api, f"list_namespaced_{snake}")
+                args = (namespace,)
+            try:
+                found = fn(*args, label_selector=label_selector)
+            except self.k8s.client.exceptions.ApiException as exc:
+                # Services and NetworkPolicies (pod-mode standbys and client pods) are owned
+                # by the run's Secret: a Role older than them may not list them, and the
+                # garbage collector removes them with the Secret anyway.
+                if exc.status == 403 and kind in self.OWNED_ONLY:
+                    continue
+                raise self._error(exc, f"listing {kind}s") from None
+            except Exception as exc:
+                raise HowfastError(
+                    f"listing {kind}s: cannot reach the API server {self.host}: {exc}"
+                ) from None
             for item in found.items:
                 obj = self.plain(item)
                 obj["kind"] = kind
@@ -275,6 +308,8 @@ class Cluster:
             "ConfigMap": self.core.delete_namespaced_config_map,
             "PersistentVolumeClaim": self.core.delete_namespaced_persistent_volume_claim,
             "Pod": self.core.delete_namespaced_pod,
+            "Service": self.core.delete_namespaced_service,
+            "NetworkPolicy": self.networking.delete_namespaced_network_policy,
         }
         kwargs: dict[str, Any] = {"propagation_policy": "Background"}
         if grace_s is not None:
@@ -308,6 +343,12 @@ class Cluster:
             left = self._wait_gone(namespace, kind, label, deadline)
             if left:
                 warnings.append(f"{kind}s still being deleted: {', '.join(left)}")
+        # A claim bound while it was being deleted (Ctrl-C while a volume is provisioned:
+        # seen in the lab) had no volume name when listed; its volume names it.
+        claims = {
+            str(o["metadata"]["name"]) for o in objects if o["kind"] == "PersistentVolumeClaim"
+        }
+        volumes += [v for v in self.volumes_of(namespace, claims) if v not in volumes]
         for volume in volumes:
             pv = self.read("PersistentVolume", volume)
             if pv is None:
@@ -322,6 +363,22 @@ class Cluster:
                     f"delete it (and its data) with `kubectl delete pv {volume}`"
                 )
         return warnings
+
+    def volumes_of(self, namespace: str, claims: set[str]) -> list[str]:
+        """The PersistentVolumes bound to these claims of the namespace ([] when PVs cannot
+        be listed)."""
+        if not claims:
+            return []
+        try:
+            found = self.core.list_persistent_volume()
+        except Exception:
+            return []
+        out = []
+        for pv in found.items:
+            ref = pv.spec.claim_ref if pv.spec else None
+            if ref is not None and ref.namespace == namespace and ref.name in claims:
+                out.append(str(pv.metadata.name))
+        return out
 
     def _wait_gone(self, namespace: str, kind: str, label: str, deadline: float) -> list[str]:
         lister = {
@@ -687,6 +744,15 @@ class PortForward:
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
         return listener
+
+    @staticmethod
+    def free_port() -> int:
+        """A loopback port free now (host mode: a server's port on this machine; the lab's
+        nodes are this machine). Another process may take it before the server binds it:
+        that server then fails to start, and its log says why."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return int(probe.getsockname()[1])
 
     def start(self) -> None:
         self._thread.start()

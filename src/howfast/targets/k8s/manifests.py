@@ -23,16 +23,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from howfast.targets.k8s.spec import K8sOptions, K8sSpec, VolumeSpec, kube_quantity_bytes
+from howfast.targets.k8s import network as net
+from howfast.targets.k8s.names import CONFIG_MOUNT as CONFIG_MOUNT
+from howfast.targets.k8s.names import MANAGED_BY as MANAGED_BY
+from howfast.targets.k8s.names import MANAGER as MANAGER
+from howfast.targets.k8s.names import RUN_LABEL as RUN_LABEL
+from howfast.targets.k8s.names import SUPERUSER as SUPERUSER
+from howfast.targets.k8s.names import labels as labels
+from howfast.targets.k8s.spec import (
+    K8sOptions,
+    K8sSpec,
+    VolumeSpec,
+    kube_quantity_bytes,
+    parse_quantity_bytes,
+)
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-MANAGER = "howfast"
-RUN_LABEL = "howfast.dev/run"
 TARGET_ANNOTATION = "howfast.dev/target"
 WRITER_ANNOTATION = "howfast.dev/writer"  # the howfast process: host, boot id, PID (liveness)
 
 PG_UID = 999  # the postgres user of the official image (and of deploy/Dockerfile's)
-SUPERUSER = "howfast"
 PASSWORD_KEY = "password"
 
 MOUNT_ROOT = "/howfast"
@@ -40,7 +49,6 @@ DATA_MOUNT = f"{MOUNT_ROOT}/data"
 WAL_MOUNT = f"{MOUNT_ROOT}/wal"
 RUN_MOUNT = f"{MOUNT_ROOT}/run"  # the socket, the server log: memory, not the storage under test
 WORK_MOUNT = f"{MOUNT_ROOT}/work"  # the tools' work directories: memory too
-CONFIG_MOUNT = "/etc/howfast"
 PGDATA = f"{DATA_MOUNT}/pgdata"
 WAL_DIR = f"{WAL_MOUNT}/pg_wal"
 SCRATCH = f"{DATA_MOUNT}/scratch"  # fio's and pg_test_fsync's files: on the data volume
@@ -84,10 +92,6 @@ while :; do sleep 1 & wait $! || true; done
 IDLE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 
 
-def labels(token: str) -> dict[str, str]:
-    return {MANAGED_BY: MANAGER, RUN_LABEL: token}
-
-
 def selector(token: str | None = None) -> str:
     """The label selector of one run's objects (or of every howfast object)."""
     base = f"{MANAGED_BY}={MANAGER}"
@@ -104,6 +108,39 @@ def base_settings(port: int | str) -> dict[str, str]:
         "log_timezone": "UTC",
         "logging_collector": "off",
     }
+
+
+GIB = 2**30
+SLOT_KEEP_SHARE = 0.25  # of the primary's volume: a dead standby cannot fill it
+
+
+def standby_names(count: int) -> list[str]:
+    """application_name and replication slot of each standby: standby_1, standby_2, ..."""
+    return [f"standby_{i}" for i in range(1, count + 1)]
+
+
+def replication_settings(spec: K8sSpec, volume_size: str) -> dict[str, str]:
+    """The primary's settings for its standbys (none without): enough WAL senders and slots,
+    a cap on the WAL a slot keeps (a quarter of the volume, at most 4 GiB), and the
+    synchronous-commit design. The design is in the server's own configuration file from its
+    first start, not set by ALTER SYSTEM once the standbys stream: a step's settings (ALTER
+    SYSTEM, and RESET ALL when refused) and a recreated pod then keep it. Nothing commits
+    before the standbys stream (a base backup and its slot are no transactions)."""
+    if spec.replicas < 1:
+        return {}
+    senders = str(max(10, spec.replicas + 2))
+    keep = min(4 * GIB, max(64 * 2**20, int(parse_quantity_bytes(volume_size) * SLOT_KEEP_SHARE)))
+    out = {
+        "wal_level": "replica",
+        "max_wal_senders": senders,
+        "max_replication_slots": senders,
+        "max_slot_wal_keep_size": f"{keep // 2**20}MB",
+    }
+    if spec.sync != "off":  # off: asynchronous standbys, the primary's defaults
+        names = ", ".join(standby_names(spec.replicas))
+        out["synchronous_standby_names"] = f"FIRST {spec.replicas} ({names})"
+        out["synchronous_commit"] = spec.sync
+    return out
 
 
 def conf_text(settings: Mapping[str, str]) -> str:
@@ -128,6 +165,8 @@ class Plan:
     checksums: bool = False
     target_name: str = ""
     writer: str = ""  # JSON of the howfast process (liveness.Writer)
+    network: net.NetworkMode = "pod"  # network.py: "host" only in a lab without a pod network
+    remote_clients: bool = False  # other pods dial the server (standbys, a client pod)
 
     @property
     def name(self) -> str:
@@ -182,12 +221,18 @@ def config_map(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
         scratch=SCRATCH,
         log=SERVER_LOG,
     )
-    settings = {**base_settings(plan.port), **plan.settings}
+    listen = net.listen_settings(plan.network, plan.port, remote_clients=plan.remote_clients)
+    replication = replication_settings(plan.spec, plan.options.volume_size)
+    settings = {**base_settings(plan.port), **replication, **plan.settings, **listen}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _meta(plan, plan.name, owner),
-        "data": {"start.sh": script, "postgresql.conf": conf_text(settings)},
+        "data": {
+            "start.sh": script,
+            "postgresql.conf": conf_text(settings),
+            net.HBA_KEY: net.hba_text(plan.network, remote_clients=plan.remote_clients),
+        },
     }
 
 
@@ -218,11 +263,24 @@ def claims(plan: Plan, owner: Mapping[str, str] | None) -> list[dict[str, Any]]:
     return out
 
 
-def _restricted() -> dict[str, Any]:
+def container_security() -> dict[str, Any]:
+    """The restricted Pod Security Standard's container part (every pod howfast makes)."""
     return {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
         "runAsNonRoot": True,
+    }
+
+
+def pod_security() -> dict[str, Any]:
+    """The restricted standard's pod part: the image's postgres user, RuntimeDefault seccomp."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": PG_UID,
+        "runAsGroup": PG_UID,
+        "fsGroup": PG_UID,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
     }
 
 
@@ -231,7 +289,7 @@ def _container(plan: Plan, name: str, image: str, command: list[str]) -> dict[st
         "name": name,
         "image": image,
         "command": command,
-        "securityContext": _restricted(),
+        "securityContext": container_security(),
         "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
     }
     if plan.options.pull_policy:
@@ -317,14 +375,7 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": 30,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": PG_UID,
-            "runAsGroup": PG_UID,
-            "fsGroup": PG_UID,
-            "fsGroupChangePolicy": "OnRootMismatch",
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": pod_security(),
         "containers": containers,
         "volumes": volumes,
     }
@@ -346,19 +397,24 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
                 }
             }
         }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": _meta(plan, plan.name, owner),
-        "spec": spec,
-    }
+    meta = _meta(plan, plan.name, owner)
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    if not plan.server:
+        return manifest
+    if plan.network == "pod" and not plan.remote_clients:  # alone: its labels, no DNS name
+        meta["labels"] = net.role_labels(plan.token, "primary")
+        return manifest
+    return net.place_pod(manifest, plan.network, "primary", hostname=net.PRIMARY_HOSTNAME)
 
 
 def dependents(plan: Plan, owner: Mapping[str, str] | None) -> list[dict[str, Any]]:
-    """Everything after the owner Secret, in creation order."""
+    """Everything after the owner Secret, in creation order (the standbys come later, once
+    the primary is Ready: standby_manifests.py)."""
     out: list[dict[str, Any]] = []
     if plan.server:
         out.append(config_map(plan, owner))
+        if plan.remote_clients:
+            out += net.network_objects(plan.token, plan.namespace, plan.network, owner)
     return out + claims(plan, owner) + [pod(plan, owner)]
 
 

@@ -5,14 +5,16 @@ and what is created.
 Two modes:
 
 - **pod** (real clusters, the default): every pod in its own network namespace, as usual. The
-  servers listen on all addresses at SERVER_PORT and are dialled by stable DNS names,
+  servers listen on all addresses (standbys at SERVER_PORT, the primary at the run's port:
+  primary_address) and are dialled by stable DNS names,
   `<hostname>.howfast-<token>`, which a headless Service of that name gives pods that carry
   `hostname` and `subdomain` (a recreated pod keeps its name). A NetworkPolicy lets only the
   run's own pods reach the servers' port; the password (scram-sha-256) guards it as well.
 - **host** (HOWFAST_K8S_NETWORK=host, the test lab only): the lab has no pod network (a pod's
   namespace holds only `lo`), so every pod of the run shares its node's network and the
   servers listen on 127.0.0.1 at ports chosen free on this machine (the lab's nodes are this
-  machine). hostNetwork breaks the baseline and restricted Pod Security Standards: this mode
+  machine, so howfast's own SQL dials them directly, without a port-forward). hostNetwork
+  breaks the baseline and restricted Pod Security Standards: this mode
   is refused in a namespace that enforces either (`pod_security_refusal`).
 
 The labels here are added to howfast's usual two (manifests.labels), so `howfast cleanup`
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from howfast.errors import UsageError
-from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s import names as m
 
 NetworkMode = Literal["pod", "host"]
 Role = Literal["primary", "standby", "client"]
@@ -105,6 +107,16 @@ def server_address(
     if mode == "pod":
         return ServerAddress(f"{hostname}.{plan_name}", SERVER_PORT)
     return ServerAddress("127.0.0.1", host_port)
+
+
+def primary_address(plan_name: str, mode: NetworkMode, port: int | str) -> ServerAddress:
+    """Where the run's other pods dial the primary. Its port is the run's own in both modes,
+    not SERVER_PORT: in pod mode the tools in its pod reach it at the 127.0.0.1:PORT howfast's
+    port-forward listens on here (one Connection for both); in host mode PORT is free on
+    this machine."""
+    if mode == "pod":
+        return ServerAddress(f"{PRIMARY_HOSTNAME}.{plan_name}", port)
+    return ServerAddress("127.0.0.1", port)
 
 
 def addresses(
@@ -222,15 +234,7 @@ def headless_service(token: str, namespace: str, owner: Mapping[str, str] | None
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": _servers(token),
-            "ports": [
-                {
-                    "name": "postgres",
-                    "port": SERVER_PORT,
-                    "targetPort": SERVER_PORT,
-                    "protocol": "TCP",
-                }
-            ],
+            "selector": _servers(token),  # no ports: names only (the primary's is the run's)
         },
     }
 
@@ -247,10 +251,9 @@ def network_policy(token: str, namespace: str, owner: Mapping[str, str] | None) 
             "podSelector": {"matchLabels": _servers(token)},
             "policyTypes": ["Ingress"],
             "ingress": [
-                {
-                    "from": [{"podSelector": {"matchLabels": {m.RUN_LABEL: token}}}],
-                    "ports": [{"protocol": "TCP", "port": SERVER_PORT}],
-                }
+                # any port: the primary listens on the run's own (primary_address), the
+                # standbys on SERVER_PORT, and nothing else listens in these pods
+                {"from": [{"podSelector": {"matchLabels": {m.RUN_LABEL: token}}}]}
             ],
         },
     }

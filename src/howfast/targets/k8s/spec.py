@@ -1,11 +1,12 @@
-"""`k8s://CLASS[?wal=CLASS2]`, `k8s://emptyDir[?medium=Memory]` and the Kubernetes options of
+"""`k8s://CLASS[?wal=CLASS2]`, `k8s://emptyDir[?medium=Memory]`, with standbys
+`k8s://CLASS?replicas=N&sync=LEVEL&standby_class=CLASS2`, and the Kubernetes options of
 `howfast run` / `howfast probe`. Pure: nothing here talks to a cluster."""
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import parse_qsl, urlsplit
 
 from howfast.errors import UsageError
@@ -21,6 +22,10 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 PULL_POLICY_ENV = "HOWFAST_K8S_PULL_POLICY"
 START_TIMEOUT_ENV = "HOWFAST_K8S_START_TIMEOUT"
 DEFAULT_START_TIMEOUT_S = 300.0
+# synchronous-commit levels of ?sync= (issue 28): "off" means asynchronous standbys
+SYNC_LEVELS = ("off", "local", "remote_write", "on", "remote_apply")
+MAX_REPLICAS = 8
+QUERY_KEYS = ("wal", "medium", "replicas", "sync", "standby_class")
 # DNS-1123 subdomain: StorageClass names
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P|E|Ei)?$")
@@ -46,10 +51,48 @@ class K8sSpec:
     text: str
     data: VolumeSpec
     wal: VolumeSpec | None = None
+    replicas: int = 0  # standby pods streaming from the primary
+    sync: str = "off"  # their synchronous-commit level (SYNC_LEVELS); "on" by default
+    standby_class: str | None = None  # the standbys' volumes; None: the data volume's kind
+    sync_given: bool = False  # ?sync= or --sync said the level (else "on" by default)
+
+    @property
+    def standby_volume(self) -> VolumeSpec:
+        return VolumeSpec(self.standby_class) if self.standby_class else self.data
+
+    def design_keys(self) -> list[str]:
+        """The standby keys the text gave (what a probe or a fleet refuses)."""
+        query = dict(parse_qsl(urlsplit(self.text).query, keep_blank_values=True))
+        return [k for k in ("replicas", "sync", "standby_class") if k in query]
+
+
+def _design(text: str, query: dict[str, str]) -> tuple[int, str, str | None]:
+    """?replicas=N (0..8), ?sync=LEVEL (on when standbys are asked), ?standby_class=CLASS."""
+    replicas = 0
+    if "replicas" in query:
+        try:
+            replicas = int(query["replicas"])
+        except ValueError:
+            raise UsageError(f"{text}: replicas={query['replicas']!r} is not a number") from None
+        if not 0 <= replicas <= MAX_REPLICAS:
+            raise UsageError(
+                f"{text}: replicas={replicas} is not in the range 0<=x<={MAX_REPLICAS}"
+            )
+    sync = query.get("sync")
+    if sync is not None and sync not in SYNC_LEVELS:
+        raise UsageError(f"{text}: sync={sync!r} is not one of {', '.join(SYNC_LEVELS)}")
+    standby_class = query.get("standby_class")
+    if replicas == 0 and (sync is not None or standby_class is not None):
+        given = "sync" if sync is not None else "standby_class"
+        raise UsageError(f"{text}: {given} needs standbys: give ?replicas=N (N >= 1)")
+    if standby_class is not None and not _NAME.match(standby_class):
+        raise UsageError(f"{text}: standby_class={standby_class!r} is not a StorageClass name")
+    return replicas, (sync or "on") if replicas else "off", standby_class
 
 
 def parse_target(text: str) -> K8sSpec:
-    """k8s://CLASS, k8s://CLASS?wal=CLASS2, k8s://emptyDir, k8s://emptyDir?medium=Memory."""
+    """k8s://CLASS, k8s://CLASS?wal=CLASS2, k8s://emptyDir, k8s://emptyDir?medium=Memory;
+    standbys: ?replicas=N&sync=LEVEL&standby_class=CLASS2."""
     if not text.startswith(SCHEME):
         raise UsageError(f"{text!r} is not a k8s:// target")
     parts = urlsplit(text)
@@ -61,9 +104,11 @@ def parse_target(text: str) -> K8sSpec:
         query = dict(parse_qsl(parts.query, keep_blank_values=True, strict_parsing=True))
     except ValueError:
         raise UsageError(f"{text}: cannot read the query {parts.query!r}", usage) from None
-    unknown = sorted(set(query) - {"wal", "medium"})
+    unknown = sorted(set(query) - set(QUERY_KEYS))
     if unknown:
-        raise UsageError(f"{text}: unknown option {', '.join(unknown)}", usage)
+        raise UsageError(
+            f"{text}: unknown option {', '.join(unknown)} ({', '.join(QUERY_KEYS)})", usage
+        )
     medium = query.get("medium", "")
     if name == EMPTY_DIR:
         if medium not in ("", "Memory"):
@@ -81,7 +126,24 @@ def parse_target(text: str) -> K8sSpec:
         if not _NAME.match(wal_class):
             raise UsageError(f"{text}: wal={wal_class!r} is not a StorageClass name", usage)
         wal = VolumeSpec(wal_class)
-    return K8sSpec(text, data, wal)
+    replicas, sync, standby_class = _design(text, query)
+    return K8sSpec(text, data, wal, replicas, sync, standby_class, "sync" in query)
+
+
+def with_run_design(spec: K8sSpec, replicas: int | None, sync: str | None) -> K8sSpec:
+    """The run's --replicas and --sync (or a plan's [design]) under what the target's text
+    says: the text wins, key by key."""
+    said = spec.design_keys()
+    count = spec.replicas if "replicas" in said or replicas is None else replicas
+    level = spec.sync if "sync" in said else sync
+    given = "sync" in said or sync is not None
+    if count == 0:
+        if given and "sync" in said:
+            return spec  # parse_target refused it already unless replicas were given
+        if given:
+            raise UsageError("--sync needs standbys: give --replicas N (N >= 1) or ?replicas=N")
+        return replace(spec, replicas=0, sync="off")
+    return replace(spec, replicas=count, sync=level or "on", sync_given=given)
 
 
 def check_quantity(value: str | None, option: str) -> str | None:

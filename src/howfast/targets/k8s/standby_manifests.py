@@ -27,6 +27,7 @@ from typing import Any
 from howfast.hosts.pod import PodDescription
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
+from howfast.targets.k8s.manifests import container_security, pod_security
 from howfast.targets.k8s.spec import VolumeSpec
 
 PASSFILE = f"{m.RUN_MOUNT}/pgpass"
@@ -207,27 +208,6 @@ def claims(plan: StandbyPlan, owner: Mapping[str, str] | None) -> list[dict[str,
     for claim in out:  # the standby's role, beside the run label
         claim["metadata"]["labels"] = net.role_labels(plan.run.token, "standby")
     return out
-
-
-def container_security() -> dict[str, Any]:
-    """The restricted standard's container part (as manifests.py's containers have it)."""
-    return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "runAsNonRoot": True,
-    }
-
-
-def pod_security() -> dict[str, Any]:
-    """The restricted standard's pod part: the image's postgres user, RuntimeDefault seccomp."""
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": m.PG_UID,
-        "runAsGroup": m.PG_UID,
-        "fsGroup": m.PG_UID,
-        "fsGroupChangePolicy": "OnRootMismatch",
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
 
 
 def _env(plan: StandbyPlan) -> list[dict[str, Any]]:

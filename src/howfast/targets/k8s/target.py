@@ -4,15 +4,17 @@
 
 start() creates the run's objects (manifests.py) owner first, waits for the pod with watches,
 and, with a server, forwards a loopback port to it for howfast's own SQL; the tools run in the
-pod (hosts/pod.py, on the pod's PodDescription). stop() deletes every object carrying the
-run's label and waits until they, and the volumes bound to their claims, are gone. Nothing
-else in the cluster is touched.
+pod (hosts/pod.py, on the pod's PodDescription). With `?replicas=N` the standby pods come
+next (standby.py), each waited for until it streams and has caught up. stop() deletes every
+object carrying the run's label and waits until they, and the volumes bound to their claims,
+are gone. Nothing else in the cluster is touched.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import socket
 import time
@@ -28,15 +30,21 @@ from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    ClientPlacement,
+    HasClient,
     HasPods,
     HasServerLog,
     HasStorage,
     Restartable,
 )
+from howfast.targets.k8s import client_manifests as cm
 from howfast.targets.k8s import facts
 from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s import network as net
+from howfast.targets.k8s import standby_manifests as sm
 from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
 from howfast.targets.k8s.spec import K8sOptions, K8sSpec
+from howfast.targets.k8s.standby import PodStandby, WalSender, wait_streaming
 
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
@@ -60,8 +68,14 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         settings: dict[str, str] | None = None,
         checksums: bool = False,
         name: str | None = None,
+        client: cm.Placement = "same-pod",
+        client_node: str | None = None,
     ) -> None:
         self.spec = spec
+        # Where pgbench runs: "pod" (a client pod of its own, issue 28) or in the server's
+        # pod. "same-pod" until the runner hands client-side workloads HasClient's host.
+        self.client_mode: cm.Placement = client if self.server else "same-pod"
+        self.client_node = client_node
         self.options = options
         self.settings = dict(settings or {})
         self.checksums = checksums
@@ -78,9 +92,22 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         self._host: PodHost | None = None  # the running pod's, made once it runs
         self._started = False
         self._api = RunningPod(self)
+        self.mode: net.NetworkMode = net.network_mode(os.environ)
+        # The primary's port: in pod mode the port-forward's here and the server's in its pod
+        # (the tools there reach it at the same 127.0.0.1:PORT); in host mode free on this
+        # machine. PORT until start.
+        self.port: int | str = "PORT"
+        self.standby_pods: list[PodStandby] = []
+        self.senders: dict[str, WalSender] = {}  # what the primary said of them at start
+        self.warnings: list[str] = []
+        self.password: str | None = None
+        self.client_pod: dict[str, Any] | None = None
+        self.client_pod_node: dict[str, Any] | None = None
 
     # -- plan -------------------------------------------------------------------------------
-    def plan(self, port: int | str = "PORT", writer: str = "") -> m.Plan:
+    def plan(self, port: int | str | None = None, writer: str = "") -> m.Plan:
+        if port is None:
+            port = self.port
         return m.Plan(
             token=self.token,
             namespace=self.namespace,
@@ -92,11 +119,39 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             checksums=self.checksums,
             target_name=self.name,
             writer=writer,
+            network=self.mode,
+            remote_clients=self.server and (self.spec.replicas > 0 or self.client_mode == "pod"),
         )
+
+    def standby_plans(self, host_ports: list[int | str] | None = None) -> list[sm.StandbyPlan]:
+        """Each standby's plan; host mode: on `host_ports` (PORT_STANDBY_i placeholders when
+        not given: a dry run)."""
+        if not self.server:
+            return []
+        run = self.plan()
+        count = self.spec.replicas
+        ports = host_ports or [f"PORT_STANDBY_{i}" for i in range(1, count + 1)]
+        primary = net.primary_address(run.name, self.mode, self.port)
+        return [
+            sm.StandbyPlan(
+                run=run,
+                index=i,
+                mode=self.mode,
+                primary=primary,
+                host_port=ports[i - 1],
+                standby_class=self.spec.standby_class,
+            )
+            for i in range(1, count + 1)
+        ]
 
     def planned(self) -> PlannedTarget:
         """The pod as planned (node unknown), and every object start() creates, in order."""
         manifests = m.all_manifests(self.plan(), password="GENERATED-AT-RUN-TIME")
+        owner = {"name": self.plan().name, "uid": "UID"}
+        for standby in self.standby_plans():
+            manifests += sm.objects(standby, owner)
+        if self.client_mode == "pod":
+            manifests.append(cm.client_pod(self.plan(), self.mode, owner, node=self.client_node))
         return PlannedTarget(
             host=PodHost(self.planned_pod(), self._api),
             connection=self._planned_connection(),
@@ -188,45 +243,148 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             problem = cap_problem(self.options.memory_bytes, self.settings)
             if problem:
                 raise UsageError(problem, "raise --memory, or lower the settings with --set")
+        refusal = net.pod_security_refusal(
+            self.mode, self.namespace, cluster.namespace_labels(self.namespace)
+        )
+        if refusal and self.server:  # a probe's pod stays off the node's network
+            raise UsageError(refusal)
+        if self.spec.standby_class and cluster.storage_class(self.spec.standby_class) is None:
+            known = ", ".join(str(sc["metadata"]["name"]) for sc in cluster.storage_classes())
+            raise UsageError(
+                f"{self.name}: no StorageClass {self.spec.standby_class!r} (standby_class)",
+                f"the cluster has: {known or 'none'}",
+            )
+        if self.client_mode == "pod" and self.client_node is not None:
+            nodes = cluster.node_names()
+            if self.client_node not in nodes:
+                raise UsageError(
+                    f"node {self.client_node} is not in the cluster (nodes: {', '.join(nodes)})"
+                )
+        self.check_design_settings()
+
+    def check_design_settings(self) -> None:
+        """Settings that would fight the standbys' design (pure: before anything exists)."""
+        if not self.server or self.spec.replicas < 1:
+            return
+        if "synchronous_standby_names" in self.settings:
+            raise UsageError(
+                f"{self.name}: howfast sets synchronous_standby_names from ?replicas= and "
+                "?sync=: drop --set synchronous_standby_names"
+            )
+        if self.spec.sync_given and "synchronous_commit" in self.settings:
+            raise UsageError(
+                f"{self.name}: sync={self.spec.sync} sets synchronous_commit: drop one of them"
+            )
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> Connection | None:
         from howfast.store import liveness
 
         cluster = self.connect()
-        listener: socket.socket | None = PortForward.reserve() if self.server else None
-        port: int | str = int(listener.getsockname()[1]) if listener else "PORT"
-        plan = self.plan(port, json.dumps(liveness.this_process().document()))
+        # pod mode: the forward's port is the server's in its pod; host mode: no forward
+        listener: socket.socket | None = None
+        if self.server and self.mode == "pod":
+            listener = PortForward.reserve()
+            self.port = int(listener.getsockname()[1])
+        elif self.server:
+            self.port = PortForward.free_port()
+        plan = self.plan(None, json.dumps(liveness.this_process().document()))
         password = secrets.token_urlsafe(24)
         try:
             self._started = True
             owner = cluster.create(m.owner_secret(plan, password))
             ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
             for manifest in m.dependents(plan, ref):
-                cluster.create(manifest)
+                self._create(cluster, manifest)
             claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
             self.pod = cluster.wait_pod_ready(
                 self.namespace, plan.name, claims, self.options.start_timeout_s
             )
+            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
+                cluster.create(cm.client_pod(plan, self.mode, ref, node=self.client_node))
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
         except BaseException:
             if listener is not None:
                 listener.close()
             raise
-        if listener is None:
+        if not self.server:
             return None
-        self.forward = PortForward(cluster, self.namespace, plan.name, listener)
-        self.forward.start()
+        if listener is not None:
+            self.forward = PortForward(cluster, self.namespace, plan.name, listener)
+            self.forward.start()
         self.connection = Connection(
             host="127.0.0.1",
-            port=int(port),
+            port=int(self.port),
             user=m.SUPERUSER,
             dbname="postgres",
             password=password,
         )
         self._wait_sql(30.0)
+        self.password = password  # in memory only: the client's Connection carries it
+        if self.spec.replicas:
+            self._start_standbys(cluster, ref)
+        if self.client_mode == "pod":
+            self._wait_client(cluster, plan)
         return self.connection
+
+    def _wait_client(self, cluster: Cluster, plan: m.Plan) -> None:
+        """The client pod Ready, and the primary reachable from it (pg_isready, 30 s)."""
+        name = cm.client_pod_name(plan)
+        try:
+            self.client_pod = cluster.wait_pod_ready(
+                self.namespace, name, [], self.options.start_timeout_s
+            )
+        except HowfastError as exc:
+            raise HowfastError(f"the client pod did not start: {exc}") from None
+        node_name = (self.client_pod.get("spec") or {}).get("nodeName")
+        self.client_pod_node = cluster.read("Node", str(node_name)) if node_name else None
+        address = self.primary_address()
+        probe = (
+            f"{m.PATH_SETUP}; i=0; until pg_isready -q -h {address.host} -p {address.port} "
+            f"-U {m.SUPERUSER} -t 2; do i=$((i+1)); [ $i -ge 15 ] && exit 1; sleep 1; done"
+        )
+        out = cluster.exec(self.namespace, name, m.TOOLS, ["/bin/sh", "-c", probe], timeout_s=60)
+        if out.returncode != 0:
+            raise HowfastError(
+                f"the client pod cannot reach {address.text}: pg_isready failed for 30 s "
+                "(no pod network? give --client same-pod, or HOWFAST_K8S_NETWORK=host in a "
+                "test lab)"
+            )
+
+    def primary_address(self) -> net.ServerAddress:
+        """Where the run's other pods (standbys, the client) dial the primary."""
+        return net.primary_address(self.plan().name, self.mode, self.port)
+
+    def _start_standbys(self, cluster: Cluster, owner: Mapping[str, str]) -> None:
+        """Standby pods once the primary is Ready, one after the other (each base backup
+        reads the primary's whole volume), then until every one streams and has caught up."""
+        assert self.connection is not None
+        ports: list[int | str] | None = None
+        if self.mode == "host":
+            ports = [PortForward.free_port() for _ in range(self.spec.replicas)]
+        for plan in self.standby_plans(ports):
+            standby = PodStandby(plan, cluster)
+            self.standby_pods.append(standby)
+            standby.create(owner)
+            standby.wait_ready(self.options.start_timeout_s)
+        self.senders = wait_streaming(self.standby_pods, self.connection, self.spec.sync)
+
+    def _create(self, cluster: Cluster, manifest: dict[str, Any]) -> None:
+        """Create one object; a NetworkPolicy this user may not create is a warning (the
+        servers' password still guards their port)."""
+        try:
+            cluster.create(manifest)
+        except HowfastError as exc:
+            if manifest["kind"] != "NetworkPolicy" or "forbidden" not in str(exc):
+                raise
+            self.warnings.append(
+                "no NetworkPolicy (forbidden): any pod of the cluster can reach the servers' "
+                "port (password-protected)"
+            )
+
+    def start_warnings(self) -> tuple[str, ...]:
+        return tuple(self.warnings)
 
     def _wait_sql(self, timeout_s: float) -> None:
         """Until the server answers through the forward (a restart may still be ending)."""
@@ -258,6 +416,9 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         self._started = False
         warnings = self.cluster.delete_run(self.namespace, self.token)
         self.pod = None
+        self.standby_pods = []
+        self.client_pod = None
+        self.password = None
         if warnings:
             raise HowfastError("; ".join(warnings))
 
@@ -309,6 +470,8 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             device["wal_on_data_device"] = self.spec.wal is None
         if self.options.memory_bytes:
             device["memory_limit_bytes"] = self.options.memory_bytes
+        if self.server:
+            kube["network"] = net.network_label(self.mode)
         device["kubernetes"] = kube
         version: str | None = None
         settings: dict[str, str] = {}
@@ -322,13 +485,38 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             settings=settings,
             device=device,
             location=f"{self.spec.text} (namespace {self.namespace})",
+            standbys=tuple(
+                standby.record(self.senders.get(standby.name)) for standby in self.standby_pods
+            ),
         )
 
 
-class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings):
+class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, HasClient):
     """`k8s://CLASS`: PostgreSQL in the pod."""
 
     server = True
+
+    def client(self) -> ClientPlacement:
+        """Where pgbench runs and how it reaches the primary (after start). The password
+        stays in memory: the client pod has it from the Secret."""
+        if self.connection is None or self.pod is None:
+            raise HowfastError(f"{self.name}: the server is not running")
+        address = self.primary_address()
+        server_node = (self.pod.get("spec") or {}).get("nodeName")
+        if self.client_mode == "same-pod":  # 127.0.0.1:PORT is the server in both places
+            record = cm.client_record(
+                "same-pod", self.mode, net.ServerAddress("127.0.0.1", self.port),
+                node=server_node, server_node=server_node,
+            )  # fmt: skip
+            return ClientPlacement(self._pod_host(), self.connection, record)
+        run = self.plan()
+        description = facts.pod_description(
+            self.client_pod, self.client_pod_node, planned=cm.planned_client_pod(run)
+        )
+        node = (self.client_pod or {}).get("spec", {}).get("nodeName")
+        record = cm.client_record("pod", self.mode, address, node=node, server_node=server_node)
+        connection = cm.client_connection(address, self.password)
+        return ClientPlacement(PodHost(description, self._api), connection, record)
 
     def alive(self) -> bool:
         if self.cluster is None or self.pod is None:

@@ -78,6 +78,8 @@ class K8sKind(TargetKind):
         ),
     )
     local_install = "none"
+    # --replicas and --sync (a plan's [design] too); ?standby_class= in the text only
+    design_keys = frozenset({"replicas", "sync"})
     fleet_usage = "a k8s:// StorageClass (one pod each)"
     fleet_example = "--target k8s://CLASS"
 
@@ -102,7 +104,7 @@ class K8sKind(TargetKind):
         )
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:
-        from howfast.targets.k8s.spec import parse_target
+        from howfast.targets.k8s.spec import parse_target, with_run_design
         from howfast.targets.k8s.target import K8sTarget
 
         if options.wal_dir is not None:
@@ -115,9 +117,11 @@ class K8sKind(TargetKind):
                 "--keep applies to directory targets: a Kubernetes target's objects are always "
                 "deleted at the end"
             )
+        design = options.design
+        spec = with_run_design(parse_target(text), design.replicas, design.sync)
         return [
             K8sTarget(
-                parse_target(text),
+                spec,
                 _kube(options),
                 settings=options.settings,
                 checksums=options.checksums,
@@ -132,6 +136,11 @@ class K8sKind(TargetKind):
         spec = parse_target(text)
         if spec.wal is not None:
             raise UsageError("probe k8s://CLASS probes one class: drop ?wal=")
+        if spec.design_keys():
+            raise UsageError(
+                f"probe k8s://CLASS probes storage, without a server: drop "
+                f"?{'&'.join(spec.design_keys())}"
+            )
         if options.keep:
             raise UsageError("--keep applies to directories: a probe's volume is always deleted")
         return K8sVolumeTarget(spec, _kube(options))
@@ -140,9 +149,14 @@ class K8sKind(TargetKind):
         from howfast.targets.k8s.fleet import K8sFleet
         from howfast.targets.k8s.spec import parse_target
 
+        spec = parse_target(text)
+        if spec.design_keys() or options.design.replicas:
+            raise UsageError(
+                f"{text}: a fleet's instances have no standbys (yet): drop "
+                f"{'?' + '&'.join(spec.design_keys()) if spec.design_keys() else '--replicas'}"
+            )
         return K8sFleet(
-            parse_target(text), _kube(options), settings=options.settings,
-            checksums=options.checksums,
+            spec, _kube(options), settings=options.settings, checksums=options.checksums,
         )  # fmt: skip
 
     def refuse(self, shape: RunShape) -> None:
