@@ -284,9 +284,23 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     assert found == {
         # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
-        "local": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
-        "emulated": [*SERVER_HERE, *events, "HasStandbys", "StorageSlowable", "IoCappable"],
-        "fleet member": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable"],
+        "local": [*SERVER_HERE, "Keepable", *events, "HasStandbys", "IoCappable", "HasClient"],
+        "emulated": [
+            *SERVER_HERE,
+            *events,
+            "HasStandbys",
+            "StorageSlowable",
+            "IoCappable",
+            "HasClient",
+        ],
+        "fleet member": [
+            *SERVER_HERE,
+            "Keepable",
+            *events,
+            "HasStandbys",
+            "IoCappable",
+            "HasClient",
+        ],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         # HasClient: same-pod (the server's pod) until a client pod is asked (issue 28)
