@@ -85,6 +85,9 @@ class TargetRecord:
     # The standbys howfast gave it (--replicas, docs/replication.md), in order: name,
     # location, port, version, sync_state, device, emulation
     standbys: tuple[dict[str, JSONValue], ...] = ()
+    # Where the client (pgbench) ran and how it reached the server (--client): placement
+    # ("socket", "tcp") and address; empty for targets without one and older runs
+    client: dict[str, JSONValue] = field(default_factory=dict)
     # Derived when the run is read, never stored (analysis/derive.py): `durability`, `advice`
     derived: dict[str, JSONValue] = field(default_factory=dict)
 
@@ -156,6 +159,7 @@ class RunRecord:
                     "settings": t.settings,
                     "device": t.device,
                     "standbys": list(t.standbys),
+                    "client": t.client or None,
                     # Can these flushes survive a crash, and what to try (docs/why.md)
                     "durability": t.derived.get("durability"),
                     "advice": t.derived.get("advice"),

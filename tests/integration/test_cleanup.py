@@ -105,7 +105,8 @@ def _auxiliary(pid: int) -> bool:
 
 def _wait_for_tool(run_pid: int, name: str, timeout_s: float = 60.0) -> int:
     """The PID of a `name` process working in the run's private work directory, started with
-    -P or -l (the measured pgbench; the calibration run before it is bare, ends in seconds)."""
+    -P or -l and -T (the measured pgbench; the calibration run before it is bare, and the
+    round-trip probe runs -t 1000 transactions: both end in seconds)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for entry in Path("/proc").iterdir():
@@ -117,7 +118,12 @@ def _wait_for_tool(run_pid: int, name: str, timeout_s: float = 60.0) -> int:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if comm == name and f"/howfast-work-{run_pid}-" in cwd and ({b"-P", b"-l"} & set(argv)):
+            if (
+                comm == name
+                and f"/howfast-work-{run_pid}-" in cwd
+                and ({b"-P", b"-l"} & set(argv))
+                and b"-T" in argv
+            ):
                 return int(entry.name)
         time.sleep(0.1)
     raise AssertionError(f"no {name} of run {run_pid} within {timeout_s:.0f} s")

@@ -44,11 +44,15 @@ def test_dry_run_prints_every_invocation_and_creates_nothing(
     assert local["start"][0]["argv"][0].endswith("/initdb")
     init = local["steps"][0]["invocations"][0]["argv"]
     assert init[0].endswith("/pgbench") and init[1:4] == ["-i", "-s", "1"]
-    select = local["steps"][1]["invocations"][0]["argv"]
+    # The round-trip probe first (workloads/pgbench/rtt.py), on the load's connection
+    probe = local["steps"][1]["invocations"][0]
+    assert probe["argv"][1:8] == ["-n", "-c", "1", "-j", "1", "-t", "1000"]
+    assert probe["inputs"] == {"rtt.sql": "SELECT 1;\n"}
+    select = local["steps"][1]["invocations"][1]["argv"]
     jobs = str(min(2, os.cpu_count() or 1))  # min(clients, cores)
     assert select[1:9] == ["-b", "select-only", "-c", "2", "-j", jobs, "-T", "1"]
     # The calibration run first (bare), then the step with its log sampled at a rate found then.
-    calibration, measured = (i["argv"] for i in local["steps"][1]["invocations"])
+    calibration, measured = (i["argv"] for i in local["steps"][1]["invocations"][1:])
     assert "-l" not in calibration and "-P" not in calibration
     assert "--sampling-rate=SAMPLING" in measured and "-l" in measured and "-r" not in measured
     fio = local["steps"][4]["invocations"][0]
@@ -67,6 +71,18 @@ def test_dry_run_prints_every_invocation_and_creates_nothing(
         assert PASSWORD not in output.stdout + output.stderr
     assert list(target_dir.iterdir()) == []
     assert not howfast.store.exists()
+
+
+def test_dry_run_shows_the_tcp_client(howfast: Howfast, target_dir: Path) -> None:
+    plan = howfast.plan(PLAN)
+    out = howfast("run", str(plan), "--target", str(target_dir), "--client", "tcp",
+                  "--dry-run", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (local,) = json.loads(out.stdout)["targets"]
+    assert "--auth-host=scram-sha-256" in local["start"][0]["argv"]
+    probe = local["steps"][1]["invocations"][0]
+    assert probe["argv"][-7:-3] == ["-h", "127.0.0.1", "-p", "PORT"]
+    assert list(target_dir.iterdir()) == []
 
 
 def test_a_memory_regime_on_a_server_elsewhere_is_refused_before_anything_runs(

@@ -281,6 +281,14 @@ def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standby
         "failover with more than one standby is not available yet (the others would have to "
         "follow the new primary): give --replicas 1"
     )
+    # the load follows the promoted standby by the servers' sockets: not over TCP (yet)
+    tcp = LocalTarget(
+        tmp_path, install, name="/data/c", replicas=ReplicaSpec(1, "on"), client="tcp"
+    )
+    (over_tcp,) = checks.refusals(tcp, [parse_event("5s:failover")])
+    assert over_tcp.endswith(
+        "failover with --client tcp is not available yet: give --client socket"
+    )
 
 
 def test_nothing_that_acts_on_the_server_may_follow_a_failover_in_its_step(tmp_path: Path):

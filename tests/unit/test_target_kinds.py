@@ -286,9 +286,23 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     failover = ["HasCurrentPrimary", "HasStandbys", "Promotable"]
     assert found == {
         # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
-        "local": [*SERVER_HERE, "Keepable", *events, *failover, "IoCappable"],
-        "emulated": [*SERVER_HERE, *events, *failover, "StorageSlowable", "IoCappable"],
-        "fleet member": [*SERVER_HERE, "Keepable", *events, *failover, "IoCappable"],
+        "local": [*SERVER_HERE, "Keepable", *events, *failover, "IoCappable", "HasClient"],
+        "emulated": [
+            *SERVER_HERE,
+            *events,
+            *failover,
+            "StorageSlowable",
+            "IoCappable",
+            "HasClient",
+        ],
+        "fleet member": [
+            *SERVER_HERE,
+            "Keepable",
+            *events,
+            *failover,
+            "IoCappable",
+            "HasClient",
+        ],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         # HasClient: same-pod (the server's pod) until a client pod is asked (issue 28)

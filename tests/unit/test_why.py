@@ -257,3 +257,37 @@ def test_a_busy_shared_disk_is_not_a_verdict_on_a_test_that_did_no_io():
     old = StepRecord("t", "pgbench", {"mode": "select-only", "clients": 1}, "completed",
                      "a", "b", metrics=legacy)  # fmt: skip
     assert "2,310" in decide(step_facts(old, [fio("rand-read-4k-qd64", 2000.0, False)])).reason
+
+
+def test_network_verdict_when_round_trips_take_half_a_transaction():
+    # 7 round trips x 0.40 ms = 2.8 ms of 3.7 ms: the network rule holds and nothing else does
+    step = StepRecord(
+        target="/data/a",
+        workload="pgbench",
+        status="completed",
+        started_at="2026-11-25T23:00:00Z",
+        finished_at="2026-11-25T23:00:10Z",
+        params={"mode": "tpcb-like", "clients": 1},
+        metrics={"tps": 270.0, "latency_avg_ms": 3.7, "client_rtt_p50_ms": 0.40},
+    )
+    facts = why.step_facts(step, [])
+    verdict = why.decide(facts)
+    assert verdict.verdict == "network"
+    assert verdict.reason == (
+        "7 round trips x 0.40 ms = 2.8 ms of the 3.7 ms a transaction takes: "
+        "the network sets the pace"
+    )
+    assert verdict.evidence == {"client_rtt_p50_ms": 0.40}
+
+
+def test_no_network_verdict_when_round_trips_are_a_small_share():
+    step = StepRecord(
+        target="/data/a",
+        workload="pgbench",
+        status="completed",
+        started_at="2026-11-25T23:00:00Z",
+        finished_at="2026-11-25T23:00:10Z",
+        params={"mode": "tpcb-like", "clients": 1},
+        metrics={"tps": 270.0, "latency_avg_ms": 3.7, "client_rtt_p50_ms": 0.03},
+    )
+    assert why.decide(why.step_facts(step, [])).verdict != "network"

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from howfast.analysis.client import network_reason
 from howfast.analysis.hooks import evidence_of
 from howfast.analysis.loaded_data import latest_load
 from howfast.analysis.probe import commit_ceiling
@@ -64,6 +65,7 @@ VERDICTS = (
     "load generator",
     "lock contention",
     "memory/cache",
+    "network",
     "unclear",
 )
 # How a sentence names each verdict: "... is limited by <this>".
@@ -75,6 +77,7 @@ LIMITED_BY = {
     "load generator": "the load generator (pgbench)",
     "lock contention": "lock contention",
     "memory/cache": "memory: caches, not the storage, served it",
+    "network": "the round trips to the server",
 }
 
 
@@ -217,6 +220,9 @@ class StepFacts:
     # The lag a commit waits for at the sync level ("flush" for on) and its p50, in ms
     sync_lag: str | None = None
     sync_lag_p50_ms: float | None = None
+    # analysis/client.py's sentence when round trips take >= half a transaction's time
+    network: str | None = None
+    client_rtt_p50_ms: float | None = None
 
 
 def _num(value: object) -> float | None:
@@ -396,8 +402,14 @@ def decide(f: StepFacts) -> Verdict:
     if candidates:
         candidates.sort(key=lambda c: -c[0])
         best = candidates[0][1]
-        best.also = [v.verdict for _, v in candidates[1:]]
+        best.also = [v.verdict for _, v in candidates[1:]] + (["network"] if f.network else [])
         return best
+    # 6c. The network: the client-server round trips take half a transaction's time or more.
+    if f.network:
+        evidence = {}
+        if f.client_rtt_p50_ms is not None:
+            evidence["client_rtt_p50_ms"] = f.client_rtt_p50_ms
+        return Verdict("network", f.network, evidence, "round trips >= 50% of a transaction's time")
     # 7. The sessions mostly waited for pgbench: round trips and pgbench set the pace.
     if (
         p is not None
@@ -457,6 +469,8 @@ def step_facts(
         pgbench_threads=_int(params.get("jobs")),
         machine_busy_pct=sum(b for b in busy if b is not None) if busy[0] is not None else None,
         flushes_off=flushes_off,
+        network=network_reason(params, m),
+        client_rtt_p50_ms=_num(m.get("client_rtt_p50_ms")),
     )
     ceiling = commit_ceiling(before)
     if ceiling is not None:

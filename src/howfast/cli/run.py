@@ -14,6 +14,7 @@ from howfast.design import (
     MAX_REPLICAS,
     SYNC_LEVELS,
     DesignOptions,
+    parse_client,
     parse_latency_ms,
     parse_sync,
 )
@@ -123,6 +124,14 @@ from howfast.workloads.pgbench.plan import parse_modes
     "(emulates a remote node's disk; needs root).",
 )
 @click.option(
+    "--client",
+    "client",
+    type=click.Choice(["socket", "tcp"]),
+    help="How pgbench reaches a server howfast creates: socket (Unix socket) or tcp "
+    "(127.0.0.1, password-protected) [default: socket]. Directory targets; a target's own "
+    "?client= wins. See docs/commands/run.md.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Print every command each step would run (with --json: as data); create nothing.",
@@ -218,6 +227,7 @@ def run_command(
     sync: str | None,
     standby_dirs: tuple[Path, ...],
     standby_latency: str | None,
+    client: str | None,
     dry_run: bool,
     yes: bool,
     pg_bin: str | None,
@@ -278,6 +288,7 @@ def run_command(
                     if standby_latency is not None
                     else None
                 ),
+                client=parse_client(client, "--client") if client else None,
             ),
         ),
         label=label,

@@ -40,7 +40,7 @@ class Failover(EventAction):
             )
         if standby_of(target, spec) is None:
             return f"there is no {spec.arg} to promote (the standbys: {', '.join(names)})"
-        return None
+        return target.failover_refusal()
 
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
         target = ctx.target

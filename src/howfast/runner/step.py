@@ -25,7 +25,7 @@ from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import SampledPart, TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
-from howfast.targets.capabilities import HasCurrentPrimary
+from howfast.targets.capabilities import HasClient, HasCurrentPrimary
 from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 
@@ -57,6 +57,18 @@ def expected(spec: StepSpec) -> float | None:
     return expected_seconds(spec.workload, spec.params)
 
 
+def client_connection(
+    target: Target, workload: str, connection: Connection | None
+) -> Connection | None:
+    """The connection a client-side workload (pgbench) uses: the target's client placement
+    (--client tcp: over 127.0.0.1) when it has one; howfast's own stays on `connection`."""
+    if connection is None or not registry.plugin(workload).client_side:
+        return connection
+    if isinstance(target, HasClient):
+        return target.client().connection
+    return connection
+
+
 def execute_step(
     env: StepEnvironment,
     workload: Workload,
@@ -81,6 +93,7 @@ def execute_step(
     # into the load, not into preparation). Without a server there is nothing to apply them to.
     target = env.target
     schedule = None
+    load_connection = client_connection(env.target, spec.workload, connection)
     if connection is not None:
         given = connection
         primary: Callable[[], Connection] = lambda: given  # noqa: E731
@@ -88,13 +101,13 @@ def execute_step(
             primary = target.connection_now  # a failover changes it
             if follows_failover(spec):
                 # The load's connection lists the standbys too: it follows the promoted one.
-                connection = target.client_connection_now(follow=True)
+                load_connection = target.client_connection_now(follow=True)
         schedule = schedule_for(
             target, spec.params, primary, step_dir / "events", env.cancel, on_event
         )
     ctx = StepContext(
         target=env.target,
-        connection=connection,
+        connection=load_connection,
         install=env.install,
         work_dir=step_dir,
         host=env.host,

@@ -139,12 +139,20 @@ def _v5_target_standbys(connection: Connection) -> None:
     connection.execute(text(f"ALTER TABLE targets ADD COLUMN standbys {column_type}"))
 
 
+def _v6_target_client(connection: Connection) -> None:
+    """Where a target's client (pgbench) ran and how it reached the server (--client,
+    issue 28): a JSON object. NULL for older targets."""
+    column_type = JSON().compile(dialect=connection.dialect)
+    connection.execute(text(f"ALTER TABLE targets ADD COLUMN client {column_type}"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_create_tables,
     _v2_step_sections,
     _v3_run_writer,
     _v4_step_resolved,
     _v5_target_standbys,
+    _v6_target_client,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -48,6 +48,7 @@ targets = Table(
     Column("settings", JSON, nullable=False),
     Column("device", JSON, nullable=False),
     Column("standbys", JSON),  # v5: NULL for targets stored before, which had none
+    Column("client", JSON),  # v6: where pgbench ran (--client); NULL before
     UniqueConstraint("run_id", "name", name="uq_targets_run_name"),
 )
 

@@ -323,6 +323,7 @@ def _target_values(target: TargetRecord) -> dict[str, Any]:
         "settings": target.settings,
         "device": target.device,
         "standbys": list(target.standbys) or None,
+        "client": target.client or None,
     }
 
 
@@ -362,6 +363,7 @@ def _target_record(row: Row[Any]) -> TargetRecord:
         device=row.device or {},
         location=row.location,
         standbys=tuple(row.standbys or ()),
+        client=row.client or {},
     )
 
 

@@ -231,6 +231,9 @@ class Promotable(Protocol):
         """The standbys it has or will have at start, by name ("standby_1"...): known before
         start, for the checks before a run."""
 
+    def failover_refusal(self) -> str | None:
+        """Why this target cannot fail over as planned (known before start), or None."""
+
     def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
         """Kill the primary, promote `standby`, re-point the others; the facts of it."""
 

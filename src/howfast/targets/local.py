@@ -19,7 +19,9 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.base import Host
@@ -34,7 +36,9 @@ from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    ClientPlacement,
     Crashable,
+    HasClient,
     HasCurrentPrimary,
     HasLocalServer,
     HasServerIdentity,
@@ -115,6 +119,24 @@ def _working_dir(pid: int) -> Path | None:
         return None
 
 
+LocalClient = Literal["socket", "tcp"]
+TCP_ADDRESS = "127.0.0.1"  # --client tcp: loopback only
+
+
+def client_placement(
+    mode: LocalClient, server: Connection, host: Host, password: str | None
+) -> ClientPlacement:
+    """pgbench on this machine, over the server's socket or over TCP to 127.0.0.1 on the
+    server's port (with the password, which reaches pgbench through its environment only)."""
+    if mode == "tcp":
+        conn = replace(server, host=TCP_ADDRESS, password=password)
+        return ClientPlacement(
+            host, conn, {"placement": "tcp", "address": f"{TCP_ADDRESS}:{server.port}"}
+        )
+    address = f"{server.host}/.s.PGSQL.{server.port}"
+    return ClientPlacement(host, server, {"placement": "socket", "address": address})
+
+
 def base_settings(port: int, socket_dir: Path) -> dict[str, str]:
     return {
         "port": str(port),
@@ -142,6 +164,7 @@ class LocalTarget(
     HasStandbys,
     HasCurrentPrimary,
     Promotable,
+    HasClient,
 ):
     kind = "local"
 
@@ -160,6 +183,7 @@ class LocalTarget(
         standby_dirs: Sequence[Path] = (),
         standby_storage: Callable[[Path], StandbyStorage] | None = None,
         standby_volume_root: Path | None = None,
+        client: LocalClient = "socket",
     ) -> None:
         self.directory = directory.absolute()
         self.wal_root = wal_dir.absolute() if wal_dir else None
@@ -205,6 +229,11 @@ class LocalTarget(
         self._standby_locked: set[Path] = set()
         self._iops_cap: IopsCap | None = None  # cap-iops events, on the accounting cgroup
         self.promoted: str | None = None  # the standby a failover made the primary
+        # --client tcp: pgbench reaches the server over 127.0.0.1 with a password (random,
+        # in memory only) that the TCP lines of pg_hba.conf ask for; howfast's own
+        # connections stay on the socket
+        self.client_mode: LocalClient = client
+        self._tcp_password = secrets.token_urlsafe(24) if client == "tcp" else None
 
     # -- checks before anything is created --------------------------------------------
     def check(self, *, will_init: bool) -> None:
@@ -311,10 +340,11 @@ class LocalTarget(
         if self.wal_root and self.wal_cluster_dir:
             self._claims.append(claim_directory(self.wal_root))
             self._make_owned_dir(self.wal_cluster_dir)
-        self._run_checked(self._initdb_argv(), "initdb")
+        self._initdb()
         # The user's --set wins over howfast's replication settings, on purpose.
         settings = {
             **base_settings(free_port(), self.run_dir),
+            **({"listen_addresses": TCP_ADDRESS} if self.client_mode == "tcp" else {}),
             **self._replication_settings(),
             **self.settings,
         }
@@ -431,14 +461,46 @@ class LocalTarget(
         if found.warning:
             self.warnings.append(found.warning)
 
+    def _initdb(self) -> None:
+        """initdb; with --client tcp the password file lives in the private run directory
+        only while initdb reads it."""
+        pwfile = self._password_file()
+        if self._tcp_password is None or pwfile is None:
+            self._run_checked(self._initdb_argv(), "initdb")
+            return
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(self._tcp_password + "\n")
+            assert self.user is not None
+            if self.user.uid != os.geteuid():
+                os.chown(pwfile, self.user.uid, self.user.gid)
+            self._run_checked(self._initdb_argv(), "initdb")
+        finally:
+            pwfile.unlink(missing_ok=True)
+
+    def _password_file(self) -> Path | None:
+        if self.client_mode != "tcp":
+            return None
+        run_dir = self.run_dir or Path(f"howfast-run-{self.token}-XXXXXXXX")
+        return run_dir / "client-password"
+
     def _initdb_argv(self) -> list[str]:
+        pwfile = self._password_file()
+        auth = (
+            # the socket as before; TCP (127.0.0.1 only) asks for the password
+            ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
+            if pwfile is not None
+            # socket-only in a 0700 directory: only this user and root get in
+            else ["--auth=trust"]
+        )
         argv = [
             str(self.install.program("initdb") or "initdb"),
             "-D",
             str(self.data_dir),
             "-U",
             SUPERUSER,
-            "--auth=trust",  # socket-only in a 0700 directory: only this user and root get in
+            *auth,
             "--encoding=UTF8",
             "--locale=C",
         ]
@@ -539,6 +601,11 @@ class LocalTarget(
     def start_warnings(self) -> tuple[str, ...]:
         return tuple(self.warnings)
 
+    def client(self) -> ClientPlacement:
+        """Where pgbench runs (this machine) and how it reaches the server (after start)."""
+        assert self.connection is not None, "client() is known after start"
+        return client_placement(self.client_mode, self.connection, self.host(), self._tcp_password)
+
     def record(self) -> TargetRecord:
         device: dict[str, object] = {}
         if self.data_dir.exists():
@@ -564,6 +631,7 @@ class LocalTarget(
             device=device,
             location=str(self.directory),
             standbys=self.standby_records(),
+            client=dict(self.client().record) if self.connection else {},
         )
 
     def alive(self) -> bool:
@@ -593,7 +661,8 @@ class LocalTarget(
         socket_dir = runtime_base(avoid) / f"howfast-run-{self.token}-XXXXXXXX"
         port = self.settings.get("port")
         return PlannedConnection(
-            host=str(socket_dir),
+            # --client tcp: what pgbench and the round-trip probe dial
+            host=TCP_ADDRESS if self.client_mode == "tcp" else str(socket_dir),
             port=0,
             user=SUPERUSER,
             dbname="postgres",
@@ -683,6 +752,12 @@ class LocalTarget(
     # -- failover (issue 29: targets/replicas/failover.py) ------------------------------------
     def promotable_standbys(self) -> tuple[str, ...]:
         return self.replicas.names if self.replicas is not None else ()
+
+    def failover_refusal(self) -> str | None:
+        if self.client_mode != "socket":
+            # the load follows the promoted standby through the servers' sockets
+            return "failover with --client tcp is not available yet: give --client socket"
+        return None
 
     def connection_now(self) -> Connection:
         assert self.connection is not None

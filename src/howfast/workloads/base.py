@@ -146,12 +146,13 @@ class StepOutcome:
     sections: Mapping[str, Mapping[str, JSONValue]] = field(default_factory=dict)
 
     def merged(self, prepared: StepOutcome) -> StepOutcome:
-        """With what the step's prepare() gave: its warnings first, its resolved params
-        under this outcome's."""
+        """With what the step's prepare() gave: its warnings first, its resolved params and
+        metrics (the round-trip probe's) under this outcome's."""
         return replace(
             self,
             warnings=(*prepared.warnings, *self.warnings),
             resolved_params={**prepared.resolved_params, **self.resolved_params},
+            metrics={**prepared.metrics, **self.metrics},
         )
 
     def with_warning(self, warning: str) -> StepOutcome:

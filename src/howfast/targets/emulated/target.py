@@ -30,7 +30,9 @@ from howfast.model import JSONValue, TargetRecord
 from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    ClientPlacement,
     Crashable,
+    HasClient,
     HasCurrentPrimary,
     HasLocalServer,
     HasServerIdentity,
@@ -59,7 +61,7 @@ from howfast.targets.emulated.build import (
 from howfast.targets.emulated.measure import flush_latency_ms
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
 from howfast.targets.leftovers.marks import write_owner
-from howfast.targets.local import LocalTarget, check_earlier_clusters
+from howfast.targets.local import LocalClient, LocalTarget, check_earlier_clusters
 from howfast.targets.local_server import runtime_base
 from howfast.targets.osuser import check_reachable, server_user
 from howfast.targets.replicas.local import StandbyStorage
@@ -100,6 +102,7 @@ class EmulatedTarget(
     HasStandbys,
     HasCurrentPrimary,
     Promotable,
+    HasClient,
 ):
     kind = "local"
 
@@ -116,6 +119,7 @@ class EmulatedTarget(
         memory_limit: int | None = None,
         replicas: ReplicaSpec | None = None,
         standby_storage: Callable[[Path], StandbyStorage] | None = None,
+        client: LocalClient = "socket",
     ) -> None:
         self.directory = directory.absolute()
         self.install = install
@@ -137,6 +141,7 @@ class EmulatedTarget(
             replicas=replicas,
             standby_storage=standby_storage,
             standby_volume_root=self.directory,  # beside this volume, not on it
+            client=client,
         )
         self.keep = keep
         self.warnings: list[str] = []
@@ -296,12 +301,18 @@ class EmulatedTarget(
     def standbys(self) -> Sequence[StandbyMember]:
         return self.inner.standbys()
 
+    def client(self) -> ClientPlacement:
+        return self.inner.client()
+
     def server_log_file(self) -> Path | None:
         return self.inner.server_log_file()
 
     # failover: the server's, on the inner target (its standbys)
     def promotable_standbys(self) -> tuple[str, ...]:
         return self.inner.promotable_standbys()
+
+    def failover_refusal(self) -> str | None:
+        return self.inner.failover_refusal()
 
     def connection_now(self) -> Connection:
         return self.inner.connection_now()

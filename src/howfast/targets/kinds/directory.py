@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from howfast.checks import Check
 from howfast.design import DesignOptions, merge_design, split_design_query
@@ -28,7 +29,16 @@ from howfast.units import parse_duration, parse_size
 DEFAULT_VOLUME_BYTES = 4 * 1024**3
 RUN: frozenset[Command] = frozenset({"run"})
 # What `DIR?key=value&...` may say (docs/replication.md)
-DESIGN_KEYS = frozenset({"replicas", "sync", "standby_dir", "standby_latency"})
+DESIGN_KEYS = frozenset({"replicas", "sync", "standby_dir", "standby_latency", "client"})
+
+
+def local_client(design: DesignOptions) -> Literal["socket", "tcp"]:
+    """--client for a cluster on this machine: socket (the default) or tcp."""
+    if design.client in ("pod", "same-pod"):
+        raise UsageError(
+            f"--client {design.client} is for k8s:// targets (directory targets: socket or tcp)"
+        )
+    return "tcp" if design.client == "tcp" else "socket"
 
 
 def split_directory(text: str) -> tuple[str, DesignOptions]:
@@ -148,6 +158,7 @@ class DirectoryKind(TargetKind):
         path, own = split_directory(text)
         design = merge_design(own, options.design)
         replicas = replica_spec(design, options.settings)
+        client = local_client(design)
         directory = Path(path).expanduser()
         standby_dirs = [d.expanduser() for d in design.standby_dirs]
         name = f"{directory.absolute()} with {replicas.describe()}" if replicas else None
@@ -178,6 +189,7 @@ class DirectoryKind(TargetKind):
                     standby_dirs=standby_dirs,
                     standby_storage=standby_storage,
                     name=name,
+                    client=client,
                 )
             ]
         if standby_dirs:
@@ -199,6 +211,7 @@ class DirectoryKind(TargetKind):
                 memory_limit=options.memory_limit,
                 replicas=replicas,
                 standby_storage=standby_storage,
+                client=client,
             )
             for limits in storage.variants
         ]

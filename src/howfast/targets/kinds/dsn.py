@@ -48,6 +48,12 @@ class DsnKind(TargetKind):
                 "the standbys it streams to are found in pg_stat_replication, and a synchronous "
                 "one's waits (IPC:SyncRep) in wait_syncrep_share",
             )
+        if design.client is not None:
+            raise UsageError(
+                f"{redact_dsn(text)}: --client places the client of a server howfast creates",
+                "the client of an existing server is this machine, connecting as the URI says "
+                "(host=127.0.0.1 for TCP, a socket directory for a socket)",
+            )
         super().refuse_design(text, design)
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:

@@ -28,6 +28,7 @@ from howfast.workloads.pgbench import (
     parse,
     plan,
     rates,
+    rtt,
     survive,
     survive_step,
     txlog,
@@ -117,7 +118,9 @@ class PgbenchWorkload(Workload):
 
     def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         """Before the samplers start: the log's sampling rate, from the offered rate or an
-        earlier step of the same test, else from a short calibration run (unmeasured)."""
+        earlier step of the same test, else from a short calibration run (unmeasured); first,
+        the round-trip probe (rtt.py)."""
+        probed = _probe_round_trip(ctx)
         try:
             offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
         except ValueError:
@@ -134,7 +137,7 @@ class PgbenchWorkload(Workload):
             tps = parse.parse_run(result.stdout + "\n" + result.stderr).tps
             log_plan = logsampling.plan_from_calibration(tps if result.returncode == 0 else None)
         self._log_plans[ctx.work_dir] = log_plan
-        return StepOutcome()
+        return probed
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
         try:
@@ -235,7 +238,14 @@ class PgbenchWorkload(Workload):
             )
         jobs = _jobs(params, ctx.cores)
         program = _planned_pgbench(ctx)
-        planned = []
+        probe = rtt.rtt_invocation(program, ctx.connection)
+        planned = [
+            PlannedInvocation(
+                probe,
+                f"the round-trip probe (unmeasured): {rtt.RTT_TRANSACTIONS} x SELECT 1 on the "
+                "load's connection -> client_rtt_p50_ms, client_rtt_p99_ms",
+            )
+        ]
         rate = params.get("rate")
         if isinstance(rate, int | float) or not logsampling.wants_sampling(params):
             log_plan = logsampling.plan_from_history(params, [])
@@ -278,6 +288,25 @@ class PgbenchWorkload(Workload):
             return [*planned, PlannedInvocation(first, "; ".join(notes))]
         invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
         return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
+
+
+def _probe_round_trip(ctx: StepContext) -> StepOutcome:
+    """The round trip from the client to the server, on the load's host and connection
+    (workloads/pgbench/rtt.py): client_rtt_* metrics, or a warning when the probe failed
+    (the step itself still runs: the load says more than the probe)."""
+    result = ctx.run(rtt.rtt_invocation(_pgbench(ctx), ctx.server()), subdir="rtt-probe")
+    log_files = [result.files[name] for name in sorted(result.files)]
+    if result.returncode != 0 or not log_files:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
+        why = f": {tail[0]}" if tail else ""
+        return StepOutcome(
+            warnings=(f"the round-trip probe failed (exit {result.returncode}){why}",)
+        )
+    try:
+        metrics = rtt.rtt_metrics(log_files)
+    except ValueError as exc:
+        return StepOutcome(warnings=(f"the round-trip probe's log: {exc}",))
+    return StepOutcome(metrics=dict(metrics))
 
 
 def _jobs(params: dict[str, JSONValue], cores: int) -> int:
