@@ -4,22 +4,19 @@
 # 1. The Kubernetes lab tests (tests/k8s, a real two-node cluster on loopback), from the start.
 #    The lab is built first, alone: a cold build (~15 min, once per machine, cached outside
 #    the clone) is CPU-heavy.
-# 2. All the others except the emulated-volume tests, from the start, in two pytest-xdist
+# 2. All the others except the emulated-volume tests, from the start, in three pytest-xdist
 #    workers (a test file stays on one worker). Most tests spend their time waiting (pgbench
-#    for its duration, servers starting, pods and volumes), so running them side by side keeps
-#    `make test` within its time budget.
-# 3. The emulated-volume tests (marker `emulated`: nbdkit, nbdfuse, loop devices), in two
-#    workers of their own, from the moment the lab tests end, beside what is left of 2.
+#    for its duration, servers starting, pods and volumes): a whole clean-clone run used
+#    1.1 of the 2 cores on average with two workers.
+# 3. The emulated-volume tests (marker `emulated`: nbdkit, nbdfuse, loop devices), from the
+#    start too, in two workers of their own, at a higher CPU priority (nice -5).
 #
-# Why the emulated-volume tests wait for the lab: every read, write and flush of such a
-# volume goes through nbdkit's Python plugin, nbdfuse and a loop device, several wake-ups
-# each, so on 2 cores they are the tests most slowed by other work. Beside the lab's control
-# plane (etcd, the API server, the kubelets) and the other xdist worker, two of them ran into
-# their time-outs (300 s and 240 s) in a fresh-clone `make test`, though they pass alone in
-# ~150 s; killed there, they left their volumes mounted (issue 26). Why not after all the
-# others, as before: the lab tests end minutes before the others, and the emulated tests then
-# waited for them, on a machine a quarter idle, while they themselves mostly wait (their
-# delays, pgbench's durations).
+# Why all three at once: the lab tests take 9-12 min and the emulated-volume tests ~6 min;
+# one after the other they alone overran the 15-minute budget. Every read, write and flush of
+# an emulated volume goes through nbdkit's Python plugin, nbdfuse and a loop device, several
+# wake-ups each, so on 2 cores they are the tests most slowed by other work (two of them once
+# ran into their time-outs beside the lab): their higher priority lets their user-space I/O
+# path run before the other tests' pgbench, which takes whatever CPU is free.
 # A test that still runs out of time ends its howfast with SIGINT first, so that howfast
 # takes its volume down (tests/integration/conftest.py).
 #
@@ -29,7 +26,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
-MAIN=(-m "not k8s and not emulated" -n 2 --dist loadfile --durations=15)
+MAIN=(-m "not k8s and not emulated" -n 3 --dist loadfile --durations=15)
 EMULATED=(-m "emulated and not k8s" -n 2 --dist loadfile --durations=10 tests)
 # The emulated-volume tests' I/O goes through user-space processes (nbdkit, nbdfuse) that must
 # wake up for every request: above the other tests' priority, so that the others' pgbench
@@ -106,10 +103,10 @@ start k8s "$logs/k8s.log" -m k8s tests/k8s -p no:cacheprovider --durations=5 "$@
 k8s_pid=${pids[-1]}
 start main - "${MAIN[@]}" "$@"
 main_pid=${pids[-1]}
+emulated "$@"
 
 wait "$k8s_pid"
 k8s_status=$?
-emulated "$@"  # as soon as the lab is down, beside what is left of the others
 wait "$main_pid"
 main_status=$?
 wait "$emulated_pid"
