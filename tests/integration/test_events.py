@@ -157,7 +157,10 @@ def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
     (fig,) = figures.figures([mark], load, outcome.histograms)
     assert fig.tps_before and fig.tps_during is not None
     assert fig.tps_during < 0.7 * fig.tps_before, figures.event_line(fig)
-    assert fig.recovery_s is not None, figures.event_line(fig)
+    # lifted: the commits speed up again (back to 90% of before may take longer than the
+    # step's last seconds on a loaded machine: recovery_s is then absent, with its reason)
+    lifted = load.tps(mark.undone_s + 1, load.end_s)
+    assert lifted is not None and lifted > 3 * fig.tps_during, (lifted, figures.event_line(fig))
     # lifted: the cgroup holds no IOPS rule of ours any more
     rules = Path(str(mark.facts["cgroup"]))
     for name in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device", "io.max"):

@@ -154,7 +154,9 @@ def test_a_budget_stops_before_the_width_and_says_so(
     assert 1 <= test["repetitions"] < 30
     assert all(f["reached"] is False for f in test["figures"])
     said = flat(out.stderr)  # the terminal wraps long lines
-    assert "stopped: the time budget was spent" in said and "±" in said
+    assert "stopped: the time budget was spent" in said
+    if test["repetitions"] >= 2:  # one repetition (a loaded machine) has no interval to show
+        assert "±" in said
     # A round is not begun when it would end past the budget: the run ends near it (the
     # margin is for a loaded machine: starting and stopping two servers).
     assert took < 25 + 60
