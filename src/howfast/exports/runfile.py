@@ -63,6 +63,8 @@ def run_entry(run: RunRecord) -> dict[str, JSONValue]:
                 "pg_version": t.pg_version,
                 "settings": t.settings,
                 "device": t.device,
+                "standbys": list(t.standbys),
+                "client": t.client or None,
             }
             for t in run.targets
         ],
@@ -112,6 +114,9 @@ class _Target(_Strict):
     pg_version: str | None
     settings: dict[str, str]
     device: dict[str, Any]
+    # issue 28: absent from run files of earlier versions
+    standbys: list[dict[str, Any]] = []
+    client: dict[str, Any] | None = None
 
 
 class _Step(_Strict):
@@ -268,6 +273,8 @@ def _record(run: _Run) -> RunRecord:
                 settings=dict(t.settings),
                 device=dict(t.device),
                 location=t.location,
+                standbys=tuple(dict(s) for s in t.standbys),
+                client=dict(t.client or {}),
             )
             for t in run.targets
         ],

@@ -96,15 +96,16 @@ def check_run_targets(targets: Sequence[str], wal_dir: Path | None) -> None:
     directories = [t for t in targets if kind_for(t).name == "local"]
     others = [t for t in targets if t not in directories]
     # `DIR` and `DIR?replicas=1`: two designs on the same storage, measured one after the
-    # other, checked once; the same text twice is still refused.
+    # other, checked once; the same directory with the same design twice (`D` and `D/`, a
+    # link to it) is still refused.
     checked: list[str] = []
-    seen: list[tuple[Path, str]] = []
+    seen: list[tuple[Path, object]] = []
     for text in directories:
-        path = split_directory(text)[0]
+        path, design = split_directory(text)
         resolved = _resolved(path)
-        if any(other == resolved and given != text for other, given in seen):
+        if any(other == resolved and asked != design for other, asked in seen):
             continue
-        seen.append((resolved, text))
+        seen.append((resolved, design))
         checked.append(path)
     for index, text in enumerate(others):
         if text in others[:index]:
