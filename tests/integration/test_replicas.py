@@ -370,7 +370,10 @@ def test_a_killed_run_is_cleaned_up(howfast: Howfast, target_dir: Path) -> None:
     [
         ("replicas=-1", "not in the range 0<=x<=8"),
         ("sync=on", "--sync needs standbys: give --replicas N (N >= 1) or ?replicas=N"),
-        ("replica=1", "unknown option replica (replicas, sync, standby_dir, standby_latency, client)"),
+        (
+            "replica=1",
+            "unknown option replica (replicas, sync, standby_dir, standby_latency, client)",
+        ),
     ],
 )
 def test_bad_designs_are_refused_before_anything(
