@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from psycopg import pq
 
 from howfast.model import JSONValue, Sample
 from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
+from howfast.samplers.prepared import prepare, text_rows
 from howfast.targets import pgquery
 from howfast.targets.capabilities import HasStandbys
 from howfast.targets.replicas.builders import SLOTS_QUERY, STATE_QUERY
@@ -149,7 +149,7 @@ class ReplicationSampler(PeriodicSampler):
         self.db.autocommit = True
         self.db.execute(f"SET application_name = '{APPLICATION}'")
         self.db.execute("SET statement_timeout = '2s'")
-        _check(self.db.pgconn.prepare(STATEMENT, STATE_QUERY.encode()))
+        prepare(self.db.pgconn, STATEMENT, STATE_QUERY)
         self._read(0.0, lags=False)  # where the WAL positions start
 
     def tick(self, t: float) -> None:
@@ -157,11 +157,7 @@ class ReplicationSampler(PeriodicSampler):
 
     def _read(self, t: float, *, lags: bool = True) -> None:
         assert self.db is not None
-        result = _check(self.db.pgconn.exec_prepared(STATEMENT, []))
-        rows = [
-            tuple(_text(result.get_value(r, c)) for c in range(result.nfields))
-            for r in range(result.ntuples)
-        ]
+        rows = text_rows(self.db.pgconn, STATEMENT)
         self.readings += 1 if lags else 0
         fold(self.seen, t, parse_state(rows), lags=lags)
 
@@ -187,17 +183,6 @@ class ReplicationSampler(PeriodicSampler):
         for one in self.seen.values():
             out.series.update(one.series)
         return out
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode(errors="replace")
-
-
-def _check(result: Any) -> Any:
-    if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
-        message = result.error_message.decode(errors="replace").strip()
-        raise RuntimeError(message or f"query failed ({result.status.name})")
-    return result
 
 
 def _create(setup: SamplerSetup) -> ReplicationSampler | None:
