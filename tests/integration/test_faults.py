@@ -529,8 +529,20 @@ def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
             assert directory.name.startswith("howfast-"), directory
             shutil.rmtree(directory, ignore_errors=True)
     os.close(lock)
-    out = howfast("run", "quick", "--target", str(foreign))
-    assert out.returncode == 2
-    said = out.stderr.replace("\n", "")  # a long path may be wrapped at any character
+    said = _tidy_up_run(howfast, foreign)
+    if cgroup.name not in said and not cgroup.exists():
+        # Another test's howfast started in the moment between the lock's release and this
+        # one, and tidied it first (housekeeping is machine-wide). Once more, on a cgroup left
+        # the same way: empty, its owner lock free.
+        cgroup.mkdir()
+        os.close(os.open(owner_lock_path(cgroup.name), os.O_RDWR | os.O_CREAT, 0o600))
+        said = _tidy_up_run(howfast, foreign)
     assert f"removed {cgroup}: an empty cgroup left by a howfast that was killed" in said, said
     assert not cgroup.exists()
+
+
+def _tidy_up_run(howfast: Howfast, foreign: Path) -> str:
+    """A refused run (foreign directory): its housekeeping's messages, unwrapped."""
+    out = howfast("run", "quick", "--target", str(foreign))
+    assert out.returncode == 2
+    return out.stderr.replace("\n", "")  # a long path may be wrapped at any character

@@ -30,7 +30,7 @@ scale = 1
 workload = "pgbench"
 modes = ["select-only"]
 clients = [1, 2]
-duration = "2s"
+duration = "3s"
 [[steps]]
 workload = "pgbench"
 modes = ["select-only"]
@@ -87,6 +87,8 @@ def test_sampled_log_gives_percentiles_series_and_sample_counts(howfast: Howfast
             "per-transaction log" if from_log else "pgbench -P 1"
         )
         if from_log:
+            # 3 s steps, so that a whole second is logged even when pgbench started late on
+            # a loaded machine (its -T clock runs from before its connections)
             assert "log_tps" not in step["series"]
             assert step["series"]["tps"] and step["series"]["latency_ms"]
             for _, tps in step["series"]["tps"]:
