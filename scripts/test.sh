@@ -26,7 +26,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
-MAIN=(-m "not k8s and not emulated" -n 3 --dist loadfile --durations=15)
+# --no-loadscope-reorder: files are handed out longest first (tests/conftest.py, LONGEST_FILES),
+# not by their number of tests, so that no long file starts when the others are done.
+MAIN=(-m "not k8s and not emulated" -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
 EMULATED=(-m "emulated and not k8s" -n 2 --dist loadfile --durations=10 tests)
 # The emulated-volume tests' I/O goes through user-space processes (nbdkit, nbdfuse) that must
 # wake up for every request: above the other tests' priority, so that the others' pgbench
