@@ -188,7 +188,6 @@ LONGEST_FILES = {
     "tests/integration/test_inputs.py": 335,
     "tests/integration/test_faults.py": 284,
     "tests/integration/test_until.py": 142,
-    "tests/integration/test_invariants.py": 134,
     "tests/integration/test_run_local.py": 131,
     "tests/integration/test_events.py": 130,
     "tests/integration/test_fleet.py": 127,

@@ -146,6 +146,7 @@ duration = "4s"
 )
 
 
+@pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests
 def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
     howfast: Howfast, target_dir: Path
 ):
