@@ -80,6 +80,11 @@ def test_failover_with_sync_on_loses_nothing_and_the_load_goes_on(
     assert event["lost_commits"] == 0
     assert event["tps_after"] > 0  # the load committed on the new primary
     assert "4s:failover applied" in out.stderr
+    # the samplers followed the load to the new primary (docs/samplers.md)
+    assert not [w for w in step["warnings"] if w.startswith("sampler ")], step["warnings"]
+    postgres = step["postgres"]
+    assert postgres["wait_sampling"]["reconnects"] >= 1
+    assert postgres["stats_sampling"]["stretches"] == 2  # another server's counters after
     token = next(iter(doc["targets"]))["standbys"][0]["location"].split("/")[-2]
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []

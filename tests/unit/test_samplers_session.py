@@ -106,6 +106,88 @@ def test_a_failing_tick_stops_the_sampler_and_keeps_what_it_read() -> None:
     assert result.warnings == ["sampler counting stopped: the file vanished"]
 
 
+class Outage(Counting):
+    """Its readings fail while `down` is set, as a sampler's connection through a restart;
+    `resume` (the reconnection) fails too until the service is back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.resumed = 0
+
+    def resume(self, ctx: SamplerContext) -> bool:
+        if self.down:
+            raise OSError("connection refused")
+        self.resumed += 1
+        return True
+
+    def tick(self, t: float) -> None:
+        if self.down:
+            raise OSError("server closed the connection unexpectedly")
+        self.ticks.append(t)
+
+
+def test_readings_missed_while_an_event_disturbs_leave_a_gap_and_the_sampler_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(base, "RESUME_EVERY_S", 0.0)
+    sampler = Outage()
+    ctx = context()
+    disturbed = [False]
+    ctx.disturbed = lambda: disturbed[0]
+    sampler.start(ctx)
+    time.sleep(3 * FAST)
+    disturbed[0] = sampler.down = True
+    time.sleep(4 * FAST)
+    went_down = ctx.now()
+    sampler.down = False  # back; the grace still runs
+    time.sleep(4 * FAST)
+    came_back = ctx.now()
+    disturbed[0] = False
+    time.sleep(3 * FAST)
+    result = sampler.stop()
+    assert result.warnings == []
+    assert sampler.missed_readings >= 2 and sampler.reconnects == sampler.resumed == 1
+    # the outage is a gap in the series; readings on both sides of it
+    times = [p.t for p in result.series["n"]]
+    assert any(t < went_down - 4 * FAST for t in times) and any(t > came_back for t in times)
+    assert not [t for t in times if went_down - 3 * FAST < t < went_down]
+
+
+def test_a_reading_that_fails_outside_an_event_still_stops_the_sampler() -> None:
+    sampler = Outage()
+    ctx = context()
+    ctx.disturbed = lambda: False
+    sampler.start(ctx)
+    time.sleep(2 * FAST)
+    sampler.down = True
+    time.sleep(3 * FAST)
+    result = sampler.stop()
+    assert result.warnings == [
+        "sampler counting stopped: server closed the connection unexpectedly"
+    ]
+    assert sampler.missed_readings == 0
+
+
+def test_a_sampler_that_cannot_resume_once_the_event_is_over_stops_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(base, "RESUME_EVERY_S", 0.0)
+    sampler = Outage()
+    ctx = context()
+    disturbed = [True]
+    ctx.disturbed = lambda: disturbed[0]
+    sampler.start(ctx)
+    sampler.down = True
+    time.sleep(3 * FAST)
+    disturbed[0] = False  # the grace is over and the server still refuses
+    time.sleep(3 * FAST)
+    result = sampler.stop()
+    assert result.warnings == [
+        "sampler counting stopped after an event cut its connection: connection refused"
+    ]
+
+
 def test_a_stuck_sampler_is_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "STOP_TIMEOUT_S", 0.05)
 
