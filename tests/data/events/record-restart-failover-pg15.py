@@ -52,9 +52,9 @@ def main() -> int:
         work = base / "work"
         work.mkdir()
         specs = [parse_event(t) for t in EVENTS]
+        scratch = work / "events"
         schedule = EventSchedule(
-            lambda now: EventContext(target, now, target.connection_now, work / "events",
-                                     float(DURATION_S)),  # fmt: skip
+            lambda now: EventContext(target, now, target.connection_now, scratch, DURATION_S),
             specs,
             actions(),
         )
