@@ -118,6 +118,39 @@ def test_a_restart_then_a_failover_with_sync_on_lose_nothing(
     assert list(target_dir.iterdir()) == []
 
 
+def test_a_crash_then_a_failover_promote_a_standby_that_streams(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """After a crash the standby's walreceiver reconnects only after up to 5 s: the crash is
+    back once the standby streams again (as a restart is), so the failover after it promotes
+    a synchronous standby that streams, and the record says what the primary saw of it."""
+    out = howfast("run", "quick", "--target", str(target_dir), "--replicas", "1", "--sync", "on",
+                  "--clients", "2", "--modes", "tpcb-like", "--duration", "10s",
+                  "--event", "2s:crash", "--event", "4s:failover", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    step = _event_step(doc)
+    assert step["status"] == "completed", step["error"]
+    crash, failover = step["events"]  # type: ignore[misc]
+    print(f"{crash['line']}\n{failover['line']}")
+    assert crash["verified"] is True and failover["verified"] is True
+    assert failover["applied_s"] >= crash["back_s"]
+    for event in (crash, failover):
+        assert event["lost_commits"] == 0, event["line"]
+    assert "when promoted" not in failover["line"]
+    store = open_store(str(howfast.store), reading=True)
+    run = store.get_run(doc["id"])
+    assert run is not None
+    (stored,) = [s for s in run.steps if s.workload == "pgbench" and s.status == "completed"]
+    marks = marks_from_section(stored.sections["events"])  # type: ignore[arg-type]
+    assert float(str(marks[0].facts["standbys_streaming_s"])) > 0
+    seen = marks[1].facts["standby_before"]
+    assert isinstance(seen, dict)
+    assert (seen["state"], seen["sync_state"]) == ("streaming", "sync"), seen
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
 def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
     howfast: Howfast, target_dir: Path
 ) -> None:

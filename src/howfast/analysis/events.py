@@ -486,6 +486,25 @@ def _tps(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def promotion_note(mark: EventMark) -> str | None:
+    """A failover's promoted standby as the primary saw it just before it died, when that
+    can explain lost commits: not streaming, or asynchronous with WAL it had not flushed.
+    None for a synchronous standby that streamed (nothing acknowledged can be missing)."""
+    seen = mark.facts.get("standby_before")
+    name = mark.facts.get("promoted")
+    if not isinstance(seen, dict) or not isinstance(name, str):
+        return None
+    state, sync = seen.get("state"), seen.get("sync_state")
+    if state == "unknown":
+        return None
+    if state != "streaming":
+        return f"{name} was {state} when promoted"
+    behind = seen.get("unflushed_bytes")
+    if sync == "sync" or not isinstance(behind, int) or behind == 0:
+        return None
+    return f"{name} was {sync} when promoted, {behind:,} bytes of WAL behind"
+
+
 def event_line(fig: EventFigures) -> str:
     """'restart at 20 s: 0.16 s without service, back to 90% in 1.1 s, 0 commits lost'."""
     mark = fig.mark
@@ -524,6 +543,9 @@ def event_line(fig: EventFigures) -> str:
             parts.append(f"{lost.lost} to {lost.lost_max} commits lost ({lost.in_doubt} in doubt)")
     elif fig.lost_note and not fig.lost_note.startswith("counted with"):
         parts.append(f"commits not counted: {fig.lost_note}")
+    promoted = promotion_note(mark)
+    if promoted:
+        parts.append(promoted)
     line = f"{label}: " + ", ".join(parts)
     if mark.verified is False:
         line += f"; not verified: {mark.problem or 'no evidence'}"
