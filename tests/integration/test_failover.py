@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -209,3 +211,37 @@ def test_ctrl_c_after_a_failover_on_an_emulated_volume_leaves_nothing(
     assert proc.returncode == 130, err[-2000:]
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
+
+
+def test_ctrl_c_while_the_failover_is_being_applied_leaves_nothing(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """SIGINT while `pg_ctl promote -w` waits: the standby's postmaster is held (SIGSTOP, by
+    the test, once the load runs) so that the failover stays under way after the primary was
+    killed; SIGINT then, the standby let go a second later. howfast ends with 130 and leaves
+    no process, directory, cgroup."""
+    proc = howfast.popen("run", "quick", "--target", str(target_dir), "--replicas", "1",
+                         "--clients", "1", "--modes", "tpcb-like", "--duration", "20s",
+                         "--event", "4s:failover")  # fmt: skip
+    wait_for(proc, "pgbench tpcb-like")
+    (standby,) = target_dir.glob("howfast-*/**/standby_1/data")
+    (primary,) = target_dir.glob("howfast-*/data")
+    token = primary.parent.name.removeprefix("howfast-")
+    postmaster = int((standby / "postmaster.pid").read_text().split()[0])
+    os.kill(postmaster, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 60
+        while postgres_pids_under(primary) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the failover killed the primary: it now waits for the promotion
+        assert not postgres_pids_under(primary), "the failover did not start"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+    finally:
+        os.kill(postmaster, signal.SIGCONT)
+    _, err = stop_howfast(proc)
+    # the SIGINT came while the failover was under way: it was applied, then all stopped
+    assert "4s:failover applied" in err, err[-2000:]
+    assert proc.returncode == 130, err[-2000:]
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    assert _cgroups(token) == []
