@@ -154,7 +154,7 @@ def test_a_crash_then_a_failover_promote_a_standby_that_streams(
 
 
 def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
-    howfast: Howfast, target_dir: Path
+    howfast: Howfast, target_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Asynchronous: the loss is counted, not assumed: the figure is the window's acknowledged
     commits minus the rows the new primary holds for it (1 proven lost, 1 in doubt, measured
@@ -190,8 +190,19 @@ def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
     assert lost.acked > 0
     assert event["lost_commits"] == max(0, lost.acked - count.rows) == lost.lost
     assert event["lost_commits_max"] == lost.lost_max
+    # what the primary saw of the standby before it died is in the record
+    seen = marks[0].facts["standby_before"]
+    assert isinstance(seen, dict) and seen["sync_state"] == "async", seen
+    # results show says why the later step did not run (its steps table, wide enough for
+    # the reason to stay on one line)
+    monkeypatch.setenv("COLUMNS", "400")
+    shown = howfast("results", "show", str(doc["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "skipped: not run: a failover promoted standby_1" in shown.stdout
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(target_dir) not in mounts  # the standby's emulated volume too
 
 
 def test_ctrl_c_after_a_failover_on_an_emulated_volume_leaves_nothing(
