@@ -486,10 +486,11 @@ def _tps(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def promotion_note(mark: EventMark) -> str | None:
+def promotion_note(mark: EventMark, lost: LostCommits | None) -> str | None:
     """A failover's promoted standby as the primary saw it just before it died, when that
-    can explain lost commits: not streaming, or asynchronous with WAL it had not flushed.
-    None for a synchronous standby that streamed (nothing acknowledged can be missing)."""
+    can explain lost commits: not streaming, or asynchronous with WAL it had not flushed
+    (said when commits are, or may be, lost). None for a synchronous standby that streamed
+    (nothing acknowledged can be missing)."""
     seen = mark.facts.get("standby_before")
     name = mark.facts.get("promoted")
     if not isinstance(seen, dict) or not isinstance(name, str):
@@ -501,6 +502,8 @@ def promotion_note(mark: EventMark) -> str | None:
         return f"{name} was {state} when promoted"
     behind = seen.get("unflushed_bytes")
     if sync == "sync" or not isinstance(behind, int) or behind == 0:
+        return None
+    if lost is not None and lost.lost_max == 0:
         return None
     return f"{name} was {sync} when promoted, {behind:,} bytes of WAL behind"
 
@@ -543,7 +546,7 @@ def event_line(fig: EventFigures) -> str:
             parts.append(f"{lost.lost} to {lost.lost_max} commits lost ({lost.in_doubt} in doubt)")
     elif fig.lost_note and not fig.lost_note.startswith("counted with"):
         parts.append(f"commits not counted: {fig.lost_note}")
-    promoted = promotion_note(mark)
+    promoted = promotion_note(mark, fig.lost)
     if promoted:
         parts.append(promoted)
     line = f"{label}: " + ", ".join(parts)
