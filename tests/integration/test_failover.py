@@ -34,6 +34,18 @@ clients = [2, 1]
 duration = "10s"
 """
 
+# One short event step after the load, without quick's fio probes.
+EVENT_STEP = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [{clients}]
+duration = "{duration}"
+"""
+
 
 def _cgroups(token: str) -> list[Path]:
     found: list[Path] = []
@@ -101,9 +113,10 @@ def test_a_restart_then_a_failover_with_sync_on_lose_nothing(
     their rows carry a time inside the restart's outage. Counted in windows cut between
     segments, neither event loses a commit (cut at the outage's middle, the failover showed
     1 to 2 lost: analysis/events.py)."""
-    out = howfast("run", "quick", "--target", str(target_dir), "--replicas", "1", "--sync", "on",
-                  "--clients", "2", "--modes", "tpcb-like", "--duration", "10s",
-                  "--event", "2s:restart", "--event", "5s:failover", "--json")  # fmt: skip
+    plan = howfast.plan(EVENT_STEP.format(clients=2, duration="9s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--event", "2s:restart", "--event", "5s:failover",
+                  "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     step = _event_step(json.loads(out.stdout))
     assert step["status"] == "completed", step["error"]
@@ -126,9 +139,10 @@ def test_a_crash_then_a_failover_promote_a_standby_that_streams(
     """After a crash the standby's walreceiver reconnects only after up to 5 s: the crash is
     back once the standby streams again (as a restart is), so the failover after it promotes
     a synchronous standby that streams, and the record says what the primary saw of it."""
-    out = howfast("run", "quick", "--target", str(target_dir), "--replicas", "1", "--sync", "on",
-                  "--clients", "2", "--modes", "tpcb-like", "--duration", "10s",
-                  "--event", "2s:crash", "--event", "4s:failover", "--json")  # fmt: skip
+    plan = howfast.plan(EVENT_STEP.format(clients=2, duration="9s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--event", "2s:crash", "--event", "4s:failover",
+                  "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     step = _event_step(doc)
@@ -231,8 +245,8 @@ def test_ctrl_c_while_the_failover_is_being_applied_leaves_nothing(
     the test, once the load runs) so that the failover stays under way after the primary was
     killed; SIGINT then, the standby let go a second later. howfast ends with 130 and leaves
     no process, directory, cgroup."""
-    proc = howfast.popen("run", "quick", "--target", str(target_dir), "--replicas", "1",
-                         "--clients", "1", "--modes", "tpcb-like", "--duration", "20s",
+    plan = howfast.plan(EVENT_STEP.format(clients=1, duration="20s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                          "--event", "4s:failover")  # fmt: skip
     wait_for(proc, "pgbench tpcb-like")
     (standby,) = target_dir.glob("howfast-*/**/standby_1/data")
