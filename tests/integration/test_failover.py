@@ -19,7 +19,14 @@ from howfast.analysis.loadrecord import LoadRecord
 from howfast.event_marks import marks_from_section
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
-from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
+from tests.integration.conftest import (
+    Howfast,
+    postgres_pids_under,
+    postgres_shared_memory,
+    shared_memory_of,
+    stop_howfast,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -253,6 +260,8 @@ def test_ctrl_c_while_the_failover_is_being_applied_leaves_nothing(
     (primary,) = target_dir.glob("howfast-*/data")
     token = primary.parent.name.removeprefix("howfast-")
     postmaster = int((standby / "postmaster.pid").read_text().split()[0])
+    old_primary = int((primary / "postmaster.pid").read_text().split()[0])
+    shared = shared_memory_of(postmaster) | shared_memory_of(old_primary)
     os.kill(postmaster, signal.SIGSTOP)
     try:
         deadline = time.monotonic() + 60
@@ -270,3 +279,4 @@ def test_ctrl_c_while_the_failover_is_being_applied_leaves_nothing(
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
     assert _cgroups(token) == []
+    assert postgres_shared_memory() & shared == set()  # the killed primary's too
