@@ -22,6 +22,7 @@ from howfast.events.schedule import EventSchedule
 from howfast.eventspec import parse_event
 from howfast.machine.pgbin import choose_install
 from howfast.model import JSONValue
+from howfast.store import open_store
 from howfast.targets.base import Connection
 from howfast.targets.emulated.build import Limits
 from howfast.targets.emulated.target import EmulatedTarget
@@ -309,3 +310,54 @@ def test_the_dry_run_shows_the_load_in_segments(howfast: Howfast, target_dir: Pa
     assert "with events (3s:restart): pgbench runs in back-to-back segments" in out.stdout
     assert " -T 10 -n -b tpcb-like " in out.stdout
     assert list(target_dir.iterdir()) == []
+
+
+def test_the_postgresql_samplers_reconnect_after_a_restart_and_go_on_sampling(
+    howfast: Howfast, target_dir: Path
+):
+    """Samplers through events (docs/samplers.md): the restart cuts the wait-event,
+    replication and statistics samplers' connections; each reconnects and samples again after
+    the event, with no sampler warning. Sampler time starts before the load: a sample at t is
+    at load time t - offset, offset <= sampled_s - the load's end, hence the bound below."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the server runs as its own OS user")
+    plan = howfast.plan(
+        '[[steps]]\nworkload = "pgbench-init"\nscale = 1\n'
+        '[[steps]]\nworkload = "pgbench"\nmodes = ["tpcb-like"]\nclients = [2]\n'
+        'duration = "10s"\n'
+    )
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--event", "2s:restart", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert step["status"] == "completed", step["error"]
+    assert not [w for w in step["warnings"] if w.startswith("sampler ")], step["warnings"]
+    (event,) = step["events"]
+    assert event["verified"] is True, event["problem"]
+    postgres = step["postgres"]
+    waits, replication = postgres["wait_sampling"], postgres["replication"]
+    for section in (waits, replication, postgres["stats_sampling"]):
+        assert section["reconnects"] >= 1, section  # a restart ends every session
+    assert waits["missed_readings"] >= 1  # 10 Hz: at least one reading fell in the outage
+    store = open_store(str(howfast.store), reading=True)
+    run = store.get_run(doc["id"], with_series=True)
+    assert run is not None
+    (stored,) = [s for s in run.steps if s.workload == "pgbench"]
+    load = LoadRecord.from_document(stored.sections["load"])  # type: ignore[arg-type]
+    sampled_s = float(stored.sections["io"]["sampled_s"])  # type: ignore[arg-type]
+    after = float(event["back_s"]) + (sampled_s - load.end_s)
+    print(f"back at {event['back_s']:.2f} s (load), samples after {after:.2f} s (sampler)")
+    for name in ("waits.samples", "replication.standby_1.sent_bytes_per_s", "pg.commits_per_s"):
+        later = [p for p in stored.series[name] if p.t > after]
+        assert later, (name, [p.t for p in stored.series[name]])
+    # after the restart the sessions sampled are the load's again: active ones were seen
+    active = [
+        p.value
+        for name, points in stored.series.items()
+        if name.startswith("waits.") and name != "waits.samples"
+        for p in points
+        if p.t > after
+    ]
+    assert sum(active) > 0
+    assert postgres_pids_under(target_dir) == []

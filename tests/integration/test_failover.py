@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,14 @@ from howfast.analysis.loadrecord import LoadRecord
 from howfast.event_marks import marks_from_section
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
-from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
+from tests.integration.conftest import (
+    Howfast,
+    postgres_pids_under,
+    postgres_shared_memory,
+    shared_memory_of,
+    stop_howfast,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +39,18 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2, 1]
 duration = "10s"
+"""
+
+# One short event step after the load, without quick's fio probes.
+EVENT_STEP = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [{clients}]
+duration = "{duration}"
 """
 
 
@@ -80,6 +101,11 @@ def test_failover_with_sync_on_loses_nothing_and_the_load_goes_on(
     assert event["lost_commits"] == 0
     assert event["tps_after"] > 0  # the load committed on the new primary
     assert "4s:failover applied" in out.stderr
+    # the samplers followed the load to the new primary (docs/samplers.md)
+    assert not [w for w in step["warnings"] if w.startswith("sampler ")], step["warnings"]
+    postgres = step["postgres"]
+    assert postgres["wait_sampling"]["reconnects"] >= 1
+    assert postgres["stats_sampling"]["stretches"] == 2  # another server's counters after
     token = next(iter(doc["targets"]))["standbys"][0]["location"].split("/")[-2]
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
@@ -87,8 +113,69 @@ def test_failover_with_sync_on_loses_nothing_and_the_load_goes_on(
     assert shm_left == []
 
 
-def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
+def test_a_restart_then_a_failover_with_sync_on_lose_nothing(
     howfast: Howfast, target_dir: Path
+) -> None:
+    """The restart's first transactions wait in COMMIT for the standby to reconnect (5 s):
+    their rows carry a time inside the restart's outage. Counted in windows cut between
+    segments, neither event loses a commit (cut at the outage's middle, the failover showed
+    1 to 2 lost: analysis/events.py)."""
+    plan = howfast.plan(EVENT_STEP.format(clients=2, duration="9s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--event", "2s:restart", "--event", "5s:failover",
+                  "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    step = _event_step(json.loads(out.stdout))
+    assert step["status"] == "completed", step["error"]
+    restart, failover = step["events"]  # type: ignore[misc]
+    print(f"{restart['line']}\n{failover['line']}")
+    assert restart["verified"] is True and failover["verified"] is True
+    # the failover waited for the restart, which waited for the standby to stream again
+    assert failover["applied_s"] >= restart["back_s"]
+    for event in (restart, failover):
+        assert event["lost_commits"] == 0, event["line"]
+        # at most the clients cut in COMMIT, whose commit may not have happened
+        assert event["lost_commits_max"] <= event["in_doubt"] <= 2, event["line"]
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+def test_a_crash_then_a_failover_promote_a_standby_that_streams(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """After a crash the standby's walreceiver reconnects only after up to 5 s: the crash is
+    back once the standby streams again (as a restart is), so the failover after it promotes
+    a synchronous standby that streams, and the record says what the primary saw of it."""
+    plan = howfast.plan(EVENT_STEP.format(clients=2, duration="9s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--event", "2s:crash", "--event", "4s:failover",
+                  "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    step = _event_step(doc)
+    assert step["status"] == "completed", step["error"]
+    crash, failover = step["events"]  # type: ignore[misc]
+    print(f"{crash['line']}\n{failover['line']}")
+    assert crash["verified"] is True and failover["verified"] is True
+    assert failover["applied_s"] >= crash["back_s"]
+    for event in (crash, failover):
+        assert event["lost_commits"] == 0, event["line"]
+    assert "when promoted" not in failover["line"]
+    store = open_store(str(howfast.store), reading=True)
+    run = store.get_run(doc["id"])
+    assert run is not None
+    (stored,) = [s for s in run.steps if s.workload == "pgbench" and s.status == "completed"]
+    marks = marks_from_section(stored.sections["events"])  # type: ignore[arg-type]
+    assert float(str(marks[0].facts["standbys_streaming_s"])) > 0
+    seen = marks[1].facts["standby_before"]
+    assert isinstance(seen, dict)
+    assert (seen["state"], seen["sync_state"]) == ("streaming", "sync"), seen
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
+    howfast: Howfast, target_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Asynchronous: the loss is counted, not assumed: the figure is the window's acknowledged
     commits minus the rows the new primary holds for it (1 proven lost, 1 in doubt, measured
@@ -124,8 +211,19 @@ def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
     assert lost.acked > 0
     assert event["lost_commits"] == max(0, lost.acked - count.rows) == lost.lost
     assert event["lost_commits_max"] == lost.lost_max
+    # what the primary saw of the standby before it died is in the record
+    seen = marks[0].facts["standby_before"]
+    assert isinstance(seen, dict) and seen["sync_state"] == "async", seen
+    # results show says why the later step did not run (its steps table, wide enough for
+    # the reason to stay on one line)
+    monkeypatch.setenv("COLUMNS", "400")
+    shown = howfast("results", "show", str(doc["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "skipped: not run: a failover promoted standby_1" in shown.stdout
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(target_dir) not in mounts  # the standby's emulated volume too
 
 
 def test_ctrl_c_after_a_failover_on_an_emulated_volume_leaves_nothing(
@@ -145,3 +243,40 @@ def test_ctrl_c_after_a_failover_on_an_emulated_volume_leaves_nothing(
     assert proc.returncode == 130, err[-2000:]
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
+
+
+def test_ctrl_c_while_the_failover_is_being_applied_leaves_nothing(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """SIGINT while `pg_ctl promote -w` waits: the standby's postmaster is held (SIGSTOP, by
+    the test, once the load runs) so that the failover stays under way after the primary was
+    killed; SIGINT then, the standby let go a second later. howfast ends with 130 and leaves
+    no process, directory, cgroup."""
+    plan = howfast.plan(EVENT_STEP.format(clients=1, duration="20s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--event", "4s:failover")  # fmt: skip
+    wait_for(proc, "pgbench tpcb-like")
+    (standby,) = target_dir.glob("howfast-*/**/standby_1/data")
+    (primary,) = target_dir.glob("howfast-*/data")
+    token = primary.parent.name.removeprefix("howfast-")
+    postmaster = int((standby / "postmaster.pid").read_text().split()[0])
+    old_primary = int((primary / "postmaster.pid").read_text().split()[0])
+    shared = shared_memory_of(postmaster) | shared_memory_of(old_primary)
+    os.kill(postmaster, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 60
+        while postgres_pids_under(primary) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the failover killed the primary: it now waits for the promotion
+        assert not postgres_pids_under(primary), "the failover did not start"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+    finally:
+        os.kill(postmaster, signal.SIGCONT)
+    _, err = stop_howfast(proc)
+    # the SIGINT came while the failover was under way: it was applied, then all stopped
+    assert "4s:failover applied" in err, err[-2000:]
+    assert proc.returncode == 130, err[-2000:]
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    assert _cgroups(token) == []
+    assert postgres_shared_memory() & shared == set()  # the killed primary's too

@@ -7,15 +7,17 @@ in-doubt bound (the design's F11 numbers), shared windows, and the verdict line.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
 from howfast.analysis import events
 from howfast.analysis.loadrecord import Gap, HistoryCount, LoadRecord, SegmentFacts
-from howfast.event_marks import EventMark
+from howfast.event_marks import EventMark, marks_from_section
 from tests.unit.test_stitch import LOAD, ORIGIN, stitched
 
 # --- the recording ---------------------------------------------------------------------------
@@ -44,11 +46,12 @@ def test_the_recorded_restart_and_crash_lost_no_commit_window_by_window():
     record, _, timeline = stitched()
     marks = recorded_marks()
     windows = events.commit_windows(marks, record)
-    assert len(windows) == 3  # cut in the middle of each outage
+    assert len(windows) == 3  # cut within each outage, between two segments
     restart_gap, crash_gap = (events.event_gap(m, record.gaps) for m in marks)
     assert restart_gap is not None and crash_gap is not None
-    assert windows[0][1] == pytest.approx((restart_gap.t0 + restart_gap.t1) / 2, abs=1e-6)
-    assert windows[1][1] == pytest.approx((crash_gap.t0 + crash_gap.t1) / 2, abs=1e-6)
+    for (_, cut), gap in zip(windows, (restart_gap, crash_gap), strict=False):
+        assert cut is not None and gap.t0 < cut < gap.t1
+        assert not [s for s in record.segments if s.ran and s.started_s < cut < (s.ended_s or 0)]
     counts = tuple(HistoryCount(lo, hi, rows_between(lo, hi)) for lo, hi in windows)
     assert sum(c.rows for c in counts) == LOAD["history_rows"]
     record = dataclasses.replace(record, history=counts)
@@ -80,6 +83,49 @@ def test_the_recorded_restart_and_crash_lost_no_commit_window_by_window():
         f"crash at 9.5 s: {crash.downtime_s:.1f} s without service, no recovery figure: not "
         "enough seconds before the event (0 s; 3 needed), 0 commits lost"
     )
+
+
+RESTART_FAILOVER = json.loads(
+    (Path(__file__).parent.parent / "data" / "events" / "restart-failover-pg15.json").read_text()
+)
+
+
+def test_a_restart_then_a_failover_with_a_sync_standby_lose_nothing_window_by_window():
+    """The recording (tests/data/events/record-restart-failover-pg15.py): after the restart
+    the clients' first transactions began as the server came back (3.4 s) and waited in their
+    COMMIT for the standby to reconnect (8.3 s): their rows carry 3.4 s. Cut at the middle of
+    the outage (5.7 s), those rows fell in the window before while their commits were
+    acknowledged in the one after: 1 commit "lost" (2 with the one in doubt) at the failover,
+    2 rows too many before. Cut between segments, every window is exact, as the whole step
+    is: 2241 acknowledged, 2242 rows, 1 in doubt that survived."""
+    doc = RESTART_FAILOVER
+    load = LoadRecord.from_document(doc["load"])
+    marks = marks_from_section(doc["marks"])
+    origin = load.origin_epoch
+    by_10ms = {int(k): v for k, v in doc["history_rows_by_10ms"].items()}
+
+    def rows(lo: float | None, hi: float | None) -> int:
+        return sum(
+            n
+            for c, n in by_10ms.items()
+            if (lo is None or c / 100 >= origin + lo) and (hi is None or c / 100 < origin + hi)
+        )
+
+    in_doubt = sum(s.in_doubt(load.end_command) for s in load.segments)
+    assert (load.acked, doc["history_rows"], in_doubt) == (2241, 2242, 1)
+    windows = events.commit_windows(marks, load)
+    assert len(windows) == 3
+    for window in windows:
+        lost = events.lost_in_window(load, window, rows(*window))
+        assert (lost.lost, lost.lost_max) == (0, 0), (window, lost)
+    record = dataclasses.replace(
+        load, history=tuple(HistoryCount(lo, hi, rows(lo, hi)) for lo, hi in windows)
+    )
+    restart, failover = events.figures(marks, record, {})
+    for fig in (restart, failover):
+        assert fig.lost is not None and fig.lost.lost == 0, events.event_line(fig)
+    assert failover.lost is not None and failover.lost.in_doubt == 1
+    assert events.event_line(failover).endswith("0 commits lost")
 
 
 def test_a_commit_missing_from_the_database_is_counted_lost():
@@ -329,3 +375,31 @@ def test_the_document_has_every_figure_the_json_contract_lists():
         "p99_during_ms", "failed_transactions", "failed_connects", "lost_commits",
         "lost_commits_max", "in_doubt", "lost_commits_method", "line",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("seen", "rows", "note"),
+    [
+        ({"state": "streaming", "sync_state": "sync", "unflushed_bytes": 8192}, 1000, None),
+        ({"state": "streaming", "sync_state": "async", "unflushed_bytes": 0}, 990, None),
+        (
+            {"state": "streaming", "sync_state": "async", "unflushed_bytes": 122880},
+            990,
+            "standby_1 was async when promoted, 122,880 bytes of WAL behind",
+        ),
+        # behind, but every acknowledged commit is there: nothing to explain
+        ({"state": "streaming", "sync_state": "async", "unflushed_bytes": 122880}, 1000, None),
+        ({"state": "not connected"}, 1000, "standby_1 was not connected when promoted"),
+        ({"state": "catchup"}, 1000, "standby_1 was catchup when promoted"),
+        ({"state": "unknown", "problem": "timeout"}, 990, None),
+    ],
+)
+def test_a_failover_line_says_when_the_promoted_standby_could_lack_commits(
+    seen: dict[str, object], rows: int, note: str | None
+):
+    failover = mark(1, "10s:failover", 10.0, back_s=10.9,
+                    facts={"promoted": "standby_1", "standby_before": seen})  # fmt: skip
+    (fig,) = events.figures([failover], failover_load(1000, rows, 0))
+    assert events.promotion_note(failover, fig.lost) == note
+    line = events.event_line(fig)
+    assert line.endswith(f", {note}") if note else "when promoted" not in line, line

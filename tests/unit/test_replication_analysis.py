@@ -259,6 +259,19 @@ def test_design_rows_put_the_designs_side_by_side() -> None:
     assert standby.commit_syncrep_wait_ms == pytest.approx((1.333 + 1.25) / 2, abs=0.001)
 
 
+def test_a_step_with_events_is_not_the_designs_figure() -> None:
+    """A failover step ran partly on the promoted standby, without the design's standby; a
+    restart step's TPS holds its outage: neither is the design's TPS, p99 or SyncRep share."""
+    run = _design_run()
+    steps = list(run.steps)
+    params = {**steps[-1].params, "events": ["5s:failover"], "clients": 8}
+    event_step = replace(steps[-1], params=params, metrics={"tps": 50.0, "latency_p99_ms": 90.0})
+    run = derive_run(replace(run, steps=[*steps, event_step]))
+    _, standby = design_rows(run)
+    assert standby.design == "1 sync standby (on)"
+    assert standby.tps == {1: 310.0, 4: 1000.0} and 8 not in standby.p99_ms
+
+
 def test_the_design_table_is_shown_for_the_replication_plan() -> None:
     run = _design_run()
     table = design_table(run)

@@ -3,6 +3,7 @@ rows of PostgreSQL 15 and rows of 16 and 17 built from their documented columns.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,8 +15,10 @@ from howfast.samplers.pgstats import (
     build_query,
     choose_views,
     parse_snapshot,
+    place,
     snapshot_delta,
     snapshot_series,
+    summed_delta,
 )
 
 DATA = Path(__file__).parent.parent / "data" / "pgstats"
@@ -142,3 +145,64 @@ def test_a_standby_has_no_wal_position() -> None:
     snapshot = parse_snapshot(0.0, document)
     assert snapshot.wal_lsn_bytes is None
     assert "pg.wal_bytes_per_s" not in snapshot_series([snapshot, snapshot])
+
+
+def test_a_clean_restart_continues_the_counters_and_leaves_a_gap_in_the_series() -> None:
+    """Statistics survive a clean restart: the readings after it continue the stretch (the
+    totals count through the outage) but no rate is drawn over the outage itself."""
+    first, last = snapshots("pg15-recorded")
+    after = dataclasses.replace(last, t=5.0, after_gap=True)
+    views, reset = summed_delta([first, last, after])
+    assert reset == [] and views == snapshot_delta(first, after)[0]
+    series = snapshot_series([first, last, after])
+    assert [p.t for p in series["pg.wal_bytes_per_s"]] == [1.0]
+
+
+def test_a_crash_or_a_failover_starts_a_new_stretch_whose_delta_is_added() -> None:
+    """After a crash the counters start again from zero (or, after a failover, are another
+    server's): each stretch's delta is added; the outage between them is not counted."""
+    first, last = snapshots("pg15-recorded")
+    wal = "pg_stat_wal"
+    moved = 1000
+    reset_first = dataclasses.replace(
+        first, t=5.0, stretch=1, after_gap=True, views={wal: {"wal_records": 10}}
+    )
+    reset_last = dataclasses.replace(
+        first, t=6.0, stretch=1, views={wal: {"wal_records": 10 + moved}}
+    )
+    views, reset = summed_delta([first, last, reset_first, reset_last])
+    assert reset == []
+    one = snapshot_delta(first, last)[0][wal]
+    assert isinstance(one, dict)
+    assert views[wal]["wal_records"] == one["wal_records"] + moved  # type: ignore[index]
+    series = snapshot_series([first, last, reset_first, reset_last])
+    assert [p.t for p in series["pg.wal_records_per_s"]] == [1.0, 6.0]
+
+
+@pytest.mark.parametrize(
+    ("resumed_on", "went_back", "stretches"),
+    [
+        (None, False, [0, 0, 0, 0]),  # no outage
+        ("same", False, [0, 0, 0, 0]),  # a clean restart: the counters went on
+        ("same", True, [0, 0, 1, 1]),  # a crash: they started again
+        ("other", False, [0, 0, 1, 1]),  # a failover: another server's
+    ],
+)
+def test_readings_are_placed_in_stretches_and_the_next_ones_stay_in_theirs(
+    resumed_on: str | None, went_back: bool, stretches: list[int]
+) -> None:
+    low, high = snapshots("pg15-recorded")
+    # before the outage, then after it: lower counters when they went back (a crash)
+    before, after = (high, low) if went_back else (low, high)
+    readings = [
+        dataclasses.replace(low, t=0.0),
+        dataclasses.replace(before, t=1.0),
+        dataclasses.replace(after, t=5.0),
+        dataclasses.replace(high, t=6.0),
+    ]
+    previous = None
+    for i, reading in enumerate(readings):
+        place(previous, reading, resumed_on if i == 2 else None)
+        previous = reading
+    assert [r.stretch for r in readings] == stretches
+    assert [r.after_gap for r in readings] == [False, False, resumed_on is not None, False]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -104,6 +105,96 @@ def test_a_failing_tick_stops_the_sampler_and_keeps_what_it_read() -> None:
     result = sampler.stop()
     assert len(result.series["n"]) == 2
     assert result.warnings == ["sampler counting stopped: the file vanished"]
+
+
+def until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Wait for what the sampler's thread does (a loaded machine may delay it)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the sampler's thread did not get there"
+        time.sleep(FAST / 5)
+
+
+class Outage(Counting):
+    """Its readings fail while `down` is set, as a sampler's connection through a restart;
+    `resume` (the reconnection) fails too until the service is back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.resumed = 0
+
+    def resume(self, ctx: SamplerContext) -> bool:
+        if self.down:
+            raise OSError("connection refused")
+        self.resumed += 1
+        return True
+
+    def tick(self, t: float) -> None:
+        if self.down:
+            raise OSError("server closed the connection unexpectedly")
+        self.ticks.append(t)
+
+
+def test_readings_missed_while_an_event_disturbs_leave_a_gap_and_the_sampler_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(base, "RESUME_EVERY_S", 0.0)
+    sampler = Outage()
+    ctx = context()
+    disturbed = [False]
+    ctx.disturbed = lambda: disturbed[0]
+    sampler.start(ctx)
+    until(lambda: len(sampler.ticks) >= 2)
+    went_down = ctx.now()
+    disturbed[0] = sampler.down = True
+    until(lambda: sampler.missed_readings >= 3)  # the reading, then resumes, failed
+    came_back = ctx.now()
+    sampler.down = False  # back; the grace still runs
+    until(lambda: sampler.resumed == 1 and len(sampler.ticks) >= 4)
+    disturbed[0] = False
+    result = sampler.stop()
+    assert result.warnings == []
+    assert sampler.reconnects == sampler.resumed == 1
+    # the outage is a gap in the series; readings on both sides of it
+    times = [p.t for p in result.series["n"]]
+    assert len([t for t in times if t < went_down]) >= 2
+    assert not [t for t in times if went_down + FAST < t < came_back - FAST]
+    assert len([t for t in times if t > came_back]) >= 2
+
+
+def test_a_reading_that_fails_outside_an_event_still_stops_the_sampler() -> None:
+    sampler = Outage()
+    ctx = context()
+    ctx.disturbed = lambda: False
+    sampler.start(ctx)
+    until(lambda: len(sampler.ticks) >= 1)
+    sampler.down = True
+    until(lambda: sampler._failure is not None)
+    result = sampler.stop()
+    assert result.warnings == [
+        "sampler counting stopped: server closed the connection unexpectedly"
+    ]
+    assert sampler.missed_readings == 0
+
+
+def test_a_sampler_that_cannot_resume_once_the_event_is_over_stops_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(base, "RESUME_EVERY_S", 0.0)
+    sampler = Outage()
+    ctx = context()
+    disturbed = [True]
+    ctx.disturbed = lambda: disturbed[0]
+    sampler.down = True
+    sampler.start(ctx)
+    until(lambda: sampler.missed_readings >= 1)
+    disturbed[0] = False  # the grace is over and the server still refuses
+    until(lambda: sampler._failure is not None)
+    result = sampler.stop()
+    assert result.warnings == [
+        "sampler counting stopped after an event cut its connection: connection refused"
+    ]
 
 
 def test_a_stuck_sampler_is_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,9 +17,10 @@ For an event applied at `a` (seconds into the load):
   without a recovery, from the end of the outage; during (`for=`): [a + 1, undone);
 - failed transactions: pgbench's failed ones plus one per client the server cut, in segments
   that ended from this event's application to the next's; failed connects apart;
-- lost commits: the load is cut in windows at the middle of each disturbing event's outage
-  (no commit happens there); in the window that ends at an event's cut, `acked - rows` commits
-  are proven lost and up to `acked - rows + in_doubt` may be (a client cut during its COMMIT).
+- lost commits: the load is cut in windows within each disturbing event's outage, between two
+  segments (no transaction is open there); in the window that ends at an event's cut,
+  `acked - rows` commits are proven lost and up to `acked - rows + in_doubt` may be (a client
+  cut during its COMMIT).
 """
 
 from __future__ import annotations
@@ -240,23 +241,49 @@ def windows(marks: Sequence[EventMark], load: LoadRecord) -> dict[str, tuple[flo
 
 
 def _cuts(marks: Sequence[EventMark], load: LoadRecord) -> dict[int, float]:
-    """Event index -> where the load is cut for counting: the middle of the outage of each
-    event that cut the service, when no segment has commits on both sides of it."""
+    """Event index -> where the load is cut for counting, for each event that cut the service:
+    between two segments, where no transaction of the load was open. A pgbench_history row
+    carries its transaction's start (mtime = CURRENT_TIMESTAMP), which can come long before
+    its commit: a transaction begun as a restarted server came back waits in its COMMIT until
+    the synchronous standby has reconnected (5 s). Cut at the middle of the outage, such a row
+    fell in the window before while its commit was acknowledged in the one after: a commit
+    counted lost in one window and one too many in the other. So the cut is the middle of the
+    widest stretch of the outage that no segment which ran covers (a segment's transactions,
+    committed or in doubt, start and end within it); none when one spans the outage."""
+    spans = sorted(
+        (s.started_s, s.ended_s if s.ended_s is not None else load.end_s)
+        for s in load.segments
+        if s.ran
+    )
     cuts: dict[int, float] = {}
     for mark in marks:
         gap = event_gap(mark, load.gaps)
         if not mark.disturbs_service or gap is None or not gap.closed:
             continue
-        cut = (gap.t0 + gap.t1) / 2
-        spanned = any(
-            s.first_commit_s is not None
-            and s.last_commit_s is not None
-            and s.first_commit_s < cut < s.last_commit_s
-            for s in load.segments
-        )
-        if not spanned:
-            cuts[mark.index] = round(cut, 6)
+        free = _free_stretches(spans, gap.t0, gap.t1)
+        if free:
+            lo, hi = max(free, key=lambda f: f[1] - f[0])
+            cuts[mark.index] = round((lo + hi) / 2, 6)
     return cuts
+
+
+def _free_stretches(
+    spans: Sequence[tuple[float, float]], t0: float, t1: float
+) -> list[tuple[float, float]]:
+    """The parts of [t0, t1] that none of `spans` (sorted) covers."""
+    free: list[tuple[float, float]] = []
+    t = t0
+    for lo, hi in spans:
+        if hi <= t:
+            continue
+        if lo >= t1:
+            break
+        if lo > t:
+            free.append((t, lo))
+        t = max(t, hi)
+    if t < t1:
+        free.append((t, t1))
+    return free
 
 
 def commit_windows(marks: Sequence[EventMark], load: LoadRecord) -> list[Window]:
@@ -322,7 +349,10 @@ def _lost_commits(
         for member in members:
             out[member.index] = (None, f"counted with {owner.text}: one window")
         rows = _rows(load.history, window)
-        if rows is None:
+        if rows is None and load.history:
+            # counted by a version that cut windows at the outage's middle: not comparable
+            out[owner.index] = (None, "pgbench_history was counted in other windows")
+        elif rows is None:
             out[owner.index] = (None, "pgbench_history was not counted after the load")
         else:
             out[owner.index] = (lost_in_window(load, window, rows), None)
@@ -456,6 +486,28 @@ def _tps(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def promotion_note(mark: EventMark, lost: LostCommits | None) -> str | None:
+    """A failover's promoted standby as the primary saw it just before it died, when that
+    can explain lost commits: not streaming, or asynchronous with WAL it had not flushed
+    (said when commits are, or may be, lost). None for a synchronous standby that streamed
+    (nothing acknowledged can be missing)."""
+    seen = mark.facts.get("standby_before")
+    name = mark.facts.get("promoted")
+    if not isinstance(seen, dict) or not isinstance(name, str):
+        return None
+    state, sync = seen.get("state"), seen.get("sync_state")
+    if state == "unknown":
+        return None
+    if state != "streaming":
+        return f"{name} was {state} when promoted"
+    behind = seen.get("unflushed_bytes")
+    if sync == "sync" or not isinstance(behind, int) or behind == 0:
+        return None
+    if lost is not None and lost.lost_max == 0:
+        return None
+    return f"{name} was {sync} when promoted, {behind:,} bytes of WAL behind"
+
+
 def event_line(fig: EventFigures) -> str:
     """'restart at 20 s: 0.16 s without service, back to 90% in 1.1 s, 0 commits lost'."""
     mark = fig.mark
@@ -494,6 +546,9 @@ def event_line(fig: EventFigures) -> str:
             parts.append(f"{lost.lost} to {lost.lost_max} commits lost ({lost.in_doubt} in doubt)")
     elif fig.lost_note and not fig.lost_note.startswith("counted with"):
         parts.append(f"commits not counted: {fig.lost_note}")
+    promoted = promotion_note(mark, fig.lost)
+    if promoted:
+        parts.append(promoted)
     line = f"{label}: " + ", ".join(parts)
     if mark.verified is False:
         line += f"; not verified: {mark.problem or 'no evidence'}"

@@ -274,7 +274,9 @@ def design_rows(run: RunRecord) -> list[DesignRow]:
         mode = next((str(s.all_params.get("mode")) for s in measured), None)
         measured = [s for s in measured if str(s.all_params.get("mode")) == mode]
         by_clients: dict[int, list[StepRecord]] = {}
-        for step in measured:
+        # A step with events is not the design's figure: an outage is in its TPS, and after a
+        # failover it ran on the promoted standby, without the design's standbys.
+        for step in (s for s in measured if not s.all_params.get("events")):
             clients = step.all_params.get("clients")
             if isinstance(clients, int):
                 by_clients.setdefault(clients, []).append(step)

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import os
 
+import psycopg
+
 from howfast.errors import HowfastError
 from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.eventspec import EventSpec
 from howfast.model import JSONValue
-from howfast.targets.base import Target
+from howfast.targets import pgquery
+from howfast.targets.base import Connection, Target
 from howfast.targets.capabilities import HasCurrentPrimary, Promotable
 from howfast.targets.replicas import failover
+from howfast.targets.replicas.builders import STATE_QUERY
+from howfast.targets.replicas.state import parse_state
 
 
 def standby_of(target: Target, spec: EventSpec) -> str | None:
@@ -49,8 +54,11 @@ class Failover(EventAction):
         if standby is None:
             raise HowfastError(f"no standby {spec.arg} to promote")
         before = failover.primary_state(target.connection_now())
+        # What the primary said of the standby just before it died: why commits may be lost
+        # (asynchronous, behind, not connected) is in the record.
+        seen = standby_seen(target.connection_now(), standby)
         applied = ctx.now()
-        facts = target.fail_over(standby)
+        facts = {**target.fail_over(standby), "standby_before": seen}
         back = ctx.now()
         return Applied(applied, back, facts=facts, before={"timeline": before[1]})
 
@@ -74,6 +82,22 @@ class Failover(EventAction):
         if not evidence["old_primary_gone"]:
             return Verified(False, evidence, f"the old primary (pid {killed}) still runs")
         return Verified(True, evidence)
+
+
+def standby_seen(conn: Connection, name: str) -> dict[str, JSONValue]:
+    """The standby's row of the primary's pg_stat_replication: its state, sync state and how
+    many bytes of WAL the primary had written that it had not flushed; `not connected` when
+    it has no row; `unknown` (with why) when the primary did not answer."""
+    try:
+        with pgquery.connect(conn, timeout_s=5) as db:
+            states = parse_state(db.execute(STATE_QUERY).fetchall())
+    except (HowfastError, psycopg.Error, ValueError) as exc:
+        return {"state": "unknown", "problem": str(exc)}
+    state = states.get(name)
+    if state is None:
+        return {"state": "not connected"}
+    behind = None if state.flush_lsn is None else max(0, state.current_lsn - state.flush_lsn)
+    return {"state": state.state, "sync_state": state.sync_state, "unflushed_bytes": behind}
 
 
 def _running(pid: int) -> bool:

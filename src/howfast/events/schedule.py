@@ -140,18 +140,19 @@ class EventSchedule:
         try:
             applied = action.apply(ctx, spec)
         except Exception as exc:
-            self._record(dataclasses.replace(mark, applied_s=round(self.now(), 6), error=str(exc)))
+            failed = dataclasses.replace(mark, applied_s=round(self.now(), 6), error=str(exc))
+            self._record(failed, done=True)
             return None
-        finally:
-            with self._lock:
-                self._in_flight = None
         mark = dataclasses.replace(
             mark,
             applied_s=round(applied.applied_s, 6),
             back_s=None if applied.back_s is None else round(applied.back_s, 6),
             facts=dict(applied.facts),
         )
-        self._record(mark)  # the load sees the service's return at once
+        # The load sees the service's return at once; in the same breath the action stops
+        # being in flight, so that disturbed() never says no between the two (a sampler's
+        # reading that failed during the outage would end it).
+        self._record(mark, done=True)
         try:
             verified = action.verify(ctx, spec, applied)
         except Exception as exc:
@@ -194,8 +195,10 @@ class EventSchedule:
                     tell=True,
                 )
 
-    def _record(self, mark: EventMark, *, tell: bool = False) -> None:
+    def _record(self, mark: EventMark, *, tell: bool = False, done: bool = False) -> None:
         with self._lock:
             self._marks[mark.index] = mark
+            if done:
+                self._in_flight = None
         if tell:
             self._observer(mark)

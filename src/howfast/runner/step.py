@@ -121,7 +121,11 @@ def execute_step(
         prepared = workload.prepare(ctx, dict(spec.params))
     except HowfastError as exc:
         return StepOutcome(status="failed", error=str(exc))
-    session = sampling.start(spec.workload)
+    session = (
+        sampling.start(spec.workload, schedule.disturbed, primary)
+        if schedule is not None
+        else sampling.start(spec.workload)
+    )
     ctx.on_tool_started = session.track_process
     try:
         try:

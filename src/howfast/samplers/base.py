@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -21,6 +21,9 @@ from howfast.targets.base import Connection, Target
 
 DEFAULT_INTERVAL_S = 1.0
 STOP_TIMEOUT_S = 5.0  # a sampler stuck longer than this is left behind (daemon thread)
+# While an event keeps the service away, a sampler tries to resume at most this often (a
+# 10 Hz sampler would otherwise fill the server log with refused connections).
+RESUME_EVERY_S = 0.5
 
 
 class ProcessTracker:
@@ -53,9 +56,18 @@ class SamplerContext:
     # When the session began stopping its samplers (seconds since the step started): the end
     # of the step's window for a sampler that reads history afterwards (--prometheus).
     stopping_at: float | None = None
+    # Events (issue 29): whether an action that cuts connections (restart, crash, failover)
+    # is under way or just ended. A reading that fails then is missed, not the sampler's end.
+    disturbed: Callable[[], bool] = field(default=lambda: False)
+    # The server howfast's own connections reach now (a failover promotes another); None:
+    # always `connection`.
+    connection_now: Callable[[], Connection | None] | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.started
+
+    def current_connection(self) -> Connection | None:
+        return self.connection_now() if self.connection_now is not None else self.connection
 
 
 @dataclass
@@ -93,7 +105,10 @@ class PeriodicSampler(Sampler):
 
     Subclasses implement begin (first reading; may raise: the sampler is then off, with a
     warning), tick (one reading at t seconds) and result (after the last tick). A tick that
-    fails turns the sampler off with a warning; what it had read is kept.
+    fails turns the sampler off with a warning; what it had read is kept. Unless an event
+    disturbs the service (ctx.disturbed()): the reading is then missed (`missed_readings`),
+    and the next one first calls `resume` (a PostgreSQL sampler reconnects to the current
+    primary), so the sampler's series have a gap over the outage instead of ending there.
     """
 
     # Its own pace, when it samples faster than the other samplers (wait events: 10 Hz);
@@ -105,6 +120,16 @@ class PeriodicSampler(Sampler):
         self._thread: threading.Thread | None = None
         self._ctx: SamplerContext | None = None
         self._failure: str | None = None
+        self._lost = False  # a reading failed while disturbed: resume before the next one
+        self._tried_at = -RESUME_EVERY_S  # when it last tried to resume (step seconds)
+        self.missed_readings = 0  # readings that failed while an event disturbed the service
+        self.reconnects = 0  # resumes that made a new connection
+
+    def resume(self, ctx: SamplerContext) -> bool:
+        """Before the first reading after a missed one: make the sampler able to read again
+        (a new connection to ctx.current_connection()). True when it reconnected; may raise
+        (still disturbed: one more missed reading)."""
+        return False
 
     @abstractmethod
     def begin(self, ctx: SamplerContext) -> None: ...
@@ -135,11 +160,37 @@ class PeriodicSampler(Sampler):
         # not shift every later one.
         n = 1
         while not self._stop.wait(max(0.0, n * interval - self._ctx.now())):
-            with self._guarded("stopped"):
-                self.tick(self._ctx.now())
-            if self._failure is not None:
+            if not self._reading(self._ctx.now(), "stopped"):
                 return
             n = max(n + 1, int(self._ctx.now() / interval) + 1)
+
+    def _reading(self, t: float, what: str, *, last: bool = False) -> bool:
+        """One reading (resumed first after a missed one; the last also settles); False when
+        it failed and the sampler is off."""
+        assert self._ctx is not None
+        if self._lost and not last and t - self._tried_at < RESUME_EVERY_S:
+            self.missed_readings += 1  # too soon to try again
+            return True
+        resuming = self._lost
+        try:
+            if resuming:
+                self._tried_at = t
+                if self.resume(self._ctx):
+                    self.reconnects += 1
+                self._lost = False
+            if last:
+                self.settle()
+            self.tick(t)
+        except Exception as exc:  # permission, a vanished file, a lost connection...
+            if self._ctx.disturbed():
+                self.missed_readings += 1
+                self._lost = True
+                return True
+            if self._failure is None:
+                after = " after an event cut its connection" if resuming else ""
+                self._failure = f"sampler {self.name} {what}{after}: {describe_failure(exc)}"
+            return False
+        return True
 
     def stop(self) -> SamplerResult:
         self._stop.set()
@@ -150,9 +201,7 @@ class PeriodicSampler(Sampler):
                     warnings=[f"sampler {self.name} did not stop in time; its samples are lost"]
                 )
             if self._failure is None and self._ctx is not None:
-                with self._guarded("missed its last reading"):
-                    self.settle()
-                    self.tick(self._ctx.now())
+                self._reading(self._ctx.now(), "missed its last reading", last=True)
         try:
             out = self.result()
         except Exception as exc:  # a bug in a summary must not lose the step

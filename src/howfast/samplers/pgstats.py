@@ -23,6 +23,7 @@ from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.targets import pgquery
+from howfast.targets.base import Connection
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,10 @@ class Snapshot:
     views: dict[str, dict[str, float | int]]  # single-row views: column -> value
     io: dict[str, dict[str, float | int]]  # pg_stat_io: row key -> column -> value
     wal_lsn_bytes: int | None
+    # Readings whose counters continue one another: a new stretch starts when an event
+    # (issue 29) reset them (a crash) or moved the sampler to another server (a failover).
+    stretch: int = 0
+    after_gap: bool = False  # the first reading after an outage: no rate over the outage
 
 
 def parse_snapshot(t: float, document: dict[str, Any]) -> Snapshot:
@@ -187,13 +192,78 @@ SERIES = (
 )
 
 
+def place(last: Snapshot | None, snapshot: Snapshot, resumed_on: str | None) -> None:
+    """Put a new reading in `last`'s stretch, or in the next one when it was taken after an
+    outage (`resumed_on`: "same" server or "other") and its counters do not continue
+    `last`'s: a crash reset them, or a failover moved the sampler to another server."""
+    if last is None:
+        return
+    snapshot.stretch = last.stretch
+    if resumed_on is not None:
+        went_on = resumed_on == "same" and not snapshot_delta(last, snapshot)[1]
+        snapshot.stretch += 0 if went_on else 1
+        snapshot.after_gap = True
+
+
+def stretches(snapshots: list[Snapshot]) -> list[list[Snapshot]]:
+    """The readings cut where their counters stop continuing one another (pure)."""
+    out: list[list[Snapshot]] = []
+    for snapshot in snapshots:
+        if out and out[-1][-1].stretch == snapshot.stretch:
+            out[-1].append(snapshot)
+        else:
+            out.append([snapshot])
+    return out
+
+
+def summed_delta(snapshots: list[Snapshot]) -> tuple[dict[str, JSONValue], list[str]]:
+    """What changed over the step: the sum of each stretch's delta (snapshot_delta), levels
+    as read last. What happened between two stretches (an outage) is not counted."""
+    total: dict[str, JSONValue] = {}
+    reset: list[str] = []
+    for part in stretches(snapshots):
+        views, went_back = snapshot_delta(part[0], part[-1])
+        reset += went_back
+        for name, delta in views.items():
+            before = total.get(name)
+            if isinstance(delta, list):
+                before_rows = before if isinstance(before, list) else []
+                total[name] = _add_io_rows(before_rows, delta)
+            elif isinstance(delta, dict):
+                total[name] = _add_row(before if isinstance(before, dict) else {}, delta)
+    return total, sorted(set(reset))
+
+
+def _add_row(total: dict[str, JSONValue], delta: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    out = dict(total)
+    for name, value in delta.items():
+        previous = out.get(name)
+        summable = name not in NOT_COUNTERS and isinstance(previous, int | float)
+        if summable and isinstance(value, int | float) and not isinstance(previous, bool):
+            added = previous + value  # type: ignore[operator]
+            out[name] = round(added, 3) if isinstance(added, float) else added
+        else:
+            out[name] = value
+    return out
+
+
+def _add_io_rows(total: list[JSONValue], delta: list[JSONValue]) -> list[JSONValue]:
+    rows: dict[tuple[str, ...], dict[str, JSONValue]] = {}
+    for row in [*total, *delta]:
+        if isinstance(row, dict):
+            key = tuple(str(row.get(k)) for k in IO_KEY)
+            rows[key] = _add_row(rows.get(key, {}), row)
+    return list(rows.values())
+
+
 def snapshot_series(snapshots: list[Snapshot]) -> dict[str, list[Sample]]:
     """Per-interval rates of the counters worth plotting, and of WAL generated (exact,
-    from the insert position rather than from the statistics, which lag by up to a second)."""
+    from the insert position rather than from the statistics, which lag by up to a second).
+    No rate over an outage or across stretches: the series have a gap there."""
     series: dict[str, list[Sample]] = {}
     for a, b in itertools.pairwise(snapshots):
         seconds = b.t - a.t
-        if seconds <= 0:
+        if seconds <= 0 or b.after_gap or a.stretch != b.stretch:
             continue
         t = round(b.t, 3)
         if a.wal_lsn_bytes is not None and b.wal_lsn_bytes is not None:
@@ -220,14 +290,12 @@ class PgStatsSampler(PeriodicSampler):
         self.sessions_before = 0
         self.skipped: dict[str, str] = {}
         self.snapshots: list[Snapshot] = []
+        self.server: Connection | None = None  # the one read now
+        self.resumed_on: str | None = None  # after an outage: "same" or "other" server
 
     def begin(self, ctx: SamplerContext) -> None:
-        if ctx.connection is None:
-            raise RuntimeError("no server")
-        self.db = pgquery.connect(ctx.connection, timeout_s=5)
-        # Its own connection, named so it can be told apart, and never stuck on a query.
-        self.db.execute("SET application_name = 'howfast-sampler'")
-        self.db.execute("SET statement_timeout = '5s'")
+        self._connect(ctx)
+        assert self.db is not None
         row = self.db.execute("SELECT current_setting('server_version_num')::int").fetchone()
         self.version_num = int(str(row[0])) if row else 0
         rows = self.db.execute(
@@ -243,6 +311,26 @@ class PgStatsSampler(PeriodicSampler):
         self.query = build_query([v for v in views if v.name in present])
         self.sessions_before = self._other_sessions()
         self.tick(ctx.now())
+
+    def _connect(self, ctx: SamplerContext) -> None:
+        connection = ctx.current_connection()
+        if connection is None:
+            raise RuntimeError("no server")
+        self._close()
+        self.db = pgquery.connect(connection, timeout_s=5)
+        self.server = connection
+        # Its own connection, named so it can be told apart, and never stuck on a query.
+        self.db.execute("SET application_name = 'howfast-sampler'")
+        self.db.execute("SET statement_timeout = '5s'")
+
+    def resume(self, ctx: SamplerContext) -> bool:
+        """After an event cut the connection: a new one to the current primary. The next
+        reading continues the counters when they went on (a clean restart keeps them), else
+        starts a new stretch (a crash reset them; a failover is another server)."""
+        before = self.server
+        self._connect(ctx)
+        self.resumed_on = "same" if self.server == before else "other"
+        return True
 
     def _present(self, names: list[str]) -> set[str]:
         assert self.db is not None
@@ -271,15 +359,23 @@ class PgStatsSampler(PeriodicSampler):
     def tick(self, t: float) -> None:
         assert self.db is not None
         row = self.db.execute(self.query).fetchone()
-        if row and isinstance(row[0], dict):
-            self.snapshots.append(parse_snapshot(t, row[0]))
+        if not row or not isinstance(row[0], dict):
+            return
+        snapshot = parse_snapshot(t, row[0])
+        place(self.snapshots[-1] if self.snapshots else None, snapshot, self.resumed_on)
+        self.resumed_on = None
+        self.snapshots.append(snapshot)
 
     def stop(self) -> SamplerResult:
         out = super().stop()
+        self._close()
+        return out
+
+    def _close(self) -> None:
         if self.db is not None:
             with contextlib.suppress(psycopg.Error):
                 self.db.close()
-        return out
+            self.db = None
 
     def result(self) -> SamplerResult:
         out = SamplerResult()
@@ -287,21 +383,44 @@ class PgStatsSampler(PeriodicSampler):
             "server_version_num": self.version_num or None,
             "settings": dict(self.settings),
             "skipped_views": dict(self.skipped),
+            "stats_sampling": {
+                "missed_readings": self.missed_readings,
+                "reconnects": self.reconnects,
+                "stretches": len(stretches(self.snapshots)),
+            },
         }
         if len(self.snapshots) >= 2:
             first, last = self.snapshots[0], self.snapshots[-1]
-            views, reset = snapshot_delta(first, last)
+            views, reset = summed_delta(self.snapshots)
             section["seconds"] = round(last.t - first.t, 3)
             section["views"] = views
-            if first.wal_lsn_bytes is not None and last.wal_lsn_bytes is not None:
-                section["wal_bytes"] = max(0, last.wal_lsn_bytes - first.wal_lsn_bytes)
+            wal = [
+                p[-1].wal_lsn_bytes - p[0].wal_lsn_bytes
+                for p in stretches(self.snapshots)
+                if p[-1].wal_lsn_bytes is not None and p[0].wal_lsn_bytes is not None
+            ]
+            if wal:
+                section["wal_bytes"] = max(0, sum(wal))
             out.series.update(snapshot_series(self.snapshots))
             out.warnings += [
                 f"statistics of {name} were reset during the step: its deltas are incomplete"
                 for name in reset
             ]
+            out.warnings += _gap_warnings(self.snapshots)
         out.sections["postgres"] = section
         return out
+
+
+def _gap_warnings(snapshots: list[Snapshot]) -> list[str]:
+    """What the statistics' totals miss: the outages between stretches."""
+    out = []
+    for a, b in itertools.pairwise(snapshots):
+        if a.stretch != b.stretch:
+            out.append(
+                f"PostgreSQL's statistics between {a.t:.1f} s and {b.t:.1f} s are not counted: "
+                "an event reset them or moved to another server (a crash, a failover)"
+            )
+    return out
 
 
 def _create(setup: SamplerSetup) -> PgStatsSampler | None:

@@ -143,14 +143,28 @@ class ReplicationSampler(PeriodicSampler):
         self.lost_slots: list[str] = []
 
     def begin(self, ctx: SamplerContext) -> None:
-        if ctx.connection is None:
+        self._connect(ctx)
+        self._read(0.0, lags=False)  # where the WAL positions start
+
+    def resume(self, ctx: SamplerContext) -> bool:
+        """After an event cut the connection: a new one to the current primary (after a
+        failover, the promoted standby: its own standbys, if any, are read from then on).
+        The send rate starts again: a rate over the outage would be no reading."""
+        self._connect(ctx)
+        for one in self.seen.values():
+            one.previous_sent = None
+        return True
+
+    def _connect(self, ctx: SamplerContext) -> None:
+        connection = ctx.current_connection()
+        if connection is None:
             raise RuntimeError("no server")
-        self.db = pgquery.connect(ctx.connection, timeout_s=5)
+        self._close()
+        self.db = pgquery.connect(connection, timeout_s=5)
         self.db.autocommit = True
         self.db.execute(f"SET application_name = '{APPLICATION}'")
         self.db.execute("SET statement_timeout = '2s'")
         prepare(self.db.pgconn, STATEMENT, STATE_QUERY)
-        self._read(0.0, lags=False)  # where the WAL positions start
 
     def tick(self, t: float) -> None:
         self._read(t)
@@ -168,16 +182,22 @@ class ReplicationSampler(PeriodicSampler):
 
     def stop(self) -> SamplerResult:
         out = super().stop()
+        self._close()
+        return out
+
+    def _close(self) -> None:
         if self.db is not None:
             with contextlib.suppress(psycopg.Error):
                 self.db.close()
-        return out
+            self.db = None
 
     def result(self) -> SamplerResult:
         out = SamplerResult()
         if not self.seen:
             out.warnings.append("no standby was connected to the primary during the step")
         section, warnings = summarise(self.seen, self.readings, self.lost_slots)
+        section["missed_readings"] = self.missed_readings
+        section["reconnects"] = self.reconnects
         out.sections["postgres"] = {"replication": section}
         out.warnings += warnings
         for one in self.seen.values():

@@ -57,7 +57,15 @@ class TargetSampling:
                     f"cannot tell which devices hold {target.name}: {describe_failure(exc)}"
                 )
 
-    def start(self, workload: str) -> StepSampling:
+    def start(
+        self,
+        workload: str,
+        disturbed: Callable[[], bool] | None = None,
+        connection_now: Callable[[], Connection | None] | None = None,
+    ) -> StepSampling:
+        """The samplers of one step. With events: `disturbed` says when an action cuts the
+        service (readings then missed do not end a sampler), `connection_now` where the
+        primary is now (a failover moves it)."""
         if not self.interval_s:
             return StepSampling([], None, [])
         sampled = {r.role: r.device for r in self.roles if r.device and not r.shares_with}
@@ -67,7 +75,11 @@ class TargetSampling:
             samplers += [s for s in (make(self.target, self.roles) for make in self.extra) if s]
         if not samplers:
             return StepSampling([], None, [])
-        ctx = SamplerContext(self.target, self.connection, self.interval_s)
+        ctx = SamplerContext(
+            self.target, self.connection, self.interval_s, connection_now=connection_now
+        )
+        if disturbed is not None:
+            ctx.disturbed = disturbed
         session = StepSampling(samplers, ctx, self.roles)
         if self.problem:
             session.notes.append(self.problem)

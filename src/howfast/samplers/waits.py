@@ -168,9 +168,26 @@ class WaitEventSampler(PeriodicSampler):
         self.profile: dict[tuple[int, str], int] = {}
 
     def begin(self, ctx: SamplerContext) -> None:
-        if ctx.connection is None:
+        profile = self._connect(ctx)
+        if profile:
+            self.source = "pg_wait_sampling"
+            self.interval_s = PROFILE_INTERVAL_S
+            _, self.profile = profile_increments({}, self._profile_rows())
+
+    def resume(self, ctx: SamplerContext) -> bool:
+        """After an event cut the connection: a new one to the current primary, reading the
+        same source (a promoted standby is a copy: the same extensions)."""
+        self._connect(ctx, self.source == "pg_wait_sampling")
+        return True
+
+    def _connect(self, ctx: SamplerContext, profile: bool | None = None) -> bool:
+        """A connection of its own with the statement prepared; whether the server has the
+        pg_wait_sampling profile (`profile`: the source already chosen)."""
+        connection = ctx.current_connection()
+        if connection is None:
             raise RuntimeError("no server")
-        self.db = pgquery.connect(ctx.connection, timeout_s=5)
+        self._close()
+        self.db = pgquery.connect(connection, timeout_s=5)
         self.db.autocommit = True  # each reading sees the present, not a snapshot
         self.db.execute(f"SET application_name = '{APPLICATION}'")
         self.db.execute("SET statement_timeout = '2s'")
@@ -180,24 +197,20 @@ class WaitEventSampler(PeriodicSampler):
         ).fetchone()
         assert row is not None
         self.database, self.own_pid = str(row[0]), int(str(row[1]))
-        if row[2]:
-            self.source = "pg_wait_sampling"
-            self.interval_s = PROFILE_INTERVAL_S
-        query = PROFILE_QUERY if row[2] else ACTIVITY_QUERY
-        prepare(self.db.pgconn, STATEMENT, query)
-        if row[2]:
-            _, self.profile = profile_increments({}, self._profile_rows())
+        has_profile = bool(row[2]) if profile is None else profile
+        prepare(self.db.pgconn, STATEMENT, PROFILE_QUERY if has_profile else ACTIVITY_QUERY)
+        return has_profile
 
     def tick(self, t: float) -> None:
-        second = self.seconds.setdefault(max(1, math.ceil(t)), Second())
-        self.ticks += 1
-        second.samples += 1
+        # Read first: a reading that fails (the server restarting) counts nowhere.
         if self.source == "pg_wait_sampling":
             added, self.profile = profile_increments(self.profile, self._profile_rows())
+            second = self._second(t)
             self.counts.update(added)
             second.types.update(Counter({key_type(k): n for k, n in added.items()}))
             return
         rows = self._rows()
+        second = self._second(t)
         tally = tally_activity(
             (dict(zip(ACTIVITY_COLUMNS, r, strict=True)) for r in rows),
             self.database,
@@ -208,6 +221,13 @@ class WaitEventSampler(PeriodicSampler):
         self.sessions_max = max(self.sessions_max, sum(tally.states.values()))
         for key, n in tally.active.items():
             second.types[key_type(key)] += n
+
+    def _second(self, t: float) -> Second:
+        """The second a reading at t falls in, with the reading counted."""
+        second = self.seconds.setdefault(max(1, math.ceil(t)), Second())
+        self.ticks += 1
+        second.samples += 1
+        return second
 
     def _rows(self) -> list[tuple[str | None, ...]]:
         """One reading: ten a second, so the prepared statement read as text through libpq
@@ -220,10 +240,14 @@ class WaitEventSampler(PeriodicSampler):
 
     def stop(self) -> SamplerResult:
         out = super().stop()
+        self._close()
+        return out
+
+    def _close(self) -> None:
         if self.db is not None:
             with contextlib.suppress(psycopg.Error):
                 self.db.close()
-        return out
+            self.db = None
 
     def result(self) -> SamplerResult:
         out = SamplerResult()
@@ -231,6 +255,8 @@ class WaitEventSampler(PeriodicSampler):
             "source": self.source,
             "interval_s": self.interval_s,
             "readings": self.ticks,
+            "missed_readings": self.missed_readings,
+            "reconnects": self.reconnects,
             "active_samples": sum(self.counts.values()),
             "counts": dict(self.counts.most_common()),
         }

@@ -736,18 +736,25 @@ class LocalTarget(
     def crash(self) -> Mapping[str, JSONValue]:
         """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process
         in the data directory is gone (SIGKILL to the ones that linger), start: the server
-        replays its WAL (crash recovery). Same cgroups, same port."""
+        replays its WAL (crash recovery). Same cgroups, same port. With standbys, back once
+        they stream again, as after a restart: a failover after it promotes a standby that
+        streams, not one still waiting to reconnect (its walreceiver retries every 5 s)."""
         self._refuse_after_failover("crash")
         killed = self._postmaster_pid()
         began = time.monotonic()
         self._stop_postmaster(signal.SIGKILL)
         gone = time.monotonic()
         self._start_postmaster()
-        return {
+        started = time.monotonic()
+        facts: dict[str, JSONValue] = {
             "killed_pid": killed,
             "processes_gone_s": round(gone - began, 3),
-            "started_s": round(time.monotonic() - gone, 3),
+            "started_s": round(started - gone, 3),
         }
+        if self.replica_set is not None:
+            self.replica_set.wait_streaming(START_TIMEOUT_S)
+            facts["standbys_streaming_s"] = round(time.monotonic() - started, 3)
+        return facts
 
     # -- failover (issue 29: targets/replicas/failover.py) ------------------------------------
     def promotable_standbys(self) -> tuple[str, ...]:
