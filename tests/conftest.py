@@ -187,13 +187,13 @@ LONGEST_FILES = {
     "tests/integration/test_replicas.py": 343,
     "tests/integration/test_inputs.py": 335,
     "tests/integration/test_faults.py": 284,
+    "tests/integration/test_events.py": 160,
     "tests/integration/test_until.py": 142,
+    "tests/integration/test_failover.py": 135,
     "tests/integration/test_run_local.py": 131,
-    "tests/integration/test_events.py": 130,
     "tests/integration/test_fleet.py": 127,
     "tests/integration/test_durability.py": 126,
     "tests/integration/test_travel_and_gate.py": 112,
-    "tests/integration/test_failover.py": 100,
 }
 
 

@@ -226,6 +226,7 @@ def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
     assert str(target_dir) not in mounts  # the standby's emulated volume too
 
 
+@pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests
 def test_ctrl_c_after_a_failover_on_an_emulated_volume_leaves_nothing(
     howfast: Howfast, target_dir: Path
 ) -> None:
