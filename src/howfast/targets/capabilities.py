@@ -224,6 +224,16 @@ class HasStandbys(Protocol):
 
 
 @runtime_checkable
+class HasLocalStandbys(Protocol):
+    """(issue 28) A primary whose standbys keep their data on this machine, where the
+    primary's devices are read: the disk sampler reads the standbys' devices too, each as a
+    role of its own (samplers/session.py). Not a pod's standbys (their node's disks)."""
+
+    def standby_storage_paths(self) -> dict[str, Path]:
+        """Each standby's data directory, by its name ("standby_1"); {} before start."""
+
+
+@runtime_checkable
 class Promotable(Protocol):
     """(issues 28, 29) A primary with standbys that can fail over to one of them."""
 

@@ -41,6 +41,7 @@ from howfast.targets.capabilities import (
     HasClient,
     HasCurrentPrimary,
     HasLocalServer,
+    HasLocalStandbys,
     HasServerIdentity,
     HasServerLog,
     HasStandbys,
@@ -162,6 +163,7 @@ class LocalTarget(
     Keepable,
     IoCappable,
     HasStandbys,
+    HasLocalStandbys,
     HasCurrentPrimary,
     Promotable,
     HasClient,
@@ -709,6 +711,13 @@ class LocalTarget(
             return {}
         wal = (self.wal_cluster_dir or self.data_dir) / "pg_wal"
         return {"data": self.data_dir, "wal": wal if wal.exists() else self.data_dir}
+
+    def standby_storage_paths(self) -> dict[str, Path]:
+        """The standbys' data directories, by name: on this machine, like the primary's."""
+        paths: dict[str, Path] = {}
+        for member in self.standbys():
+            paths.update(member.storage_paths())
+        return paths
 
     def server_log_file(self) -> Path | None:
         return self.server_log

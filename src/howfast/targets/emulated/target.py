@@ -35,6 +35,7 @@ from howfast.targets.capabilities import (
     HasClient,
     HasCurrentPrimary,
     HasLocalServer,
+    HasLocalStandbys,
     HasServerIdentity,
     HasServerLog,
     HasStandbys,
@@ -100,6 +101,7 @@ class EmulatedTarget(
     AppliesStepSettings,
     HoldsDirectoryLock,
     HasStandbys,
+    HasLocalStandbys,
     HasCurrentPrimary,
     Promotable,
     HasClient,
@@ -300,6 +302,9 @@ class EmulatedTarget(
 
     def standbys(self) -> Sequence[StandbyMember]:
         return self.inner.standbys()
+
+    def standby_storage_paths(self) -> dict[str, Path]:
+        return self.inner.standby_storage_paths()
 
     def client(self) -> ClientPlacement:
         return self.inner.client()
