@@ -35,6 +35,7 @@ from typing import Any
 from howfast.analysis import own_io, replication, why
 from howfast.analysis.advice import advise
 from howfast.analysis.advice_facts import target_advice_facts
+from howfast.analysis.design_writes import design_writes
 from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
 from howfast.analysis.hooks import DeriveContext, Derived, analysis_for, apply
@@ -252,7 +253,14 @@ def _with_replication_figures(
     profile = why.wait_profile(postgres) if isinstance(postgres, Mapping) else None
     idle = profile.idle_share if profile is not None else None
     level = _sync_commit_level(step, target_settings)
-    return apply(step, Derived(replication.replication_metrics(step, idle, level)))
+    step = apply(step, Derived(replication.replication_metrics(step, idle, level)))
+    writes = design_writes(step)
+    io = step.sections.get("io")
+    if not writes.standbys or not isinstance(io, dict):
+        return step
+    # Which source each standby's writes came from: its device, or its own I/O.
+    io = {**copy.deepcopy(io), "standby_writes": writes.standbys}
+    return apply(step, Derived(warnings=writes.warnings, sections={"io": io}))
 
 
 def _sync_commit_level(step: StepRecord, settings: Mapping[str, str] | None) -> str | None:

@@ -114,14 +114,20 @@ ROLE_METRICS = (
 
 
 def analyze_io(io: Mapping[str, Any], series: Mapping[str, list[Sample]], out: Analysis) -> int:
-    """Per-role figures; returns the bytes written by all sampled devices (-1: unknown)."""
+    """Per-role figures; returns the bytes written by the primary's sampled devices (-1:
+    unknown). A standby's role (`standby`: issue 28) has its figures but stays out of that
+    sum, which is the primary's, per byte of the primary's WAL (the design's is
+    analysis/replication.py's)."""
     written = 0
     roles = io.get("roles") or {}
+    primary_roles = 0
     for role, info in roles.items():
         if not isinstance(info, dict):
             continue
+        standby = bool(info.get("standby"))
+        primary_roles += not standby
         delta, seconds = info.get("delta"), info.get("seconds")
-        if info.get("device") is None:
+        if info.get("device") is None and not standby:
             written = -1  # a role on tmpfs: what it wrote is not known
         if not isinstance(delta, dict) or not seconds:
             continue
@@ -133,9 +139,9 @@ def analyze_io(io: Mapping[str, Any], series: Mapping[str, list[Sample]], out: A
         for name in ROLE_METRICS:
             if figures.get(name) is not None:
                 out.metrics[f"io_{role}_{name}"] = figures[name]
-        if written >= 0:
+        if written >= 0 and not standby:
             written += int(figures["write_bytes"] or 0)
-    return written if roles else -1
+    return written if primary_roles else -1
 
 
 def write_amplification(device_bytes: int, wal_bytes: int | None) -> float | None:

@@ -115,7 +115,14 @@ def attribute_io(
         out.section["write_amplification"] = amplification
     out.section.update({k: v for k, v in out.metrics.items() if k.startswith("pg_")})
     cgroup_v1 = str(pg.get("source", "")).startswith("cgroup v1")
-    out.warnings += others_warnings(out.metrics, roles, device_metrics, proc, cgroup_v1)
+    # The standbys' devices (issue 28) are theirs: the primary's own I/O says nothing of them.
+    standby_roles = [r for r, i in _mapping(io.get("roles")).items() if _mapping(i).get("standby")]
+    primary_device = {
+        k: v
+        for k, v in device_metrics.items()
+        if not any(k.startswith(f"io_{r}_") for r in standby_roles)
+    }
+    out.warnings += others_warnings(out.metrics, roles, primary_device, proc, cgroup_v1)
     return out
 
 

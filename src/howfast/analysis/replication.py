@@ -14,10 +14,11 @@ From what the replication sampler stored (`postgres.replication`, series
   of the active time per transaction), `commit_replication_rtt_ms` (the write lag p50: the hop
   and the standby's write), `commit_standby_flush_ms` (flush lag p50 - write lag p50) and
   `commit_standby_apply_ms` (replay - flush), each for the levels that wait for it;
-- `standby_write_bytes`: what the standbys wrote themselves (their I/O cgroups, else their
-  processes' /proc/PID/io: `io.standbys`), and `design_write_bytes`,
-  `design_write_bytes_per_tx`: the primary's own writes (`pg_write_bytes`) plus those, over
-  the step's transactions: the design's bytes written per transaction on all its volumes.
+- `standby_write_bytes`: what the standbys wrote (each by its device when the device is its
+  own, else by its I/O cgroup or its processes' /proc/PID/io: analysis/design_writes.py), and
+  `design_write_bytes`, `design_write_bytes_per_tx`: the primary's own writes
+  (`pg_write_bytes`) plus those, over the step's transactions: the design's bytes written per
+  transaction on all its volumes.
 
 Pure functions of a stored step.
 """
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from howfast.analysis.own_io import attribute_io
+from howfast.analysis.design_writes import design_writes
 from howfast.model import JSONValue, RunRecord, Sample, StepRecord
 
 LAGS = ("write", "flush", "replay")
@@ -175,38 +176,13 @@ def replication_metrics(
                 numbers = [int(v) for v in values if isinstance(v, int | float)]
                 if numbers:
                     out[f"replication_{key}"] = sum(numbers)
-    out.update(design_write_metrics(step))
+    out.update(design_writes(step).metrics)
     active = active_ms_per_transaction(step, idle_share)
     if share is not None:
         out["wait_syncrep_share"] = round(share, 4)
         if active is not None:
             out["commit_syncrep_wait_ms"] = round(share * active, 3)
     out.update(commit_split(step, out, active, level))
-    return out
-
-
-def design_write_metrics(step: StepRecord) -> dict[str, JSONValue]:
-    """The standbys' own writes, and the design's (primary + standbys) per transaction."""
-    io = step.sections.get("io")
-    standbys = io.get("standbys") if isinstance(io, Mapping) else None
-    if not isinstance(standbys, Mapping) or not standbys:
-        return {}
-    written = 0
-    for section in standbys.values():
-        found = (
-            attribute_io({"postgres": section}, None, {}) if isinstance(section, Mapping) else None
-        )
-        value = found.metrics.get("pg_write_bytes") if found is not None else None
-        if not isinstance(value, int):
-            return {}  # a standby unaccounted for: no total rather than a wrong one
-        written += value
-    out: dict[str, JSONValue] = {"standby_write_bytes": written}
-    primary = step.metrics.get("pg_write_bytes")
-    if isinstance(primary, int):
-        out["design_write_bytes"] = primary + written
-        transactions = step.metrics.get("transactions")
-        if isinstance(transactions, int | float) and transactions > 0:
-            out["design_write_bytes_per_tx"] = round((primary + written) / transactions, 1)
     return out
 
 

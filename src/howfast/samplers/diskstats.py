@@ -1,6 +1,7 @@
 """Block device counters from /proc/diskstats, and what they mean per interval.
 
-`DiskSampler` reads the file once per tick for every device that serves a role (data, WAL).
+`DiskSampler` reads the file once per tick for every device that serves a role (data, WAL;
+each standby's data on a primary howfast gave standbys on this machine: `standby_1`...).
 The parser and iostat's arithmetic are pure and live in howfast/diskcounters.py, where analysis
 reads them too; they are importable from here as well.
 """
@@ -140,9 +141,10 @@ class DiskSampler(PeriodicSampler):
 
 
 def _create(setup: SamplerSetup) -> DiskSampler | None:
-    if not setup.role_devices:
+    role_devices = {**setup.role_devices, **setup.standby_devices}
+    if not role_devices:
         return None
-    return DiskSampler(setup.role_devices, host=setup.host)
+    return DiskSampler(role_devices, host=setup.host)
 
 
 # Every sampled step whose target's devices are known (samplers/registry.py).

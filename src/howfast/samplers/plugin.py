@@ -28,6 +28,9 @@ class SamplerSetup:
     # Where the tools and the server run: /proc and the server's counters are read through
     # it (a pod's by exec). None: this machine's /proc.
     host: Host | None = None
+    # (issue 28) standby name -> its device, for the standbys on devices of their own: the
+    # disk sampler reads them as roles of their own; the primary's samplers do not.
+    standby_devices: dict[str, str] = field(default_factory=dict)
 
 
 def sampled(workload: WorkloadPlugin[Any]) -> bool:

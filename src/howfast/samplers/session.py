@@ -23,7 +23,7 @@ from howfast.samplers.cpu import first_reading
 from howfast.samplers.plugin import SamplerSetup
 from howfast.samplers.registry import create_samplers
 from howfast.targets.base import Connection, Target
-from howfast.targets.capabilities import HasStorage
+from howfast.targets.capabilities import HasLocalStandbys, HasStorage
 
 # A sampler more (such as --prometheus's) for each sampled step, given the target and the
 # devices behind its roles; None: nothing to add for this target.
@@ -47,10 +47,17 @@ class TargetSampling:
         self.connection = connection
         self.interval_s = interval_s
         self.roles: list[RoleDevice] = []
+        # The standbys' roles among them (their data directories, named as the standbys), after
+        # the primary's: one on the primary's device says so and is not sampled twice.
+        self.standby_roles: frozenset[str] = frozenset()
         self.problem: str | None = None
         if interval_s:
             try:
                 paths = target.storage_paths() if isinstance(target, HasStorage) else {}
+                if isinstance(target, HasLocalStandbys):
+                    standbys = target.standby_storage_paths()
+                    self.standby_roles = frozenset(standbys)
+                    paths = {**paths, **standbys}
                 self.roles = host.role_devices(paths) if host else resolve_roles(paths)
             except Exception as exc:  # the step still runs; it says why the disks are missing
                 self.problem = (
@@ -69,10 +76,13 @@ class TargetSampling:
         if not self.interval_s:
             return StepSampling([], None, [])
         sampled = {r.role: r.device for r in self.roles if r.device and not r.shares_with}
-        setup = SamplerSetup(self.target, self.connection, sampled, self.host)
+        primary = {k: v for k, v in sampled.items() if k not in self.standby_roles}
+        standbys = {k: v for k, v in sampled.items() if k in self.standby_roles}
+        setup = SamplerSetup(self.target, self.connection, primary, self.host, standbys)
         samplers = create_samplers(workload, setup)
         if samplers:  # a workload the samplers watch: extra ones (--prometheus) join them
-            samplers += [s for s in (make(self.target, self.roles) for make in self.extra) if s]
+            roles = [r for r in self.roles if r.role not in self.standby_roles]
+            samplers += [s for s in (make(self.target, roles) for make in self.extra) if s]
         if not samplers:
             return StepSampling([], None, [])
         ctx = SamplerContext(
@@ -80,7 +90,7 @@ class TargetSampling:
         )
         if disturbed is not None:
             ctx.disturbed = disturbed
-        session = StepSampling(samplers, ctx, self.roles)
+        session = StepSampling(samplers, ctx, self.roles, self.standby_roles)
         if self.problem:
             session.notes.append(self.problem)
         session.start()
@@ -103,11 +113,16 @@ class StepSampling:
     """The samplers of one step. With no samplers, every method does nothing."""
 
     def __init__(
-        self, samplers: list[Sampler], ctx: SamplerContext | None, roles: list[RoleDevice]
+        self,
+        samplers: list[Sampler],
+        ctx: SamplerContext | None,
+        roles: list[RoleDevice],
+        standby_roles: frozenset[str] = frozenset(),
     ) -> None:
         self.samplers = samplers
         self.ctx = ctx
         self.roles = roles
+        self.standby_roles = standby_roles
         self.notes: list[str] = []
         self.result: SamplerResult | None = None
 
@@ -138,19 +153,26 @@ class StepSampling:
         sections: dict[str, dict[str, JSONValue]] = {name: {} for name in STEP_SECTIONS}
         for name, content in r.sections.items():
             sections.setdefault(name, {}).update(content)
-        sections["io"]["roles"] = _roles_section(self.roles, sections["io"].get("roles"))
+        sections["io"]["roles"] = _roles_section(
+            self.roles, sections["io"].get("roles"), self.standby_roles
+        )
         sections["io"]["interval_s"] = self.ctx.interval_s
         sections["io"]["sampled_s"] = self.ctx.now()  # the step's length, when none was planned
         return SampledPart(dict(r.series), dict(r.metrics), tuple(r.warnings), sections)
 
 
-def _roles_section(roles: list[RoleDevice], sampled: JSONValue) -> dict[str, JSONValue]:
+def _roles_section(
+    roles: list[RoleDevice], sampled: JSONValue, standby_roles: frozenset[str] = frozenset()
+) -> dict[str, JSONValue]:
     """Each role's device (and which role's samples it shares), with the disk sampler's
-    counters for the roles it sampled."""
+    counters for the roles it sampled; a standby's role names its standby (`standby`), which
+    keeps it out of the primary's sums (analysis/io.py)."""
     counters = sampled if isinstance(sampled, dict) else {}
     out: dict[str, JSONValue] = {}
     for role in roles:
         info = role.describe()
+        if role.role in standby_roles:
+            info["standby"] = role.role
         if isinstance(counters.get(role.role), dict):
             info.update(counters[role.role])
         out[role.role] = info
