@@ -254,6 +254,8 @@ def _with_replication_figures(
     idle = profile.idle_share if profile is not None else None
     level = _sync_commit_level(step, target_settings)
     step = apply(step, Derived(replication.replication_metrics(step, idle, level)))
+    if replication.replication_section(step.sections) is None:
+        return step
     writes = design_writes(step)
     io = step.sections.get("io")
     if not writes.standbys or not isinstance(io, dict):
