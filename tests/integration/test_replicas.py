@@ -517,3 +517,32 @@ def test_a_killed_run_with_a_standby_dir_is_cleaned_up(howfast: Howfast, target_
         out = howfast("cleanup", "--target", str(directory), "--yes")
         assert out.returncode == 0, out.stderr[-2000:]
     assert _left_behind(target_dir, other) == []
+
+
+def test_a_standby_on_the_primarys_device_is_a_role_counted_once(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """The standby's data inside the primary's cluster directory (the default): its role
+    names the primary's device and shares its samples, so no device sum counts it twice, and
+    the design counts the standby by its own I/O."""
+    plan = howfast.plan(TINY_PLAN.format(duration="3s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    (step,) = [s for s in json.loads(out.stdout)["steps"] if s["workload"] == "pgbench"]
+    assert step["status"] == "completed", step["error"]
+    roles, m = step["io"]["roles"], step["metrics"]
+    data, standby = roles["data"], roles["standby_1"]
+    assert data["device"] and standby["device"] == data["device"]
+    assert standby["same_device_as"] == "data" and standby["standby"] == "standby_1"
+    assert standby["path"].startswith(str(target_dir)) and standby["path"].endswith("/data")
+    assert "delta" not in standby and "io_standby_1_write_bytes" not in m  # sampled once
+    sampled = [r for r in roles.values() if "delta" in r]
+    assert step["io"]["device_write_bytes"] == sum(r["summary"]["write_bytes"] for r in sampled)
+    assert step["io"]["device_write_bytes"] == m["io_data_write_bytes"]
+    assert step["io"]["standby_writes"]["standby_1"]["source"] == "processes"
+    assert m["design_write_bytes"] == m["pg_write_bytes"] + m["standby_write_bytes"]
+    print(f"device {data['device']}: {m['io_data_write_bytes']} bytes written (primary and "
+          f"standby); primary's own {m['pg_write_bytes']}, standby's own "
+          f"{m['standby_write_bytes']}; design per tx "
+          f"{m['design_write_bytes_per_tx']}")  # fmt: skip
+    assert _left_behind(target_dir) == []

@@ -107,3 +107,36 @@ def test_ctrl_c_during_a_step_takes_the_standby_volume_down(
     _, err = stop_howfast(proc)
     assert proc.returncode == 130, err[-2000:]
     assert _left(target_dir) == []
+
+
+def test_the_standbys_volume_is_a_disk_role_of_its_own(howfast: Howfast, target_dir: Path) -> None:
+    """The standby on an emulated volume of its own: the disk sampler reads that device as
+    the role `standby_1`, apart from the primary's sums, and the design counts the standby
+    by what its volume wrote."""
+    plan = howfast.plan(ONE_CLIENT.format(duration="3s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--standby-latency", "0ms", "--json", timeout=200)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    (step,) = [s for s in json.loads(out.stdout)["steps"] if s["workload"] == "pgbench"]
+    assert step["status"] == "completed", step["error"]
+    roles, m = step["io"]["roles"], step["metrics"]
+    data, standby = roles["data"], roles["standby_1"]
+    assert standby["standby"] == "standby_1" and "same_device_as" not in standby
+    assert standby["device"].startswith("loop") and standby["device"] != data["device"]
+    assert "/howfast-vol-" in standby["path"]
+    assert standby["delta"]["sectors_written"] > 0
+    assert m["io_standby_1_write_bytes"] == standby["summary"]["write_bytes"] > 0
+    # The standby's volume is outside the primary's device sum, inside the design's
+    assert roles["wal"]["same_device_as"] == "data"  # the primary: one device, sampled once
+    assert step["io"]["device_write_bytes"] == m["io_data_write_bytes"]
+    writes = step["io"]["standby_writes"]["standby_1"]
+    assert writes == {"write_bytes": m["io_standby_1_write_bytes"], "source": "device",
+                      "device": standby["device"]}  # fmt: skip
+    assert m["standby_write_bytes"] == m["io_standby_1_write_bytes"]
+    assert m["design_write_bytes"] == m["pg_write_bytes"] + m["standby_write_bytes"]
+    own = step["io"]["standbys"]["standby_1"]
+    print(f"standby_1 on {standby['device']}: its volume wrote {m['io_standby_1_write_bytes']} "
+          f"bytes, its own I/O {own.get('cgroup_total') or own.get('proc')}; primary "
+          f"{data['device']} {m.get('io_data_write_bytes')}, own {m['pg_write_bytes']}; design "
+          f"per tx {m['design_write_bytes_per_tx']}")  # fmt: skip
+    assert _left(target_dir) == []
