@@ -161,7 +161,7 @@ def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Si
     dataset = str(params["dataset"])
     regime, explicit = parse_dataset(dataset)
     group = ctx.target.memory_cgroup() if isinstance(ctx.target, HasLocalServer) else None
-    basis = ctx.host.server_memory(group.limit_bytes if group else None)
+    basis = ctx.server_machine().server_memory(group.limit_bytes if group else None)
     if isinstance(basis, str):
         if regime != "size":  # a regime is a share of the memory: nothing to take it of
             raise HowfastError(f"--dataset {dataset}: {basis}")
@@ -217,13 +217,14 @@ def free_room(ctx: StepContext) -> tuple[room.Room, dict[str, Path]] | None:
     data = paths.get("data")
     if data is None:
         return None
-    data_free = ctx.host.free_bytes(data)
+    machine = ctx.server_machine()  # the volumes are the server's, not a client pod's
+    data_free = machine.free_bytes(data)
     if data_free is None:
         return None
     wal = paths.get("wal", data)
     wal_free = None
-    if not ctx.host.same_filesystem(data, wal):
-        wal_free = ctx.host.free_bytes(wal)
+    if not machine.same_filesystem(data, wal):
+        wal_free = machine.free_bytes(wal)
     _, tables, indexes, _ = measure(ctx.server())  # what the load drops before it loads
     return room.Room(data_free, wal_free, reclaimed=tables + indexes), paths
 
