@@ -25,9 +25,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.pod import ExecResult, PodDescription, PodHost
 from howfast.machine.memory import cap_problem
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
+from howfast.targets.base import (
+    Connection,
+    PlannedClient,
+    PlannedConnection,
+    PlannedTarget,
+    Target,
+)
 from howfast.targets.capabilities import (
     AppliesStepSettings,
     ClientPlacement,
@@ -150,13 +156,31 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         owner = {"name": self.plan().name, "uid": "UID"}
         for standby in self.standby_plans():
             manifests += sm.objects(standby, owner)
-        if self.client_mode == "pod":
-            manifests.append(cm.client_pod(self.plan(), self.mode, owner, node=self.client_node))
         return PlannedTarget(
             host=PodHost(self.planned_pod(), self._api),
             connection=self._planned_connection(),
             scratch_dir=self._scratch(),
             objects=tuple(manifests),
+            client=self._planned_client(owner),
+        )
+
+    def _planned_client(self, owner: Mapping[str, str]) -> PlannedClient | None:
+        """The client pod, apart from the server's (--client pod), with what it dials."""
+        if not self.server or self.client_mode != "pod":
+            return None
+        run = self.plan()
+        address = self.primary_address()
+        connection = PlannedConnection(
+            host=address.host, port=0, user=m.SUPERUSER, dbname=cm.DATABASE, password="",
+            port_text=str(address.port),
+        )  # fmt: skip
+        return PlannedClient(
+            host=PodHost(cm.planned_client_pod(run), self._api),
+            connection=connection,
+            placement="pod",
+            where=f"pod {cm.client_pod_name(run)}",
+            node=self.client_node,
+            objects=(cm.client_pod(run, self.mode, owner, node=self.client_node),),
         )
 
     def _planned_connection(self) -> Connection | None:
@@ -258,7 +282,8 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             nodes = cluster.node_names()
             if self.client_node not in nodes:
                 raise UsageError(
-                    f"node {self.client_node} is not in the cluster (nodes: {', '.join(nodes)})"
+                    f"--client-node {self.client_node}: the cluster has no such node "
+                    f"(its nodes: {', '.join(nodes)})"
                 )
         self.check_design_settings()
 
@@ -488,7 +513,12 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             standbys=tuple(
                 standby.record(self.senders.get(standby.name)) for standby in self.standby_pods
             ),
+            client=self.client_record(),
         )
+
+    def client_record(self) -> dict[str, JSONValue]:
+        """The record's `client` (K8sTarget's, once started); {} without a server."""
+        return {}
 
 
 class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, HasClient):
@@ -517,6 +547,11 @@ class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, Ha
         record = cm.client_record("pod", self.mode, address, node=node, server_node=server_node)
         connection = cm.client_connection(address, self.password)
         return ClientPlacement(PodHost(description, self._api), connection, record)
+
+    def client_record(self) -> dict[str, JSONValue]:
+        if self.connection is None or self.pod is None:
+            return {}
+        return dict(self.client().record)
 
     def alive(self) -> bool:
         if self.cluster is None or self.pod is None:
