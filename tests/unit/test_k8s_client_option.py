@@ -60,7 +60,7 @@ def test_local_placements_are_refused_on_k8s_with_the_k8s_ones_named(local: str)
 
 
 def test_a_client_node_with_same_pod_is_refused() -> None:
-    with pytest.raises(UsageError, match="--client-node places a client pod.*same-pod"):
+    with pytest.raises(UsageError, match=r"--client-node places a client pod.*same-pod"):
         _made("k8s://fast", client="same-pod", client_node="node-b")
     with pytest.raises(UsageError, match="--client-node places a client pod"):
         client_design(parse_target("k8s://fast?client=same-pod&client_node=n"), None, None)
@@ -135,3 +135,18 @@ def test_the_runner_gives_pgbench_the_client_pods_host_and_fio_the_servers() -> 
     assert client_placement(placed, "pgbench-init", conn) is placement
     assert client_placement(placed, "fio", conn) is None
     assert client_placement(placed, "pgbench", None) is None
+
+
+def test_howfasts_own_sql_stays_on_its_connection_when_the_load_dials_a_pod_name() -> None:
+    """A client pod dials `primary.howfast-T`, which this machine cannot resolve: sizes,
+    checkpoints and pgbench_history counts go through howfast's own connection."""
+    from howfast.targets.base import Connection
+    from howfast.workloads.base import StepContext
+
+    target = _made("k8s://fast")
+    load = Connection(f"primary.howfast-{target.token}", 5432, "howfast", "postgres", "pw")
+    own = Connection("127.0.0.1", 41000, "howfast", "postgres", "pw")
+    ctx = StepContext(target, load, INSTALL, Path("/w"), target.host(), sql=own)
+    assert ctx.server() == load and ctx.sql_connection() == own
+    plain = StepContext(target, load, INSTALL, Path("/w"), target.host())
+    assert plain.sql_connection() == load

@@ -105,14 +105,19 @@ def execute_step(
     placement = client_placement(env.target, spec.workload, connection)
     load_connection = connection if placement is None else placement.connection
     tools_host = env.host if placement is None else placement.host
+    # howfast's own SQL from this process (sizes, pgbench_history counts): its connection,
+    # which it reaches where the load's may not be (a client pod dials a pod-network name)
+    sql = connection
     if connection is not None:
         given = connection
         primary: Callable[[], Connection] = lambda: given  # noqa: E731
         if isinstance(target, HasCurrentPrimary):
             primary = target.connection_now  # a failover changes it
             if follows_failover(spec):
-                # The load's connection lists the standbys too: it follows the promoted one.
+                # The load's connection lists the standbys too: it follows the promoted one,
+                # and so must the rows counted after the load (a local connection).
                 load_connection = target.client_connection_now(follow=True)
+                sql = None
         schedule = schedule_for(
             target, spec.params, primary, step_dir / "events", env.cancel, on_event
         )
@@ -123,6 +128,7 @@ def execute_step(
         work_dir=step_dir,
         host=tools_host,
         server_host=env.host,
+        sql=sql,
         cancel=env.cancel,
         on_progress=on_progress,
         previous=list(env.previous),

@@ -42,10 +42,17 @@ class StepContext:
     # The server's machine, when the tools run elsewhere (a client pod): its memory, its
     # volumes' free space. None: `host` is the server's too.
     server_host: Host | None = None
+    # howfast's own SQL connection from this process, when the tools' `connection` is not
+    # reachable from here (a client pod dials the primary's pod-network name). None: the same.
+    sql: Connection | None = None
 
     @property
     def cores(self) -> int:
         return self.host.cores()
+
+    def sql_connection(self) -> Connection:
+        """The connection for SQL howfast runs itself (sizes, checkpoints, counting rows)."""
+        return self.sql or self.server()
 
     def server_machine(self) -> Host:
         """The host that answers facts about the server's machine (memory, free space)."""
