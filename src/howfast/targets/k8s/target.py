@@ -17,11 +17,13 @@ import json
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.pod import ExecResult, PodDescription, PodHost
 from howfast.machine.memory import cap_problem
@@ -41,10 +43,12 @@ from howfast.targets.capabilities import (
     HasPods,
     HasServerLog,
     HasStorage,
+    PodRecreatable,
     Restartable,
+    ServerIdentity,
 )
 from howfast.targets.k8s import client_manifests as cm
-from howfast.targets.k8s import facts
+from howfast.targets.k8s import facts, moves
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
 from howfast.targets.k8s import standby_manifests as sm
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
     from howfast.hosts.pod import PodExec
 
 RESTART_TIMEOUT_S = 300
+POD_GRACE_S = 30  # the server pod's terminationGracePeriodSeconds (manifests.py)
 
 
 class K8sPodTarget(Target, HasStorage, HasPods):
@@ -109,6 +114,12 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         self.password: str | None = None
         self.client_pod: dict[str, Any] | None = None
         self.client_pod_node: dict[str, Any] | None = None
+        self.pod_manifest: dict[str, Any] | None = None  # as created: made again by events
+        # What events will do to the server's pod (issue 29): (node asked, whether it moves)
+        self.recreations: list[tuple[str | None, bool]] = []
+        # Held while objects are created after start (an event's new pod) and while stop()
+        # begins: a pod is never made once stop() has listed what to delete.
+        self._objects = threading.Lock()
 
     # -- plan -------------------------------------------------------------------------------
     def plan(self, port: int | str | None = None, writer: str = "") -> m.Plan:
@@ -278,6 +289,7 @@ class K8sPodTarget(Target, HasStorage, HasPods):
                 f"{self.name}: no StorageClass {self.spec.standby_class!r} (standby_class)",
                 f"the cluster has: {known or 'none'}",
             )
+        self.check_recreations(cluster)
         if self.client_mode == "pod" and self.client_node is not None:
             nodes = cluster.node_names()
             if self.client_node not in nodes:
@@ -286,6 +298,38 @@ class K8sPodTarget(Target, HasStorage, HasPods):
                     f"(its nodes: {', '.join(nodes)})"
                 )
         self.check_design_settings()
+
+    def check_recreations(self, cluster: Cluster) -> None:
+        """What the cluster says of the events planned on the pod: nodes to move to, a
+        class whose volumes stay on their node."""
+        if not any(move for _, move in self.recreations):
+            return
+        nodes = cluster.nodes()
+        names = sorted(str(n["metadata"]["name"]) for n in nodes)
+        ready = moves.schedulable(nodes)
+        reasons = [
+            moves.move_refusal(node, ready, names) for node, move in self.recreations if move
+        ]
+        for volume in (self.spec.data, self.spec.wal):
+            if volume is not None and volume.storage_class is not None:
+                reasons.append(moves.class_pins(cluster.storage_class(volume.storage_class)))
+        found = next((r for r in reasons if r is not None), None)
+        if found is not None:
+            raise UsageError(f"{self.name}: a move event cannot apply: {found}")
+
+    def volumes_pinned(self) -> str | None:
+        if self.cluster is None or self.pod is None:
+            return None
+        cluster, plan = self.cluster, self.plan()
+        here = str((self.pod.get("spec") or {}).get("nodeName") or "")
+        volumes: dict[str, dict[str, Any]] = {}
+        for claim in (c for c in (plan.data_claim, plan.wal_claim) if c):
+            pvc = cluster.read("PersistentVolumeClaim", claim, self.namespace)
+            name = ((pvc or {}).get("spec") or {}).get("volumeName")
+            pv = cluster.read("PersistentVolume", str(name)) if name else None
+            if pv is not None:
+                volumes[claim] = pv
+        return moves.pinned_by_volumes(volumes, cluster.nodes(), here) if volumes else None
 
     def check_design_settings(self) -> None:
         """Settings that would fight the standbys' design (pure: before anything exists)."""
@@ -320,15 +364,21 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             owner = cluster.create(m.owner_secret(plan, password))
             ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
             for manifest in m.dependents(plan, ref):
+                if manifest["kind"] == "Pod":
+                    self.pod_manifest = manifest
                 self._create(cluster, manifest)
             claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
             self.pod = cluster.wait_pod_ready(
                 self.namespace, plan.name, claims, self.options.start_timeout_s
             )
-            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
-                cluster.create(cm.client_pod(plan, self.mode, ref, node=self.client_node))
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
+            if any(move for _, move in self.recreations):  # bound now: before any step
+                pinned = self.volumes_pinned()
+                if pinned is not None:
+                    raise UsageError(f"{self.name}: a move event cannot apply: {pinned}")
+            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
+                cluster.create(cm.client_pod(plan, self.mode, ref, node=self.client_node))
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -436,13 +486,15 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             self.forward.close()
             self.forward = None
         self.connection = None
-        if not self._started or self.cluster is None:
-            return
-        self._started = False
+        with self._objects:  # an event's pod is made before this, or not at all
+            if not self._started or self.cluster is None:
+                return
+            self._started = False
         warnings = self.cluster.delete_run(self.namespace, self.token)
         self.pod = None
         self.standby_pods = []
         self.client_pod = None
+        self.pod_manifest = None
         self.password = None
         if warnings:
             raise HowfastError("; ".join(warnings))
@@ -521,10 +573,81 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         return {}
 
 
-class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, HasClient):
+class K8sTarget(
+    K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, HasClient, PodRecreatable
+):
     """`k8s://CLASS`: PostgreSQL in the pod."""
 
     server = True
+
+    # -- the server's pod made again (issue 29: delete-pod, move) ------------------------
+    def plan_recreation(self, node: str | None, *, move: bool) -> str | None:
+        reason = moves.spec_pins(self.spec)
+        if reason is None and self.client_mode == "same-pod":
+            reason = (
+                "the load runs in the server's pod (--client same-pod), which the event "
+                "deletes: give --client pod (the default)"
+            )
+        if reason is None and move and node is not None and node == self.options.node:
+            reason = f"the server's pod runs on {node} already (--node {node})"
+        if reason is None:
+            self.recreations.append((node, move))
+        return reason
+
+    def schedulable_nodes(self) -> list[str]:
+        return moves.schedulable(self.connect().nodes())
+
+    def pod_identity(self) -> ServerIdentity:
+        cluster, namespace, name = self.exec_place()
+        pod = cluster.read("Pod", name, namespace) or {}
+        started: str | None = None
+        if self.connection is not None:
+            with contextlib.suppress(HowfastError):
+                started = pgquery.postmaster_start_time(self.connection)
+        return ServerIdentity(
+            pid=None,
+            started_at=started,
+            node=(pod.get("spec") or {}).get("nodeName"),
+            pod_uid=(pod.get("metadata") or {}).get("uid"),
+        )
+
+    def recreate_pod(
+        self, node: str | None, cancel: CancelToken = NEVER
+    ) -> Mapping[str, JSONValue]:
+        cluster, namespace, name = self.exec_place()
+        if self.pod_manifest is None or self.pod is None:
+            raise HowfastError(f"{self.name}: the server's pod is not running")
+        uid = str(self.pod["metadata"]["uid"])
+        node_before = (self.pod.get("spec") or {}).get("nodeName")
+        began = time.monotonic()
+        # The pod's grace period: the start script's trap shuts the server down (fast)
+        cluster.delete("Pod", name, namespace, grace_s=POD_GRACE_S)
+        if not cluster.wait_pod_gone(namespace, name, uid, POD_GRACE_S + 60, cancel):
+            raise HowfastError(f"pod {name} was still there {POD_GRACE_S + 60} s after deletion")
+        gone = time.monotonic()
+        with self._objects:
+            if not self._started:
+                raise HowfastError(f"{self.name}: stopping: the pod is not made again")
+            cluster.create(moves.pod_on(self.pod_manifest, node))
+        plan = self.plan()
+        claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+        self.pod = cluster.wait_pod_ready(
+            namespace, name, claims, self.options.start_timeout_s, cancel
+        )
+        node_after = (self.pod.get("spec") or {}).get("nodeName")
+        self.node = cluster.read("Node", str(node_after)) if node_after else None
+        self._host = None  # its description names the node
+        self._wait_sql(60.0)
+        return {
+            "pod": name,
+            "pod_uid_before": uid,
+            "pod_uid_after": str(self.pod["metadata"]["uid"]),
+            "node_before": node_before,
+            "node_after": node_after,
+            "node_asked": node,
+            "deleted_s": round(gone - began, 3),
+            "ready_s": round(time.monotonic() - began, 3),
+        }
 
     def client(self) -> ClientPlacement:
         """Where pgbench runs and how it reaches the primary (after start). The password
