@@ -180,8 +180,8 @@ from howfast.workloads.pgbench.plan import parse_modes
     multiple=True,
     metavar="AT:ACTION",
     help="During every pgbench step, at AT into its load: checkpoint, restart, crash, "
-    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D] (repeatable; "
-    "docs/events.md).",
+    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D], failover[=STANDBY], "
+    "delete-pod, move[=NODE] (repeatable; docs/events.md).",
 )
 @click.option(
     "--sample-interval",
