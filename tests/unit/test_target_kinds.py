@@ -306,7 +306,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
         # HasClient: a client pod, or the server's pod (issue 28); PodRecreatable: delete-pod
-        # and move (issue 29)
+        # and move, Drainable: drain (issue 29)
         "k8s": [
             "HasStorage",
             "HasServerLog",
@@ -314,6 +314,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             "AppliesStepSettings",
             "HasPods",
             "PodRecreatable",
+            "Drainable",
             "HasClient",
         ],
         "k8s volume": ["HasStorage", "HasPods"],
@@ -324,6 +325,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             "AppliesStepSettings",
             "HasPods",
             "PodRecreatable",
+            "Drainable",
             "HasClient",
         ],
     }

@@ -276,9 +276,19 @@ class PodRecreatable(Protocol):
 class Drainable(Protocol):
     """(issue 29) A node of the target's cluster can be cordoned and its run's pods evicted."""
 
-    def drain(self, node: str) -> Mapping[str, JSONValue]: ...
+    def plan_drain(self, node: str) -> str | None:
+        """Why `node` cannot be drained during a step (known before anything is created),
+        or None; the target then keeps its client pod off it and checks the cluster."""
 
-    def uncordon(self, node: str) -> None: ...
+    def drain(self, node: str, cancel: CancelToken = NEVER) -> Mapping[str, JSONValue]:
+        """Cordon `node` (unless it already is), evict the run's server pod from it and make
+        it again on another node; the facts."""
+
+    def cordoned(self, node: str) -> bool:
+        """Whether `node` is unschedulable now."""
+
+    def uncordon(self, node: str) -> Mapping[str, JSONValue]:
+        """Make `node` schedulable again if howfast cordoned it; what was done."""
 
 
 @runtime_checkable

@@ -323,6 +323,30 @@ class Cluster:
             if exc.status != 404:
                 raise self._error(exc, f"deleting {kind} {name}") from None
 
+    def evict(self, name: str, namespace: str, grace_s: int) -> None:
+        """Evict a pod through the Eviction API, as `kubectl drain` does (disruption budgets
+        are honoured; howfast's pods have none)."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"gracePeriodSeconds": grace_s},
+        }
+        self.call(
+            f"evicting pod {name}", self.core.create_namespaced_pod_eviction, name, namespace, body
+        )
+
+    def set_cordon(self, node: str, cordoned: bool, annotation: tuple[str, str]) -> None:
+        """Mark a node unschedulable (or schedulable again), with the annotation that says
+        who did (removed when uncordoning)."""
+        key, value = annotation
+        patch = {
+            "spec": {"unschedulable": cordoned or None},
+            "metadata": {"annotations": {key: value if cordoned else None}},
+        }
+        self.call(f"{'cordoning' if cordoned else 'uncordoning'} node {node}",
+                  self.core.patch_node, node, patch)  # fmt: skip
+
     def delete_run(
         self, namespace: str, token: str, *, timeout_s: float = 180.0, grace_s: int = 10
     ) -> list[str]:

@@ -155,6 +155,21 @@ def move_refusal(
     return None
 
 
+def drain_refusal(
+    node: str, schedulable_nodes: Sequence[str], all_nodes: Sequence[str]
+) -> str | None:
+    """Why `node` cannot be drained during a step: no such node, or no other node that takes
+    pods to send the server's pod to."""
+    if node not in all_nodes:
+        return f"the cluster has no node {node} (its nodes: {', '.join(all_nodes)})"
+    if not [n for n in schedulable_nodes if n != node]:
+        return (
+            f"draining {node} needs another node that takes pods: the cluster has none "
+            f"(nodes taking pods: {', '.join(schedulable_nodes) or 'none'})"
+        )
+    return None
+
+
 def destination(asked: str | None, schedulable_nodes: Sequence[str], here: str) -> str:
     """The node a move goes to: the one asked, else the first schedulable one that is not
     `here`. ValueError saying why there is none."""

@@ -39,6 +39,7 @@ from howfast.targets.base import (
 from howfast.targets.capabilities import (
     AppliesStepSettings,
     ClientPlacement,
+    Drainable,
     HasClient,
     HasPods,
     HasServerLog,
@@ -53,6 +54,7 @@ from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
 from howfast.targets.k8s import standby_manifests as sm
 from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
+from howfast.targets.k8s.names import CORDONED_BY
 from howfast.targets.k8s.spec import K8sOptions, K8sSpec
 from howfast.targets.k8s.standby import PodStandby, WalSender, wait_streaming
 
@@ -81,6 +83,7 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         name: str | None = None,
         client: cm.Placement = "same-pod",
         client_node: str | None = None,
+        node_changes_allowed: bool = False,
     ) -> None:
         self.spec = spec
         # Where pgbench runs: "pod" (a client pod of its own, issue 28) or in the server's
@@ -117,6 +120,10 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         self.pod_manifest: dict[str, Any] | None = None  # as created: made again by events
         # What events will do to the server's pod (issue 29): (node asked, whether it moves)
         self.recreations: list[tuple[str | None, bool]] = []
+        self.drains: list[str] = []  # nodes drain events will cordon: the client avoids them
+        self.cordoned_nodes: set[str] = set()  # cordoned by howfast, uncordoned by stop()
+        # --yes: a drain may cordon a node, which the cluster's other users share
+        self.node_changes_allowed = node_changes_allowed
         # Held while objects are created after start (an event's new pod) and while stop()
         # begins: a pod is never made once stop() has listed what to delete.
         self._objects = threading.Lock()
@@ -191,7 +198,9 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             placement="pod",
             where=f"pod {cm.client_pod_name(run)}",
             node=self.client_node,
-            objects=(cm.client_pod(run, self.mode, owner, node=self.client_node),),
+            objects=(
+                cm.client_pod(run, self.mode, owner, node=self.client_node, avoid=self.drains),
+            ),
         )
 
     def _planned_connection(self) -> Connection | None:
@@ -300,22 +309,28 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         self.check_design_settings()
 
     def check_recreations(self, cluster: Cluster) -> None:
-        """What the cluster says of the events planned on the pod: nodes to move to, a
-        class whose volumes stay on their node."""
-        if not any(move for _, move in self.recreations):
+        """What the cluster says of the events planned on the pod: nodes to move to, nodes
+        to drain, a class whose volumes stay on their node."""
+        moving = any(move for _, move in self.recreations)
+        if not moving and not self.drains:
             return
         nodes = cluster.nodes()
         names = sorted(str(n["metadata"]["name"]) for n in nodes)
         ready = moves.schedulable(nodes)
         reasons = [
-            moves.move_refusal(node, ready, names) for node, move in self.recreations if move
+            ("a move", moves.move_refusal(node, ready, names))
+            for node, move in self.recreations
+            if move
         ]
+        reasons += [("a drain", moves.drain_refusal(node, ready, names)) for node in self.drains]
+        what = "a move" if moving else "a drain"
         for volume in (self.spec.data, self.spec.wal):
             if volume is not None and volume.storage_class is not None:
-                reasons.append(moves.class_pins(cluster.storage_class(volume.storage_class)))
-        found = next((r for r in reasons if r is not None), None)
+                pins = moves.class_pins(cluster.storage_class(volume.storage_class))
+                reasons.append((what, pins))
+        found = next(((w, r) for w, r in reasons if r is not None), None)
         if found is not None:
-            raise UsageError(f"{self.name}: a move event cannot apply: {found}")
+            raise UsageError(f"{self.name}: {found[0]} event cannot apply: {found[1]}")
 
     def volumes_pinned(self) -> str | None:
         if self.cluster is None or self.pod is None:
@@ -330,6 +345,17 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             if pv is not None:
                 volumes[claim] = pv
         return moves.pinned_by_volumes(volumes, cluster.nodes(), here) if volumes else None
+
+    def cordoned(self, node: str) -> bool:
+        found = self.connect().read("Node", node) or {}
+        return bool((found.get("spec") or {}).get("unschedulable"))
+
+    def uncordon(self, node: str) -> Mapping[str, JSONValue]:
+        if node not in self.cordoned_nodes:
+            return {"node": node, "uncordoned": False}
+        self.connect().set_cordon(node, False, (CORDONED_BY, self.token))
+        self.cordoned_nodes.discard(node)
+        return {"node": node, "uncordoned": True}
 
     def check_design_settings(self) -> None:
         """Settings that would fight the standbys' design (pure: before anything exists)."""
@@ -373,12 +399,15 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             )
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
-            if any(move for _, move in self.recreations):  # bound now: before any step
+            if self.drains or any(move for _, move in self.recreations):  # bound: before a step
                 pinned = self.volumes_pinned()
                 if pinned is not None:
-                    raise UsageError(f"{self.name}: a move event cannot apply: {pinned}")
+                    what = "a move" if any(m for _, m in self.recreations) else "a drain"
+                    raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
             if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
-                cluster.create(cm.client_pod(plan, self.mode, ref, node=self.client_node))
+                cluster.create(
+                    cm.client_pod(plan, self.mode, ref, node=self.client_node, avoid=self.drains)
+                )
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -490,7 +519,13 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             if not self._started or self.cluster is None:
                 return
             self._started = False
-        warnings = self.cluster.delete_run(self.namespace, self.token)
+        warnings = []
+        for node in sorted(self.cordoned_nodes):  # a drain's window the schedule did not end
+            try:
+                self.uncordon(node)
+            except HowfastError as exc:
+                warnings.append(f"node {node} is still cordoned: {exc}")
+        warnings += self.cluster.delete_run(self.namespace, self.token)
         self.pod = None
         self.standby_pods = []
         self.client_pod = None
@@ -574,11 +609,57 @@ class K8sPodTarget(Target, HasStorage, HasPods):
 
 
 class K8sTarget(
-    K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, HasClient, PodRecreatable
+    K8sPodTarget,
+    HasServerLog,
+    Restartable,
+    AppliesStepSettings,
+    HasClient,
+    PodRecreatable,
+    Drainable,
 ):
     """`k8s://CLASS`: PostgreSQL in the pod."""
 
     server = True
+
+    # -- a node drained (issue 29: drain=NODE) -------------------------------------------
+    def plan_drain(self, node: str) -> str | None:
+        reason = moves.spec_pins(self.spec)
+        if reason is None and not self.node_changes_allowed:
+            reason = (
+                f"drain cordons node {node} for the cluster's other users too (howfast did not "
+                "create it): add --yes"
+            )
+        if reason is None and self.client_mode == "same-pod":
+            reason = (
+                "the load runs in the server's pod (--client same-pod), which the drain "
+                "evicts: give --client pod (the default)"
+            )
+        if reason is None and self.client_node == node:
+            reason = f"the client pod is pinned to {node} (--client-node), which the drain empties"
+        if reason is None:
+            self.drains.append(node)
+        return reason
+
+    def drain(self, node: str, cancel: CancelToken = NEVER) -> Mapping[str, JSONValue]:
+        cluster, _, _ = self.exec_place()
+        if node not in self.cordoned_nodes and not self.cordoned(node):
+            with self._objects:  # stop() uncordons what it finds here
+                if not self._started:
+                    raise HowfastError(f"{self.name}: stopping: node {node} is not cordoned")
+                cluster.set_cordon(node, True, (CORDONED_BY, self.token))
+                self.cordoned_nodes.add(node)
+            facts: dict[str, JSONValue] = {"node": node, "cordoned": True}
+        else:
+            facts = {"node": node, "cordoned": False, "note": f"{node} was cordoned already"}
+        here = str(((self.pod or {}).get("spec") or {}).get("nodeName") or "")
+        if here != node:
+            return {**facts, "evicted": [], "server_node": here}
+        try:
+            destination = moves.destination(None, self.schedulable_nodes(), here)
+        except ValueError as exc:
+            raise HowfastError(f"drain {node}: {exc}") from None
+        remade = self._remake_pod(destination, cancel, evict=True)
+        return {**facts, "evicted": [str(remade["pod"])], **remade}
 
     # -- the server's pod made again (issue 29: delete-pod, move) ------------------------
     def plan_recreation(self, node: str | None, *, move: bool) -> str | None:
@@ -614,6 +695,12 @@ class K8sTarget(
     def recreate_pod(
         self, node: str | None, cancel: CancelToken = NEVER
     ) -> Mapping[str, JSONValue]:
+        return self._remake_pod(node, cancel, evict=False)
+
+    def _remake_pod(
+        self, node: str | None, cancel: CancelToken, *, evict: bool
+    ) -> dict[str, JSONValue]:
+        """Delete (or evict, as a drain does) the server's pod, and make it again."""
         cluster, namespace, name = self.exec_place()
         if self.pod_manifest is None or self.pod is None:
             raise HowfastError(f"{self.name}: the server's pod is not running")
@@ -621,7 +708,10 @@ class K8sTarget(
         node_before = (self.pod.get("spec") or {}).get("nodeName")
         began = time.monotonic()
         # The pod's grace period: the start script's trap shuts the server down (fast)
-        cluster.delete("Pod", name, namespace, grace_s=POD_GRACE_S)
+        if evict:
+            cluster.evict(name, namespace, POD_GRACE_S)
+        else:
+            cluster.delete("Pod", name, namespace, grace_s=POD_GRACE_S)
         if not cluster.wait_pod_gone(namespace, name, uid, POD_GRACE_S + 60, cancel):
             raise HowfastError(f"pod {name} was still there {POD_GRACE_S + 60} s after deletion")
         gone = time.monotonic()

@@ -129,6 +129,7 @@ class K8sKind(TargetKind):
                 checksums=options.checksums,
                 client=client,
                 client_node=client_node,
+                node_changes_allowed=options.overwrite,  # --yes: a drain may cordon a node
             )
         ]
 
