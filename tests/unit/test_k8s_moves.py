@@ -129,9 +129,10 @@ def test_the_new_pod_is_the_old_manifest_on_the_node_asked() -> None:
     assert moved["spec"]["volumes"] == pod["spec"]["volumes"]  # the same claims
 
 
-def _target(text: str = "k8s://fast", **design: str) -> K8sTarget:
+def _target(text: str = "k8s://fast", yes: str = "", **design: str) -> K8sTarget:
     options = TargetOptions(
         INSTALL,
+        overwrite=bool(yes),  # --yes
         kind_options={"k8s": K8sOptions(namespace="bench", node="a")},
         design=DesignOptions(**design),  # type: ignore[arg-type]
     )
@@ -156,7 +157,15 @@ def _target(text: str = "k8s://fast", **design: str) -> K8sTarget:
             "the data is on an emptyDir, which is deleted with its pod",
         ),
         ("4s:move=a", "k8s://fast", {}, "the server's pod runs on a already (--node a)"),
-        ("4s:drain=a", "k8s://fast", {}, "drain is not supported yet"),
+        ("4s:drain=a", "k8s://fast", {}, "drain cordons node a for the cluster's other users"),
+        (
+            "4s:drain=b",
+            "k8s://fast",
+            {"client_node": "b", "yes": "y"},
+            "pinned to b (--client-node)",
+        ),
+        ("4s:drain=b", "k8s://fast", {"client": "same-pod", "yes": "y"}, "which the drain evicts"),
+        ("4s:delete-pod", "k8s://emptyDir?medium=Memory", {}, "deleted with its pod"),
     ],
 )
 def test_what_the_target_alone_refuses(
@@ -167,6 +176,47 @@ def test_what_the_target_alone_refuses(
 
 
 def test_accepted_events_are_remembered_for_the_checks_against_the_cluster() -> None:
-    target = _target()
-    assert refusals(target, [event_from_text("4s:delete-pod"), event_from_text("8s:move=b")]) == []
+    target = _target(yes="y")
+    texts = ["4s:delete-pod", "8s:move=b", "12s:drain=b,for=2s"]
+    assert refusals(target, [event_from_text(t) for t in texts]) == []
     assert target.recreations == [(None, False), ("b", True)]
+    assert target.drains == ["b"]
+    # the client pod keeps off a node a drain empties
+    planned = target.planned().client
+    assert planned is not None
+    (pod,) = planned.objects
+    assert "NotIn" in str(pod["spec"]["affinity"]["nodeAffinity"]) and "'b'" in str(pod["spec"])
+
+
+def test_a_drain_needs_another_node_that_takes_pods() -> None:
+    assert moves.drain_refusal("a", ["a", "b"], ["a", "b"]) is None
+    assert moves.drain_refusal("z", ["a", "b"], ["a", "b"]) == (
+        "the cluster has no node z (its nodes: a, b)"
+    )
+    alone = moves.drain_refusal("a", ["a"], ["a", "b"])
+    assert alone is not None and "needs another node that takes pods" in alone
+
+
+def test_cleanup_uncordons_only_the_nodes_a_runs_drain_cordoned() -> None:
+    """The selection, on node documents (the lab runs the real call: a SIGKILLed run's
+    cordon removed by `howfast cleanup`, docs/events.md)."""
+    from howfast.targets.k8s.cleanup import uncordon_left
+    from howfast.targets.k8s.names import CORDONED_BY
+
+    class Nodes:  # the two calls uncordon_left makes, recorded
+        def __init__(self) -> None:
+            self.patched: list[tuple[str, bool, tuple[str, str]]] = []
+
+        def nodes(self) -> list[dict[str, Any]]:
+            mine = _node("a", cordoned=True)
+            mine["metadata"]["annotations"] = {CORDONED_BY: "run1"}
+            other = _node("b", cordoned=True)
+            other["metadata"]["annotations"] = {CORDONED_BY: "run2"}
+            return [mine, other, _node("c", cordoned=True)]
+
+        def set_cordon(self, node: str, cordoned: bool, annotation: tuple[str, str]) -> None:
+            self.patched.append((node, cordoned, annotation))
+
+    cluster = Nodes()
+    assert uncordon_left(cluster, "run1") == []  # type: ignore[arg-type]
+    assert cluster.patched == [("a", False, (CORDONED_BY, "run1"))]

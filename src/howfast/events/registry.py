@@ -13,12 +13,7 @@ from howfast.events.base import EventAction
 
 # Actions of the grammar (eventspec.ACTIONS) that no module applies yet, with why: an event
 # naming one is refused before anything starts.
-NOT_YET: Mapping[str, str] = {
-    "drain": (
-        "drain is not supported yet (cordoning a node and evicting the run's pods comes with a "
-        "later version): use move to send the server's pod to another node"
-    ),
-}
+NOT_YET: Mapping[str, str] = {}
 
 
 @cache
