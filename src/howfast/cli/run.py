@@ -143,7 +143,12 @@ from howfast.workloads.pgbench.plan import parse_modes
     is_flag=True,
     help="Print every command each step would run (with --json: as data); create nothing.",
 )
-@click.option("--yes", is_flag=True, help="Allow re-initialising pgbench tables on a server URI.")
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Allow re-initialising pgbench tables on a server URI, and a drain event to cordon "
+    "a Kubernetes node.",
+)
 @click.option(
     "--pg-bin",
     metavar="DIR",
@@ -181,7 +186,7 @@ from howfast.workloads.pgbench.plan import parse_modes
     metavar="AT:ACTION",
     help="During every pgbench step, at AT into its load: checkpoint, restart, crash, "
     "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D], failover[=STANDBY], "
-    "delete-pod, move[=NODE] (repeatable; docs/events.md).",
+    "delete-pod, move[=NODE], drain=NODE[,for=D] (repeatable; docs/events.md).",
 )
 @click.option(
     "--sample-interval",
