@@ -61,36 +61,36 @@ def _events(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
-def test_delete_pod_then_move_during_the_load_lose_no_commit(
+def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
     k8s_lab: ClusterFacts,
     kube: Kube,
     two_nodes: TwoNodes,
     host_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    """One 22 s step, the server's pod deleted at 4 s and moved to the other node at 14 s:
-    each event verified (a new pod and server, the rows there), with downtime, a recovery
-    to 90% of the TPS before, and no acknowledged commit lost."""
+    """One 32 s step: the server's pod deleted at 4 s, moved to the other node at 14 s, and
+    that node drained at 24 s for 4 s (the pod evicted back to the first node; the client pod
+    kept off the drained node from the start). Each event verified (a new pod and server, the
+    rows there), with downtime, and no acknowledged commit lost; the drained node takes pods
+    again after, without howfast's annotation."""
     started = time.monotonic()
     out = run_howfast(
-        host_env, "run", _plan(tmp_path, "22s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
+        host_env, "run", _plan(tmp_path, "32s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
         "--node", two_nodes.first, "--event", "4s:delete-pod", "--event", "14s:move",
+        "--event", f"24s:drain={two_nodes.second},for=4s", "--yes",
         *lab_images(k8s_lab), "--json", timeout=280,
     )  # fmt: skip
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr
-    deleted, moved = _events(doc)
-    assert (deleted["action"], moved["action"]) == ("delete-pod", "move")
-    for event in (deleted, moved):
-        assert event["verified"] is True, event
+    deleted, moved, drained = _events(doc)
+    assert [e["action"] for e in (deleted, moved, drained)] == ["delete-pod", "move", "drain"]
+    for event in (deleted, moved, drained):
+        assert event["verified"] is True, json.dumps(event)
         evidence = event["evidence"]
         assert evidence["pod_uid_after"] != evidence["pod_uid_before"], evidence
         assert evidence["started_at_after"] > evidence["started_at_before"], evidence
-        assert (
-            evidence["pgbench_branches_rows_after"]
-            == 1
-            == (evidence["pgbench_branches_rows_before"])
-        ), evidence
+        rows = (evidence["pgbench_branches_rows_before"], evidence["pgbench_branches_rows_after"])
+        assert rows == (1, 1), evidence
         assert event["downtime_s"] > 0, event
         assert event["tps_after"] > 0, json.dumps(event)  # the load came back to the new pod
         assert event["lost_commits"] == 0, event
@@ -98,19 +98,30 @@ def test_delete_pod_then_move_during_the_load_lose_no_commit(
     # node, whose TPS may stay under the first's (seen once: 927 -> 579 TPS on this shared
     # machine): its recovery is computed, or its note says why not.
     assert deleted["recovery_s"] is not None, json.dumps(deleted)
-    assert moved["recovery_s"] is not None or "not back to 90%" in moved["recovery_note"]
+    for event in (moved, drained):
+        assert event["recovery_s"] is not None or "not back to 90%" in event["recovery_note"]
+    nodes = {
+        e["action"]: (e["evidence"]["node_before"], e["evidence"]["node_after"])
+        for e in (deleted, moved, drained)
+    }
     # delete-pod makes the pod again from its manifest: --node keeps it on the first node
-    assert (deleted["evidence"]["node_before"], deleted["evidence"]["node_after"]) == (
-        two_nodes.first, two_nodes.first,
-    )  # fmt: skip
-    assert (moved["evidence"]["node_before"], moved["evidence"]["node_after"]) == (
-        two_nodes.first, two_nodes.second,
-    )  # fmt: skip
+    assert nodes == {
+        "delete-pod": (two_nodes.first, two_nodes.first),
+        "move": (two_nodes.first, two_nodes.second),
+        "drain": (two_nodes.second, two_nodes.first),
+    }
     assert moved["evidence"]["node_sent_to"] == two_nodes.second
+    assert drained["evidence"]["node_cordoned"] is True
+    assert drained["undone_s"] is not None, drained  # uncordoned at the window's end
+    node = kube.get("node", two_nodes.second)
+    assert not node["spec"].get("unschedulable"), node["spec"]
+    assert "howfast.dev/cordoned-by" not in node["metadata"].get("annotations", {})
     (target,) = doc["targets"]
     assert target["client"]["placement"] == "pod"
+    assert target["client"]["node"] == two_nodes.first  # kept off the node drained later
     print(
-        f"delete-pod: {deleted['line']}; move: {moved['line']} ({time.monotonic() - started:.0f} s)"
+        f"delete-pod: {deleted['line']}; move: {moved['line']}; drain: {drained['line']} "
+        f"({time.monotonic() - started:.0f} s)"
     )
     assert_clean(kube)
 
@@ -138,7 +149,8 @@ def test_pod_events_that_cannot_apply_are_refused_before_anything_starts(
     said = refused("--event", "4s:delete-pod", "--client", "same-pod")
     assert "the load runs in the server's pod (--client same-pod), which the event" in said
     said = refused("--event", f"4s:drain={two_nodes.first}")
-    assert "drain is not supported yet" in said, said
+    assert f"drain cordons node {two_nodes.first} for the cluster's other users too" in said
+    assert "add --yes" in said, said
     kube("cordon", two_nodes.second)
     try:
         said = refused("--event", "4s:move")
