@@ -150,3 +150,27 @@ def test_howfasts_own_sql_stays_on_its_connection_when_the_load_dials_a_pod_name
     assert ctx.server() == load and ctx.sql_connection() == own
     plain = StepContext(target, load, INSTALL, Path("/w"), target.host())
     assert plain.sql_connection() == load
+
+
+def test_compare_says_when_two_runs_placed_their_client_differently() -> None:
+    """A k8s:// run made before the client pod (no `client`: in the server's pod) against
+    one with a client pod: a difference that matters, as is a pod on another node against
+    one on the server's; two local runs of old and new records are not told apart."""
+    from howfast.analysis.envdiff import target_differences
+    from howfast.model import TargetRecord
+
+    def k8s(client: dict[str, object]) -> TargetRecord:
+        return TargetRecord(name="k8s://fast", kind="k8s", client=client)  # type: ignore[arg-type]
+
+    apart = {"placement": "pod", "same_node": False}
+    found = {d.field: d for d in target_differences(0, [k8s({}), k8s(apart)])}
+    diff = found["client placement"]
+    assert diff.values == ("same-pod", "pod (on another node)") and diff.matters
+    together = {"placement": "pod", "same_node": True}
+    assert "client placement" in {
+        d.field for d in target_differences(0, [k8s(together), k8s(apart)])
+    }
+    assert not [d for d in target_differences(0, [k8s(apart), k8s(apart)]) if "client" in d.field]
+    local_old = TargetRecord(name="/mnt/a", kind="local")
+    local_new = TargetRecord(name="/mnt/a", kind="local", client={"placement": "socket"})
+    assert not [d for d in target_differences(0, [local_old, local_new]) if "client" in d.field]
