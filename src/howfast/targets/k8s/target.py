@@ -636,7 +636,7 @@ class K8sTarget(
             )
         if reason is None and self.client_node == node:
             reason = f"the client pod is pinned to {node} (--client-node), which the drain empties"
-        if reason is None:
+        if reason is None and node not in self.drains:  # each step with events asks
             self.drains.append(node)
         return reason
 
@@ -671,7 +671,7 @@ class K8sTarget(
             )
         if reason is None and move and node is not None and node == self.options.node:
             reason = f"the server's pod runs on {node} already (--node {node})"
-        if reason is None:
+        if reason is None and (node, move) not in self.recreations:  # each step asks
             self.recreations.append((node, move))
         return reason
 
