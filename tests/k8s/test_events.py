@@ -92,14 +92,20 @@ def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
         rows = (evidence["pgbench_branches_rows_before"], evidence["pgbench_branches_rows_after"])
         assert rows == (1, 1), evidence
         assert event["downtime_s"] > 0, event
-        assert event["tps_after"] > 0, json.dumps(event)  # the load came back to the new pod
+        # the load came back to the new pod: its commits resumed before the step's end
+        assert event["downtime_until_end"] is False, json.dumps(event)
         assert event["lost_commits"] == 0, event
-    # Back to 90% of the TPS before: on the same node after delete-pod. A move changes the
-    # node, whose TPS may stay under the first's (seen once: 927 -> 579 TPS on this shared
-    # machine): its recovery is computed, or its note says why not.
+    # Back to 90% of the TPS before: on the same node after delete-pod. A move or a drain
+    # changes the node, whose TPS may stay under the first's within the seconds left (seen:
+    # 927 -> 579 TPS on this shared machine), and its baseline starts where the previous
+    # event's recovery ended, which may leave it under the 3 s needed: its recovery is
+    # computed, or its note says which of the two (tps_after is then null).
     assert deleted["recovery_s"] is not None, json.dumps(deleted)
     for event in (moved, drained):
-        assert event["recovery_s"] is not None or "not back to 90%" in event["recovery_note"]
+        reasons = ("not back to 90%", "not enough seconds before the event")
+        assert event["recovery_s"] is not None or str(event["recovery_note"]).startswith(reasons), (
+            json.dumps(event)
+        )
     nodes = {
         e["action"]: (e["evidence"]["node_before"], e["evidence"]["node_after"])
         for e in (deleted, moved, drained)
