@@ -270,7 +270,7 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
             "slow-storage changes an emulated volume's latency: give --storage-latency",
         ),
         ("30s:restart", "event 30s:restart is past the end of a 10 s step"),
-        ("5s:move", "move is not available yet"),
+        ("5s:move", "move needs a server in a pod howfast created (a k8s:// target)"),
         (
             "5s:exec=no-such-howfast-command",
             "no-such-howfast-command is not an executable command here",

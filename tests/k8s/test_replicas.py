@@ -60,19 +60,27 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
     host_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    """The same storage with no standby and with one synchronous standby, in one run."""
+    """The same storage with no standby and with one synchronous standby, in one run, with
+    pgbench in a client pod of its own on the other node (issue 28: `--client pod`, the
+    default, and `--client-node`), over the lab's host network."""
     shared = two_nodes.shared_storage_class
     started = time.monotonic()
     out = run_howfast(
         host_env, "run", write_plan(tmp_path, PLAN), "--target", f"k8s://{shared}",
         "--target", f"k8s://{shared}?replicas=1&sync=on", "--node", two_nodes.first,
-        *lab_images(k8s_lab), "--json", timeout=280,
+        "--client-node", two_nodes.second, *lab_images(k8s_lab), "--json", timeout=280,
     )  # fmt: skip
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr
     alone, replicated = doc["targets"]
     assert alone["standbys"] == []
     assert alone["device"]["kubernetes"]["network"] == "host (lab)"
+    for target in (alone, replicated):
+        client = target["client"]
+        assert client["placement"] == "pod" and client["network"] == "host (lab)", client
+        assert (client["node"], client["server_node"]) == (two_nodes.second, two_nodes.first)
+        assert client["same_node"] is False
+        assert client["address"].startswith("127.0.0.1:")
     (standby,) = replicated["standbys"]
     assert standby["name"] == "standby_1" and standby["sync_state"] == "sync", standby
     assert standby["state"] == "streaming" and standby["version"].startswith("15.")
@@ -90,8 +98,15 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
         if s["workload"] == "pgbench" and s["status"] == "completed"
     }
     assert len(tps) == 2 and all(v > 0 for v in tps.values()), tps
+    # the round trip was timed from the client pod, before each pgbench step
+    rtt = {
+        s["target"]: (s["metrics"]["client_rtt_p50_ms"], s["metrics"]["client_rtt_p99_ms"])
+        for s in doc["steps"]
+        if s["workload"] == "pgbench"
+    }
+    assert all(0 < p50 <= p99 for p50, p99 in rtt.values()), rtt
     print(
-        f"1-client tpcb-like on {shared}: {tps} "
+        f"1-client tpcb-like on {shared}: {tps}, client RTT p50/p99 ms {rtt} "
         f"({time.monotonic() - started:.0f} s for both targets)"
     )
     assert_clean(kube)
@@ -190,65 +205,6 @@ def test_ctrl_c_while_the_standby_starts_leaves_nothing(
     # The standby's volume may still be being provisioned when its claim is deleted: the
     # provisioner then makes it after howfast is gone, and, its claim gone, deletes it
     # (reclaim policy Delete). Seen once in the lab; it must not stay.
-    assert_clean(kube)
-
-
-def test_a_client_pod_on_the_other_node_reaches_the_primary_and_times_round_trips(
-    k8s_lab: ClusterFacts,
-    kube: Kube,
-    two_nodes: TwoNodes,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    """The target's client side (issue 28 `--client pod`), at module level: no option reaches
-    it until the runner hands pgbench HasClient's host. pgbench's round-trip probe runs in a
-    client pod pinned to the second node, over TCP to the primary (with a standby) on the
-    first; the same probe in the server's pod for comparison."""
-    from howfast.targets.k8s.spec import K8sOptions, parse_target
-    from howfast.targets.k8s.target import K8sTarget
-    from howfast.workloads.pgbench import rtt
-
-    monkeypatch.setenv("KUBECONFIG", str(k8s_lab.kubeconfig))
-    monkeypatch.setenv("HOWFAST_K8S_PULL_POLICY", "Never")
-    monkeypatch.setenv("HOWFAST_K8S_NETWORK", "host")
-    options = K8sOptions.build(
-        image=k8s_lab.pg_image, fio_image=k8s_lab.pg_image, node=two_nodes.first,
-        volume_size="1Gi",
-    )  # fmt: skip
-    spec = parse_target(f"k8s://{two_nodes.shared_storage_class}?replicas=1")
-    target = K8sTarget(spec, options, client="pod", client_node=two_nodes.second)
-    p50 = {}
-    try:
-        target.check(will_init=True)
-        target.start()
-        placement = target.client()
-        record = placement.record
-        assert record["placement"] == "pod" and record["network"] == "host (lab)"
-        assert (record["node"], record["server_node"]) == (two_nodes.second, two_nodes.first)
-        assert record["same_node"] is False
-        assert placement.connection.port == target.port
-        assert target.client_pod is not None
-        for where, host, conn in (
-            ("client pod", placement.host, placement.connection),
-            ("server's pod", target.host(), target.connection),
-        ):
-            assert conn is not None
-            pgbench = host.program("pgbench")
-            assert pgbench is not None
-            work = tmp_path / where.replace(" ", "-").replace("'", "")
-            work.mkdir()
-            result = host.run(rtt.rtt_invocation(pgbench, conn), work)
-            assert result.returncode == 0, result.stderr
-            metrics = rtt.rtt_metrics(result.files.values())
-            assert metrics["client_rtt_queries"] == rtt.RTT_TRANSACTIONS
-            logs = "".join(Path(f).read_text()[:400] for f in result.files.values())
-            assert 0 < metrics["client_rtt_p50_ms"] <= metrics["client_rtt_p99_ms"], (
-                where, metrics, sorted(result.files), logs,
-            )  # fmt: skip
-            p50[where] = metrics["client_rtt_p50_ms"]
-    finally:
-        target.stop()
-    print(f"RTT p50 (ms), host network on loopback: {p50}")
     assert_clean(kube)
 
 

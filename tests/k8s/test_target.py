@@ -29,6 +29,9 @@ from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK, SC_TMPFS
 
 pytestmark = pytest.mark.k8s
+# The lab has no pod network: a client pod (the default) could not reach the server in pod
+# mode. These tests measure in the server's pod; tests/k8s/test_client.py places clients.
+SAME_POD = ("--client", "same-pod")
 
 TINY_PLAN = """
 description = "tiny"
@@ -77,7 +80,7 @@ def test_tiny_run_on_one_class(
     started = time.monotonic()
     out = run_howfast(
         howfast_env, "run", write_plan(tmp_path, TINY_PLAN), "--target", f"k8s://{SC_DISK}",
-        *lab_images(k8s_lab), "--memory", "512MiB", "--cpu", "1", "--json",
+        *lab_images(k8s_lab), *SAME_POD, "--memory", "512MiB", "--cpu", "1", "--json",
     )  # fmt: skip
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr
@@ -131,7 +134,7 @@ def test_two_classes_and_compare(
     for _ in range(2):
         out = run_howfast(
             howfast_env, "run", plan, "--target", f"k8s://{SC_DISK}",
-            "--target", f"k8s://{SC_TMPFS}", *lab_images(k8s_lab), "--json",
+            "--target", f"k8s://{SC_TMPFS}", *lab_images(k8s_lab), *SAME_POD, "--json",
         )  # fmt: skip
         doc = json.loads(out.stdout)
         assert doc["status"] == "completed"
@@ -178,6 +181,10 @@ def test_dry_run_manifests_pass_server_side_dry_run(
         (target,) = json.loads(out.stdout)["targets"]
         manifests: list[dict[str, Any]] = target["manifests"]
         assert manifests[0]["kind"] == "Secret"
+        # the client pod (--client pod, the default), printed apart: restricted too
+        (client,) = target["client"]["manifests"]
+        assert client["metadata"]["name"] == f"{manifests[0]['metadata']['name']}-client"
+        manifests.append(client)
         for manifest in manifests:
             manifest["metadata"].pop("ownerReferences", None)  # the owner's uid: UID here
             manifest["metadata"]["name"] += "-dry"  # names need not exist
@@ -194,7 +201,7 @@ def test_ctrl_c_during_pgbench_leaves_nothing(
 ) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
-         "--target", f"k8s://{SC_DISK}", *lab_images(k8s_lab)],
+         "--target", f"k8s://{SC_DISK}", *lab_images(k8s_lab), *SAME_POD],
         env=howfast_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -254,7 +261,7 @@ def test_cleanup_removes_what_a_killed_run_left(
 ) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
-         "--target", f"k8s://{SC_TMPFS}", *lab_images(k8s_lab)],
+         "--target", f"k8s://{SC_TMPFS}", *lab_images(k8s_lab), *SAME_POD],
         env=howfast_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

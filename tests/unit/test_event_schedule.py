@@ -134,6 +134,7 @@ def test_every_action_of_the_grammar_is_applied_by_a_module_or_refused_with_a_re
     assert not set(actions()) & set(NOT_YET)
     assert set(actions()) == {
         "checkpoint", "restart", "crash", "exec", "cap-iops", "slow-storage", "failover",
+        "delete-pod", "move", "drain",
     }  # fmt: skip
 
 

@@ -305,22 +305,27 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
         ],
         "path": ["HasStorage", "HoldsDirectoryLock", "Keepable"],
         "dsn": [],
-        # HasClient: same-pod (the server's pod) until a client pod is asked (issue 28)
+        # HasClient: a client pod, or the server's pod (issue 28); PodRecreatable: delete-pod
+        # and move, Drainable: drain (issue 29)
         "k8s": [
             "HasStorage",
             "HasServerLog",
             "Restartable",
             "AppliesStepSettings",
             "HasPods",
+            "PodRecreatable",
+            "Drainable",
             "HasClient",
         ],
         "k8s volume": ["HasStorage", "HasPods"],
-        "k8s fleet member": [
+        "k8s fleet member": [  # a fleet takes no events
             "HasStorage",
             "HasServerLog",
             "Restartable",
             "AppliesStepSettings",
             "HasPods",
+            "PodRecreatable",
+            "Drainable",
             "HasClient",
         ],
     }

@@ -136,7 +136,26 @@ def target_differences(
             why = "a mount option lets writes skip the flush" if unsafe else None
             found.append(EnvDifference(scope, f"{role} {fact}", values, unsafe, why))
     found += _kubernetes_differences(scope, targets)
+    placements = tuple(client_placement(t) for t in targets)
+    if all(v is not None for v in placements) and _differ(placements):
+        why = "pgbench reached the server another way: its round trips differ (--client)"
+        found.append(EnvDifference(scope, "client placement", placements, True, why))
     return found
+
+
+def client_placement(target: TargetRecord | None) -> str | None:
+    """Where pgbench ran (the record's `client`), with whether it shared the server's node;
+    a k8s:// target recorded before the client pod existed ran it in the server's pod."""
+    if target is None:
+        return None
+    client = target.client or ({"placement": "same-pod"} if target.kind == "k8s" else {})
+    placement = client.get("placement")
+    if placement is None:
+        return None
+    same = client.get("same_node")
+    if placement == "pod" and isinstance(same, bool):
+        return f"pod ({'on the server' if same else 'on another'} node)"
+    return str(placement)
 
 
 # k8s:// targets: where the pod ran (device["kubernetes"]); (path, label, why it matters)

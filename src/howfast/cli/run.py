@@ -11,6 +11,7 @@ from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
 from howfast.design import (
+    CLIENT_MODES,
     MAX_REPLICAS,
     SYNC_LEVELS,
     DesignOptions,
@@ -126,17 +127,28 @@ from howfast.workloads.pgbench.plan import parse_modes
 @click.option(
     "--client",
     "client",
-    type=click.Choice(["socket", "tcp"]),
-    help="How pgbench reaches a server howfast creates: socket (Unix socket) or tcp "
-    "(127.0.0.1, password-protected) [default: socket]. Directory targets; a target's own "
-    "?client= wins. See docs/commands/run.md.",
+    type=click.Choice(CLIENT_MODES),
+    help="Where pgbench and the round-trip probe run and how they reach a server howfast "
+    "creates. Directory targets: socket (Unix socket) or tcp (127.0.0.1, password-protected) "
+    "[default: socket]; k8s:// targets: pod (a client pod of their own) or same-pod (in the "
+    "server's pod) [default: pod]. A target's own ?client= wins. See docs/commands/run.md.",
+)
+@click.option(
+    "--client-node",
+    metavar="NODE",
+    help="k8s:// targets: put the client pod on this node (--client pod).",
 )
 @click.option(
     "--dry-run",
     is_flag=True,
     help="Print every command each step would run (with --json: as data); create nothing.",
 )
-@click.option("--yes", is_flag=True, help="Allow re-initialising pgbench tables on a server URI.")
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Allow re-initialising pgbench tables on a server URI, and a drain event to cordon "
+    "a Kubernetes node.",
+)
 @click.option(
     "--pg-bin",
     metavar="DIR",
@@ -173,8 +185,8 @@ from howfast.workloads.pgbench.plan import parse_modes
     multiple=True,
     metavar="AT:ACTION",
     help="During every pgbench step, at AT into its load: checkpoint, restart, crash, "
-    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D] (repeatable; "
-    "docs/events.md).",
+    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D], failover[=STANDBY], "
+    "delete-pod, move[=NODE], drain=NODE[,for=D] (repeatable; docs/events.md).",
 )
 @click.option(
     "--sample-interval",
@@ -228,6 +240,7 @@ def run_command(
     standby_dirs: tuple[Path, ...],
     standby_latency: str | None,
     client: str | None,
+    client_node: str | None,
     dry_run: bool,
     yes: bool,
     pg_bin: str | None,
@@ -289,6 +302,7 @@ def run_command(
                     else None
                 ),
                 client=parse_client(client, "--client") if client else None,
+                client_node=client_node,
             ),
         ),
         label=label,

@@ -13,11 +13,7 @@ from howfast.events.base import EventAction
 
 # Actions of the grammar (eventspec.ACTIONS) that no module applies yet, with why: an event
 # naming one is refused before anything starts.
-NOT_YET: Mapping[str, str] = {
-    "delete-pod": "delete-pod is not available yet (Kubernetes events come with a later version)",
-    "move": "move is not available yet (Kubernetes events come with a later version)",
-    "drain": "drain is not available yet (Kubernetes events come with a later version)",
-}
+NOT_YET: Mapping[str, str] = {}
 
 
 @cache

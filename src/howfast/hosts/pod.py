@@ -399,8 +399,8 @@ class PodHost(Host):
 
     def process_cpu_note(self) -> str | None:
         return (
-            "pgbench runs in the pod's tools container: its CPU by PID is not read from here "
-            "(the node's CPU shares are)"
+            "pgbench runs in a pod (the client pod, or with --client same-pod the server pod's "
+            "tools container): its CPU by PID is not read from here (the node's CPU shares are)"
         )
 
     def server_counters(self) -> ServerCounters | None:

@@ -25,7 +25,7 @@ from howfast.runner.signals import SignalGuard
 from howfast.samplers.session import SampledPart, TargetSampling
 from howfast.store.base import Store
 from howfast.targets.base import Connection, Target
-from howfast.targets.capabilities import HasClient, HasCurrentPrimary
+from howfast.targets.capabilities import ClientPlacement, HasClient, HasCurrentPrimary
 from howfast.workloads import get_workload
 from howfast.workloads.base import LoadedData, StepContext, StepOutcome, Workload
 
@@ -57,16 +57,25 @@ def expected(spec: StepSpec) -> float | None:
     return expected_seconds(spec.workload, spec.params)
 
 
+def client_placement(
+    target: Target, workload: str, connection: Connection | None
+) -> ClientPlacement | None:
+    """Where a client-side workload (pgbench) runs and what it dials: the target's client
+    placement (--client tcp: over 127.0.0.1; --client pod: a client pod of its own) when it
+    has one; None for other workloads and targets (the target's host and connection)."""
+    if connection is None or not registry.plugin(workload).client_side:
+        return None
+    if isinstance(target, HasClient):
+        return target.client()
+    return None
+
+
 def client_connection(
     target: Target, workload: str, connection: Connection | None
 ) -> Connection | None:
-    """The connection a client-side workload (pgbench) uses: the target's client placement
-    (--client tcp: over 127.0.0.1) when it has one; howfast's own stays on `connection`."""
-    if connection is None or not registry.plugin(workload).client_side:
-        return connection
-    if isinstance(target, HasClient):
-        return target.client().connection
-    return connection
+    """The connection a client-side workload uses; howfast's own stays on `connection`."""
+    placement = client_placement(target, workload, connection)
+    return connection if placement is None else placement.connection
 
 
 def execute_step(
@@ -93,15 +102,22 @@ def execute_step(
     # into the load, not into preparation). Without a server there is nothing to apply them to.
     target = env.target
     schedule = None
-    load_connection = client_connection(env.target, spec.workload, connection)
+    placement = client_placement(env.target, spec.workload, connection)
+    load_connection = connection if placement is None else placement.connection
+    tools_host = env.host if placement is None else placement.host
+    # howfast's own SQL from this process (sizes, pgbench_history counts): its connection,
+    # which it reaches where the load's may not be (a client pod dials a pod-network name)
+    sql = connection
     if connection is not None:
         given = connection
         primary: Callable[[], Connection] = lambda: given  # noqa: E731
         if isinstance(target, HasCurrentPrimary):
             primary = target.connection_now  # a failover changes it
             if follows_failover(spec):
-                # The load's connection lists the standbys too: it follows the promoted one.
+                # The load's connection lists the standbys too: it follows the promoted one,
+                # and so must the rows counted after the load (a local connection).
                 load_connection = target.client_connection_now(follow=True)
+                sql = None
         schedule = schedule_for(
             target, spec.params, primary, step_dir / "events", env.cancel, on_event
         )
@@ -110,7 +126,9 @@ def execute_step(
         connection=load_connection,
         install=env.install,
         work_dir=step_dir,
-        host=env.host,
+        host=tools_host,
+        server_host=env.host,
+        sql=sql,
         cancel=env.cancel,
         on_progress=on_progress,
         previous=list(env.previous),

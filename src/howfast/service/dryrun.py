@@ -9,11 +9,13 @@ the step's note says where it comes from.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TextIO
 
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec
-from howfast.targets.base import Target
+from howfast.plugin import registry
+from howfast.targets.base import PlannedClient, Target
 from howfast.workloads import get_workload
 from howfast.workloads.base import PlanContext
 
@@ -39,18 +41,25 @@ def plan_document(
             host=planned.host,
             scratch_dir=planned.scratch_dir,
         )
+        client = planned.client
+        client_ctx = ctx
+        if client is not None:  # pgbench and its probe run apart from the server (a pod)
+            client_ctx = replace(ctx, host=client.host, connection=client.connection)
         entries: list[JSONValue] = []
         for offset, spec in enumerate(steps):
             workload = get_workload(spec.workload)
+            on_client = registry.plugin(spec.workload).client_side
             invocations = [
                 {**(p.invocation.document() if p.invocation else {}), "note": p.note}
-                for p in workload.planned(ctx, dict(spec.params))
+                for p in workload.planned(client_ctx if on_client else ctx, dict(spec.params))
             ]
             entry: dict[str, JSONValue] = {
                 "index": position * len(steps) + offset + 1,
                 "of": total,
                 "workload": spec.workload,
                 "label": workload.label(spec.params),
+                # where its tools run: the client's place (a pod) or the target's host
+                "host": client.where if client and on_client else planned.host.name,
                 "params": dict(spec.params),
                 "invocations": invocations,
             }
@@ -63,10 +72,21 @@ def plan_document(
                 "start": [{"what": what, "argv": list(argv)} for what, argv in planned.start],
                 # Kubernetes targets: every object start() creates, in order
                 "manifests": [dict(o) for o in planned.objects],
+                # where pgbench runs when not in the server's place (a client pod), or null
+                "client": None if client is None else _client_document(client),
                 "steps": entries,
             }
         )
     return {"dry_run": True, "targets": out}
+
+
+def _client_document(client: PlannedClient) -> dict[str, JSONValue]:
+    return {
+        "placement": client.placement,
+        "node": client.node,
+        "host": client.where,
+        "manifests": [dict(o) for o in client.objects],
+    }
 
 
 def to_yaml(objects: Sequence[JSONValue]) -> str:
@@ -98,10 +118,23 @@ def write_text(document: dict[str, JSONValue], command: str, out: TextIO) -> Non
             out.write("# the objects created before the steps, in this order:\n")
             out.write(to_yaml(target["manifests"]))
             out.write("---\n")
+        client = target.get("client")
+        if client:
+            node = (
+                f"on node {client['node']}" if client["node"] else "on a node the scheduler picks"
+            )
+            out.write(
+                f"# the client: pgbench and the round-trip probe run in {client['host']}, apart "
+                f"from the server ({node}), created once the server's pod is Ready:\n"
+            )
+            out.write(to_yaml(client["manifests"]))
+            out.write("---\n")
         for start in target["start"]:
             out.write(f"# before the steps: {start['what']}\n{shlex.join(start['argv'])}\n")
         for step in target["steps"]:
             out.write(f"\n# ---- [{step['index']}/{step['of']}] {step['label']}\n")
+            if step.get("host") and step["host"] != target["host"]:
+                out.write(f"# runs in {step['host']}\n")
             for inv in step["invocations"]:
                 if inv.get("note"):
                     out.write(f"# {inv['note']}\n")

@@ -148,6 +148,21 @@ class PlannedTarget:
     # The objects start() creates, in order (Kubernetes manifests): JSON data, which
     # --dry-run prints as a YAML stream
     objects: tuple[Mapping[str, Any], ...] = ()
+    # Where client-side workloads (pgbench) will run when not on `host` (a client pod)
+    client: PlannedClient | None = None
+
+
+@dataclass(frozen=True)
+class PlannedClient:
+    """A target's client as planned (issue 28): where pgbench and the round-trip probe run,
+    what they dial, and the objects start() creates for it (a client pod's manifest)."""
+
+    host: Host
+    connection: Connection
+    placement: str  # "pod", "same-pod", "tcp"...
+    where: str  # for people: "pod howfast-1a2b3c4d-client"
+    node: str | None = None  # the node asked (--client-node); None: the scheduler's choice
+    objects: tuple[Mapping[str, Any], ...] = ()
 
 
 class Target(ABC):

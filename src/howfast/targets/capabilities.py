@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from howfast.cancel import NEVER, CancelToken
+
 if TYPE_CHECKING:
     from howfast.hosts.base import Host
     from howfast.hosts.pod import PodDescription, PodExec
@@ -255,9 +257,24 @@ class Promotable(Protocol):
 @runtime_checkable
 class PodRecreatable(Protocol):
     """(issue 29) A target whose server pod can be deleted and made again (same claims),
-    on the same node or another."""
+    on the same node or another: K8sTarget (delete-pod, move events)."""
 
-    def recreate_pod(self, node: str | None) -> Mapping[str, JSONValue]: ...
+    def plan_recreation(self, node: str | None, *, move: bool) -> str | None:
+        """Why the server's pod cannot be deleted and made again as an event asks (`move`: on
+        another node, `node` when named), as far as the target alone tells (before anything
+        is created), or None; the target then checks the rest against the cluster in
+        check() and, for a move, its bound volumes once its pod runs (before the first
+        step)."""
+
+    def recreate_pod(
+        self, node: str | None, cancel: CancelToken = NEVER
+    ) -> Mapping[str, JSONValue]:
+        """Delete the server's pod (a fast shutdown), wait until it is gone, make it again
+        with the same claims (on `node` when given), until the server answers SQL. Returns
+        the facts (uids, nodes, times) for the event's record."""
+
+    def pod_identity(self) -> ServerIdentity:
+        """The server's pod now: its uid, its node, the server's start time."""
 
     def schedulable_nodes(self) -> list[str]: ...
 
@@ -269,9 +286,19 @@ class PodRecreatable(Protocol):
 class Drainable(Protocol):
     """(issue 29) A node of the target's cluster can be cordoned and its run's pods evicted."""
 
-    def drain(self, node: str) -> Mapping[str, JSONValue]: ...
+    def plan_drain(self, node: str) -> str | None:
+        """Why `node` cannot be drained during a step (known before anything is created),
+        or None; the target then keeps its client pod off it and checks the cluster."""
 
-    def uncordon(self, node: str) -> None: ...
+    def drain(self, node: str, cancel: CancelToken = NEVER) -> Mapping[str, JSONValue]:
+        """Cordon `node` (unless it already is), evict the run's server pod from it and make
+        it again on another node; the facts."""
+
+    def cordoned(self, node: str) -> bool:
+        """Whether `node` is unschedulable now."""
+
+    def uncordon(self, node: str) -> Mapping[str, JSONValue]:
+        """Make `node` schedulable again if howfast cordoned it; what was done."""
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ class StepContext:
     connection: Connection | None  # None on targets without a server (storage probes)
     install: PgInstall
     work_dir: Path  # private, not on the storage under test: logs and temp files go here
-    host: Host  # runs the tools; answers facts about the server's machine
+    host: Host  # runs the tools (a client-side workload's: the client's, issue 28)
     cancel: CancelToken = NEVER  # set on Ctrl-C/SIGTERM/SIGHUP: running tools stop
     on_progress: Callable[[float, dict[str, float]], None] = lambda t, values: None
     # Called with the PID of the load generator (pgbench) once started: the samplers watch
@@ -39,10 +39,24 @@ class StepContext:
     # A step with events (`params["events"]`): their schedule, which the load starts when it
     # starts and reads when it ends (docs/events.md); None for a step without.
     events: EventTimeline | None = None
+    # The server's machine, when the tools run elsewhere (a client pod): its memory, its
+    # volumes' free space. None: `host` is the server's too.
+    server_host: Host | None = None
+    # howfast's own SQL connection from this process, when the tools' `connection` is not
+    # reachable from here (a client pod dials the primary's pod-network name). None: the same.
+    sql: Connection | None = None
 
     @property
     def cores(self) -> int:
         return self.host.cores()
+
+    def sql_connection(self) -> Connection:
+        """The connection for SQL howfast runs itself (sizes, checkpoints, counting rows)."""
+        return self.sql or self.server()
+
+    def server_machine(self) -> Host:
+        """The host that answers facts about the server's machine (memory, free space)."""
+        return self.server_host or self.host
 
     def server(self) -> Connection:
         """The connection, for workloads that need a server."""

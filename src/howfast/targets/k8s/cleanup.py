@@ -13,9 +13,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from howfast.errors import HowfastError
 from howfast.store import liveness
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster
+from howfast.targets.k8s.names import CORDONED_BY
 
 
 @dataclass
@@ -72,4 +74,24 @@ def find(cluster: Cluster, namespace: str | None) -> list[RunObjects]:
 
 
 def remove(cluster: Cluster, run: RunObjects) -> list[str]:
-    return cluster.delete_run(run.namespace, run.token)
+    """Its objects, and the cordon a drain event of it left on a node (its annotation names
+    the run): the node is made schedulable again."""
+    warnings = uncordon_left(cluster, run.token)
+    return warnings + cluster.delete_run(run.namespace, run.token)
+
+
+def uncordon_left(cluster: Cluster, token: str) -> list[str]:
+    try:
+        nodes = cluster.nodes()
+    except HowfastError:  # no right to list nodes: then none to cordon one either
+        return []
+    warnings = []
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        if (meta.get("annotations") or {}).get(CORDONED_BY) != token:
+            continue
+        try:
+            cluster.set_cordon(str(meta["name"]), False, (CORDONED_BY, token))
+        except HowfastError as exc:
+            warnings.append(f"node {meta['name']} stays cordoned by run {token}: {exc}")
+    return warnings

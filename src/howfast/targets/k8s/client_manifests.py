@@ -13,7 +13,7 @@ network.py (a DNS name in pod mode, 127.0.0.1 and a port in the lab's host mode)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from howfast.hosts.pod import PodDescription
 from howfast.model import JSONValue
@@ -21,8 +21,9 @@ from howfast.targets.base import Connection
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
 from howfast.targets.k8s.manifests import container_security, pod_security
+from howfast.targets.k8s.spec import K8sClient
 
-Placement = Literal["pod", "same-pod"]
+Placement = K8sClient
 DATABASE = "postgres"
 
 

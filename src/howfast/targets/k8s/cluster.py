@@ -157,8 +157,11 @@ class Cluster:
         return {str(k): str(v) for k, v in (found.metadata.labels or {}).items()}
 
     def node_names(self) -> list[str]:
+        return sorted(str(node["metadata"]["name"]) for node in self.nodes())
+
+    def nodes(self) -> list[dict[str, Any]]:
         found = self.call("listing nodes", self.core.list_node)
-        return sorted(str(node.metadata.name) for node in found.items)
+        return [self.plain(node) for node in found.items]
 
     def storage_class(self, name: str) -> dict[str, Any] | None:
         try:
@@ -320,6 +323,30 @@ class Cluster:
             if exc.status != 404:
                 raise self._error(exc, f"deleting {kind} {name}") from None
 
+    def evict(self, name: str, namespace: str, grace_s: int) -> None:
+        """Evict a pod through the Eviction API, as `kubectl drain` does (disruption budgets
+        are honoured; howfast's pods have none)."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"gracePeriodSeconds": grace_s},
+        }
+        self.call(
+            f"evicting pod {name}", self.core.create_namespaced_pod_eviction, name, namespace, body
+        )
+
+    def set_cordon(self, node: str, cordoned: bool, annotation: tuple[str, str]) -> None:
+        """Mark a node unschedulable (or schedulable again), with the annotation that says
+        who did (removed when uncordoning)."""
+        key, value = annotation
+        patch = {
+            "spec": {"unschedulable": cordoned or None},
+            "metadata": {"annotations": {key: value if cordoned else None}},
+        }
+        self.call(f"{'cordoning' if cordoned else 'uncordoning'} node {node}",
+                  self.core.patch_node, node, patch)  # fmt: skip
+
     def delete_run(
         self, namespace: str, token: str, *, timeout_s: float = 180.0, grace_s: int = 10
     ) -> list[str]:
@@ -426,6 +453,43 @@ class Cluster:
                     watch.stop()
                     return True
         return False
+
+    def wait_pod_gone(
+        self, namespace: str, name: str, uid: str, timeout_s: float, cancel: CancelToken = NEVER
+    ) -> bool:
+        """Until the pod `name` with this uid is gone (a pod of that name made since does not
+        count); False after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        selector = f"metadata.name={name}"
+        while True:
+            cancel.raise_if_cancelled()
+            found = self.call(
+                f"reading pod {name}",
+                self.core.list_namespaced_pod,
+                namespace,
+                field_selector=selector,
+            )
+            if not any(str(p.metadata.uid) == uid for p in found.items):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            watch = self.k8s.watch.Watch()
+            stream = watch.stream(
+                self.core.list_namespaced_pod,
+                namespace,
+                field_selector=selector,
+                resource_version=found.metadata.resource_version,
+                timeout_seconds=max(1, int(min(remaining, WATCH_CHUNK_S))),
+                _request_timeout=WATCH_TIMEOUT_S,
+            )
+            for event in _events(stream, self.k8s):
+                if event["type"] == "DELETED" and str(event["object"].metadata.uid) == uid:
+                    watch.stop()
+                    return True
+                if cancel.cancelled:
+                    watch.stop()
+                    break
 
     # -- waiting for the pod ---------------------------------------------------------------
     def wait_pod_ready(

@@ -8,6 +8,7 @@ MANAGER = "howfast"
 RUN_LABEL = "howfast.dev/run"
 SUPERUSER = "howfast"
 CONFIG_MOUNT = "/etc/howfast"
+CORDONED_BY = "howfast.dev/cordoned-by"  # on a node a drain event cordoned: the run's token
 
 
 def labels(token: str) -> dict[str, str]:

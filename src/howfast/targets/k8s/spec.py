@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, replace
+from typing import Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from howfast.errors import UsageError
@@ -25,7 +26,13 @@ DEFAULT_START_TIMEOUT_S = 300.0
 # synchronous-commit levels of ?sync= (issue 28): "off" means asynchronous standbys
 SYNC_LEVELS = ("off", "local", "remote_write", "on", "remote_apply")
 MAX_REPLICAS = 8
-QUERY_KEYS = ("wal", "medium", "replicas", "sync", "standby_class")
+QUERY_KEYS = ("wal", "medium", "replicas", "sync", "standby_class", "client", "client_node")
+DESIGN_QUERY_KEYS = ("replicas", "sync", "standby_class", "client", "client_node")
+# Where pgbench and the round-trip probe run (issue 28): a client pod of their own (the
+# default) or the server's pod
+K8sClient = Literal["pod", "same-pod"]
+CLIENT_PLACEMENTS: tuple[K8sClient, ...] = ("pod", "same-pod")
+DEFAULT_CLIENT: K8sClient = "pod"
 # DNS-1123 subdomain: StorageClass names
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P|E|Ei)?$")
@@ -55,15 +62,17 @@ class K8sSpec:
     sync: str = "off"  # their synchronous-commit level (SYNC_LEVELS); "on" by default
     standby_class: str | None = None  # the standbys' volumes; None: the data volume's kind
     sync_given: bool = False  # ?sync= or --sync said the level (else "on" by default)
+    client: str | None = None  # ?client= (CLIENT_PLACEMENTS); None: not said in the text
+    client_node: str | None = None  # ?client_node=
 
     @property
     def standby_volume(self) -> VolumeSpec:
         return VolumeSpec(self.standby_class) if self.standby_class else self.data
 
     def design_keys(self) -> list[str]:
-        """The standby keys the text gave (what a probe or a fleet refuses)."""
+        """The design keys the text gave (what a probe or a fleet refuses)."""
         query = dict(parse_qsl(urlsplit(self.text).query, keep_blank_values=True))
-        return [k for k in ("replicas", "sync", "standby_class") if k in query]
+        return [k for k in DESIGN_QUERY_KEYS if k in query]
 
 
 def _design(text: str, query: dict[str, str]) -> tuple[int, str, str | None]:
@@ -127,7 +136,42 @@ def parse_target(text: str) -> K8sSpec:
             raise UsageError(f"{text}: wal={wal_class!r} is not a StorageClass name", usage)
         wal = VolumeSpec(wal_class)
     replicas, sync, standby_class = _design(text, query)
-    return K8sSpec(text, data, wal, replicas, sync, standby_class, "sync" in query)
+    client = query.get("client")
+    if client is not None:
+        check_client(client, f"{text}: client=")
+    client_node = query.get("client_node")
+    if client_node is not None and not _NAME.match(client_node):
+        raise UsageError(f"{text}: client_node={client_node!r} is not a node name")
+    return K8sSpec(
+        text, data, wal, replicas, sync, standby_class, "sync" in query, client, client_node
+    )
+
+
+def check_client(placement: str, where: str) -> K8sClient:
+    """A k8s:// client placement; UsageError naming the local ones as such."""
+    if placement in ("socket", "tcp"):
+        raise UsageError(
+            f"{where}{placement} is for directory targets: a k8s:// target's client runs in "
+            "a client pod (pod, the default) or in the server's pod (same-pod)"
+        )
+    if placement not in CLIENT_PLACEMENTS:
+        raise UsageError(f"{where}{placement!r} is not one of {', '.join(CLIENT_PLACEMENTS)}")
+    return placement
+
+
+def client_design(
+    spec: K8sSpec, client: str | None, client_node: str | None
+) -> tuple[K8sClient, str | None]:
+    """Where the target's client runs, and on which node: the text's ?client= and
+    ?client_node= over the run's --client and --client-node; a client pod by default."""
+    placement = check_client(spec.client or client or DEFAULT_CLIENT, "--client ")
+    node = spec.client_node or client_node
+    if node is not None and placement == "same-pod":
+        raise UsageError(
+            f"{spec.text}: --client-node places a client pod; with --client same-pod pgbench "
+            "runs in the server's pod, on the server's node: drop one of them"
+        )
+    return placement, node
 
 
 def with_run_design(spec: K8sSpec, replicas: int | None, sync: str | None) -> K8sSpec:

@@ -17,32 +17,44 @@ import json
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.pod import ExecResult, PodDescription, PodHost
 from howfast.machine.memory import cap_problem
-from howfast.model import TargetRecord
+from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
-from howfast.targets.base import Connection, PlannedConnection, PlannedTarget, Target
+from howfast.targets.base import (
+    Connection,
+    PlannedClient,
+    PlannedConnection,
+    PlannedTarget,
+    Target,
+)
 from howfast.targets.capabilities import (
     AppliesStepSettings,
     ClientPlacement,
+    Drainable,
     HasClient,
     HasPods,
     HasServerLog,
     HasStorage,
+    PodRecreatable,
     Restartable,
+    ServerIdentity,
 )
 from howfast.targets.k8s import client_manifests as cm
-from howfast.targets.k8s import facts
+from howfast.targets.k8s import facts, moves
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
 from howfast.targets.k8s import standby_manifests as sm
 from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespace
+from howfast.targets.k8s.names import CORDONED_BY
 from howfast.targets.k8s.spec import K8sOptions, K8sSpec
 from howfast.targets.k8s.standby import PodStandby, WalSender, wait_streaming
 
@@ -51,6 +63,7 @@ if TYPE_CHECKING:
     from howfast.hosts.pod import PodExec
 
 RESTART_TIMEOUT_S = 300
+POD_GRACE_S = 30  # the server pod's terminationGracePeriodSeconds (manifests.py)
 
 
 class K8sPodTarget(Target, HasStorage, HasPods):
@@ -70,6 +83,7 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         name: str | None = None,
         client: cm.Placement = "same-pod",
         client_node: str | None = None,
+        node_changes_allowed: bool = False,
     ) -> None:
         self.spec = spec
         # Where pgbench runs: "pod" (a client pod of its own, issue 28) or in the server's
@@ -103,6 +117,16 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         self.password: str | None = None
         self.client_pod: dict[str, Any] | None = None
         self.client_pod_node: dict[str, Any] | None = None
+        self.pod_manifest: dict[str, Any] | None = None  # as created: made again by events
+        # What events will do to the server's pod (issue 29): (node asked, whether it moves)
+        self.recreations: list[tuple[str | None, bool]] = []
+        self.drains: list[str] = []  # nodes drain events will cordon: the client avoids them
+        self.cordoned_nodes: set[str] = set()  # cordoned by howfast, uncordoned by stop()
+        # --yes: a drain may cordon a node, which the cluster's other users share
+        self.node_changes_allowed = node_changes_allowed
+        # Held while objects are created after start (an event's new pod) and while stop()
+        # begins: a pod is never made once stop() has listed what to delete.
+        self._objects = threading.Lock()
 
     # -- plan -------------------------------------------------------------------------------
     def plan(self, port: int | str | None = None, writer: str = "") -> m.Plan:
@@ -150,13 +174,33 @@ class K8sPodTarget(Target, HasStorage, HasPods):
         owner = {"name": self.plan().name, "uid": "UID"}
         for standby in self.standby_plans():
             manifests += sm.objects(standby, owner)
-        if self.client_mode == "pod":
-            manifests.append(cm.client_pod(self.plan(), self.mode, owner, node=self.client_node))
         return PlannedTarget(
             host=PodHost(self.planned_pod(), self._api),
             connection=self._planned_connection(),
             scratch_dir=self._scratch(),
             objects=tuple(manifests),
+            client=self._planned_client(owner),
+        )
+
+    def _planned_client(self, owner: Mapping[str, str]) -> PlannedClient | None:
+        """The client pod, apart from the server's (--client pod), with what it dials."""
+        if not self.server or self.client_mode != "pod":
+            return None
+        run = self.plan()
+        address = self.primary_address()
+        connection = PlannedConnection(
+            host=address.host, port=0, user=m.SUPERUSER, dbname=cm.DATABASE, password="",
+            port_text=str(address.port),
+        )  # fmt: skip
+        return PlannedClient(
+            host=PodHost(cm.planned_client_pod(run), self._api),
+            connection=connection,
+            placement="pod",
+            where=f"pod {cm.client_pod_name(run)}",
+            node=self.client_node,
+            objects=(
+                cm.client_pod(run, self.mode, owner, node=self.client_node, avoid=self.drains),
+            ),
         )
 
     def _planned_connection(self) -> Connection | None:
@@ -254,13 +298,64 @@ class K8sPodTarget(Target, HasStorage, HasPods):
                 f"{self.name}: no StorageClass {self.spec.standby_class!r} (standby_class)",
                 f"the cluster has: {known or 'none'}",
             )
+        self.check_recreations(cluster)
         if self.client_mode == "pod" and self.client_node is not None:
             nodes = cluster.node_names()
             if self.client_node not in nodes:
                 raise UsageError(
-                    f"node {self.client_node} is not in the cluster (nodes: {', '.join(nodes)})"
+                    f"--client-node {self.client_node}: the cluster has no such node "
+                    f"(its nodes: {', '.join(nodes)})"
                 )
         self.check_design_settings()
+
+    def check_recreations(self, cluster: Cluster) -> None:
+        """What the cluster says of the events planned on the pod: nodes to move to, nodes
+        to drain, a class whose volumes stay on their node."""
+        moving = any(move for _, move in self.recreations)
+        if not moving and not self.drains:
+            return
+        nodes = cluster.nodes()
+        names = sorted(str(n["metadata"]["name"]) for n in nodes)
+        ready = moves.schedulable(nodes)
+        reasons = [
+            ("a move", moves.move_refusal(node, ready, names))
+            for node, move in self.recreations
+            if move
+        ]
+        reasons += [("a drain", moves.drain_refusal(node, ready, names)) for node in self.drains]
+        what = "a move" if moving else "a drain"
+        for volume in (self.spec.data, self.spec.wal):
+            if volume is not None and volume.storage_class is not None:
+                pins = moves.class_pins(cluster.storage_class(volume.storage_class))
+                reasons.append((what, pins))
+        found = next(((w, r) for w, r in reasons if r is not None), None)
+        if found is not None:
+            raise UsageError(f"{self.name}: {found[0]} event cannot apply: {found[1]}")
+
+    def volumes_pinned(self) -> str | None:
+        if self.cluster is None or self.pod is None:
+            return None
+        cluster, plan = self.cluster, self.plan()
+        here = str((self.pod.get("spec") or {}).get("nodeName") or "")
+        volumes: dict[str, dict[str, Any]] = {}
+        for claim in (c for c in (plan.data_claim, plan.wal_claim) if c):
+            pvc = cluster.read("PersistentVolumeClaim", claim, self.namespace)
+            name = ((pvc or {}).get("spec") or {}).get("volumeName")
+            pv = cluster.read("PersistentVolume", str(name)) if name else None
+            if pv is not None:
+                volumes[claim] = pv
+        return moves.pinned_by_volumes(volumes, cluster.nodes(), here) if volumes else None
+
+    def cordoned(self, node: str) -> bool:
+        found = self.connect().read("Node", node) or {}
+        return bool((found.get("spec") or {}).get("unschedulable"))
+
+    def uncordon(self, node: str) -> Mapping[str, JSONValue]:
+        if node not in self.cordoned_nodes:
+            return {"node": node, "uncordoned": False}
+        self.connect().set_cordon(node, False, (CORDONED_BY, self.token))
+        self.cordoned_nodes.discard(node)
+        return {"node": node, "uncordoned": True}
 
     def check_design_settings(self) -> None:
         """Settings that would fight the standbys' design (pure: before anything exists)."""
@@ -295,15 +390,24 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             owner = cluster.create(m.owner_secret(plan, password))
             ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
             for manifest in m.dependents(plan, ref):
+                if manifest["kind"] == "Pod":
+                    self.pod_manifest = manifest
                 self._create(cluster, manifest)
             claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
             self.pod = cluster.wait_pod_ready(
                 self.namespace, plan.name, claims, self.options.start_timeout_s
             )
-            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
-                cluster.create(cm.client_pod(plan, self.mode, ref, node=self.client_node))
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
+            if self.drains or any(move for _, move in self.recreations):  # bound: before a step
+                pinned = self.volumes_pinned()
+                if pinned is not None:
+                    what = "a move" if any(m for _, m in self.recreations) else "a drain"
+                    raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
+            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
+                cluster.create(
+                    cm.client_pod(plan, self.mode, ref, node=self.client_node, avoid=self.drains)
+                )
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -411,13 +515,21 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             self.forward.close()
             self.forward = None
         self.connection = None
-        if not self._started or self.cluster is None:
-            return
-        self._started = False
-        warnings = self.cluster.delete_run(self.namespace, self.token)
+        with self._objects:  # an event's pod is made before this, or not at all
+            if not self._started or self.cluster is None:
+                return
+            self._started = False
+        warnings = []
+        for node in sorted(self.cordoned_nodes):  # a drain's window the schedule did not end
+            try:
+                self.uncordon(node)
+            except HowfastError as exc:
+                warnings.append(f"node {node} is still cordoned: {exc}")
+        warnings += self.cluster.delete_run(self.namespace, self.token)
         self.pod = None
         self.standby_pods = []
         self.client_pod = None
+        self.pod_manifest = None
         self.password = None
         if warnings:
             raise HowfastError("; ".join(warnings))
@@ -488,13 +600,144 @@ class K8sPodTarget(Target, HasStorage, HasPods):
             standbys=tuple(
                 standby.record(self.senders.get(standby.name)) for standby in self.standby_pods
             ),
+            client=self.client_record(),
         )
 
+    def client_record(self) -> dict[str, JSONValue]:
+        """The record's `client` (K8sTarget's, once started); {} without a server."""
+        return {}
 
-class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, HasClient):
+
+class K8sTarget(
+    K8sPodTarget,
+    HasServerLog,
+    Restartable,
+    AppliesStepSettings,
+    HasClient,
+    PodRecreatable,
+    Drainable,
+):
     """`k8s://CLASS`: PostgreSQL in the pod."""
 
     server = True
+
+    # -- a node drained (issue 29: drain=NODE) -------------------------------------------
+    def plan_drain(self, node: str) -> str | None:
+        reason = moves.spec_pins(self.spec)
+        if reason is None and not self.node_changes_allowed:
+            reason = (
+                f"drain cordons node {node} for the cluster's other users too (howfast did not "
+                "create it): add --yes"
+            )
+        if reason is None and self.client_mode == "same-pod":
+            reason = (
+                "the load runs in the server's pod (--client same-pod), which the drain "
+                "evicts: give --client pod (the default)"
+            )
+        if reason is None and self.client_node == node:
+            reason = f"the client pod is pinned to {node} (--client-node), which the drain empties"
+        if reason is None and node not in self.drains:  # each step with events asks
+            self.drains.append(node)
+        return reason
+
+    def drain(self, node: str, cancel: CancelToken = NEVER) -> Mapping[str, JSONValue]:
+        cluster, _, _ = self.exec_place()
+        if node not in self.cordoned_nodes and not self.cordoned(node):
+            with self._objects:  # stop() uncordons what it finds here
+                if not self._started:
+                    raise HowfastError(f"{self.name}: stopping: node {node} is not cordoned")
+                cluster.set_cordon(node, True, (CORDONED_BY, self.token))
+                self.cordoned_nodes.add(node)
+            facts: dict[str, JSONValue] = {"node": node, "cordoned": True}
+        else:
+            facts = {"node": node, "cordoned": False, "note": f"{node} was cordoned already"}
+        here = str(((self.pod or {}).get("spec") or {}).get("nodeName") or "")
+        if here != node:
+            return {**facts, "evicted": [], "server_node": here}
+        try:
+            destination = moves.destination(None, self.schedulable_nodes(), here)
+        except ValueError as exc:
+            raise HowfastError(f"drain {node}: {exc}") from None
+        remade = self._remake_pod(destination, cancel, evict=True)
+        return {**facts, "evicted": [str(remade["pod"])], **remade}
+
+    # -- the server's pod made again (issue 29: delete-pod, move) ------------------------
+    def plan_recreation(self, node: str | None, *, move: bool) -> str | None:
+        reason = moves.spec_pins(self.spec)
+        if reason is None and self.client_mode == "same-pod":
+            reason = (
+                "the load runs in the server's pod (--client same-pod), which the event "
+                "deletes: give --client pod (the default)"
+            )
+        if reason is None and move and node is not None and node == self.options.node:
+            reason = f"the server's pod runs on {node} already (--node {node})"
+        if reason is None and (node, move) not in self.recreations:  # each step asks
+            self.recreations.append((node, move))
+        return reason
+
+    def schedulable_nodes(self) -> list[str]:
+        return moves.schedulable(self.connect().nodes())
+
+    def pod_identity(self) -> ServerIdentity:
+        cluster, namespace, name = self.exec_place()
+        pod = cluster.read("Pod", name, namespace) or {}
+        started: str | None = None
+        if self.connection is not None:
+            with contextlib.suppress(HowfastError):
+                started = pgquery.postmaster_start_time(self.connection)
+        return ServerIdentity(
+            pid=None,
+            started_at=started,
+            node=(pod.get("spec") or {}).get("nodeName"),
+            pod_uid=(pod.get("metadata") or {}).get("uid"),
+        )
+
+    def recreate_pod(
+        self, node: str | None, cancel: CancelToken = NEVER
+    ) -> Mapping[str, JSONValue]:
+        return self._remake_pod(node, cancel, evict=False)
+
+    def _remake_pod(
+        self, node: str | None, cancel: CancelToken, *, evict: bool
+    ) -> dict[str, JSONValue]:
+        """Delete (or evict, as a drain does) the server's pod, and make it again."""
+        cluster, namespace, name = self.exec_place()
+        if self.pod_manifest is None or self.pod is None:
+            raise HowfastError(f"{self.name}: the server's pod is not running")
+        uid = str(self.pod["metadata"]["uid"])
+        node_before = (self.pod.get("spec") or {}).get("nodeName")
+        began = time.monotonic()
+        # The pod's grace period: the start script's trap shuts the server down (fast)
+        if evict:
+            cluster.evict(name, namespace, POD_GRACE_S)
+        else:
+            cluster.delete("Pod", name, namespace, grace_s=POD_GRACE_S)
+        if not cluster.wait_pod_gone(namespace, name, uid, POD_GRACE_S + 60, cancel):
+            raise HowfastError(f"pod {name} was still there {POD_GRACE_S + 60} s after deletion")
+        gone = time.monotonic()
+        with self._objects:
+            if not self._started:
+                raise HowfastError(f"{self.name}: stopping: the pod is not made again")
+            cluster.create(moves.pod_on(self.pod_manifest, node))
+        plan = self.plan()
+        claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+        self.pod = cluster.wait_pod_ready(
+            namespace, name, claims, self.options.start_timeout_s, cancel
+        )
+        node_after = (self.pod.get("spec") or {}).get("nodeName")
+        self.node = cluster.read("Node", str(node_after)) if node_after else None
+        self._host = None  # its description names the node
+        self._wait_sql(60.0)
+        return {
+            "pod": name,
+            "pod_uid_before": uid,
+            "pod_uid_after": str(self.pod["metadata"]["uid"]),
+            "node_before": node_before,
+            "node_after": node_after,
+            "node_asked": node,
+            "deleted_s": round(gone - began, 3),
+            "ready_s": round(time.monotonic() - began, 3),
+        }
 
     def client(self) -> ClientPlacement:
         """Where pgbench runs and how it reaches the primary (after start). The password
@@ -517,6 +760,11 @@ class K8sTarget(K8sPodTarget, HasServerLog, Restartable, AppliesStepSettings, Ha
         record = cm.client_record("pod", self.mode, address, node=node, server_node=server_node)
         connection = cm.client_connection(address, self.password)
         return ClientPlacement(PodHost(description, self._api), connection, record)
+
+    def client_record(self) -> dict[str, JSONValue]:
+        if self.connection is None or self.pod is None:
+            return {}
+        return dict(self.client().record)
 
     def alive(self) -> bool:
         if self.cluster is None or self.pod is None:

@@ -78,8 +78,9 @@ class K8sKind(TargetKind):
         ),
     )
     local_install = "none"
-    # --replicas and --sync (a plan's [design] too); ?standby_class= in the text only
-    design_keys = frozenset({"replicas", "sync"})
+    # --replicas and --sync (a plan's [design] too), --client pod|same-pod and --client-node
+    # (issue 28); ?standby_class= in the text only
+    design_keys = frozenset({"replicas", "sync", "client", "client_node"})
     fleet_usage = "a k8s:// StorageClass (one pod each)"
     fleet_example = "--target k8s://CLASS"
 
@@ -104,7 +105,7 @@ class K8sKind(TargetKind):
         )
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:
-        from howfast.targets.k8s.spec import parse_target, with_run_design
+        from howfast.targets.k8s.spec import client_design, parse_target, with_run_design
         from howfast.targets.k8s.target import K8sTarget
 
         if options.wal_dir is not None:
@@ -119,12 +120,16 @@ class K8sKind(TargetKind):
             )
         design = options.design
         spec = with_run_design(parse_target(text), design.replicas, design.sync)
+        client, client_node = client_design(spec, design.client, design.client_node)
         return [
             K8sTarget(
                 spec,
                 _kube(options),
                 settings=options.settings,
                 checksums=options.checksums,
+                client=client,
+                client_node=client_node,
+                node_changes_allowed=options.overwrite,  # --yes: a drain may cordon a node
             )
         ]
 
@@ -152,8 +157,13 @@ class K8sKind(TargetKind):
         spec = parse_target(text)
         if spec.design_keys() or options.design.replicas:
             raise UsageError(
-                f"{text}: a fleet's instances have no standbys (yet): drop "
+                f"{text}: a fleet's instances have no standbys nor client pods (yet): drop "
                 f"{'?' + '&'.join(spec.design_keys()) if spec.design_keys() else '--replicas'}"
+            )
+        if options.design.client == "pod" or options.design.client_node:
+            raise UsageError(
+                f"{text}: a fleet's instances run pgbench in their own pods (--client same-pod): "
+                "drop --client pod and --client-node"
             )
         return K8sFleet(
             spec, _kube(options), settings=options.settings, checksums=options.checksums,

@@ -143,9 +143,9 @@ def measure_unit(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -
     and the WAL loading them wrote. Refused first when even that cannot fit."""
     generous = room.generous_unit(params.get("fillfactor"))
     refuse_unless_fits(ctx, 1, generous, "the measuring load (pgbench -i -s 1)")
-    server = ctx.server()
+    server = ctx.sql_connection()  # this process's SQL; pgbench dials the load's connection
     before = wal_position(server)
-    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, server))
+    result = ctx.run(build.init_invocation(pgbench, {**params, "scale": 1}, ctx.server()))
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-5:])
         raise HowfastError(f"measuring one scale unit (pgbench -i -s 1) failed:\n{tail}")
@@ -161,14 +161,14 @@ def size_for(ctx: StepContext, params: dict[str, JSONValue], pgbench: str) -> Si
     dataset = str(params["dataset"])
     regime, explicit = parse_dataset(dataset)
     group = ctx.target.memory_cgroup() if isinstance(ctx.target, HasLocalServer) else None
-    basis = ctx.host.server_memory(group.limit_bytes if group else None)
+    basis = ctx.server_machine().server_memory(group.limit_bytes if group else None)
     if isinstance(basis, str):
         if regime != "size":  # a regime is a share of the memory: nothing to take it of
             raise HowfastError(f"--dataset {dataset}: {basis}")
         basis = MemoryBasis(0, "unknown")  # an explicit size needs no memory figure
     warnings: list[str] = []
     started = time.monotonic()
-    server = ctx.server()
+    server = ctx.sql_connection()
     measured = measure_unit(ctx, params, pgbench)
     unit = measured.unit.data_bytes
     try:
@@ -217,14 +217,15 @@ def free_room(ctx: StepContext) -> tuple[room.Room, dict[str, Path]] | None:
     data = paths.get("data")
     if data is None:
         return None
-    data_free = ctx.host.free_bytes(data)
+    machine = ctx.server_machine()  # the volumes are the server's, not a client pod's
+    data_free = machine.free_bytes(data)
     if data_free is None:
         return None
     wal = paths.get("wal", data)
     wal_free = None
-    if not ctx.host.same_filesystem(data, wal):
-        wal_free = ctx.host.free_bytes(wal)
-    _, tables, indexes, _ = measure(ctx.server())  # what the load drops before it loads
+    if not machine.same_filesystem(data, wal):
+        wal_free = machine.free_bytes(wal)
+    _, tables, indexes, _ = measure(ctx.sql_connection())  # what the load drops before it loads
     return room.Room(data_free, wal_free, reclaimed=tables + indexes), paths
 
 
@@ -234,7 +235,7 @@ def room_problem(ctx: StepContext, scale: int, unit: room.UnitCost) -> str | Non
     if found is None:
         return None
     free, paths = found
-    need = room.load_need(scale, unit, wal_bounds(ctx.server()))
+    need = room.load_need(scale, unit, wal_bounds(ctx.sql_connection()))
     short = room.shortfall(need, free)
     if short is None:
         return None
@@ -286,7 +287,7 @@ def check_scale_room(ctx: StepContext, params: dict[str, JSONValue], pgbench: st
     if found is None:
         return  # an existing server: its disks are not visible
     free, _ = found
-    bounds = wal_bounds(ctx.server())
+    bounds = wal_bounds(ctx.sql_connection())
     unit = room.generous_unit(params.get("fillfactor"))
     if not room.needs_measuring(room.load_need(scale, unit, bounds), free):
         return
@@ -299,7 +300,7 @@ def check_scale_room(ctx: StepContext, params: dict[str, JSONValue], pgbench: st
     measured = measure_unit(ctx, params, pgbench)
     problem = room_problem(ctx, scale, measured.unit)
     if problem is not None:
-        drop_tables(ctx.server())  # later steps must not quietly measure the scale-1 tables
+        drop_tables(ctx.sql_connection())  # later steps must not quietly measure the scale-1 tables
         raise HowfastError(
             f"{what} {problem}: not loaded",
             "lower --scale, free space on the target, or give it a larger filesystem",

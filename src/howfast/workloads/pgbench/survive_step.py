@@ -60,7 +60,7 @@ def execute(
 ) -> StepOutcome:
     """Run the load for the step's duration while `timeline` applies the events; stop every
     pgbench it started before returning or raising."""
-    conn = ctx.server()
+    conn = ctx.sql_connection()  # this process's SQL (history); the load dials ctx.server()
     outcome = OutcomeDraft(resolved_params={"jobs": jobs, "segment": segment_length(params)})
     try:
         for problem in history.reset(conn):  # pgbench's own start-up cleanup, skipped by -n

@@ -79,13 +79,13 @@ class PgbenchInitWorkload(Workload):
         if result.returncode != 0:
             failed = StepOutcome(status="failed", error=_error_tail(result), metrics=metrics)
             return dataset.finish(failed, sizing)
-        metrics["db_size_bytes"] = pgquery.database_size(ctx.server())
+        metrics["db_size_bytes"] = pgquery.database_size(ctx.sql_connection())
         warnings: tuple[str, ...] = ()
         # The load leaves its tables in the page cache, dirty: the kernel would write them back
         # during the next, measured step (and on cgroup v1 charge that to no one, which reads
         # as another tenant's I/O). A checkpoint writes them now, after pgbench's own timings.
         try:
-            metrics["checkpoint_after_load_s"] = round(pgquery.checkpoint(ctx.server()), 3)
+            metrics["checkpoint_after_load_s"] = round(pgquery.checkpoint(ctx.sql_connection()), 3)
         except HowfastError as exc:
             warnings = (f"{exc}: the load's data may still be written back during the next step",)
         return dataset.finish(StepOutcome(metrics=metrics, warnings=warnings), sizing)

@@ -1,0 +1,219 @@
+"""Issue 29's pod events on the lab: `delete-pod` (the server's pod deleted and made again on
+its claims) and `move` (made again on the other node) during a pgbench step, with the load in
+a client pod that reconnects; what cannot apply is refused before anything starts; Ctrl-C in
+the middle of a move leaves nothing. Host network mode (the lab has no pod network), the
+StorageClass whose volumes both nodes mount (lab-shared)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.k8s.conftest import (
+    LABEL,
+    Kube,
+    TwoNodes,
+    assert_clean,
+    lab_images,
+    leftovers,
+    run_howfast,
+    write_plan,
+)
+from tests.k8s.lab.cluster import ClusterFacts
+
+pytestmark = pytest.mark.k8s
+
+PLAN = """
+description = "pod events"
+[settings]
+shared_buffers = "32MB"
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [2]
+duration = "DURATION"
+"""
+
+
+def _plan(tmp_path: Path, duration: str) -> str:
+    return write_plan(tmp_path, PLAN.replace("DURATION", duration))
+
+
+@pytest.fixture
+def host_env(howfast_env: dict[str, str]) -> dict[str, str]:
+    return {**howfast_env, "HOWFAST_K8S_NETWORK": "host"}
+
+
+def _events(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert step["status"] == "completed", step.get("error")
+    events: list[dict[str, Any]] = step["events"]
+    return events
+
+
+def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
+    k8s_lab: ClusterFacts,
+    kube: Kube,
+    two_nodes: TwoNodes,
+    host_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """One 32 s step: the server's pod deleted at 4 s, moved to the other node at 14 s, and
+    that node drained at 24 s for 4 s (the pod evicted back to the first node; the client pod
+    kept off the drained node from the start). Each event verified (a new pod and server, the
+    rows there), with downtime, and no acknowledged commit lost; the drained node takes pods
+    again after, without howfast's annotation."""
+    started = time.monotonic()
+    out = run_howfast(
+        host_env, "run", _plan(tmp_path, "32s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
+        "--node", two_nodes.first, "--event", "4s:delete-pod", "--event", "14s:move",
+        "--event", f"24s:drain={two_nodes.second},for=4s", "--yes",
+        *lab_images(k8s_lab), "--json", timeout=280,
+    )  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "completed", out.stderr
+    deleted, moved, drained = _events(doc)
+    assert [e["action"] for e in (deleted, moved, drained)] == ["delete-pod", "move", "drain"]
+    for event in (deleted, moved, drained):
+        assert event["verified"] is True, json.dumps(event)
+        evidence = event["evidence"]
+        assert evidence["pod_uid_after"] != evidence["pod_uid_before"], evidence
+        assert evidence["started_at_after"] > evidence["started_at_before"], evidence
+        rows = (evidence["pgbench_branches_rows_before"], evidence["pgbench_branches_rows_after"])
+        assert rows == (1, 1), evidence
+        assert event["downtime_s"] > 0, event
+        # the load came back to the new pod: its commits resumed before the step's end
+        assert event["downtime_until_end"] is False, json.dumps(event)
+        assert event["lost_commits"] == 0, event
+    # Back to 90% of the TPS before: on the same node after delete-pod. A move or a drain
+    # changes the node, whose TPS may stay under the first's within the seconds left (seen:
+    # 927 -> 579 TPS on this shared machine), and its baseline starts where the previous
+    # event's recovery ended, which may leave it under the 3 s needed: its recovery is
+    # computed, or its note says which of the two (tps_after is then null).
+    assert deleted["recovery_s"] is not None, json.dumps(deleted)
+    for event in (moved, drained):
+        reasons = ("not back to 90%", "not enough seconds before the event")
+        assert event["recovery_s"] is not None or str(event["recovery_note"]).startswith(reasons), (
+            json.dumps(event)
+        )
+    nodes = {
+        e["action"]: (e["evidence"]["node_before"], e["evidence"]["node_after"])
+        for e in (deleted, moved, drained)
+    }
+    # delete-pod makes the pod again from its manifest: --node keeps it on the first node
+    assert nodes == {
+        "delete-pod": (two_nodes.first, two_nodes.first),
+        "move": (two_nodes.first, two_nodes.second),
+        "drain": (two_nodes.second, two_nodes.first),
+    }
+    assert moved["evidence"]["node_sent_to"] == two_nodes.second
+    assert drained["evidence"]["node_cordoned"] is True
+    assert drained["undone_s"] is not None, drained  # uncordoned at the window's end
+    node = kube.get("node", two_nodes.second)
+    assert not node["spec"].get("unschedulable"), node["spec"]
+    assert "howfast.dev/cordoned-by" not in node["metadata"].get("annotations", {})
+    (target,) = doc["targets"]
+    assert target["client"]["placement"] == "pod"
+    assert target["client"]["node"] == two_nodes.first  # kept off the node drained later
+    print(
+        f"delete-pod: {deleted['line']}; move: {moved['line']}; drain: {drained['line']} "
+        f"({time.monotonic() - started:.0f} s)"
+    )
+    assert_clean(kube)
+
+
+def test_pod_events_that_cannot_apply_are_refused_before_anything_starts(
+    k8s_lab: ClusterFacts,
+    kube: Kube,
+    two_nodes: TwoNodes,
+    host_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    plan = _plan(tmp_path, "12s")
+    shared = f"k8s://{two_nodes.shared_storage_class}"
+
+    def refused(*args: str) -> str:
+        out = run_howfast(
+            host_env, "run", plan, "--target", shared, *lab_images(k8s_lab), *args, check=False
+        )
+        assert out.returncode == 2, out.stderr
+        assert leftovers(kube) == {}
+        return out.stderr
+
+    said = refused("--event", "4s:move=no-such-node")
+    assert "a move event cannot apply: the cluster has no node no-such-node" in said, said
+    said = refused("--event", "4s:delete-pod", "--client", "same-pod")
+    assert "the load runs in the server's pod (--client same-pod), which the event" in said
+    said = refused("--event", f"4s:drain={two_nodes.first}")
+    assert f"drain cordons node {two_nodes.first} for the cluster's other users too" in said
+    assert "add --yes" in said, said
+    kube("cordon", two_nodes.second)
+    try:
+        said = refused("--event", "4s:move")
+    finally:
+        kube("uncordon", two_nodes.second)
+    assert (
+        f"a move needs a second node that takes pods: the cluster has 1 ({two_nodes.first})"
+    ) in said, said
+
+
+def test_a_move_on_volumes_tied_to_their_node_fails_before_the_first_step(
+    k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
+) -> None:
+    """lab-disk's volumes get a node affinity when they are made: known once the claim is
+    bound, when the server's pod runs; the run stops there, with the reason, and leaves
+    nothing."""
+    out = run_howfast(
+        host_env, "run", _plan(tmp_path, "12s"), "--target", "k8s://lab-disk",
+        "--event", "4s:move", *lab_images(k8s_lab), "--json", check=False, timeout=200,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert [s["status"] for s in doc["steps"]] == ["failed", "failed"]
+    error = doc["steps"][0]["error"]
+    assert "a move event cannot apply" in error and "StorageClass lab-disk" in error, error
+    assert "tied to node" in error, error
+    assert_clean(kube)
+
+
+def test_ctrl_c_while_the_pod_moves_leaves_nothing(
+    k8s_lab: ClusterFacts,
+    kube: Kube,
+    two_nodes: TwoNodes,
+    host_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "howfast", "run", _plan(tmp_path, "30s"),
+         "--target", f"k8s://{two_nodes.shared_storage_class}", "--node", two_nodes.first,
+         "--event", "3s:move", *lab_images(k8s_lab)],
+        env=host_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 150
+        moving = False
+        while not moving and time.monotonic() < deadline:  # the old pod going, or the new one
+            assert proc.poll() is None, proc.communicate()
+            for pod in kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=primary")["items"]:
+                gone = pod["metadata"].get("deletionTimestamp")
+                moving = moving or bool(gone) or pod["spec"].get("nodeName") == two_nodes.second
+            time.sleep(0.2)
+        assert moving, "the server's pod was not moved within 150 s"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    assert_clean(kube)
