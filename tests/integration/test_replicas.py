@@ -291,7 +291,7 @@ def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> No
 def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target_dir: Path) -> None:
     """The same directory with a synchronous and an asynchronous standby, one run: commits
     wait for the standby (IPC:SyncRep) only with sync on."""
-    plan = howfast.plan(TINY_PLAN.format(duration="8s"))
+    plan = howfast.plan(TINY_PLAN.format(duration="4s"))
     on, off = f"{target_dir}?replicas=1&sync=on", f"{target_dir}?replicas=1&sync=off"
     out = howfast("run", str(plan), "--target", on, "--target", off, "--json")
     assert out.returncode == 0, out.stderr[-3000:]
