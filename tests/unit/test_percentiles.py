@@ -3,12 +3,16 @@ and the interval computed from a histogram (workloads/pgbench/txlog.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from howfast.analysis.derive import derive_step
 from howfast.analysis.percentiles import (
     PERCENTILES,
+    binomial_quantile,
     min_samples,
     rank_interval,
     too_few_samples,
@@ -24,6 +28,29 @@ def test_min_samples_is_where_the_upper_bound_appears(p):
     n = min_samples(p)
     assert rank_interval(n, p)[1] is not None
     assert rank_interval(n - 1, p)[1] is None
+
+
+@pytest.mark.parametrize("p", [*PERCENTILES.values(), 1, 99.99])
+def test_the_binomial_quantile_is_scipys(p):
+    """The bisection on the CDF gives binom.ppf's ranks, small and large samples alike."""
+    from scipy.stats import binom
+
+    sizes = [*range(1, 400), 3687, 3688, 12_345, 99_999, 1_000_000, 25_000_000]
+    for n in sizes:
+        for level in (0.005, 0.025, 0.975, 0.995):
+            assert binomial_quantile(level, n, p / 100) == int(binom.ppf(level, n, p / 100))
+
+
+def test_intervals_do_not_import_scipy_stats():
+    """Every run with a pgbench step computes them: scipy.stats would cost it ~0.6 s."""
+    code = (
+        "import sys\n"
+        "from howfast.workloads.pgbench.txlog import latency_intervals\n"
+        "assert latency_intervals({100: 5000, 200: 3000})['latency_p99_ci_high_ms']\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_p999_needs_thousands_of_samples():
