@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from howfast.targets.osuser import server_user
 from howfast.targets.replicas.local import LocalStandby
 from howfast.targets.replicas.set import ReplicaSet
 from howfast.targets.replicas.spec import ReplicaSpec
+from tests.conftest import shared_tmpdir
 from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
 
 pytestmark = pytest.mark.integration
@@ -177,8 +179,25 @@ def _kwargs(conn: Connection) -> dict[str, object]:
     return dict(conn.psycopg_kwargs())
 
 
-def test_no_standby_runs_as_root(primary: LocalTarget) -> None:
-    primary.start()
+@pytest.fixture(scope="module")
+def streaming_primary() -> Iterator[LocalTarget]:
+    """A started primary with a sync standby, shared by the tests that only look at it or
+    write to it (neither stops a server nor changes a setting): one base backup for them."""
+    base = shared_tmpdir("howfast-target-")
+    target_dir = base / "bench"
+    target_dir.mkdir()
+    target_dir.chmod(0o755)
+    target = LocalTarget(target_dir, choose_install(), replicas=ReplicaSpec(1, "on"))
+    try:
+        target.start()
+        yield target
+    finally:
+        target.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_no_standby_runs_as_root(streaming_primary: LocalTarget) -> None:
+    primary = streaming_primary
     (standby,) = primary.standbys()
     assert isinstance(standby, LocalStandby) and standby.postmaster is not None
     status = Path(f"/proc/{standby.postmaster.pid}/status").read_text()
@@ -186,7 +205,7 @@ def test_no_standby_runs_as_root(primary: LocalTarget) -> None:
     assert int(uid) != 0 or os.geteuid() != 0
 
 
-def test_the_replication_sampler_sees_lags_and_wal(primary: LocalTarget) -> None:
+def test_the_replication_sampler_sees_lags_and_wal(streaming_primary: LocalTarget) -> None:
     """The sampler on a real primary with a sync standby while pgbench writes: lag series per
     standby, WAL sent and replayed, the standby's sync state."""
     import subprocess
@@ -195,7 +214,8 @@ def test_the_replication_sampler_sees_lags_and_wal(primary: LocalTarget) -> None
     from howfast.samplers.plugin import SamplerSetup
     from howfast.samplers.replication import SAMPLER
 
-    conn = primary.start()
+    primary = streaming_primary
+    conn = primary.connection
     assert conn is not None
     pgbench = str(primary.install.program("pgbench"))
     subprocess.run([pgbench, "-i", "-s", "1", "-q", *conn.pgbench_args()], check=True,
