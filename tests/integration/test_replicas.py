@@ -288,11 +288,14 @@ def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> No
     # This run's standby cgroups, told from those of other runs on this machine (make test
     # runs test_replicas_emulated.py beside this file) by the processes in them.
     seen: set[Path] = set()
+    scans: list[bool] = []  # the scans that completed (a cgroup tree changing under one fails it)
     done = threading.Event()
 
     def watch() -> None:
-        while not done.wait(0.2):
-            seen.update(_standby_cgroups_working_under(target_dir))
+        while not done.wait(1.0):  # the standby lives for every step: 20 s or more
+            with contextlib.suppress(OSError):
+                seen.update(_standby_cgroups_working_under(target_dir))
+                scans.append(True)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -332,7 +335,8 @@ def test_run_quick_with_a_sync_standby(howfast: Howfast, target_dir: Path) -> No
     # Its cgroups are gone (others' runs on this machine may have theirs meanwhile)
     token = Path(standby["location"]).parent.name.removeprefix("howfast-")
     assert _cgroups(f"howfast-io-{token}") == []
-    print(f"this run's standby cgroups: {sorted(c.name for c in seen)}")
+    print(f"this run's standby cgroups: {sorted(c.name for c in seen)}, {len(scans)} scans")
+    assert scans, "no scan of the cgroups completed while the run lasted"
     assert [c for c in seen if c.exists()] == []
 
 
