@@ -4,6 +4,7 @@ instance running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -187,6 +188,17 @@ def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, ta
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
             page = response.read().decode()
         classes = set(re.findall(r'howfast_tps\{[^}]*class="([a-z-]+)"', page))
+        time.sleep(0.5)
+    # A scraper that has read /metrics is waited for after the run, up to LINGER_S (15 s),
+    # for one last scrape of the final figures: go on scraping, as Prometheus would, so
+    # that howfast ends at once instead of after that wait.
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        with (
+            contextlib.suppress(OSError),  # the exporter stops when the run is over
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response,
+        ):
+            response.read()
         time.sleep(0.5)
     proc.communicate(timeout=240)
     assert proc.returncode == 0

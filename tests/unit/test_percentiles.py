@@ -3,12 +3,16 @@ and the interval computed from a histogram (workloads/pgbench/txlog.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from howfast.analysis.derive import derive_step
 from howfast.analysis.percentiles import (
     PERCENTILES,
+    binomial_quantiles,
     min_samples,
     rank_interval,
     too_few_samples,
@@ -24,6 +28,31 @@ def test_min_samples_is_where_the_upper_bound_appears(p):
     n = min_samples(p)
     assert rank_interval(n, p)[1] is not None
     assert rank_interval(n - 1, p)[1] is None
+
+
+@pytest.mark.parametrize("p", [*PERCENTILES.values(), 1, 99.99])
+def test_the_binomial_quantiles_are_scipys(p):
+    """Summed in pure Python, the quantiles are binom.ppf's, small and large samples alike."""
+    from scipy.stats import binom
+
+    levels = (0.005, 0.025, 0.975, 0.995)
+    for n in [*range(1, 400), 3687, 3688, 12_345, 99_999, 1_000_000, 25_000_000]:
+        expected = [int(binom.ppf(level, n, p / 100)) for level in levels]
+        assert binomial_quantiles(levels, n, p / 100) == expected, n
+    assert binomial_quantiles(levels, 10, 0) == [0] * 4
+    assert binomial_quantiles(levels, 10, 1) == [10] * 4
+
+
+def test_intervals_import_no_scipy():
+    """Every run with a pgbench step computes them: scipy would cost it 0.2-0.8 s of CPU."""
+    code = (
+        "import sys\n"
+        "from howfast.workloads.pgbench.txlog import latency_intervals\n"
+        "assert latency_intervals({100: 5000, 200: 3000})['latency_p99_ci_high_ms']\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_p999_needs_thousands_of_samples():
