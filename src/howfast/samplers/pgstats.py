@@ -42,6 +42,7 @@ VIEWS = (
     View("pg_stat_database", 0, where="datname = current_database()"),
 )
 SETTLE_S = 1.0  # longest wait at the end of a step for its sessions' last statistics
+SETTLE_QUIET_S = 0.05
 # Settings recorded with each step: the ones that shape checkpoints and WAL, which a plan's
 # per-step settings may change between steps.
 STEP_SETTINGS = (
@@ -341,20 +342,41 @@ class PgStatsSampler(PeriodicSampler):
         return {str(r[0]) for r in rows}
 
     def _other_sessions(self) -> int:
+        """The client sessions other than howfast's own (its samplers connect while the step
+        starts, after this count's first reading: counted, they made every step wait the
+        whole SETTLE_S for sessions that never end)."""
         assert self.db is not None
         row = self.db.execute(
             "SELECT count(*) FROM pg_stat_activity "
-            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() "
+            "AND coalesce(application_name, '') NOT LIKE 'howfast%'"
+        ).fetchone()
+        return int(str(row[0])) if row else 0
+
+    def _transactions(self) -> int:
+        assert self.db is not None
+        row = self.db.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database "
+            "WHERE datname = current_database()"
         ).fetchone()
         return int(str(row[0])) if row else 0
 
     def settle(self) -> None:
         """A session reports its last statistics as it exits, a moment after its client
-        (pgbench) has gone: wait, up to a second, for the step's sessions to end."""
+        (pgbench) has gone: wait, up to a second, for the step's sessions to end, then until
+        the database's transaction count holds still for SETTLE_QUIET_S (their last figures
+        are in), up to SETTLE_S more."""
         deadline = time.monotonic() + SETTLE_S
         while self._other_sessions() > self.sessions_before and time.monotonic() < deadline:
             time.sleep(0.01)
-        time.sleep(0.02)  # it leaves pg_stat_activity just before it flushes
+        deadline = time.monotonic() + SETTLE_S
+        last = self._transactions()
+        while time.monotonic() < deadline:
+            time.sleep(SETTLE_QUIET_S)
+            now = self._transactions()
+            if now == last:
+                break
+            last = now
 
     def tick(self, t: float) -> None:
         assert self.db is not None
