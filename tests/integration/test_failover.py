@@ -307,6 +307,9 @@ def test_the_design_is_rebuilt_after_a_failover_and_the_next_step_measures_it(
     assert standby["state"] == "streaming" and standby["sync_state"] == "sync"
     assert m["replication_flush_lag_p50_ms"] > 0 and m["replication_sent_bytes"] > 0
     assert 0 < m["wait_syncrep_share"] <= 1
+    # the server's own writes are the promoted server's, the standby's the rebuilt one's
+    assert m["pg_write_bytes"] > 0 and m["standby_write_bytes"] > 0
+    assert second["io"]["roles"]["standby_1"]["path"] == restored["standby_location"] + "/data"
     assert not [w for w in second["warnings"] if w.startswith("sampler ")], second["warnings"]
     monkeypatch.setenv("COLUMNS", "400")
     shown = howfast("results", "show", str(doc["id"]))
@@ -356,6 +359,52 @@ def test_ctrl_c_while_the_design_is_rebuilt_leaves_nothing(
     assert list(target_dir.iterdir()) == []
     assert _cgroups(token) == []
     assert postgres_shared_memory() & shared == set()
+
+
+def test_a_rebuild_that_fails_skips_the_later_steps_with_its_reason(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """The rebuilt standby's directory cannot be made (the test puts a file there while the
+    failover step runs): the next step is skipped with the reason, and nothing is left."""
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="5s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--json")  # fmt: skip
+    wait_for(proc, "2s:failover applied")
+    (cluster,) = target_dir.glob("howfast-*")
+    (cluster / "standby_1-rebuilt-1").write_text("in the way\n")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    first, second = [s for s in json.loads(out)["steps"] if s["workload"] == "pgbench"]
+    assert first["status"] == "completed", first["error"]
+    assert second["status"] == "skipped"
+    assert "not run: " in second["error"] and "standby_1-rebuilt-1" in second["error"]
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+def test_a_killed_run_after_a_rebuild_in_a_standby_dir_is_cleaned_up(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """SIGKILL of howfast while a step runs on the rebuilt design, the standbys in a
+    --standby-dir: `howfast cleanup --yes` finds and removes the promoted server and the
+    rebuilt standby (their howfast-<token> directories, cgroups), as at start."""
+    other = target_dir.parent / "standbys"
+    other.mkdir()
+    other.chmod(0o755)
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--standby-dir", str(other))  # fmt: skip
+    wait_for(proc, "[3/3] pgbench")  # after the rebuild
+    servers = sorted(other.glob("howfast-*/data"))
+    assert len(servers) == 2 and all(postgres_pids_under(d) for d in servers)
+    assert not list(target_dir.glob("howfast-*/data"))  # the killed primary's, removed
+    proc.kill()
+    proc.communicate(timeout=30)
+    for directory in (target_dir, other):
+        out = howfast("cleanup", "--target", str(directory), "--yes")
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert postgres_pids_under(target_dir) == [] and postgres_pids_under(other) == []
+    assert list(target_dir.iterdir()) == [] and list(other.iterdir()) == []
 
 
 @pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests
