@@ -848,11 +848,12 @@ class LocalTarget(
         no failover. A HowfastError (the later steps are skipped with it) when it fails."""
         if self.promoted is None:
             return None
-        assert self.replica_set is not None and self.replicas is not None
-        assert self.user is not None and self.run_dir is not None
-        promoted = next((m for m in self.replica_set.members if m.name == self.promoted), None)
+        members = self.replica_set.members if self.replica_set is not None else []
+        promoted = next((m for m in members if m.name == self.promoted), None)
         if not isinstance(promoted, LocalStandby) or promoted.connection is None:
             raise HowfastError(f"the promoted {self.promoted} is not a standby of this target")
+        assert self.replica_set is not None and self.replicas is not None
+        assert self.user is not None and self.run_dir is not None
         if not promoted.alive():
             raise HowfastError(f"the promoted {promoted.name} is not running any more")
         began = time.monotonic()
