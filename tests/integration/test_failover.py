@@ -408,6 +408,31 @@ def test_a_killed_run_after_a_rebuild_in_a_standby_dir_is_cleaned_up(
 
 
 @pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests
+def test_the_design_is_rebuilt_on_an_emulated_volume(howfast: Howfast, target_dir: Path) -> None:
+    """An emulated target: the standbys live in the cluster on the volume, and so does the
+    rebuilt one; the next step streams synchronously; the volume is taken down at the end."""
+    if available().name is None:
+        pytest.skip(f"no emulated volumes here: {available().reason}")
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="4s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--storage-latency", "0ms", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    first, second = [s for s in json.loads(out.stdout)["steps"] if s["workload"] == "pgbench"]
+    assert first["status"] == second["status"] == "completed", (first["error"], second["error"])
+    restored = second["resolved"]["design_restored"]
+    print(f"rebuilt on the volume: {restored['seconds']} s")
+    assert restored["standby_sync_state"] == "sync"
+    assert (
+        "/howfast-vol-" in restored["standby_location"] and "/mnt/" in restored["standby_location"]
+    )
+    standby = second["postgres"]["replication"]["standbys"]["standby_1"]
+    assert standby["state"] == "streaming" and standby["sync_state"] == "sync"
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    assert str(target_dir) not in Path("/proc/self/mounts").read_text()
+
+
+@pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests
 def test_ctrl_c_after_a_failover_on_an_emulated_volume_leaves_nothing(
     howfast: Howfast, target_dir: Path
 ) -> None:
