@@ -62,6 +62,13 @@ def _cgroups(token: str) -> list[Path]:
     return found
 
 
+def _procs(cgroup: Path) -> str:
+    try:
+        return (cgroup / "cgroup.procs").read_text().strip()
+    except OSError:  # removed meanwhile
+        return "gone"
+
+
 def _base_backups_into(root: Path) -> list[int]:
     """PIDs of the pg_basebackup processes writing under `root`."""
     found = []
@@ -275,6 +282,7 @@ def test_the_design_is_rebuilt_after_a_failover_and_the_next_step_measures_it(
     step commits through it (replication figures, a SyncRep share), runs on the promoted
     server, and says so (`resolved.design_restored`, results show). Nothing is left."""
     plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="5s"))
+    before = set(_cgroups("standby-"))
     out, shm_left = howfast.in_private_shm(
         "run", str(plan), "--target", str(target_dir), "--replicas", "1", "--sync", "on",
         "--json",
@@ -318,6 +326,9 @@ def test_the_design_is_rebuilt_after_a_failover_and_the_next_step_measures_it(
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
     assert _cgroups(cluster.name.removeprefix("howfast-")) == []
+    # the standbys' cgroups (the promoted one's, the rebuilt one's) are gone; others' runs on
+    # this machine may have theirs meanwhile, with their servers in them
+    assert [c for c in set(_cgroups("standby-")) - before if not _procs(c)] == []
     assert shm_left == []
 
 
