@@ -62,6 +62,26 @@ def _cgroups(token: str) -> list[Path]:
     return found
 
 
+def _procs(cgroup: Path) -> str:
+    try:
+        return (cgroup / "cgroup.procs").read_text().strip()
+    except OSError:  # removed meanwhile
+        return "gone"
+
+
+def _base_backups_into(root: Path) -> list[int]:
+    """PIDs of the pg_basebackup processes writing under `root`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"pg_basebackup") and str(root).encode() in b" ".join(argv):
+            found.append(int(entry.name))
+    return found
+
+
 def _event_step(doc: dict[str, object]) -> dict[str, object]:
     steps = doc["steps"]
     assert isinstance(steps, list)
@@ -174,13 +194,14 @@ def test_a_crash_then_a_failover_promote_a_standby_that_streams(
     assert list(target_dir.iterdir()) == []
 
 
-def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
+def test_failover_with_sync_off_counts_its_loss_and_the_next_step_fails_over_again(
     howfast: Howfast, target_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Asynchronous: the loss is counted, not assumed: the figure is the window's acknowledged
     commits minus the rows the new primary holds for it (1 proven lost, 1 in doubt, measured
-    with the 5 ms standby volume). The next step (the same design asked)
-    is skipped with the reason: its standby is gone."""
+    with the 5 ms standby volume). Before the next step the design is rebuilt (standby_1 made
+    again from the promoted server, on a new standby volume, asynchronous as asked), and that
+    step's own failover promotes the rebuilt standby."""
     plan = howfast.plan(TWO_STEPS)
     # The standby on a volume 5 ms slower (when this machine can emulate one), so that
     # its WAL may lag at the kill, as a remote node's would.
@@ -194,14 +215,23 @@ def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
     (event,) = step["events"]  # type: ignore[misc]
     print(f"sync off: {event['line']}; in doubt {event['in_doubt']}")
     assert event["verified"] is True, event["problem"]
-    later = [s for s in doc["steps"] if s["workload"] == "pgbench" and s is not step]
-    assert [s["status"] for s in later] == ["skipped"]
-    assert "a failover promoted standby_1" in later[0]["error"]
+    (later,) = [s for s in doc["steps"] if s["workload"] == "pgbench" and s is not step]
+    assert later["status"] == "completed", later["error"]
+    restored = later["resolved"]["design_restored"]
+    print(f"rebuilt: {restored}")
+    assert restored["primary"] == "standby_1" and restored["standby_sync_state"] == "async"
+    assert restored["standby_location"] != restored["primary_location"]
+    if slower:  # the rebuilt standby on a volume of its own, as the design puts a standby
+        assert "/howfast-vol-" in restored["standby_location"]
+    (again,) = later["events"]
+    assert again["verified"] is True, again["problem"]
+    assert again["evidence"]["promoted"] == "standby_1"
+    assert again["evidence"]["timeline_after"] > event["evidence"]["timeline_after"]
     # The figure is the count: acknowledged before the cut minus the rows found for it.
     store = open_store(str(howfast.store), reading=True)
     run = store.get_run(doc["id"])
     assert run is not None
-    (stored,) = [s for s in run.steps if s.workload == "pgbench" and s.status == "completed"]
+    stored = next(s for s in run.steps if s.workload == "pgbench" and s.status == "completed")
     load = LoadRecord.from_document(stored.sections["load"])  # type: ignore[arg-type]
     marks = marks_from_section(stored.sections["events"])  # type: ignore[arg-type]
     window = figures.commit_windows(marks, load)[0]
@@ -214,16 +244,203 @@ def test_failover_with_sync_off_counts_its_loss_and_skips_the_later_steps(
     # what the primary saw of the standby before it died is in the record
     seen = marks[0].facts["standby_before"]
     assert isinstance(seen, dict) and seen["sync_state"] == "async", seen
-    # results show says why the later step did not run (its steps table, wide enough for
-    # the reason to stay on one line)
+    # results show says on which server the later step ran (wide enough for one line)
     monkeypatch.setenv("COLUMNS", "400")
     shown = howfast("results", "show", str(doc["id"]))
     assert shown.returncode == 0, shown.stderr
-    assert "skipped: not run: a failover promoted standby_1" in shown.stdout
+    assert "ran on standby_1, promoted by a failover; the design rebuilt" in shown.stdout
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
     mounts = Path("/proc/self/mounts").read_text()
     assert str(target_dir) not in mounts  # the standby's emulated volume too
+
+
+# A failover in the first pgbench step only; the second measures the design rebuilt.
+FAILOVER_THEN_QUIET = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [2]
+duration = "5s"
+events = ["2s:failover"]
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [1]
+duration = "{duration}"
+"""
+
+
+def test_the_design_is_rebuilt_after_a_failover_and_the_next_step_measures_it(
+    howfast: Howfast, target_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the steps the killed primary's directory (and shared memory) go, standby_1 is
+    made again from the promoted server by base backup and is synchronous again: the next
+    step commits through it (replication figures, a SyncRep share), runs on the promoted
+    server, and says so (`resolved.design_restored`, results show). Nothing is left."""
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="5s"))
+    before = set(_cgroups("standby-"))
+    out, shm_left = howfast.in_private_shm(
+        "run", str(plan), "--target", str(target_dir), "--replicas", "1", "--sync", "on",
+        "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    first, second = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    assert first["status"] == "completed", first["error"]
+    assert second["status"] == "completed", second["error"]
+    (event,) = first["events"]
+    assert event["verified"] is True and event["lost_commits"] == 0, event["line"]
+    assert not second.get("events")
+    restored = second["resolved"]["design_restored"]
+    print(f"rebuilt: {restored}")
+    assert restored["primary"] == "standby_1" and restored["standby"] == "standby_1"
+    assert restored["standby_sync_state"] == "sync"
+    assert restored["seconds"] >= restored["base_backup_s"] > 0
+    (cluster,) = {
+        Path(restored["primary_location"]).parent,
+        Path(restored["standby_location"]).parent,
+    }
+    assert restored["old_primary_removed"] == str(cluster / "data")
+    assert restored["primary_location"] == str(cluster / "standby_1")
+    assert restored["standby_location"] == str(cluster / "standby_1-rebuilt-1")
+    assert "design_restored" not in first["resolved"]
+    m = second["metrics"]
+    print(f"after the rebuild: tps {m['tps']:.0f}, SyncRep share {m['wait_syncrep_share']}, "
+          f"flush lag p50 {m['replication_flush_lag_p50_ms']} ms")  # fmt: skip
+    standby = second["postgres"]["replication"]["standbys"]["standby_1"]
+    assert standby["state"] == "streaming" and standby["sync_state"] == "sync"
+    assert m["replication_flush_lag_p50_ms"] > 0 and m["replication_sent_bytes"] > 0
+    assert 0 < m["wait_syncrep_share"] <= 1
+    # the server's own writes are the promoted server's, the standby's the rebuilt one's
+    assert m["pg_write_bytes"] > 0 and m["standby_write_bytes"] > 0
+    assert second["io"]["roles"]["standby_1"]["path"] == restored["standby_location"] + "/data"
+    assert not [w for w in second["warnings"] if w.startswith("sampler ")], second["warnings"]
+    monkeypatch.setenv("COLUMNS", "400")
+    shown = howfast("results", "show", str(doc["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "ran on standby_1, promoted by a failover" in shown.stdout, shown.stdout
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    assert _cgroups(cluster.name.removeprefix("howfast-")) == []
+    # the standbys' cgroups (the promoted one's, the rebuilt one's) are gone; others' runs on
+    # this machine may have theirs meanwhile, with their servers in them
+    assert [c for c in set(_cgroups("standby-")) - before if not _procs(c)] == []
+    assert shm_left == []
+
+
+def test_ctrl_c_while_the_design_is_rebuilt_leaves_nothing(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """SIGINT while the new standby is being made between the steps: the promoted server is
+    held (SIGSTOP, by the test) as soon as the rebuilt standby's directory appears, so the
+    base backup waits on it; SIGINT then, the server let go a second later. howfast ends
+    with 130 and leaves no process, directory, cgroup or shared memory."""
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="5s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--sync", "on")  # fmt: skip
+    wait_for(proc, "pgbench tpcb-like")
+    (primary,) = target_dir.glob("howfast-*/data")
+    cluster = primary.parent
+    token = cluster.name.removeprefix("howfast-")
+    shared = shared_memory_of(int((primary / "postmaster.pid").read_text().split()[0]))
+    promoted = cluster / "standby_1" / "data"
+    shared |= shared_memory_of(int((promoted / "postmaster.pid").read_text().split()[0]))
+    rebuilt = cluster / "standby_1-rebuilt-1"
+    deadline = time.monotonic() + 120
+    while not rebuilt.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rebuilt.exists(), "the design was not rebuilt"
+    postmaster = int((promoted / "postmaster.pid").read_text().split()[0])
+    os.kill(postmaster, signal.SIGSTOP)
+    try:
+        time.sleep(0.5)
+        assert _base_backups_into(rebuilt), "no pg_basebackup under way"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+    finally:
+        os.kill(postmaster, signal.SIGCONT)
+    _, err = stop_howfast(proc)
+    assert proc.returncode == 130, err[-2000:]
+    assert _base_backups_into(rebuilt) == []
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    assert _cgroups(token) == []
+    assert postgres_shared_memory() & shared == set()
+
+
+def test_a_rebuild_that_fails_skips_the_later_steps_with_its_reason(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """The rebuilt standby's directory cannot be made (the test puts a file there while the
+    failover step runs): the next step is skipped with the reason, and nothing is left."""
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="5s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--json")  # fmt: skip
+    wait_for(proc, "2s:failover applied")
+    (cluster,) = target_dir.glob("howfast-*")
+    (cluster / "standby_1-rebuilt-1").write_text("in the way\n")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    first, second = [s for s in json.loads(out)["steps"] if s["workload"] == "pgbench"]
+    assert first["status"] == "completed", first["error"]
+    assert second["status"] == "skipped"
+    assert "not run: " in second["error"] and "standby_1-rebuilt-1" in second["error"]
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+def test_a_killed_run_after_a_rebuild_in_a_standby_dir_is_cleaned_up(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """SIGKILL of howfast while a step runs on the rebuilt design, the standbys in a
+    --standby-dir: `howfast cleanup --yes` finds and removes the promoted server and the
+    rebuilt standby (their howfast-<token> directories, cgroups), as at start."""
+    other = target_dir.parent / "standbys"
+    other.mkdir()
+    other.chmod(0o755)
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="60s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                         "--standby-dir", str(other))  # fmt: skip
+    wait_for(proc, "[3/3] pgbench")  # after the rebuild
+    servers = sorted(other.glob("howfast-*/data"))
+    assert len(servers) == 2 and all(postgres_pids_under(d) for d in servers)
+    assert not list(target_dir.glob("howfast-*/data"))  # the killed primary's, removed
+    proc.kill()
+    proc.communicate(timeout=30)
+    for directory in (target_dir, other):
+        out = howfast("cleanup", "--target", str(directory), "--yes")
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert postgres_pids_under(target_dir) == [] and postgres_pids_under(other) == []
+    assert list(target_dir.iterdir()) == [] and list(other.iterdir()) == []
+
+
+@pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests
+def test_the_design_is_rebuilt_on_an_emulated_volume(howfast: Howfast, target_dir: Path) -> None:
+    """An emulated target: the standbys live in the cluster on the volume, and so does the
+    rebuilt one; the next step streams synchronously; the volume is taken down at the end."""
+    if available().name is None:
+        pytest.skip(f"no emulated volumes here: {available().reason}")
+    plan = howfast.plan(FAILOVER_THEN_QUIET.format(duration="4s"))
+    out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
+                  "--sync", "on", "--storage-latency", "0ms", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    first, second = [s for s in json.loads(out.stdout)["steps"] if s["workload"] == "pgbench"]
+    assert first["status"] == second["status"] == "completed", (first["error"], second["error"])
+    restored = second["resolved"]["design_restored"]
+    print(f"rebuilt on the volume: {restored['seconds']} s")
+    assert restored["standby_sync_state"] == "sync"
+    assert (
+        "/howfast-vol-" in restored["standby_location"] and "/mnt/" in restored["standby_location"]
+    )
+    standby = second["postgres"]["replication"]["standbys"]["standby_1"]
+    assert standby["state"] == "streaming" and standby["sync_state"] == "sync"
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+    assert str(target_dir) not in Path("/proc/self/mounts").read_text()
 
 
 @pytest.mark.emulated  # nbdkit, nbdfuse and a loop device: with the other such tests

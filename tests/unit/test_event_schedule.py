@@ -5,6 +5,7 @@ tests/integration/test_events.py)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -315,5 +316,26 @@ def test_the_old_primary_is_never_started_again_after_a_failover(tmp_path: Path)
     for act in (target.restart, target.crash, lambda: target.fail_over("standby_1")):
         with pytest.raises(HowfastError, match="the old primary is never started again"):
             act()
-    with pytest.raises(HowfastError, match="rebuilding the asked design between steps"):
+    # nothing to rebuild from: the promoted standby is not one of this target's
+    with pytest.raises(HowfastError, match="the promoted standby_1 is not a standby of this"):
         target.restore_design()
+    target.promoted = None
+    assert target.restore_design() is None  # no failover: nothing to rebuild
+
+
+def test_a_promoted_server_is_not_restarted_crashed_or_capped(tmp_path: Path):
+    """After a rebuild the primary is the promoted standby: the actions that act on the
+    original primary's server refuse, saying why; its log and data are the promoted one's."""
+    from howfast.targets.osuser import OsUser
+    from howfast.targets.replicas.local import LocalStandby
+
+    install = PgInstall(bindir=tmp_path, version="15.0", source="test")
+    target = LocalTarget(tmp_path, install, name="/data/a")
+    user = OsUser("postgres", os.getuid(), os.getgid())
+    target.serving = LocalStandby("standby_1", install, user, tmp_path / "s", tmp_path)
+    for act in (target.restart, target.crash, lambda: target.cap_iops(100)):
+        with pytest.raises(HowfastError, match="the primary is the promoted standby_1"):
+            act()
+    assert target.storage_paths() == {"data": tmp_path / "s/data", "wal": tmp_path / "s/data"}
+    assert target.server_log_file() == tmp_path / "standby_1.log"
+    assert target.memory_cgroup() is None and not target.alive()

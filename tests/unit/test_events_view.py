@@ -131,3 +131,24 @@ def test_prometheus_has_each_events_figures_and_no_event_families_without_events
     lines = [line for line in text.splitlines() if line.startswith("howfast_step_event_lost")]
     assert len(lines) == 2 and all(line.endswith(" 0.0") for line in lines)
     assert 'at="4.5s"' in text and "howfast_step_event_downtime_seconds{" in text
+
+
+def test_a_step_on_a_rebuilt_design_says_on_which_server_it_ran_and_how_long_the_rebuild_took():
+    from howfast.report.events_view import rebuilt_line
+
+    restored = {"primary": "standby_1", "standby": "standby_1", "seconds": 2.265,
+                "standby_sync_state": "sync"}  # fmt: skip
+    step = StepRecord(
+        target="/data/a",
+        workload="pgbench",
+        params={"mode": "tpcb-like", "clients": 1},
+        status="completed",
+        started_at="2026-11-25T21:00:30Z",
+        finished_at="2026-11-25T21:00:40Z",
+        resolved={"design_restored": restored},
+    )
+    assert rebuilt_line(step) == (
+        "/data/a, tpcb-like, 1 clients: ran on standby_1, promoted by a failover; the design "
+        "rebuilt before it in 2.27 s (standby_1 made again by base backup, sync)"
+    )
+    assert rebuilt_line(dataclasses.replace(step, resolved={})) is None

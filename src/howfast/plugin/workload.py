@@ -79,7 +79,7 @@ class ExpandContext:
 COMMON_TEST_PARAMS = ("settings", "warmup")
 # Params any step may have that never make two steps different tests: which repetition it
 # was, the `--until` rule it repeated under, whether its settings were applied (the runner),
-# and a fleet instance's place and own I/O (fleets).
+# a fleet instance's place and own I/O (fleets), and the design rebuilt after a failover.
 COMMON_OTHER_PARAMS = (
     "repetition",
     "until",
@@ -92,6 +92,7 @@ COMMON_OTHER_PARAMS = (
     "own_read_ios",
     "own_write_ios",
     "own_io_seconds",
+    "design_restored",
 )
 
 

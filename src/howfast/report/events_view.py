@@ -115,8 +115,26 @@ def events_table(runs: Sequence[RunRecord]) -> Table:
     return table
 
 
+def rebuilt_line(step: StepRecord) -> str | None:
+    """'/mnt/a, tpcb-like, 1 clients: ran on standby_1, promoted by a failover; the design
+    rebuilt before it in 2.31 s (standby_1 made again by base backup, sync)', for a step
+    after a failover whose design was rebuilt (`resolved.design_restored`)."""
+    done = step.resolved.get("design_restored")
+    if not isinstance(done, dict):
+        return None
+    seconds = done.get("seconds")
+    took = f" in {_seconds(float(seconds))}" if isinstance(seconds, int | float) else ""
+    state = done.get("standby_sync_state") or "not streaming"
+    return (
+        f"{step.target}, {step_label(step)}: ran on {done.get('primary')}, promoted by a "
+        f"failover; the design rebuilt before it{took} ({done.get('standby')} made again by "
+        f"base backup, {state})"
+    )
+
+
 def events_parts(run: RunRecord) -> list[RenderableType]:
-    """`results show`: the table, then a verdict line per event; [] without events."""
+    """`results show`: the table, then a verdict line per event, then a line per step run
+    on a design rebuilt after a failover; [] without events."""
     rows = event_rows(run)
     if not rows:
         return []
@@ -125,7 +143,8 @@ def events_parts(run: RunRecord) -> list[RenderableType]:
         table.add_column(name, justify="right" if i >= 3 else "left")
     for row in rows:
         table.add_row(*cells(row))
-    return [table, *(Text(f"  {line}") for line in verdict_lines(rows))]
+    rebuilt = [line for line in map(rebuilt_line, run.steps) if line]
+    return [table, *(Text(f"  {line}") for line in [*verdict_lines(rows), *rebuilt])]
 
 
 # --- charts ------------------------------------------------------------------------------------

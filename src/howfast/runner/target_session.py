@@ -13,7 +13,7 @@ from pathlib import Path
 
 from howfast.analysis.memory_storage import memory_storage_warning
 from howfast.errors import HowfastError
-from howfast.model import StepRecord, StepSpec, TargetRecord
+from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
 from howfast.runner.step import (
     StepEnvironment,
@@ -27,6 +27,7 @@ from howfast.samplers.session import SamplerFactory, TargetSampling
 from howfast.targets.base import Connection, Target
 from howfast.targets.capabilities import (
     AppliesStepSettings,
+    HasCurrentPrimary,
     HasServerLog,
     Keepable,
     Promotable,
@@ -69,6 +70,10 @@ class TargetSession:
         # Why the later steps cannot measure the design asked (a failover that could not be
         # undone): they are skipped with it.
         self.design_lost: str | None = None
+        # The last rebuild of the design after a failover (what the target did): the later
+        # steps carry it in `resolved.design_restored`.
+        self.design_restored: dict[str, JSONValue] | None = None
+        self.restore_pending = False  # a failover ran: the design is rebuilt before a next step
 
     def _ref(self, spec: StepSpec, index: int, total: int) -> StepRef:
         label = get_workload(spec.workload).label(spec.params)
@@ -113,6 +118,8 @@ class TargetSession:
         target = env.target
         workload = get_workload(spec.workload)
         env.guard.check()  # a run stopped from another thread ends here, between steps
+        if self.restore_pending and self.sampling is not None:
+            self._restore_design()
         started = env.clock.now()
         ref = self._ref(spec, index, total)
         if self.sampling is None or self.work_root is None:
@@ -143,24 +150,43 @@ class TargetSession:
                 outcome = outcome.with_warning(
                     f"the step's settings were not applied: {refused}"
                 ).with_resolved({"settings_applied": False})
+        if self.design_restored is not None:
+            outcome = outcome.with_resolved({"design_restored": self.design_restored})
         if outcome.status == "failed":
             self.failed += 1
             if workload.needs_server:  # a failed fio probe owes nothing to the server
                 outcome = outcome.with_error(self._with_server_log(outcome.error))
         record = store_step(env, spec, ref, outcome, started)
-        self._restore_design(spec)
+        if follows_failover(spec) and isinstance(target, Promotable):
+            self.restore_pending = True  # before the next step, if any: unmeasured
         return record
 
-    def _restore_design(self, spec: StepSpec) -> None:
+    def _restore_design(self) -> None:
         """After a step with a failover, the design asked back for the next steps (unmeasured),
         or the reason why not, which the next steps are skipped with."""
+        self.restore_pending = False
         target = self.env.target
-        if not follows_failover(spec) or not isinstance(target, Promotable):
+        if not isinstance(target, Promotable) or self.design_lost is not None:
             return
         try:
-            target.restore_design()
-        except HowfastError as exc:
+            restored = target.restore_design()
+        except (HowfastError, OSError) as exc:
             self.design_lost = f"not run: {exc}"
+            self.env.observer.message(f"warning: {target.name}: {exc}")
+            return
+        if restored is None:
+            return
+        self.design_restored = dict(restored)
+        self.env.observer.message(
+            f"{target.name}: the design rebuilt after the failover in {restored.get('seconds')} s "
+            f"({restored.get('standby')} made again from the promoted {restored.get('primary')})"
+        )
+        # the primary moved: howfast's connection and the devices sampled follow it
+        if isinstance(target, HasCurrentPrimary):
+            self.connection = target.connection_now()
+        self.sampling = TargetSampling(
+            target, self.connection, self.sample_interval_s, self.env.host, self.extra_samplers
+        )
 
     def close(self) -> None:
         """Put back the plan's settings and stop the target; safe to call at any point."""

@@ -249,9 +249,10 @@ class Promotable(Protocol):
     def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
         """Kill the primary, promote `standby`, re-point the others; the facts of it."""
 
-    def restore_design(self) -> None:
+    def restore_design(self) -> Mapping[str, JSONValue] | None:
         """Between steps: rebuild the standby lost in a failover, so the next step measures
-        the design that was asked."""
+        the design that was asked; what was done (None: no failover to undo). HowfastError
+        when it cannot: the later steps are skipped with it."""
 
 
 @runtime_checkable

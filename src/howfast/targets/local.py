@@ -231,6 +231,10 @@ class LocalTarget(
         self._standby_locked: set[Path] = set()
         self._iops_cap: IopsCap | None = None  # cap-iops events, on the accounting cgroup
         self.promoted: str | None = None  # the standby a failover made the primary
+        # Once the design is rebuilt after a failover: the former standby that is the primary
+        # now (the original primary's server is gone, its data directory removed)
+        self.serving: LocalStandby | None = None
+        self.rebuilds = 0  # how many times the design was rebuilt (the new standbys' names)
         # --client tcp: pgbench reaches the server over 127.0.0.1 with a password (random,
         # in memory only) that the TCP lines of pg_hba.conf ask for; howfast's own
         # connections stay on the socket
@@ -391,30 +395,26 @@ class LocalTarget(
         """standby_i in the primary's cluster directory (removed with it), or in
         `--standby-dir` (one for all, or one each) as howfast-<its own token>: the shape of a
         cluster, which `howfast cleanup` stops and removes when a killed run left it."""
+        return [self._standby_member(i, name) for i, name in enumerate(spec.names)]
+
+    def _standby_member(self, i: int, name: str, rebuilt: int = 0) -> LocalStandby:
+        """Standby `name` (the i-th): where it goes, its storage and cgroup. A standby
+        rebuilt after a failover (the `rebuilt`-th time) goes where the design puts it, in a
+        directory of its own: `<name>-rebuilt-<n>` in the cluster directory (the promoted one
+        still lives in `<name>`), else a new `howfast-<token>` or volume, as at start."""
         assert self.user is not None and self.run_dir is not None
-        members = []
-        for i, name in enumerate(spec.names):
-            parent = self.standby_volume_root or self.directory
-            if self.standby_dirs:
-                parent = self.standby_dirs[i if len(self.standby_dirs) > 1 else 0]
-                root = parent / f"howfast-{secrets.token_hex(4)}"
-            else:
-                root = self.cluster_dir / name
-            storage = self.standby_storage(parent) if self.standby_storage else None
-            # its own token: a cgroup a killed howfast left is found by its name's shape
-            cgroup = f"howfast-standby-{secrets.token_hex(4)}"
-            members.append(
-                LocalStandby(
-                    name,
-                    self.install,
-                    self.user,
-                    root,
-                    self.run_dir,
-                    cgroup_name=cgroup,
-                    storage=storage,
-                )
-            )
-        return members
+        parent = self.standby_volume_root or self.directory
+        if self.standby_dirs:
+            parent = self.standby_dirs[i if len(self.standby_dirs) > 1 else 0]
+            root = parent / f"howfast-{secrets.token_hex(4)}"
+        else:
+            root = self.cluster_dir / (f"{name}-rebuilt-{rebuilt}" if rebuilt else name)
+        storage = self.standby_storage(parent) if self.standby_storage else None
+        # its own token: a cgroup a killed howfast left is found by its name's shape
+        cgroup = f"howfast-standby-{secrets.token_hex(4)}"
+        return LocalStandby(
+            name, self.install, self.user, root, self.run_dir, cgroup_name=cgroup, storage=storage
+        )
 
     def _start_standbys(self, spec: ReplicaSpec, primary: Connection) -> None:
         for directory in dict.fromkeys(self.standby_dirs):
@@ -429,7 +429,7 @@ class LocalTarget(
         """Replication settings in postgresql.conf, then a reload: a step's ALTER SYSTEM
         settings (reset between steps) cannot undo them."""
         assert self.connection is not None
-        with (self.data_dir / "postgresql.conf").open("a") as conf:
+        with (self._primary_data_dir() / "postgresql.conf").open("a") as conf:
             conf.write("# the replication design, set by howfast once the standbys stream\n")
             for name, value in settings.items():
                 conf.write(conf_line(name, value))
@@ -637,9 +637,11 @@ class LocalTarget(
         )
 
     def alive(self) -> bool:
-        return self.postmaster is not None and self.postmaster.poll() is None
+        return self._postmaster_pid() is not None
 
     def server_log_tail(self, lines: int = 20) -> str | None:
+        if self.serving is not None:
+            return self.serving.log_tail(lines)
         if not self.server_log or not self.server_log.exists():
             return None
         return "\n".join(self.server_log.read_text(errors="replace").splitlines()[-lines:])
@@ -707,6 +709,8 @@ class LocalTarget(
             self.user, self.run_dir = saved
 
     def storage_paths(self) -> dict[str, Path]:
+        if self.serving is not None:  # the promoted standby's WAL is in its data directory
+            return {"data": self.serving.data_dir, "wal": self.serving.data_dir}
         if not self.data_dir.exists():
             return {}
         wal = (self.wal_cluster_dir or self.data_dir) / "pg_wal"
@@ -720,7 +724,7 @@ class LocalTarget(
         return paths
 
     def server_log_file(self) -> Path | None:
-        return self.server_log
+        return self.serving.log if self.serving is not None else self.server_log
 
     def apply_step_settings(self, settings: Mapping[str, str]) -> None:
         """ALTER SYSTEM over the plan's postgresql.conf, then a reload, or a restart when a
@@ -737,6 +741,7 @@ class LocalTarget(
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup; with
         standbys, back once they stream again (their walreceivers retry every 5 s)."""
         self._refuse_after_failover("restart")
+        self._refuse_on_promoted("restart")
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
         if self.replica_set is not None:
@@ -749,6 +754,7 @@ class LocalTarget(
         they stream again, as after a restart: a failover after it promotes a standby that
         streams, not one still waiting to reconnect (its walreceiver retries every 5 s)."""
         self._refuse_after_failover("crash")
+        self._refuse_on_promoted("crash")
         killed = self._postmaster_pid()
         began = time.monotonic()
         self._stop_postmaster(signal.SIGKILL)
@@ -798,11 +804,12 @@ class LocalTarget(
         self._refuse_after_failover("fail over")
         members = self.replica_set.members if self.replica_set is not None else []
         member = next((m for m in members if m.name == standby), None)
-        if not isinstance(member, LocalStandby) or self.postmaster is None:
+        primary = self.serving.postmaster if self.serving is not None else self.postmaster
+        if not isinstance(member, LocalStandby) or primary is None:
             raise HowfastError(f"no standby {standby} to promote")
         killed = self._postmaster_pid()
         began = time.monotonic()
-        failover.kill_all(self.postmaster, self.data_dir)
+        failover.kill_all(primary, self._primary_data_dir())
         gone = time.monotonic()
         self.connection = failover.promote(member)
         self.promoted = member.name
@@ -822,14 +829,80 @@ class LocalTarget(
                 "primary is never started again"
             )
 
-    def restore_design(self) -> None:
-        """Not in this version: after a failover the target has a primary without standbys,
-        so its later steps would not measure the design asked. They are skipped with this."""
-        if self.promoted is not None:
+    def _refuse_on_promoted(self, what: str) -> None:
+        """After a rebuild the primary is a promoted standby: howfast does not restart it."""
+        if self.serving is not None:
             raise HowfastError(
-                f"a failover promoted {self.promoted}: this target now has no standby, and "
-                "rebuilding the asked design between steps is not available yet"
+                f"cannot {what} the server: since a failover the primary is the promoted "
+                f"{self.serving.name}, and restarting a promoted standby is not available yet"
             )
+
+    def _primary_data_dir(self) -> Path:
+        return self.serving.data_dir if self.serving is not None else self.data_dir
+
+    def restore_design(self) -> Mapping[str, JSONValue] | None:
+        """Between steps, after a failover: the killed primary's shared memory freed and its
+        data directory removed, then the lost standby made again from the promoted server (a
+        base backup, as at start, where the design puts a standby), streaming, caught up and
+        in the sync state asked. The facts of it, for the later steps; None when there was
+        no failover. A HowfastError (the later steps are skipped with it) when it fails."""
+        if self.promoted is None:
+            return None
+        members = self.replica_set.members if self.replica_set is not None else []
+        promoted = next((m for m in members if m.name == self.promoted), None)
+        if not isinstance(promoted, LocalStandby) or promoted.connection is None:
+            raise HowfastError(f"the promoted {self.promoted} is not a standby of this target")
+        assert self.replica_set is not None and self.replicas is not None
+        assert self.user is not None and self.run_dir is not None
+        if not promoted.alive():
+            raise HowfastError(f"the promoted {promoted.name} is not running any more")
+        began = time.monotonic()
+        removed = self._remove_killed_primary()
+        self.serving = promoted  # stop() stops it from now on
+        self.connection = promoted.connection
+        removed_s = time.monotonic() - began
+        # promote() emptied synchronous_standby_names by ALTER SYSTEM, and its copied
+        # standby block empties it too: both go, the design is written in postgresql.conf
+        pgquery.alter_system(
+            promoted.connection, {}, reset={"synchronous_standby_names", "synchronous_commit"}
+        )
+        self.rebuilds += 1
+        index = self.replicas.names.index(promoted.name)
+        member = self._standby_member(index, promoted.name, rebuilt=self.rebuilds)
+        parts = self.replica_set.rebuild(
+            promoted.connection, promoted, member, timeout_s=START_TIMEOUT_S
+        )
+        self.promoted = None
+        states = self.replica_set.sync_states()
+        return {
+            "primary": promoted.name,
+            "primary_location": str(promoted.root),
+            "primary_port": promoted.port,
+            "standby": member.name,
+            "standby_location": str(member.root),
+            "standby_sync_state": states.get(member.name) or None,
+            "old_primary_removed": removed,
+            "seconds": round(time.monotonic() - began, 3),
+            "old_primary_removed_s": round(removed_s, 3),
+            **parts,
+        }
+
+    def _remove_killed_primary(self) -> str:
+        """The primary a failover killed: its shared memory freed (failover.tidy_killed), its
+        data directory (and WAL) removed; only what howfast made. Returns the path removed."""
+        assert self.user is not None and self.run_dir is not None
+        old = self.serving
+        if old is None:  # the original primary: its cluster directory holds the standbys
+            log = self.server_log or self.run_dir / "server.log"
+            failover.tidy_killed(self.install, self.user, self.data_dir, self.run_dir, log)
+            self.postmaster = None  # gone and tidied: stop() has nothing to tidy
+            if self.wal_cluster_dir is not None:
+                shutil.rmtree(self.wal_cluster_dir / "pg_wal", ignore_errors=True)
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            return str(self.data_dir)
+        failover.tidy_killed(self.install, self.user, old.data_dir, self.run_dir, old.log)
+        old.stop()  # its directory, cgroup and storage
+        return str(old.root)
 
     def server_identity(self) -> ServerIdentity:
         """The postmaster's pid (held here) and its start time (asked over SQL: None when
@@ -843,6 +916,7 @@ class LocalTarget(
     def cap_iops(self, iops: int | None) -> Mapping[str, JSONValue]:
         """Cap (or, None, lift) the read and write IOPS of the cgroup the server's own I/O is
         counted in, on the data's and WAL's disks; lifting restores the rules from before."""
+        self._refuse_on_promoted("cap the IOPS of")
         if self.io_account is None:
             raise HowfastError(
                 f"the server has no I/O cgroup to cap: {self.io_account_note or 'none was made'}"
@@ -855,15 +929,19 @@ class LocalTarget(
         return self._iops_cap.iops_since(t) if self._iops_cap is not None else None
 
     def memory_cgroup(self) -> MemoryCgroup | None:
-        return self.cgroup
+        # the promoted standby runs in no memory cgroup (docs/events.md)
+        return self.cgroup if self.serving is None else None
 
     def server_io(self) -> ServerIo | None:
+        if self.serving is not None:
+            return self.serving.server_io()
         if self.postmaster is None:
             return None
         return ServerIo(self.io_account, self._postmaster_pid, self.io_account_note)
 
     def _postmaster_pid(self) -> int | None:
-        return self.postmaster.pid if self.alive() and self.postmaster else None
+        proc = self.serving.postmaster if self.serving is not None else self.postmaster
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def note_run(self, run_id: int) -> None:
         for lock in self._locks:
@@ -882,7 +960,24 @@ class LocalTarget(
             if self.replica_set is not None:  # standbys first: they follow the primary
                 self.replica_set.stop()
         finally:
-            self._stop_primary()
+            try:
+                self._stop_serving()
+            finally:
+                self._stop_primary()
+
+    def _stop_serving(self) -> None:
+        """The promoted standby that became the primary at a rebuild; killed by a later
+        failover, its shared memory is freed first."""
+        serving = self.serving
+        if serving is None:
+            return
+        if serving.postmaster is not None and serving.postmaster.poll() is not None:
+            assert self.user is not None and self.run_dir is not None
+            failover.tidy_killed(
+                self.install, self.user, serving.data_dir, self.run_dir, serving.log
+            )
+        serving.stop()
+        self.serving = None
 
     def _stop_primary(self) -> None:
         try:

@@ -328,8 +328,8 @@ class EmulatedTarget(
     def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
         return self.inner.fail_over(standby)
 
-    def restore_design(self) -> None:
-        self.inner.restore_design()
+    def restore_design(self) -> Mapping[str, JSONValue] | None:
+        return self.inner.restore_design()
 
     def restart(self) -> None:
         self.inner.restart()

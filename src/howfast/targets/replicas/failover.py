@@ -1,8 +1,10 @@
 """A failover on this machine (issue 29, docs/events.md): the primary dies like a failed node
 (SIGKILL of its postmaster and of every process in its data directory at once: a dead node
 sends no more WAL), then a standby is promoted with `pg_ctl promote -w`, as the server's OS
-user. The old primary is never started again as a server (no split brain): its directory is
-removed with the target at the end.
+user. The old primary is never started again as a server (no split brain): between steps its
+shared memory is freed by a postmaster started once on its data directory, on a port and socket
+nobody else knows and stopped as soon as it listens (`tidy_killed`), then its directory is
+removed and the design rebuilt from the promoted server (LocalTarget.restore_design).
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ import time
 from pathlib import Path
 
 from howfast.errors import HowfastError
+from howfast.machine.pgbin import PgInstall
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
-from howfast.targets.local_server import processes_in
+from howfast.targets.local_server import free_port, processes_in
+from howfast.targets.osuser import OsUser
 from howfast.targets.replicas.local import LocalStandby
 
 PROMOTE_TIMEOUT_S = 60
+TIDY_TIMEOUT_S = 60
 GONE_TIMEOUT_S = 10
 # The promoted server has no standby: a commit must not wait for one.
 ASYNC_SQL = ("ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
@@ -78,3 +83,49 @@ def primary_state(conn: Connection) -> tuple[bool, int]:
         row = db.execute(TIMELINE_SQL).fetchone()
     assert row is not None
     return bool(row[0]), int(str(row[1]), 16)
+
+
+def tidy_killed(
+    install: PgInstall, user: OsUser, data_dir: Path, socket_dir: Path, log: Path
+) -> None:
+    """Free the shared memory a killed server left (a System V segment, /dev/shm/PostgreSQL.*
+    files): a postmaster starting on its data directory removes exactly those. It starts on a
+    free port, its socket in howfast's private directory: no client knows it (the old primary
+    never serves again), and it is stopped (SIGQUIT) as soon as it listens, also on Ctrl-C."""
+    if not data_dir.is_dir() or processes_in(data_dir):
+        return
+    port = free_port()
+    argv = [str(install.program("postgres") or "postgres"), "-D", str(data_dir),
+            "-p", str(port), "-k", str(socket_dir), "-c", "listen_addresses="]  # fmt: skip
+    pg_isready = install.program("pg_isready")
+    with log.open("ab") as out:
+        proc = subprocess.Popen(  # type: ignore[call-overload]
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            **user.subprocess_kwargs(),
+        )
+    try:
+        deadline = time.monotonic() + TIDY_TIMEOUT_S
+        while proc.poll() is None and pg_isready is not None and time.monotonic() < deadline:
+            where = ["-h", str(socket_dir), "-p", str(port), "-d", "postgres"]
+            if subprocess.run([str(pg_isready), "-q", *where], check=False).returncode in (0, 1):
+                break
+            time.sleep(0.05)
+    finally:
+        for sig in (signal.SIGQUIT, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+            try:
+                proc.wait(timeout=GONE_TIMEOUT_S)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        deadline = time.monotonic() + GONE_TIMEOUT_S
+        while processes_in(data_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in processes_in(data_dir):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)

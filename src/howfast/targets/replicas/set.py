@@ -61,6 +61,31 @@ class ReplicaSet:
         self.wait_streaming(timeout_s)
         self.make_synchronous()
 
+    def rebuild(
+        self, primary: Connection, lost: StandbyMember, member: StandbyMember, timeout_s: float
+    ) -> dict[str, float]:
+        """After a failover promoted `lost`: the set follows `primary` (the promoted server)
+        and `member` takes `lost`'s place, built from it, started, then streaming, caught up
+        and synchronous as at start. Returns how long each part took, in seconds."""
+        self.primary = primary
+        self.members = [member if m is lost else m for m in self.members]
+        self.started = [m for m in self.started if m is not lost]
+        self.started.append(member)  # stop() removes what build() began, also on Ctrl-C
+        began = time.monotonic()
+        member.build(primary)
+        built = time.monotonic()
+        member.start()
+        started = time.monotonic()
+        self.wait_streaming(timeout_s)
+        streaming = time.monotonic()
+        self.make_synchronous()
+        return {
+            "base_backup_s": round(built - began, 3),
+            "started_s": round(started - built, 3),
+            "caught_up_s": round(streaming - started, 3),
+            "in_force_s": round(time.monotonic() - streaming, 3),
+        }
+
     def states(self) -> dict[str, StandbyState]:
         with pgquery.connect(self.primary, timeout_s=5) as db:
             rows = db.execute(STATE_QUERY).fetchall()
