@@ -37,7 +37,10 @@ from howfast.targets.leftovers.machine import (
 SERVER_FAST_S = 30  # a fast shutdown writes a checkpoint: on a failing volume it may hang
 SERVER_IMMEDIATE_S = 10
 PROCESS_TERM_S = 5
-RETRY_S = 10  # unmounts and detaches: a device still closing makes them "busy" for a while
+# Unmounts and detaches: a device still closing makes them "busy" for a while; a loop device
+# detaches once the dirty pages of the filesystem on it have gone through the volume, whose
+# every write nbdkit delays (seen: over 10 s on a loaded machine).
+RETRY_S = 30
 
 
 def remove(leftovers: list[Leftover]) -> list[Path]:
