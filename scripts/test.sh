@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The test suites of `make test`, three pytest sessions side by side:
+# The test suites of `make test`, three pytest sessions side by side, and beside them the lint
+# and type checks (`make lint typecheck`):
 #
-# 1. The Kubernetes lab tests (tests/k8s, a real two-node cluster on loopback), from the start.
+# 1. The Kubernetes lab tests (tests/k8s, a real two-node cluster on loopback), from the start,
+#    at a higher CPU priority (nice -5): they are the longest session.
 #    The lab is built first, alone: a cold build (~15 min, once per machine, cached outside
 #    the clone) is CPU-heavy.
 # 2. All the others except the emulated-volume tests, from the start, in three pytest-xdist
@@ -80,7 +82,22 @@ show() {  # show TITLE LOG
     cat "$2"
 }
 
+# Lint and type checks (ruff, import-linter, mypy: about a minute) beside the tests, not before
+# them: their outcome is reported with the tests'.
+checks() {
+    (exec make --no-print-directory lint typecheck >"$logs/checks.log" 2>&1) &
+    checks_pid=$!
+    pids+=("$checks_pid")
+}
+checks_result() {  # prints the checks' output when they failed; returns their status
+    wait "$checks_pid"
+    local status=$?
+    if ((status != 0)); then show "lint and type checks (failed)" "$logs/checks.log"; fi
+    return "$status"
+}
+
 if [[ ${HOWFAST_K8S_LAB:-1} == 0 ]]; then  # the lab tests are collected and skipped, with why
+    checks
     start main - -m "not emulated" "${MAIN[@]:2}" "$@"
     main_pid=${pids[-1]}
     emulated "$@"
@@ -89,9 +106,12 @@ if [[ ${HOWFAST_K8S_LAB:-1} == 0 ]]; then  # the lab tests are collected and ski
     wait "$emulated_pid"
     emulated_status=$?
     show "emulated-volume tests (beside the others)" "$logs/emulated.log"
+    checks_result
+    checks_status=$?
     rm -rf "$logs"
-    echo "test.sh: other tests exit $main_status, emulated-volume tests exit $emulated_status"
-    ((main_status == 0 && emulated_status == 0))
+    echo "test.sh: lint and type checks exit $checks_status, other tests exit $main_status," \
+        "emulated-volume tests exit $emulated_status"
+    ((checks_status == 0 && main_status == 0 && emulated_status == 0))
     exit
 fi
 export HOWFAST_K8S_LAB=1
@@ -101,7 +121,13 @@ export HOWFAST_K8S_LAB=1
 "$PY" -m tests.k8s.lab build >/dev/null ||
     echo "test.sh: the k8s lab could not be built here; its tests will say why" >&2
 
+checks
+# The lab tests are the longest session (their pods, servers and cluster all need CPU): at the
+# emulated-volume tests' priority, so that the main session's workers, which have time to
+# spare, take what is left.
+SESSION_PREFIX=(exec "${EMULATED_NICE[@]}")
 start k8s "$logs/k8s.log" -m k8s tests/k8s -p no:cacheprovider --durations=5 "$@"
+SESSION_PREFIX=(exec)
 k8s_pid=${pids[-1]}
 start main - "${MAIN[@]}" "$@"
 main_pid=${pids[-1]}
@@ -116,8 +142,10 @@ emulated_status=$?
 trap - INT TERM HUP
 
 show "Kubernetes lab tests (tests/k8s, run beside the others)" "$logs/k8s.log"
-show "emulated-volume tests (from the lab tests' end, beside the others)" "$logs/emulated.log"
+show "emulated-volume tests (beside the others)" "$logs/emulated.log"
+checks_result
+checks_status=$?
 rm -rf "$logs"
-echo "test.sh: other tests exit $main_status, Kubernetes lab tests exit $k8s_status," \
-    "emulated-volume tests exit $emulated_status"
-((main_status == 0 && k8s_status == 0 && emulated_status == 0))
+echo "test.sh: lint and type checks exit $checks_status, other tests exit $main_status," \
+    "Kubernetes lab tests exit $k8s_status, emulated-volume tests exit $emulated_status"
+((checks_status == 0 && main_status == 0 && k8s_status == 0 && emulated_status == 0))
