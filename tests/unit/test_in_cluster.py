@@ -346,3 +346,28 @@ def test_dry_run_as_json(tmp_path: Path) -> None:
 def test_fetch_refuses_a_name_that_is_not_an_in_cluster_job(tmp_path: Path) -> None:
     status, _, err = _run_cli(["fetch", "my-job"], tmp_path)
     assert status == 2 and "is not an in-cluster run's Job" in err
+
+
+def test_the_documented_roles_let_a_user_create_and_delete_every_object_of_it() -> None:
+    rules = [
+        rule
+        for name in ("role.yaml", "in-cluster-role.yaml")
+        for doc in yaml.safe_load_all((REPO / "deploy/k8s" / name).read_text())
+        if doc["kind"] == "Role"
+        for rule in doc["rules"]
+    ]
+    resources = {"ConfigMap": ("", "configmaps"), "ServiceAccount": ("", "serviceaccounts"),
+                 "Role": ("rbac.authorization.k8s.io", "roles"),
+                 "RoleBinding": ("rbac.authorization.k8s.io", "rolebindings"),
+                 "Job": ("batch", "jobs"), "Pod": ("", "pods"), "Log": ("", "pods/log")}  # fmt: skip
+    kinds = {o["kind"] for o in icm.all_manifests(_plan())} | {"Pod", "Log"}
+    for kind in kinds:
+        group, resource = resources[kind]
+        verbs = {
+            verb
+            for rule in rules
+            if group in rule["apiGroups"] and resource in rule["resources"]
+            for verb in rule["verbs"]
+        }
+        wanted = {"get"} if kind == "Log" else {"create", "get", "delete"}
+        assert wanted <= verbs, kind
