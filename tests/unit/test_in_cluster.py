@@ -356,10 +356,15 @@ def test_the_documented_roles_let_a_user_create_and_delete_every_object_of_it() 
         if doc["kind"] == "Role"
         for rule in doc["rules"]
     ]
-    resources = {"ConfigMap": ("", "configmaps"), "ServiceAccount": ("", "serviceaccounts"),
-                 "Role": ("rbac.authorization.k8s.io", "roles"),
-                 "RoleBinding": ("rbac.authorization.k8s.io", "rolebindings"),
-                 "Job": ("batch", "jobs"), "Pod": ("", "pods"), "Log": ("", "pods/log")}  # fmt: skip
+    resources = {
+        "ConfigMap": ("", "configmaps"),
+        "ServiceAccount": ("", "serviceaccounts"),
+        "Role": ("rbac.authorization.k8s.io", "roles"),
+        "RoleBinding": ("rbac.authorization.k8s.io", "rolebindings"),
+        "Job": ("batch", "jobs"),
+        "Pod": ("", "pods"),
+        "Log": ("", "pods/log"),
+    }
     kinds = {o["kind"] for o in icm.all_manifests(_plan())} | {"Pod", "Log"}
     for kind in kinds:
         group, resource = resources[kind]
