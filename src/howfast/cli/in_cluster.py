@@ -16,8 +16,9 @@ import click
 from howfast import __version__
 from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, store_option
+from howfast.cli.output import EXIT_FOR_STATUS
 from howfast.cli.stores import open_results
-from howfast.errors import Aborted, HowfastError, UsageError
+from howfast.errors import Aborted, ExitStatus, HowfastError, UsageError
 from howfast.service.requests import RunRequest
 from howfast.service.run import RunService
 
@@ -141,7 +142,22 @@ def run_in_cluster(
             env.stdout.flush()
         return 0
     assert cluster is not None
+    _check_namespace(cluster, plan)
     return _run(env, cluster, plan, store, as_json)
+
+
+def _check_namespace(cluster: Cluster, plan: InClusterPlan) -> None:
+    """Refused before anything is created: a namespace that is not there, or one whose Pod
+    Security level refuses the lab's host network mode."""
+    from howfast.targets.k8s.network import pod_security_refusal
+
+    if not cluster.namespace_exists(plan.namespace):
+        raise UsageError(f"namespace {plan.namespace} does not exist (howfast creates none)")
+    why = pod_security_refusal(
+        plan.network, plan.namespace, cluster.namespace_labels(plan.namespace)
+    )
+    if why is not None:
+        raise UsageError(why)
 
 
 def _run(
@@ -222,7 +238,8 @@ def store_finished(
                 env.out.print(terminal.run_summary(run))
     for rid in new_ids:
         env.info(f"run {rid} stored (from Job {name}); see `howfast results show {rid}`")
-    return finished.exit_code if finished.exit_code in (0, 1, 130) else 1
+    statuses = [run.status for run in runs if run is not None]
+    return max(int(EXIT_FOR_STATUS.get(s, ExitStatus.ERROR)) for s in statuses or ["failed"])
 
 
 @click.command("fetch")
