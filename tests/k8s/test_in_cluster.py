@@ -101,7 +101,7 @@ def _job_started(proc: subprocess.Popen[str], seen: list[str], timeout: float) -
         seen.append(line)
         if job is None and "Job howfast-ic-" in line:
             job = line.split("Job ", 1)[1].split()[0]
-        if job is not None and "pgbench-init" in line:
+        if job is not None and "[1/2]" in line:  # the run inside has started its first step
             return job
         assert time.monotonic() < deadline, "".join(seen)
     raise AssertionError(f"howfast ended before the Job's run started:\n{''.join(seen)}")
