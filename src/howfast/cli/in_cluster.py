@@ -228,7 +228,10 @@ def store_finished(
         runs = [read_run(db, rid) for rid in new_ids]
     finally:
         db.close()
-    _delete(env, cluster, namespace, token)
+    try:
+        _delete(env, cluster, namespace, token)
+    except HowfastError as exc:  # the run is stored: say what is left, fail nothing
+        env.info(f"warning: {exc}; `howfast cleanup --k8s --force` removes Job {name}")
     if as_json:
         documents = [run_document(run) for run in runs if run is not None]
         env.print_json(documents[0] if len(documents) == 1 else documents)

@@ -182,13 +182,13 @@ def follow(cluster: Cluster, namespace: str, token: str, show: Callable[[str], N
     pod = _wait_started(cluster, namespace, token)
     shown = 0
     while True:
-        shown = _follow(cluster, namespace, pod, show, shown)
         found = [p for p in _pods(cluster, namespace, token) if p["metadata"]["name"] == pod]
         if not found:
             raise HowfastError(f"the pod {pod} of Job {icm.job_name(token)} was deleted")
         terminated = _terminated(found[0])
-        if terminated is not None:
+        if terminated is not None:  # (a Job fetched after its end: nothing to follow)
             break
+        shown = _follow(cluster, namespace, pod, show, shown)
         time.sleep(POLL_S)
     text = cluster.call(
         f"reading the log of pod {pod}",
