@@ -26,6 +26,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from subprocess import CompletedProcess
 
 from tests.k8s.lab import config, image
 from tests.k8s.lab.config import Paths
@@ -35,6 +36,7 @@ REPO = Path(__file__).resolve().parents[3]
 RECIPE = 2  # bump when the recipe changes in a way the key cannot see
 PYTHON = "/usr/bin/python3"  # bookworm's python3.11, here as in the image
 SITE = "opt/howfast/lib"
+IMAGE_NAME = "localhost/howfast"
 LAUNCHER = f"""#!{PYTHON}
 # howfast in this image: bookworm's python3 with the wheel's site directory first
 import sys
@@ -160,7 +162,7 @@ def ensure_image(paths: Paths | None = None) -> tuple[str, Path]:
         wheel = build_wheel(Path(tmp) / "dist")
         requirements = locked_requirements()
         key = _image_key(paths, wheel, requirements)
-        ref = f"localhost/howfast:{key}"
+        ref = f"{IMAGE_NAME}:{key}"
         out = paths.images / f"howfast-{key}.tar"
         if out.exists():
             return ref, out
@@ -176,18 +178,25 @@ def ensure_image(paths: Paths | None = None) -> tuple[str, Path]:
     return ref, out
 
 
+def _ctr(paths: Paths, node: int, *args: str | Path, timeout: float = 60) -> CompletedProcess[str]:
+    sock = paths.node(node).containerd_sock
+    return run(["/usr/bin/ctr", "--address", sock, "--namespace", "k8s.io", *args],
+               check=False, timeout=timeout)  # fmt: skip
+
+
 def import_image(paths: Paths, tarball: Path, ref: str, nodes: int) -> None:
     """Into every node's containerd of the running lab (`ctr images import`; the pgfio layer
-    is there already)."""
+    is there already), unless it is there; older images of howfast are removed from it first
+    (containerd's store outlives the lab's `down`: each would keep ~0.4 GB)."""
     for index in range(1, nodes + 1):
-        sock = paths.node(index).containerd_sock
+        listed = _ctr(paths, index, "images", "ls", "-q").stdout.split()
+        old = [name for name in listed if name.startswith(IMAGE_NAME + ":") and name != ref]
+        if old:
+            _ctr(paths, index, "images", "rm", *old)
+        if ref in listed:
+            continue
         t0 = time.monotonic()
-        proc = run(
-            ["/usr/bin/ctr", "--address", sock, "--namespace", "k8s.io", "images", "import",
-             tarball],
-            check=False,
-            timeout=300,
-        )  # fmt: skip
+        proc = _ctr(paths, index, "images", "import", tarball, timeout=300)
         if proc.returncode != 0:
-            raise LabError(f"ctr images import {tarball} ({sock}) failed: {proc.stderr.strip()}")
+            raise LabError(f"ctr images import {tarball} (node {index}) failed: {proc.stderr}")
         log(f"image {ref} imported into node {index} in {time.monotonic() - t0:.1f}s")
