@@ -132,8 +132,9 @@ def test_a_job_left_by_a_killed_howfast_finishes_and_is_fetched(
         if proc.poll() is None:
             proc.kill()
     listed = json.loads(run_howfast(env, "cleanup", "--k8s", "--json").stdout)
-    (found,) = [r for r in listed["runs"] if "Job" in (r.get("writer") or "")]
-    assert found["state"] in ("running", "unknown") and not found["removed"]
+    (found,) = [r for r in listed["runs"] if r["run"] == job.removeprefix("howfast-ic-")]
+    assert found["state"] in ("running", "unknown") and not found["removed"]  # left alone
+    assert {"kind": "ConfigMap", "name": job} in found["objects"]
     fetched = run_howfast(env, "fetch", job, "--json", timeout=200)
     doc = json.loads(fetched.stdout)
     assert doc["status"] == "completed", fetched.stderr
