@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,17 @@ def image(k8s_lab: ClusterFacts) -> str:
     howfast_image.import_image(paths, tarball, ref, len(k8s_lab.nodes))
     print(f"howfast image {ref} ready in {time.monotonic() - started:.1f}s")
     return ref
+
+
+@pytest.fixture(autouse=True)
+def _tidy(howfast_env: dict[str, str]) -> Iterator[None]:
+    """A test that failed half-way leaves a Job that runs on (cleanup --yes leaves a running
+    in-cluster run alone): --force removes it and its run's objects, for the tests after."""
+    yield
+    subprocess.run(
+        [sys.executable, "-m", "howfast", "cleanup", "--k8s", "--yes", "--force"],
+        env=howfast_env, capture_output=True, timeout=280, check=False,
+    )  # fmt: skip
 
 
 def _env(howfast_env: dict[str, str]) -> dict[str, str]:
