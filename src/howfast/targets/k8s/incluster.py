@@ -69,25 +69,36 @@ def create(cluster: Cluster, plan: icm.InClusterPlan) -> None:
 
 
 def delete(cluster: Cluster, namespace: str, token: str) -> list[str]:
-    """Delete the run's objects: the Job (its pod gets SIGTERM: the howfast inside deletes its
-    own objects within the grace period), the RBAC objects, then every labelled object
-    (Cluster.delete_run: the owner, the pod) and wait for the pod to be gone. Warnings."""
+    """Delete the run's objects: the Job and its pod first, whose howfast gets SIGTERM and
+    deletes what its run made within the grace period (with the Role it still has: the RBAC
+    objects go only once the pod is gone), then the RBAC objects and every labelled object
+    (Cluster.delete_run: the owner). Warnings: what is still there after the waits."""
     rbac, batch = _apis(cluster)
     name = icm.job_name(token)
-    deleters: list[tuple[str, Callable[..., Any]]] = [
-        ("Job", batch.delete_namespaced_job),
+    _delete_named(cluster, "Job", batch.delete_namespaced_job, name, namespace)
+    deadline = time.monotonic() + icm.GRACE_S + 60.0
+    for pod in _pods(cluster, namespace, token):
+        cluster.delete("Pod", str(pod["metadata"]["name"]), namespace, icm.GRACE_S)
+    while (left := _pods(cluster, namespace, token)) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    warnings = [f"the pod of Job {name} is still being deleted"] if left else []
+    for kind, deleter in (
         ("RoleBinding", rbac.delete_namespaced_role_binding),
         ("Role", rbac.delete_namespaced_role),
         ("ServiceAccount", cluster.core.delete_namespaced_service_account),
-    ]
-    for kind, deleter in deleters:
-        try:
-            deleter(name, namespace, propagation_policy="Background")
-        except cluster.k8s.client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise cluster._error(exc, f"deleting {kind} {name}") from None
-    return cluster.delete_run(namespace, token, timeout_s=icm.GRACE_S + 60.0,
-                              grace_s=icm.GRACE_S)  # fmt: skip
+    ):
+        _delete_named(cluster, kind, deleter, name, namespace)
+    return warnings + cluster.delete_run(namespace, token, timeout_s=60.0)
+
+
+def _delete_named(
+    cluster: Cluster, kind: str, deleter: Callable[..., Any], name: str, namespace: str
+) -> None:
+    try:
+        deleter(name, namespace, propagation_policy="Background")
+    except cluster.k8s.client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise cluster._error(exc, f"deleting {kind} {name}") from None
 
 
 def exists(cluster: Cluster, namespace: str, token: str) -> bool:
