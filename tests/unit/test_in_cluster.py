@@ -376,3 +376,13 @@ def test_the_documented_roles_let_a_user_create_and_delete_every_object_of_it() 
         }
         wanted = {"get"} if kind == "Log" else {"create", "get", "delete"}
         assert wanted <= verbs, kind
+
+
+def test_a_password_in_an_argument_the_job_would_get_is_refused(tmp_path: Path) -> None:
+    status, out, err = _run_cli(
+        ["run", "--target", "k8s://fast", "--in-cluster", "--howfast-image", "i", "--dry-run",
+         "--prometheus", f"http://me:{PASSWORD}@127.0.0.1:9090"],
+        tmp_path,
+    )  # fmt: skip
+    assert status == 2 and "an argument holds a password" in err
+    assert PASSWORD not in out + err

@@ -19,6 +19,7 @@ from howfast.cli.options import json_option, store_option
 from howfast.cli.output import EXIT_FOR_STATUS
 from howfast.cli.stores import open_results
 from howfast.errors import Aborted, ExitStatus, HowfastError, UsageError
+from howfast.redact import passwords_in
 from howfast.service.requests import RunRequest
 from howfast.service.run import RunService
 
@@ -127,6 +128,13 @@ def run_in_cluster(
         api_server=api_server,
         env={k: env.environ[k] for k in icm.PASSED_ENV if env.environ.get(k)},
     )
+    if any(passwords_in(arg) for arg in plan.run_args):
+        raise UsageError(
+            "an argument holds a password: --in-cluster would write it into the Job's command, "
+            "which anyone who may read Jobs or pods in the namespace can read",
+            "give it to the Job another way (a URL without a password), or run without "
+            "--in-cluster",
+        )
     if request.dry_run:
         manifests = icm.all_manifests(plan)
         if as_json:
