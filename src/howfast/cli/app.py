@@ -22,6 +22,8 @@ COMMANDS = {
     "report": ("report", "report_command"),
     "export": ("export", "export_group"),
     "cleanup": ("cleanup", "cleanup_command"),
+    "fetch": ("in_cluster", "fetch_command"),
+    "in-cluster-job": ("in_cluster", "in_cluster_job_command"),  # hidden: the Job's pod runs it
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv, pass_env
+from howfast.cli.in_cluster import RawArgsCommand, run_in_cluster
 from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import check_path_value, checked_path, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
@@ -34,7 +35,7 @@ from howfast.units import parse_duration, parse_size
 from howfast.workloads.pgbench.plan import parse_modes
 
 
-@click.command("run")
+@click.command("run", cls=RawArgsCommand)
 @click.argument("plan", default="quick")
 @click.option(
     "--target",
@@ -215,6 +216,20 @@ from howfast.workloads.pgbench.plan import parse_modes
     help="After each sampled step, read node_exporter (and postgres_exporter) series of the "
     "step's time window from this Prometheus server's HTTP API.",
 )
+@click.option(
+    "--in-cluster",
+    is_flag=True,
+    help="k8s:// targets: run howfast itself in the cluster, as a Job with these arguments "
+    "(a ServiceAccount and a Role limited to the namespace come with it); its progress "
+    "shows here, its run comes back into the store, everything is deleted after (also on "
+    "Ctrl-C). See docs/commands/run.md.",
+)
+@click.option(
+    "--howfast-image",
+    metavar="IMAGE",
+    help="With --in-cluster: the image of howfast the Job runs (deploy/Dockerfile.howfast) "
+    "[default: $HOWFAST_K8S_HOWFAST_IMAGE].",
+)
 @json_option
 @pass_env
 def run_command(
@@ -254,6 +269,8 @@ def run_command(
     metrics_port: int | None,
     metrics_address: str | None,
     prometheus_url: str | None,
+    in_cluster: bool,
+    howfast_image: str | None,
     as_json: bool,
     **given: str | None,
 ) -> int:
@@ -311,6 +328,18 @@ def run_command(
         live_metrics=LiveMetrics(metrics_port, metrics_address),
         dry_run=dry_run,
     )
+    if in_cluster:
+        return run_in_cluster(
+            env,
+            request,
+            store,
+            as_json,
+            image=howfast_image,
+            kube=kind_values("run", given),
+            metrics_port=metrics_port,
+        )
+    if howfast_image is not None:
+        raise UsageError("--howfast-image goes with --in-cluster")
     return run_request(env, request, store, as_json)
 
 

@@ -1,4 +1,4 @@
-"""python -m tests.k8s.lab build|up|down|status: the lab by hand."""
+"""python -m tests.k8s.lab build|up|down|status|howfast-image: the lab by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from tests.k8s.lab import build, cluster, config
+from tests.k8s.lab import build, cluster, config, howfast_image
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError
 
@@ -25,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"how many nodes (default: ${config.NODES_ENV}, else {config.DEFAULT_NODES})",
     )
+    sub.add_parser(
+        "howfast-image",
+        help="build howfast's image of this checkout (run --in-cluster); with the lab up, "
+        "import it into each node; prints its reference",
+    )
     sub.add_parser("down", help="stop the cluster and restore what it changed on the host")
     sub.add_parser("status", help="print what runs and where the cache is, as JSON")
     sub.add_parser(
@@ -40,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
             print(paths.root)
         elif args.command == "up":
             print(json.dumps(cluster.up(paths, nodes=args.nodes).as_dict(), indent=2))
+        elif args.command == "howfast-image":
+            ref, tarball = howfast_image.ensure_image(paths)
+            status = cluster.status(paths)
+            if status["running"] and status["api_ready"]:
+                howfast_image.import_image(paths, tarball, ref, len(status["nodes"]))
+            print(ref)
         elif args.command == "down":
             cluster.down(paths)
         elif args.command == "prune":

@@ -4,6 +4,10 @@ Each run's objects share `howfast.dev/run=<token>`; its owner Secret carries the
 process that created it (host, boot id, PID, start time: store/liveness.py). A run is a
 leftover when that process is certainly gone; a run of a live process is left alone, and one
 from another machine (whose process cannot be seen from here) only with --force.
+
+An in-cluster run (`run --in-cluster`: a ConfigMap owns a Job) has no such process here: it is
+running while its pod is, then waits for `howfast fetch` (removed only with --force); without
+a pod it is a leftover.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from howfast.errors import HowfastError
 from howfast.store import liveness
+from howfast.targets.k8s import incluster_manifests as icm
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster
 from howfast.targets.k8s.names import CORDONED_BY
@@ -48,9 +53,20 @@ def classify(writer_text: str | None, here: liveness.Writer) -> tuple[str, str |
     return "unknown", who
 
 
+def in_cluster_state(token: str, phases: list[str]) -> tuple[str, str | None]:
+    """(state, who) of an in-cluster run from its pod's phase."""
+    job = icm.job_name(token)
+    if any(phase in ("Pending", "Running") for phase in phases):
+        return "running", f"in-cluster Job {job}"
+    if phases:
+        return "unknown", f"in-cluster Job {job}, finished: `howfast fetch {job}` stores its run"
+    return "gone", None
+
+
 def group(objects: list[dict[str, Any]], here: liveness.Writer) -> list[RunObjects]:
     runs: dict[tuple[str, str], RunObjects] = {}
     writers: dict[tuple[str, str], str | None] = defaultdict(lambda: None)
+    in_cluster: dict[tuple[str, str], list[str]] = {}  # the phases of its pod(s)
     for obj in objects:
         meta = obj.get("metadata") or {}
         token = (meta.get("labels") or {}).get(m.RUN_LABEL)
@@ -63,8 +79,19 @@ def group(objects: list[dict[str, Any]], here: liveness.Writer) -> list[RunObjec
         if obj["kind"] == "Secret":
             writers[key] = annotations.get(m.WRITER_ANNOTATION)
             run.target = annotations.get(m.TARGET_ANNOTATION)
+        if obj["kind"] == "ConfigMap" and icm.IN_CLUSTER_ANNOTATION in annotations:
+            in_cluster.setdefault(key, [])
+            run.target = annotations.get(icm.TARGET_ANNOTATION)
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace")), str((meta.get("labels") or {}).get(m.RUN_LABEL)))
+        if obj["kind"] == "Pod" and key in in_cluster:
+            in_cluster[key].append(str((obj.get("status") or {}).get("phase")))
     for key, run in runs.items():
-        run.state, run.writer = classify(writers[key], here)
+        if key in in_cluster:
+            run.state, run.writer = in_cluster_state(key[1], in_cluster[key])
+        else:
+            run.state, run.writer = classify(writers[key], here)
     return sorted(runs.values(), key=lambda r: (r.namespace, r.token))
 
 

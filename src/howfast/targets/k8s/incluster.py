@@ -1,0 +1,221 @@
+"""`howfast run ... --in-cluster` and `howfast fetch JOB`: create the objects of an in-cluster
+run (incluster_manifests.py), follow its pod's log, read the run file it prints at the end
+(incluster_result.py), delete what was created. Thin: the API calls and the waiting.
+
+Whoever follows the log may go away (Ctrl-C deletes the run; a closed terminal or a lost
+connection leaves it): the Job runs to its end without anyone following, and its pod's log
+keeps the run file until `howfast fetch` reads it and deletes the objects.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from howfast.errors import HowfastError, UsageError
+from howfast.targets.k8s import incluster_manifests as icm
+from howfast.targets.k8s import incluster_result, manifests
+from howfast.targets.k8s.cluster import Cluster, pod_problem
+
+POLL_S = 1.0  # how often the pod's state is read while it starts and after its log ends
+START_TIMEOUT_S = 300.0  # a pod that does not start (image pull, scheduling) within this
+NO_POD_TIMEOUT_S = 60.0  # a Job whose pod is not even created (refused by admission)
+LOG_READ_TIMEOUT_S = (10.0, 600.0)  # a run may print nothing for minutes (a long step)
+
+
+class NotStarted(HowfastError):
+    """The Job's pod cannot start (or was never created): nothing runs, delete it all."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How the Job's pod ended: its exit code and the run file it printed (None: none)."""
+
+    exit_code: int
+    run_file: str | None
+    log_tail: list[str]
+
+
+def _apis(cluster: Cluster) -> tuple[Any, Any]:
+    k8s = cluster.k8s
+    return (
+        k8s.client.RbacAuthorizationV1Api(cluster.api_client),
+        k8s.client.BatchV1Api(cluster.api_client),
+    )
+
+
+def create(cluster: Cluster, plan: icm.InClusterPlan) -> None:
+    """The owner first, then its dependents; on a failure, whatever was created is deleted."""
+    rbac, batch = _apis(cluster)
+    ns = plan.namespace
+    owner = cluster.create(icm.owner_config_map(plan))
+    ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
+    creators: dict[str, Callable[..., Any]] = {
+        "ServiceAccount": cluster.core.create_namespaced_service_account,
+        "Role": rbac.create_namespaced_role,
+        "RoleBinding": rbac.create_namespaced_role_binding,
+        "Job": batch.create_namespaced_job,
+    }
+    try:
+        for manifest in icm.dependents(plan, ref):
+            kind = manifest["kind"]
+            cluster.call(f"creating {kind} {plan.name} in namespace {ns}", creators[kind], ns,
+                         manifest)  # fmt: skip
+    except BaseException:
+        delete(cluster, ns, plan.token)
+        raise
+
+
+def delete(cluster: Cluster, namespace: str, token: str) -> list[str]:
+    """Delete the run's objects: the Job and its pod first, whose howfast gets SIGTERM and
+    deletes what its run made within the grace period (with the Role it still has: the RBAC
+    objects go only once the pod is gone), then the RBAC objects and every labelled object
+    (Cluster.delete_run: the owner). Warnings: what is still there after the waits."""
+    rbac, batch = _apis(cluster)
+    name = icm.job_name(token)
+    _delete_named(cluster, "Job", batch.delete_namespaced_job, name, namespace)
+    deadline = time.monotonic() + icm.GRACE_S + 60.0
+    for pod in _pods(cluster, namespace, token):
+        cluster.delete("Pod", str(pod["metadata"]["name"]), namespace, icm.GRACE_S)
+    while (left := _pods(cluster, namespace, token)) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    warnings = [f"the pod of Job {name} is still being deleted"] if left else []
+    for kind, deleter in (
+        ("RoleBinding", rbac.delete_namespaced_role_binding),
+        ("Role", rbac.delete_namespaced_role),
+        ("ServiceAccount", cluster.core.delete_namespaced_service_account),
+    ):
+        _delete_named(cluster, kind, deleter, name, namespace)
+    return warnings + cluster.delete_run(namespace, token, timeout_s=60.0)
+
+
+def _delete_named(
+    cluster: Cluster, kind: str, deleter: Callable[..., Any], name: str, namespace: str
+) -> None:
+    try:
+        deleter(name, namespace, propagation_policy="Background")
+    except cluster.k8s.client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise cluster._error(exc, f"deleting {kind} {name}") from None
+
+
+def exists(cluster: Cluster, namespace: str, token: str) -> bool:
+    """Whether the Job is there (`howfast fetch`)."""
+    _, batch = _apis(cluster)
+    try:
+        batch.read_namespaced_job(icm.job_name(token), namespace)
+    except cluster.k8s.client.exceptions.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise cluster._error(exc, f"reading Job {icm.job_name(token)}") from None
+    return True
+
+
+def _pods(cluster: Cluster, namespace: str, token: str) -> list[dict[str, Any]]:
+    found = cluster.call(
+        f"listing the pods of {icm.job_name(token)}",
+        cluster.core.list_namespaced_pod,
+        namespace,
+        label_selector=manifests.selector(token),
+    )
+    return [cluster.plain(p) for p in found.items]
+
+
+def _terminated(pod: dict[str, Any]) -> dict[str, Any] | None:
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        if container.get("name") == icm.CONTAINER:
+            state = container.get("state") or {}
+            return state.get("terminated") if isinstance(state.get("terminated"), dict) else None
+    return None
+
+
+def _wait_started(cluster: Cluster, namespace: str, token: str) -> str:
+    """The pod's name once its container runs or has run; fails when it cannot start."""
+    name = icm.job_name(token)
+    t0 = time.monotonic()
+    while True:
+        pods = _pods(cluster, namespace, token)
+        if pods:
+            pod = pods[0]
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Running", "Succeeded", "Failed"):
+                return str(pod["metadata"]["name"])
+            problem = pod_problem(pod)
+            if problem is not None:
+                raise NotStarted(f"the pod of Job {name} cannot start: {problem}")
+            limit = START_TIMEOUT_S
+        else:
+            limit = NO_POD_TIMEOUT_S
+        if time.monotonic() - t0 > limit:
+            events = cluster.events(namespace, "Job", name)
+            if pods:
+                events += cluster.events(namespace, "Pod", str(pods[0]["metadata"]["name"]))
+            said = "; ".join(events[-4:]) or "no events"
+            raise NotStarted(f"the pod of Job {name} did not start within {limit:g} s ({said})")
+        time.sleep(POLL_S)
+
+
+def _follow(
+    cluster: Cluster, namespace: str, pod: str, show: Callable[[str], None], shown: int
+) -> int:
+    """Show the log's lines after the first `shown`, following it until the container ends
+    (or the stream breaks); the number of lines seen."""
+    stream = cluster.call(
+        f"following the log of pod {pod}",
+        cluster.core.read_namespaced_pod_log,
+        pod,
+        namespace,
+        container=icm.CONTAINER,
+        follow=True,
+        _preload_content=False,
+        _request_timeout=LOG_READ_TIMEOUT_S,
+    )
+    lines = incluster_result.LogLines()
+    seen = 0
+    try:
+        for raw in stream:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            seen += 1
+            if lines.is_progress(line) and seen > shown:
+                show(line)
+    except Exception:  # a broken stream: the caller looks at the pod and follows again
+        pass
+    finally:
+        stream.release_conn()
+    return max(seen, shown)
+
+
+def follow(cluster: Cluster, namespace: str, token: str, show: Callable[[str], None]) -> Finished:
+    """Wait for the Job's pod, show its log as it comes, and once its container has ended,
+    read the whole log for the run file."""
+    pod = _wait_started(cluster, namespace, token)
+    shown = 0
+    while True:
+        found = [p for p in _pods(cluster, namespace, token) if p["metadata"]["name"] == pod]
+        if not found:
+            raise HowfastError(f"the pod {pod} of Job {icm.job_name(token)} was deleted")
+        terminated = _terminated(found[0])
+        if terminated is not None:  # (a Job fetched after its end: nothing to follow)
+            break
+        shown = _follow(cluster, namespace, pod, show, shown)
+        time.sleep(POLL_S)
+    text = cluster.call(
+        f"reading the log of pod {pod}",
+        cluster.core.read_namespaced_pod_log,
+        pod,
+        namespace,
+        container=icm.CONTAINER,
+    )
+    log_lines = str(text).splitlines()
+    progress = incluster_result.LogLines()
+    tail = [line for line in log_lines if progress.is_progress(line)][-20:]
+    return Finished(int(terminated.get("exitCode") or 0), incluster_result.decode(log_lines), tail)
+
+
+def missing(namespace: str, job: str) -> UsageError:
+    return UsageError(
+        f"no Job {job} in namespace {namespace}",
+        "`howfast cleanup --k8s` lists in-cluster runs; give --namespace if it is elsewhere",
+    )
