@@ -63,6 +63,8 @@ RUN_RULES: tuple[dict[str, Any], ...] = (
     },
     {"apiGroups": [""], "resources": ["pods/exec", "pods/portforward"], "verbs": ["create", "get"]},
     {"apiGroups": [""], "resources": ["pods/log", "events"], "verbs": ["get", "list", "watch"]},
+    # the drain=NODE event evicts the run's server pod (cordoning needs the ClusterRole)
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
 )
 
 # Options of `howfast run` that stay on this machine: the store receives the run here, the
