@@ -194,6 +194,7 @@ def test_a_crash_then_a_failover_promote_a_standby_that_streams(
     assert list(target_dir.iterdir()) == []
 
 
+@pytest.mark.emulated  # its standbys on 5 ms volumes (nbdkit, nbdfuse, loop devices)
 def test_failover_with_sync_off_counts_its_loss_and_the_next_step_fails_over_again(
     howfast: Howfast, target_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
