@@ -22,6 +22,7 @@ import base64
 import contextlib
 import io
 import shlex
+import shutil
 import tarfile
 import threading
 import time
@@ -153,11 +154,22 @@ def unpack(text: str, into: Path) -> dict[str, Path]:
     if not data:
         return {}
     files: dict[str, Path] = {}
+    # Member by member rather than extractall(filter="data"), which Python 3.11 has only from
+    # 3.11.4 (Debian 12's python3, in howfast's own image, is 3.11.2): regular files with a
+    # relative name that stays under `into`, as collect_script sends; anything else is skipped.
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(into, filter="data")
         for member in archive.getmembers():
-            if member.isfile():
-                files[member.name] = into / member.name
+            name = PurePosixPath(member.name)
+            if not member.isfile() or name.is_absolute() or ".." in name.parts:
+                continue
+            source = archive.extractfile(member)
+            if source is None:
+                continue
+            target = into.joinpath(*name.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with source, target.open("wb") as out:
+                shutil.copyfileobj(source, out)
+            files[member.name] = target
     return files
 
 
