@@ -21,8 +21,8 @@ import psycopg
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.own_connection import open_own
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
-from howfast.targets import pgquery
 from howfast.targets.base import Connection
 
 
@@ -314,15 +314,8 @@ class PgStatsSampler(PeriodicSampler):
         self.tick(ctx.now())
 
     def _connect(self, ctx: SamplerContext) -> None:
-        connection = ctx.current_connection()
-        if connection is None:
-            raise RuntimeError("no server")
         self._close()
-        self.db = pgquery.connect(connection, timeout_s=5)
-        self.server = connection
-        # Its own connection, named so it can be told apart, and never stuck on a query.
-        self.db.execute("SET application_name = 'howfast-sampler'")
-        self.db.execute("SET statement_timeout = '5s'")
+        self.db, self.server = open_own(ctx, "howfast-sampler", "5s")
 
     def resume(self, ctx: SamplerContext) -> bool:
         """After an event cut the connection: a new one to the current primary. The next

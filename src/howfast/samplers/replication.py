@@ -26,9 +26,9 @@ import psycopg
 from howfast.model import JSONValue, Sample
 from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.own_connection import open_own
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.samplers.prepared import prepare, text_rows
-from howfast.targets import pgquery
 from howfast.targets.capabilities import HasStandbys
 from howfast.targets.replicas.builders import SLOTS_QUERY, STATE_QUERY
 from howfast.targets.replicas.state import StandbyState, parse_state
@@ -156,14 +156,8 @@ class ReplicationSampler(PeriodicSampler):
         return True
 
     def _connect(self, ctx: SamplerContext) -> None:
-        connection = ctx.current_connection()
-        if connection is None:
-            raise RuntimeError("no server")
         self._close()
-        self.db = pgquery.connect(connection, timeout_s=5)
-        self.db.autocommit = True
-        self.db.execute(f"SET application_name = '{APPLICATION}'")
-        self.db.execute("SET statement_timeout = '2s'")
+        self.db, _ = open_own(ctx, APPLICATION, "2s")
         prepare(self.db.pgconn, STATEMENT, STATE_QUERY)
 
     def tick(self, t: float) -> None:

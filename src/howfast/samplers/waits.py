@@ -27,9 +27,9 @@ import psycopg
 from howfast.model import JSONValue, Sample
 from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.own_connection import open_own
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.samplers.prepared import prepare, text_rows
-from howfast.targets import pgquery
 
 WAIT_INTERVAL_S = 0.1  # 10 Hz
 PROFILE_INTERVAL_S = 1.0  # pg_wait_sampling samples by itself; its profile is read at 1 Hz
@@ -183,14 +183,8 @@ class WaitEventSampler(PeriodicSampler):
     def _connect(self, ctx: SamplerContext, profile: bool | None = None) -> bool:
         """A connection of its own with the statement prepared; whether the server has the
         pg_wait_sampling profile (`profile`: the source already chosen)."""
-        connection = ctx.current_connection()
-        if connection is None:
-            raise RuntimeError("no server")
         self._close()
-        self.db = pgquery.connect(connection, timeout_s=5)
-        self.db.autocommit = True  # each reading sees the present, not a snapshot
-        self.db.execute(f"SET application_name = '{APPLICATION}'")
-        self.db.execute("SET statement_timeout = '2s'")
+        self.db, _ = open_own(ctx, APPLICATION, "2s")
         row = self.db.execute(
             "SELECT current_database(), pg_backend_pid(), "
             "to_regclass('pg_wait_sampling_profile') IS NOT NULL"
