@@ -67,6 +67,7 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
                                            f"{base}&standby_latency=2ms"])  # fmt: skip
     fast = found[f"{target_dir} with 1 sync standby (on), standby +0ms"]
     slow = found[f"{target_dir} with 1 sync standby (on), standby +2ms"]
+    sync_on_ratio = slow["tps"] / fast["tps"]
     lag = "replication_flush_lag_p99_ms"
     print(f"sync on: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f}; SyncRep share "
           f"{fast['wait_syncrep_share']}, {slow['wait_syncrep_share']}; flush lag p99 "
@@ -87,9 +88,11 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
     fast = found[f"{target_dir} with 1 async standby, standby +0ms"]
     slow = found[f"{target_dir} with 1 async standby, standby +2ms"]
     print(f"sync off: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f}")
-    # The standby's disk is not waited for; the margin is the machine's run-to-run noise
-    assert slow["tps"] > 0.8 * fast["tps"]
+    # The standby's disk is not waited for: no commit waits on it, and the +2 ms disk costs
+    # less than with sync on. (Not a fixed ratio: on this shared machine two runs a minute
+    # apart differed by 46% with sync off once, for reasons of their own.)
     assert fast["wait_syncrep_share"] < 0.05 and slow["wait_syncrep_share"] < 0.05
+    assert slow["tps"] / fast["tps"] > sync_on_ratio, (slow["tps"], fast["tps"], sync_on_ratio)
     (record,) = [t for name, t in found["_targets"].items() if name.endswith("standby +2ms")]
     assert record["name"].startswith(str(target_dir))
     assert _left(target_dir) == []
