@@ -85,7 +85,8 @@ show() {  # show TITLE LOG
 # Lint and type checks (ruff, import-linter, mypy: about a minute) beside the tests, not before
 # them: their outcome is reported with the tests'.
 checks() {
-    (exec make --no-print-directory lint typecheck >"$logs/checks.log" 2>&1) &
+    # at a low priority: the lab and emulated-volume sessions need the CPU more as they start
+    (exec nice -n 10 make --no-print-directory lint typecheck >"$logs/checks.log" 2>&1) &
     checks_pid=$!
     pids+=("$checks_pid")
 }
