@@ -5,14 +5,13 @@ postmaster gone."""
 
 from __future__ import annotations
 
-import os
-
 import psycopg
 
 from howfast.errors import HowfastError
 from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.eventspec import EventSpec
 from howfast.model import JSONValue
+from howfast.store.liveness import pid_exists
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, Target
 from howfast.targets.capabilities import HasCurrentPrimary, Promotable
@@ -72,7 +71,7 @@ class Failover(EventAction):
             "in_recovery_after": in_recovery,
             "timeline_before": _int(applied.before.get("timeline")),
             "timeline_after": timeline,
-            "old_primary_gone": isinstance(killed, int) and not _running(killed),
+            "old_primary_gone": isinstance(killed, int) and not pid_exists(killed),
         }
         before = applied.before.get("timeline")
         if in_recovery:
@@ -98,16 +97,6 @@ def standby_seen(conn: Connection, name: str) -> dict[str, JSONValue]:
         return {"state": "not connected"}
     behind = None if state.flush_lsn is None else max(0, state.current_lsn - state.flush_lsn)
     return {"state": state.state, "sync_state": state.sync_state, "unflushed_bytes": behind}
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _int(value: object) -> int | None:

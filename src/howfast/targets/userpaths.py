@@ -13,13 +13,13 @@ anything runs: each must be a place of its own, outside what howfast itself crea
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from howfast.errors import UsageError
 from howfast.redact import redact_dsn
+from howfast.store.liveness import pid_exists
 from howfast.targets.claim import MARKER
 from howfast.targets.dirlock import INFO as LOCK_INFO
 from howfast.targets.dirlock import holder_text, read_info
@@ -50,19 +50,9 @@ def _whose(owned: Path) -> str:
     """Who is using a directory howfast made: the run holding its parent's lock, or none."""
     doc = read_info(owned.parent / LOCK_INFO)
     pid = doc.get("pid")
-    if isinstance(pid, int) and _alive(pid):
+    if isinstance(pid, int) and pid_exists(pid):
         return f"{holder_text(doc)} is using it and removes it when it ends"
     return "it was kept by an earlier run (--keep) or left by one that was killed"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def refuse_inside_howfast(given: str, resolved: Path, role: str) -> None:
