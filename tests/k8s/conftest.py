@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -135,12 +137,18 @@ def two_nodes(k8s_lab: ClusterFacts) -> TwoNodes:
     return TwoNodes(first, second, shared, k8s_lab.volume_dirs[shared])
 
 
+# A pod of the lab not ready after this long is stuck: howfast then says what it waits for
+# (its own message), well before run_howfast's time-out would hide it behind a SIGABRT.
+POD_START_TIMEOUT_S = "120"
+
+
 @pytest.fixture
 def howfast_env(k8s_lab: ClusterFacts, tmp_path: Path) -> dict[str, str]:
     return {
         **os.environ,
         "KUBECONFIG": str(k8s_lab.kubeconfig),
         "HOWFAST_K8S_PULL_POLICY": "Never",
+        "HOWFAST_K8S_START_TIMEOUT": POD_START_TIMEOUT_S,
         "HOWFAST_STORE": str(tmp_path / "store.db"),
     }
 
@@ -168,6 +176,7 @@ def run_howfast(
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
         stdout, stderr = proc.communicate()
+        cluster_state = _cluster_snapshot(env)  # before the cleanup below removes it
         # what the aborted run left would fail the tests after this one too; --k8s: never
         # this machine's part, where the other tests' runs live beside the lab's
         subprocess.run(
@@ -178,6 +187,7 @@ def run_howfast(
         )
         raise AssertionError(
             f"howfast {' '.join(args)} still ran after {timeout:g} s; its threads:\n{stderr}"
+            f"\nthe cluster then:\n{cluster_state}"
         ) from None
     done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     if check and done.returncode != 0:
@@ -185,13 +195,93 @@ def run_howfast(
     return done
 
 
+def wait_for_line(proc: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
+    """The lines `proc` printed on stderr up to the first that holds `marker`. A thread reads
+    them (and goes on draining stderr afterwards), so that a howfast that prints nothing more
+    fails the test after `timeout` s with what it printed, instead of blocking it until
+    pytest's time-out."""
+    assert proc.stderr is not None
+    stream = proc.stderr
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True, name="stderr-pump").start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(
+                f"no {marker!r} from howfast in {timeout:g} s; it printed:\n{''.join(seen)}"
+            ) from None
+        if line is None:
+            raise AssertionError(f"howfast ended before {marker!r}:\n{''.join(seen)}")
+        seen.append(line)
+        if marker in line:
+            return seen
+
+
+def reap(proc: subprocess.Popen[str]) -> None:
+    """Kill `proc` if it still runs, and wait for it: a killed howfast left unwaited for is a
+    zombie whose PID still answers, and `howfast cleanup` then takes its run for a live one."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=30)
+
+
+def _cluster_snapshot(env: dict[str, str]) -> str:
+    """Pods, nodes and the last events of the lab, as kubectl prints them: what a hung run
+    was waiting for (a pod Pending, a node NotReady, an API server that stopped answering)."""
+    kubectl = str(Paths.default().kubectl)
+    out = []
+    for args in (
+        ["get", "nodes", "-o", "wide"],
+        ["get", "pods", "-A", "-o", "wide"],
+        ["get", "events", "-A", "--sort-by=.lastTimestamp"],
+    ):
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                [kubectl, "--request-timeout=10s", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            text = (proc.stdout + proc.stderr).splitlines()[-25:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            text = [f"({exc})"]
+        took = time.monotonic() - started
+        out.append(f"$ kubectl {' '.join(args)}  ({took:.1f} s)\n" + "\n".join(text))
+    return "\n".join(out)
+
+
+LABELLED_KINDS = {
+    "Pod": "pod",
+    "PersistentVolumeClaim": "pvc",
+    "ConfigMap": "configmap",
+    "Service": "service",
+    "NetworkPolicy": "networkpolicy",
+    "Secret": "secret",
+}
+
+
 def leftovers(kube: Kube) -> dict[str, list[str]]:
-    found = {}
-    for kind in ("pod", "pvc", "configmap", "service", "networkpolicy", "secret"):
-        items = kube.get(kind, "-A", "-l", LABEL)["items"]
-        found[kind] = [i["metadata"]["name"] for i in items]
-    found["pv"] = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
-    return {k: v for k, v in found.items() if v}
+    """howfast's labelled objects and every volume, by kubectl's short kind names; in two
+    kubectl calls (the tests poll this: each kubectl costs CPU the other tests need)."""
+    found: dict[str, list[str]] = {}
+    labelled = kube.get(",".join(LABELLED_KINDS.values()), "-A", "-l", LABEL)["items"]
+    for item in labelled:
+        found.setdefault(LABELLED_KINDS[item["kind"]], []).append(item["metadata"]["name"])
+    volumes = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
+    if volumes:
+        found["pv"] = volumes
+    return found
 
 
 def assert_clean(kube: Kube, timeout: float = 60) -> None:

@@ -23,6 +23,7 @@ from tests.k8s.conftest import (
     assert_clean,
     lab_images,
     leftovers,
+    reap,
     run_howfast,
     write_plan,
 )
@@ -212,8 +213,7 @@ def test_ctrl_c_while_the_pod_moves_leaves_nothing(
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr, stderr
     assert_clean(kube)

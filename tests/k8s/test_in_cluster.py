@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.k8s.conftest import Kube, assert_clean, lab_images, run_howfast, write_plan
+from tests.k8s.conftest import Kube, assert_clean, lab_images, reap, run_howfast, write_plan
 from tests.k8s.lab import howfast_image
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK, Paths
@@ -141,8 +141,7 @@ def test_a_job_left_by_a_killed_howfast_finishes_and_is_fetched(
         proc.send_signal(signal.SIGKILL)  # the terminal is gone: nothing here deletes the Job
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)
     listed = json.loads(run_howfast(env, "cleanup", "--k8s", "--json").stdout)
     (found,) = [r for r in listed["runs"] if r["run"] == job.removeprefix("howfast-ic-")]
     assert found["state"] in ("running", "unknown") and not found["removed"]  # left alone
@@ -179,8 +178,7 @@ def test_ctrl_c_deletes_the_job_and_what_its_run_made(
         proc.wait(timeout=240)
         reader.join(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)
     assert proc.returncode == 130, "".join(seen)
     assert "deleting Job howfast-ic-" in "".join(seen)
     _assert_none_labelled(kube)

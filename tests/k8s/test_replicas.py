@@ -25,7 +25,9 @@ from tests.k8s.conftest import (
     assert_clean,
     lab_images,
     leftovers,
+    reap,
     run_howfast,
+    wait_for_line,
     write_plan,
 )
 from tests.k8s.lab.cluster import ClusterFacts
@@ -198,8 +200,7 @@ def test_ctrl_c_while_the_standby_starts_leaves_nothing(
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)
     assert proc.returncode != 0
     assert {k: v for k, v in leftovers(kube).items() if k != "pv"} == {}
     # The standby's volume may still be being provisioned when its claim is deleted: the
@@ -219,15 +220,11 @@ def test_cleanup_removes_the_standby_a_killed_run_left(
         env=host_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "[1/2]" in line:
-                break
+        wait_for_line(proc, "[1/2]", timeout=150)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)
         for directory in Path(private_tmp()).glob(f"howfast-work-{proc.pid}-*"):
             shutil.rmtree(directory)  # what the killed howfast would have removed here
     standby = kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=standby")["items"]

@@ -347,13 +347,14 @@ def test_a_zombie_owner_is_gone():
     """A howfast killed by a parent that has not collected it yet (or never will: a killed
     shell's child, adopted by an init that does not reap) still shows its PID and start time,
     as a zombie: it is gone, and a process of its found that way is no longer alive."""
-    from howfast.targets.leftovers.machine import owner_state, zombie
+    from howfast.targets.k8s.cleanup import classify
+    from howfast.targets.leftovers.machine import owner_state
     from howfast.targets.leftovers.remove import _alive
 
     child = subprocess.Popen(["true"])
     try:
         deadline = time.monotonic() + 10
-        while not zombie(child.pid):
+        while not liveness.is_zombie(child.pid):
             assert time.monotonic() < deadline, "the child never ended"
             time.sleep(0.01)
         here = liveness.this_process()
@@ -361,10 +362,11 @@ def test_a_zombie_owner_is_gone():
         writer = liveness.Writer(here.host, here.boot_id, child.pid, ticks, here.pid_ns)
         assert not liveness.is_gone(writer, here)  # the store's test alone cannot tell
         assert owner_state(marks.OwnerRecord(writer), here) == "gone"
+        assert classify(json.dumps(writer.document()), here)[0] == "gone"  # a cluster's run too
         assert not _alive(child.pid, ticks)
     finally:
         child.wait()
-    assert not zombie(os.getpid())
+    assert not liveness.is_zombie(os.getpid())
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: makes a loop device")

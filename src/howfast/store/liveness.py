@@ -100,6 +100,16 @@ def pid_exists(pid: int) -> bool:
     return True
 
 
+def is_zombie(pid: int, proc: Path = PROC) -> bool:
+    """A process that has ended and waits for its parent to collect it: gone, though its PID
+    and start time still show (its parent may never collect it: a killed shell's child)."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] in ("Z", "X")
+
+
 def is_gone(writer: Writer, here: Writer, proc: Path = PROC) -> bool:
     """True only when `writer` certainly no longer runs; `here` is this process's Writer."""
     if writer.host != here.host or writer.pid_ns != here.pid_ns:

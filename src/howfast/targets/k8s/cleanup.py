@@ -49,7 +49,8 @@ def classify(writer_text: str | None, here: liveness.Writer) -> tuple[str, str |
     if liveness.is_gone(writer, here):
         return "gone", who
     if writer.host == here.host and writer.pid_ns == here.pid_ns:
-        return "running", who
+        # a killed howfast its parent has not collected yet still shows its PID
+        return ("gone" if liveness.is_zombie(writer.pid) else "running"), who
     return "unknown", who
 
 

@@ -27,7 +27,8 @@ WATCH_CHUNK_S = 5  # a watch is re-opened this often, to look at the cancel toke
 # Client-side limits, so that an API server (or a kubelet behind it) that stops answering
 # fails a call with a message instead of blocking howfast for ever: (connect, read) seconds.
 REQUEST_TIMEOUT_S = (10.0, 60.0)
-WATCH_TIMEOUT_S = (10.0, WATCH_CHUNK_S + 20.0)  # the server ends a watch chunk first
+# the server ends a watch chunk first; a watch silent for longer is given up and read again
+WATCH_TIMEOUT_S = (10.0, WATCH_CHUNK_S + 10.0)
 STREAM_OPEN_TIMEOUT_S = 60.0  # an exec's or port-forward's websocket handshake
 # Reasons a container waits for that will not go away by waiting longer.
 STUCK_REASONS = {
@@ -510,6 +511,15 @@ class Cluster:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise HowfastError(self.stuck_message(namespace, name, claims, last, timeout_s))
+            # Read before each watch: a watch's first events can be withheld while the API
+            # server's watch cache catches up with etcd (etcd 3.4 without frequent progress
+            # notifications: a pod that is already Ready and quiet was waited for until the
+            # time-out, seen in the test lab), or by a proxy that buffers streams.
+            current = self.read("Pod", name, namespace)
+            if current is not None:
+                last = current
+                if self._settled(namespace, name, last):
+                    return last
             # A new watch each time, from the current state (its first events): resuming
             # from a resource version fails on some etcd versions ("Too large resource
             # version").
@@ -523,16 +533,23 @@ class Cluster:
             )
             for event in _events(stream, self.k8s):
                 last = self.plain(event["object"])
-                problem = pod_problem(last)
-                if problem:
+                try:
+                    settled = self._settled(namespace, name, last)
+                except HowfastError:
                     watch.stop()
-                    raise HowfastError(self.describe_failure(namespace, name, problem, last))
-                if pod_ready(last):
+                    raise
+                if settled or cancel.cancelled:
                     watch.stop()
-                    return last
-                if cancel.cancelled:
-                    watch.stop()
+                    if settled:
+                        return last
                     break
+
+    def _settled(self, namespace: str, name: str, pod: dict[str, Any]) -> bool:
+        """True when the pod is Ready; raises when waiting cannot help."""
+        problem = pod_problem(pod)
+        if problem:
+            raise HowfastError(self.describe_failure(namespace, name, problem, pod))
+        return pod_ready(pod)
 
     def describe_failure(self, namespace: str, name: str, problem: str, pod: dict[str, Any]) -> str:
         lines = [f"pod {namespace}/{name}: {problem}"]

@@ -236,22 +236,12 @@ def lock_holder(path: Path, holders: dict[tuple[int, int, int], int] | None) -> 
     return holder_text(doc)
 
 
-def zombie(pid: int) -> bool:
-    """A process that has ended and waits for its parent to collect it: gone, though its PID
-    and start time still show (its parent may never collect it: a killed shell's child)."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :].split()[0] in ("Z", "X")
-
-
 def owner_state(record: marks.OwnerRecord | None, here: liveness.Writer) -> str:
     if record is None or record.writer is None:
         return "unknown"
     if liveness.is_gone(record.writer, here):
         return "gone"
-    if record.writer.host == here.host and zombie(record.writer.pid):
+    if record.writer.host == here.host and liveness.is_zombie(record.writer.pid):
         return "gone"
     same = record.writer.host == here.host and record.writer.pid_ns == here.pid_ns
     return "alive" if same else "unknown"
