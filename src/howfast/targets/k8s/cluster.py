@@ -515,7 +515,7 @@ class Cluster:
             # server's watch cache catches up with etcd (etcd 3.4 without frequent progress
             # notifications: a pod that is already Ready and quiet was waited for until the
             # time-out, seen in the test lab), or by a proxy that buffers streams.
-            current = self.read("Pod", name, namespace)
+            current = self._read_if_answered(namespace, name)
             if current is not None:
                 last = current
                 if self._settled(namespace, name, last):
@@ -543,6 +543,16 @@ class Cluster:
                     if settled:
                         return last
                     break
+
+    def _read_if_answered(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod as the API server has it now; None when the server does not answer it in
+        time or fails the read: the wait goes on, and reports at its deadline."""
+        import urllib3
+
+        try:
+            return self.read("Pod", name, namespace)
+        except (HowfastError, urllib3.exceptions.HTTPError):
+            return None
 
     def _settled(self, namespace: str, name: str, pod: dict[str, Any]) -> bool:
         """True when the pod is Ready; raises when waiting cannot help."""
