@@ -116,6 +116,7 @@ def test_a_killed_emulated_run_is_taken_down_top_to_bottom():
         ("kill-servers", VOL),
         ("no-processes", VOL),
         ("umount", f"{VOL}/mnt"),
+        ("detach-loop", "/dev/loop0"),  # by the device: nbdfuse's exit took its file's path
         ("detach-loops", SHM_VOL),  # looked up again then: a losetup may have made one since
         ("unmount-fuse", f"{SHM_VOL}/fuse"),
         ("rmtree", SHM_VOL),
@@ -392,3 +393,18 @@ def test_detach_loops_finds_the_devices_made_since_the_listing(tmp_path: Path):
     finally:
         for device in made:
             subprocess.run(["losetup", "--detach", device], capture_output=True)
+
+
+def test_a_loop_device_whose_fuse_file_was_detached_lazily_is_still_the_volumes():
+    """nbdfuse, stopped first, may detach its FUSE mount lazily: the loop device's backing
+    file then reads "/nbd" in sysfs, and detaching it by its old path would leave it attached
+    for good (one per clean-clone run was left so)."""
+    from howfast.targets.leftovers.remove import backed_by
+
+    fuse = "/dev/shm/howfast-vol-071aee8f-z4_d29ax/fuse"
+    file = f"{fuse}/nbd"
+    assert backed_by(file, file, [fuse])
+    assert backed_by("/nbd", file, [])  # its FUSE mount point is gone: the detached form
+    assert not backed_by("/nbd", file, [fuse])  # still mounted: another volume's orphan
+    assert not backed_by(None, file, [])  # detached already
+    assert not backed_by("/var/tmp/other.img", file, [])

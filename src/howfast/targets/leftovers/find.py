@@ -225,8 +225,8 @@ class Describer:
             actions.append(Action("umount", mount.point))
         for loop in (x for x in snap.loops if ours(x.backing)):
             details.append(f"loop device {loop.device}")
-            if not any(names.is_within(loop.backing, d) for d in run_dirs):
-                actions.append(Action("detach-loop", loop.device, extra=loop.backing))
+            # by the device found here: once nbdfuse is stopped, its file's path is gone
+            actions.append(Action("detach-loop", loop.device, extra=loop.backing))
         # and, looked up again when it is done, every loop device on a file of its private
         # directory: a losetup that waited on the volume may have made one since
         actions += [Action("detach-loops", d) for d in run_dirs]

@@ -16,7 +16,8 @@ import shutil
 import signal
 import subprocess
 import time
-from pathlib import Path
+from collections.abc import Collection
+from pathlib import Path, PurePosixPath
 
 from howfast.errors import HowfastError, UsageError
 from howfast.machine.cgroup import remove_if_abandoned
@@ -227,12 +228,28 @@ def _backing(device: str) -> str | None:
         return None
 
 
+def backed_by(now: str | None, backing: str, mount_points: Collection[str]) -> bool:
+    """Whether a loop device whose backing file reads `now` in sysfs is still on the file
+    `backing` it was found with. The volume's nbdfuse, stopped first, may unmount its FUSE
+    file lazily on its way out (libfuse does, as root, when it has time to): a loop device on
+    that file then names it from the detached mount's root ("/nbd"). That form counts only
+    once the FUSE mount point is gone from `mount_points`. Pure."""
+    if now is None or now == backing:
+        return now is not None
+    file = PurePosixPath(backing)
+    return now == f"/{file.name}" and str(file.parent) not in mount_points
+
+
+def _still_backed_by(device: str, backing: str) -> bool:
+    return backed_by(_backing(device), backing, _mount_points())
+
+
 def detach_loop(action: Action) -> None:
-    if _backing(action.path) != action.extra:
+    if not _still_backed_by(action.path, action.extra):
         return  # detached already, or now another file's: not ours
     _retry(["losetup", "--detach", action.path], f"detaching {action.path}")
     deadline = time.monotonic() + RETRY_S  # detaching completes when the last user closes it
-    while _backing(action.path) == action.extra and time.monotonic() < deadline:
+    while _still_backed_by(action.path, action.extra) and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
