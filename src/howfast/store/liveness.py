@@ -100,14 +100,19 @@ def pid_exists(pid: int) -> bool:
     return True
 
 
-def is_zombie(pid: int, proc: Path = PROC) -> bool:
-    """A process that has ended and waits for its parent to collect it: gone, though its PID
-    and start time still show (its parent may never collect it: a killed shell's child)."""
+def process_state(pid: int, proc: Path = PROC) -> str | None:
+    """Field 3 of /proc/PID/stat (R, S, D, Z...); None when there is no such process."""
     try:
         stat = (proc / str(pid) / "stat").read_text()
     except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :].split()[0] in ("Z", "X")
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[0]
+
+
+def is_zombie(pid: int, proc: Path = PROC) -> bool:
+    """A process that has ended and waits for its parent to collect it: gone, though its PID
+    and start time still show (its parent may never collect it: a killed shell's child)."""
+    return process_state(pid, proc) in ("Z", "X")
 
 
 def is_gone(writer: Writer, here: Writer, proc: Path = PROC) -> bool:

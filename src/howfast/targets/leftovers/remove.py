@@ -92,15 +92,7 @@ def _alive(pid: int, ticks: int | None) -> bool:
     """Whether `pid` is still the process that was found (not one that reuses its PID), and
     not a zombie: one that has ended and waits for its parent to collect it."""
     now = liveness.process_start_ticks(pid)
-    return now is not None and (ticks is None or now == ticks) and _state(pid) not in ("Z", "X")
-
-
-def _state(pid: int) -> str | None:
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2 :].split()[0]
+    return now is not None and (ticks is None or now == ticks) and not liveness.is_zombie(pid)
 
 
 def _signal(pid: int, ticks: int | None, sig: signal.Signals) -> None:
@@ -162,7 +154,7 @@ def stop_process(action: Action) -> None:
 def _waiting(pid: int) -> str:
     """Why a killed process lives on: one waiting in the kernel (state D) dies only when what
     it waits for ends."""
-    if _state(pid) != "D":
+    if liveness.process_state(pid) != "D":
         return ""
     try:
         wchan = (PROC / str(pid) / "wchan").read_text().strip()
