@@ -276,7 +276,8 @@ def create_temp_dir(directory: Path, name: str) -> Path:
 
 def _take_over(fd: int, out: OutputFile) -> None:
     """The replaced file's owner and permission bits on the temporary file (owner first: a
-    change of owner clears the set-id bits)."""
+    change of owner may reset the mode). Not its set-user/group-ID bits: what howfast
+    writes is never a program to run as its owner."""
     existing = out.existing
     assert existing is not None
     mine = os.fstat(fd)
@@ -289,7 +290,7 @@ def _take_over(fd: int, out: OutputFile) -> None:
                 f"{existing.st_gid}, and a file written by this user cannot keep that owner",
                 hint="write it as its owner or as root, or remove it first",
             ) from None
-    os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+    os.fchmod(fd, stat.S_IMODE(existing.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
 
 
 def _still_writable(out: OutputFile) -> None:

@@ -53,7 +53,7 @@ def report_command(
     Examples:
       howfast report 12 14 -o storage.html
       howfast report 12 -o storage.md
-      howfast report 12 -o - --format html > storage.html
+      howfast report 12 -o - --format html | gzip > storage.html.gz
     """
     ids = list(dict.fromkeys(parse_run_id(r) for r in run_ids))
     # A wrong suffix is an error before anything is read.
