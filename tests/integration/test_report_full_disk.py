@@ -44,11 +44,10 @@ def imported(howfast: Howfast, name: str) -> str:
 def fill(directory: Path, leave_bytes: int) -> None:
     """Fill the filesystem, then free `leave_bytes` of it."""
     filler = directory / "filler"
-    with filler.open("wb") as out:
+    with filler.open("wb", buffering=0) as out:  # unbuffered: the close has nothing to flush
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     os.truncate(filler, max(0, filler.stat().st_size - leave_bytes))
@@ -101,3 +100,22 @@ def test_a_markdown_report_that_does_not_fit_leaves_the_earlier_one(
     assert after["storage.md"] != before["storage.md"]
     assert all(after[name] for name in after)
     assert sorted(p.name for p in small_fs.iterdir()) == ["storage-charts", "storage.md"]
+
+
+@pytest.mark.parametrize("command", [["export", "json"], ["export", "prometheus"]])
+def test_an_export_that_does_not_fit_leaves_the_earlier_file(
+    howfast: Howfast, small_fs: Path, command: list[str]
+):
+    """Exports write by the same rule (outfile.py): the flush to the disk fails, the earlier
+    file keeps its content and mode, and no temporary file is left."""
+    run_id = imported(howfast, "multi-four-runs-pg15.txt")
+    path = small_fs / "runs.prom"
+    path.write_text("earlier\n")
+    path.chmod(0o600)
+    fill(small_fs, leave_bytes=1024)  # an export of this run is several KiB
+    out = howfast(*command, run_id, "-o", str(path))
+    assert out.returncode == 2, out.stderr
+    assert "No space left on device" in out.stderr and "Traceback" not in out.stderr
+    assert "the earlier file is unchanged" in out.stderr
+    assert path.read_text() == "earlier\n" and path.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in small_fs.iterdir()) == ["filler", "runs.prom"]

@@ -15,11 +15,12 @@ import pytest
 
 from howfast.analysis.derive import derive_run
 from howfast.errors import UsageError
-from howfast.exports.output import write_chunks, write_output
+from howfast.exports.output import write_output
 from howfast.exports.restore import restore_run, with_provenance
 from howfast.exports.rows import COLUMNS, csv_chunks, ndjson_chunks, run_rows, unit_of
 from howfast.exports.runfile import FORMAT, export_document, parse_run_file
 from howfast.model import RunRecord, Sample, StepRecord
+from howfast.outfile import output_file
 from howfast.service.reading import run_document
 from howfast.store import SqlStore, open_store
 from tests.unit.stored_runs import fio, init, pgbench, store_run
@@ -340,23 +341,23 @@ def test_a_failed_export_leaves_the_previous_file_and_no_temporary(tmp_path: Pat
         raise RuntimeError("the store went away")
 
     with pytest.raises(RuntimeError):
-        write_chunks(path, chunks())
+        write_output(output_file(str(path)), chunks(), io.StringIO())
     assert path.read_text() == "previous\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]
-    write_chunks(path, ["a\n", "b\n"])
+    write_output(output_file(str(path)), ["a\n", "b\n"], io.StringIO())
     assert path.read_text() == "a\nb\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]
 
 
 def test_unwritable_places_are_usage_errors(tmp_path: Path) -> None:
+    # More of the rule (special files, links, modes, names) in test_output_files.py.
     with pytest.raises(UsageError, match="is a directory"):
-        write_chunks(tmp_path, ["x"])
-    with pytest.raises(UsageError, match="cannot write in"):
-        write_chunks(tmp_path / "missing" / "runs.csv", ["x"])
+        output_file(str(tmp_path))
+    with pytest.raises(UsageError, match="missing does not exist"):
+        output_file(str(tmp_path / "missing" / "runs.csv"))
 
 
 def test_dash_and_no_output_write_stdout() -> None:
-    for output in (None, "-"):
-        out = io.StringIO()
-        assert write_output(output, ["a", "b"], out) is None
-        assert out.getvalue() == "ab"
+    out = io.StringIO()  # '-' and no -o both reach it as None (cli/options.py output_value)
+    assert write_output(None, ["a", "b"], out) is None
+    assert out.getvalue() == "ab"

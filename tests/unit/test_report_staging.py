@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.outfile import output_file
 from howfast.report.staging import staged
 
 
@@ -16,7 +17,7 @@ def test_a_new_report_replaces_the_old_images_and_leaves_other_files(tmp_path: P
     for name, data in (("chart-1.png", b"old1"), ("chart-9.png", b"old9"), ("notes.txt", b"n")):
         (charts / name).write_bytes(data)
     (tmp_path / "r.md").write_text("old")
-    with staged(tmp_path / "r.md") as staging:
+    with staged(output_file(str(tmp_path / "r.md"))) as staging:
         (staging.images_dir(charts) / "chart-1.png").write_bytes(b"new1")
         staging.write_document("new")
     assert (tmp_path / "r.md").read_text() == "new"
@@ -30,7 +31,7 @@ def test_a_new_report_replaces_the_old_images_and_leaves_other_files(tmp_path: P
 
 def test_an_error_while_writing_leaves_the_earlier_report_and_no_temporary_file(tmp_path: Path):
     (tmp_path / "r.md").write_text("old")
-    with pytest.raises(OSError), staged(tmp_path / "r.md") as staging:
+    with pytest.raises(OSError), staged(output_file(str(tmp_path / "r.md"))) as staging:
         (staging.images_dir(tmp_path / "r-charts") / "chart-1.png").write_bytes(b"x")
         staging.write_document("new")
         raise OSError(28, "No space left on device")
@@ -45,7 +46,7 @@ def test_through_a_link_the_file_it_names_is_replaced_and_its_mode_kept(tmp_path
     real.chmod(0o640)
     link = tmp_path / "r.html"
     link.symlink_to(real)
-    with staged(link) as staging:
+    with staged(output_file(str(link))) as staging:
         staging.write_document("new")
     assert link.is_symlink() and real.read_text() == "new"
     assert real.stat().st_mode & 0o777 == 0o640

@@ -11,14 +11,15 @@ import click
 
 from howfast import __version__
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.options import check_path_value, parse_run_id, store_option
+from howfast.cli.options import output_value, parse_run_id, say_where, store_option
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.exports.output import write_output
 from howfast.exports.rows import csv_chunks, ndjson_chunks, run_rows
 from howfast.exports.runfile import export_document
-from howfast.metrics.textfile import render_run, write_atomically
+from howfast.metrics.textfile import render_run
 from howfast.model import RunRecord
+from howfast.outfile import OutputFile
 from howfast.service.reading import read_run
 
 
@@ -31,8 +32,9 @@ output_option = click.option(
     "-o",
     "--output",
     metavar="FILE",
-    help="Where to write [default: stdout, also -]. A file is written under a temporary name "
-    "and renamed.",
+    callback=output_value,
+    help="Where to write [default: stdout, also -]: a regular file or a new name (a link only "
+    "to a regular file), written under a temporary name and renamed; its mode and owner kept.",
 )
 
 
@@ -80,7 +82,7 @@ def _done(env: CliEnv, path: Path | None, what: str) -> int:
 @store_option
 @pass_env
 def json_command(
-    env: CliEnv, run_ids: tuple[str, ...], output: str | None, store: str | None
+    env: CliEnv, run_ids: tuple[str, ...], output: OutputFile | None, store: str | None
 ) -> int:
     """Write runs as a run file, for `howfast import run` in another store: every figure,
     series and histogram as stored; verdicts are derived again where it is imported.
@@ -98,6 +100,7 @@ def json_command(
         howfast_version=__version__,
     )
     text = json.dumps(document, separators=(",", ":")) + "\n"  # compact: series are long
+    say_where(env, output)
     path = write_output(output, [text], env.stdout)
     return _done(env, path, f"{len(runs)} run{'s' if len(runs) > 1 else ''}")
 
@@ -109,11 +112,16 @@ def _rows_command(fmt: str) -> click.Command:
     @store_option
     @pass_env
     def command(
-        env: CliEnv, run_ids: tuple[str, ...], output: str | None, series: bool, store: str | None
+        env: CliEnv,
+        run_ids: tuple[str, ...],
+        output: OutputFile | None,
+        series: bool,
+        store: str | None,
     ) -> int:
         runs = _derived_runs(env, store, _run_ids(run_ids), series)
         rows = run_rows(runs, series=series)
         chunks = csv_chunks(rows, series) if fmt == "csv" else ndjson_chunks(rows, series)
+        say_where(env, output)
         path = write_output(output, chunks, env.stdout)
         return _done(env, path, f"the rows of {len(runs)} run{'s' if len(runs) > 1 else ''}")
 
@@ -147,12 +155,15 @@ export_group.add_command(_rows_command("ndjson"))
     "--output",
     required=True,
     metavar="FILE.prom",
-    callback=check_path_value,
-    help="Where to write (- for stdout). Written atomically, as the textfile collector wants.",
+    callback=output_value,
+    help="Where to write (- for stdout): a regular file or a new name, written atomically as "
+    "the textfile collector wants.",
 )
 @store_option
 @pass_env
-def prometheus_command(env: CliEnv, run_id: str, output: str, store: str | None) -> int:
+def prometheus_command(
+    env: CliEnv, run_id: str, output: OutputFile | None, store: str | None
+) -> int:
     """Write run RUN_ID in Prometheus's text format for node_exporter's textfile collector.
 
     \b
@@ -168,16 +179,12 @@ def prometheus_command(env: CliEnv, run_id: str, output: str, store: str | None)
     if run is None:
         raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
     text = render_run(run)
-    if output == "-":
-        env.stdout.write(text)
-        env.stdout.flush()
-        return 0
-    path = Path(output)
-    if path.suffix != ".prom":
-        env.info(f"note: the textfile collector only reads files ending in .prom, not {path}")
-    try:
-        write_atomically(path, text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc}") from None
-    env.info(f"wrote run {rid} ({len(run.steps)} steps) to {path}")
+    if output is not None and output.given.suffix != ".prom":
+        env.info(
+            f"note: the textfile collector only reads files ending in .prom, not {output.given}"
+        )
+    say_where(env, output)
+    path = write_output(output, [text], env.stdout)
+    if path is not None:
+        env.info(f"wrote run {rid} ({len(run.steps)} steps) to {path}")
     return 0

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from howfast.outfile import STDOUT, OutputFile, output_file
 from howfast.printable import first_unsafe
+
+if TYPE_CHECKING:
+    from howfast.cli.context import CliEnv
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +56,26 @@ def checked_path(ctx: click.Context | None, param: click.Parameter | None, value
     """check_path_value, then the value as a Path (None stays None)."""
     check_path_value(ctx, param, value)
     return None if value is None else Path(value)
+
+
+def output_value(
+    ctx: click.Context | None, param: click.Parameter | None, value: Any
+) -> OutputFile | None:
+    """A click callback for the file a command writes (-o): None for standard output ('-',
+    or not given), else the destination checked by the rule of outfile.py (a regular file or
+    a new name, a link only to a regular file, no control character)."""
+    check_path_value(ctx, param, value)
+    if value is None or value == STDOUT:
+        return None
+    option = param.opts[0] if param is not None and param.opts else "-o"
+    return output_file(str(value), option)
+
+
+def say_where(env: CliEnv, output: OutputFile | None) -> None:
+    """Before a file is written through a symbolic link: which file that is, on stderr."""
+    note = output.note() if output is not None else None
+    if note:
+        env.info(note)
 
 
 store_option = click.option(

@@ -1,45 +1,22 @@
-"""Where an export goes: standard output (`-o -` or no `-o`), or a file written under a
-temporary name beside it and renamed, so that no reader ever sees half a file and a failed
-export leaves the previous file as it was."""
+"""Where an export goes: standard output (`-o -` or no `-o`), or a file written by the rule
+of every file howfast writes (outfile.py): a regular file or a new name, under a temporary
+name beside it and renamed, so that no reader ever sees half a file and a failed export
+leaves the previous file as it was."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from howfast.errors import UsageError
+from howfast.outfile import OutputFile, write_file
 
 
-def write_chunks(path: Path, chunks: Iterable[str]) -> None:
-    """Write the chunks to a temporary file in `path`'s directory, then rename it to `path`;
-    UsageError (nothing left behind) when the directory cannot be written."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise UsageError(f"-o {path}: is a directory; give a file name")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise UsageError(f"-o {path}: cannot write in {directory}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"-o {path}: cannot write: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_output(output: str | None, chunks: Iterable[str], stdout: TextIO) -> Path | None:
-    """To stdout when `output` is None or '-', else atomically to that file (returned)."""
-    if output is None or output == "-":
+def write_output(output: OutputFile | None, chunks: Iterable[str], stdout: TextIO) -> Path | None:
+    """To stdout when `output` is None ('-' or no -o), else atomically to that file (whose
+    name as given is returned)."""
+    if output is None:
         try:
             for chunk in chunks:
                 stdout.write(chunk)
@@ -47,9 +24,8 @@ def write_output(output: str | None, chunks: Iterable[str], stdout: TextIO) -> P
         except BrokenPipeError:  # the reader had what it wanted (`| head`): stop quietly
             _silence(stdout)
         return None
-    path = Path(output)
-    write_chunks(path, chunks)
-    return path
+    write_file(output, chunks)
+    return output.given
 
 
 def _silence(stdout: TextIO) -> None:

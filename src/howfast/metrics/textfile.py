@@ -11,10 +11,6 @@ block anyway. When things happened is carried in values instead:
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 from prometheus_client import generate_latest
 
 from howfast.metrics.families import RunMetrics, epoch, step_labels
@@ -42,18 +38,3 @@ def render_run(run: RunRecord) -> str:
     if ended is not None:
         metrics.run_finished(run_id, run.plan, ended)
     return generate_latest(metrics.registry).decode()
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write beside the file, then rename: the collector never reads half a file (and a
-    temporary name without `.prom` is not read at all)."""
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -12,6 +12,7 @@ from howfast.analysis.groups import count_tests
 from howfast.analysis.overview import overview
 from howfast.errors import UsageError
 from howfast.model import RunRecord
+from howfast.outfile import OutputFile, output_file
 from howfast.plugin.registry import plugins
 from howfast.report import document, html
 from howfast.report.charts import DEFAULT_ROLES, MAX_PER_SECOND_TESTS, io_series_names
@@ -48,27 +49,79 @@ class Written:
     images_dir: Path | None = None
 
 
-def report_format(path: Path) -> str:
+FORMATS = ("html", "markdown")
+
+
+def report_format(path: Path | None, chosen: str | None = None) -> str:
+    """The format of a report to `path` (None: standard output): `chosen` (--format), else
+    the file's suffix; UsageError when neither tells, when they disagree, or for Markdown
+    on standard output (its charts are files beside it)."""
+    by_suffix = _format_of_suffix(path) if path is not None else None
+    if path is None:
+        if chosen == "markdown":
+            raise UsageError(
+                "-o - with --format markdown: a Markdown report's charts are PNG files "
+                "written beside it, which standard output cannot hold",
+                hint="give a file name (FILE.md), or --format html for standard output",
+            )
+        if chosen is None:
+            raise UsageError(
+                "-o -: standard output has no suffix to tell the report format",
+                hint="add --format html, for one self-contained page",
+            )
+        return chosen
+    if chosen is not None:
+        if by_suffix is not None and by_suffix != chosen:
+            raise UsageError(
+                f"{path}: the suffix {path.suffix} is {by_suffix}, but --format says {chosen}",
+                hint="drop --format, or name the file for that format",
+            )
+        return chosen
+    if by_suffix is None:
+        raise UsageError(
+            f"{path}: cannot tell the report format from {path.suffix or 'no suffix'}",
+            hint="name the file .html (one self-contained page) or .md (Markdown with PNG "
+            "charts), or give --format",
+        )
+    return by_suffix
+
+
+def _format_of_suffix(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in HTML_SUFFIXES:
         return "html"
     if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
-    raise UsageError(
-        f"{path}: cannot tell the report format from {suffix or 'no suffix'}",
-        hint="name the file .html (one self-contained page) or .md (Markdown with PNG charts)",
-    )
+    return None
 
 
-def write_report(runs: Sequence[RunRecord], path: Path, generated_at: str | None = None) -> Written:
-    """The report of `runs` in `path`, whole or not at all (report/staging.py): on an error
-    nothing is left half-written and an earlier report of that name is unchanged."""
-    kind = report_format(path)
-    generated = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+def html_report(runs: Sequence[RunRecord], generated_at: str | None = None) -> str:
+    """The HTML report of `runs` as text (for standard output)."""
+    return html.render(document.build(overview(runs)), generated_at or _now())
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def write_report(
+    runs: Sequence[RunRecord],
+    out: OutputFile | Path,
+    generated_at: str | None = None,
+    fmt: str | None = None,
+) -> Written:
+    """The report of `runs` in `out` (checked by outfile.py's rule; a Path is checked here),
+    in format `fmt` (default: by the suffix), whole or not at all (report/staging.py): on an
+    error nothing is left half-written and an earlier report of that name is unchanged."""
+    if isinstance(out, Path):
+        out = output_file(str(out))
+    path = out.given
+    kind = report_format(path, fmt)
+    generated = generated_at or _now()
     outline = document.build(overview(runs))
     images = None
     try:
-        with staged(path) as staging:
+        with staged(out) as staging:
             if kind == "html":
                 text = html.render(outline, generated)
             else:
