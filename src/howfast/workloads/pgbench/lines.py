@@ -148,7 +148,8 @@ class CleanText:
         pieces: list[str] = []
         for raw in raw_lines:
             if pieces and len(pieces[-1]) == width and _continues(pieces, raw, only_rows):
-                pieces.append(raw)
+                # a run of spaces first is a hanging indent (a cut keeps a single space)
+                pieces.append(" " + raw.lstrip() if raw.startswith("  ") else raw)
                 continue
             if pieces:
                 yield "".join(pieces)

@@ -52,6 +52,8 @@ Metrics = dict[str, MetricValue]
 
 # pgbench prints this many tuples per scale unit in pgbench_accounts
 ACCOUNTS_PER_SCALE = 100_000
+# More characters than this after a row are no wrapped statement's rest: they are not held
+MAX_WRAPPED_CHARS = 16_384
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,7 @@ class _RunBuilder:
         self.unreadable_statement: str | None = None  # the first row that could not be read
         # lines after a row that pgbench did not print: its statement's rest, wrapped
         self.wrapped: list[str] = []
+        self.wrapped_chars = 0
         self.last: Literal["statement", "progress", "other"] = "other"
 
     def feed(self, line: str) -> None:
@@ -281,11 +284,14 @@ class _RunBuilder:
         block, before any row, the block is unreadable. After a progress line that is not
         whole, it is the rest of that line, which a terminal wrapped."""
         if self.last == "statement":
-            if g.looks_known(line) and (
-                not line.startswith(" - ") or g.is_script_block_line(line)
-            ):
+            if g.looks_known(line) and (not line.startswith(" - ") or g.is_script_block_line(line)):
                 return False
             self.wrapped.append(line.strip())  # " - " and all: "abalance - :delta" wrapped
+            self.wrapped_chars += len(line)
+            if self.wrapped_chars > MAX_WRAPPED_CHARS:  # another program's lines after the block
+                self.wrapped, self.wrapped_chars = [], 0
+                self.statement_columns = None
+                self.last = "other"
             return True
         if g.looks_known(line):
             return False
@@ -315,6 +321,7 @@ class _RunBuilder:
             if block_goes_on or ends:
                 statement.sql = " ".join([statement.sql, *self.wrapped])
         self.wrapped = []
+        self.wrapped_chars = 0
         if not block_goes_on:
             self.statement_columns = None
 
