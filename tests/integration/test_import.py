@@ -399,6 +399,7 @@ def assert_same_step(pasted: dict[str, Any], recorded: dict[str, Any]) -> None:
         ("statements-word-wrapped-80-pg15.txt", "run-tpcb-pg15.txt", 0.218),
         ("statements-hanging-indent-80-pg15.txt", "run-tpcb-pg15.txt", 0.218),
         ("statements-folded-80-pg15.txt", "run-tpcb-pg15.txt", 0.218),
+        ("statements-word-wrapped-80-retries-pg15.txt", "run-retries-pg15.txt", 0.292),
         ("statements-indented-80-pg16.txt", "run-simple-update-pg16.txt", 0.687),
         ("statements-word-wrapped-80-pg14.txt", "run-tpcb-pg14.txt", 0.652),
     ],

@@ -66,6 +66,7 @@ def main() -> None:
     # a statement table wrapped: pgbench 15's real output, 16's and 14's formats
     paste("run-tpcb-pg15.txt", "statements-word-wrapped-80-pg15.txt")
     paste("run-tpcb-pg15.txt", "statements-folded-80-pg15.txt", hard=True)
+    paste("run-retries-pg15.txt", "statements-word-wrapped-80-retries-pg15.txt")
     paste("run-tpcb-pg15.txt", "statements-hanging-indent-80-pg15.txt", hang=28)
     paste("run-simple-update-pg16.txt", "statements-indented-80-pg16.txt", indent=4, hang=4)
     paste("run-tpcb-pg14.txt", "statements-word-wrapped-80-pg14.txt")
