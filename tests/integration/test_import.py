@@ -369,3 +369,98 @@ def test_a_96_init_and_rate_run_copied_from_a_console(cli: Cli):
         r"\set aid random(1, 100000 * :scale)",
         "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;",
     ]
+
+
+# --- wrapped pastes (issue 35; tests/data/pgbench/pastes/wrap.py made them) -----------------
+
+STEP_KEYS = ("workload", "status", "metrics", "params", "series", "error", "warnings")
+
+
+def assert_same_step(pasted: dict[str, Any], recorded: dict[str, Any]) -> None:
+    """The step of a wrapped paste is the recorded output's, but for a space in a statement:
+    a page that broke a line at a space exactly at the text's widest column reads as a
+    terminal's cut there (which keeps every character), so the space it dropped stays out."""
+    statements = pasted["metrics"].get("statements", [])
+    expected = recorded["metrics"].get("statements", [])
+    assert [s["latency_ms"] for s in statements] == [s["latency_ms"] for s in expected]
+    for got, want in zip(statements, expected, strict=True):
+        assert got["sql"].replace(" ", "") == want["sql"].replace(" ", "")
+        assert len(want["sql"]) - len(got["sql"]) in (0, 1), got["sql"]
+    for key in STEP_KEYS:
+        if key == "metrics":
+            assert {**pasted[key], "statements": None} == {**recorded[key], "statements": None}
+        else:
+            assert pasted[key] == recorded[key], key
+
+
+@pytest.mark.parametrize(
+    ("name", "original", "end_ms"),
+    [
+        ("statements-word-wrapped-80-pg15.txt", "run-tpcb-pg15.txt", 0.218),
+        ("statements-hanging-indent-80-pg15.txt", "run-tpcb-pg15.txt", 0.218),
+        ("statements-folded-80-pg15.txt", "run-tpcb-pg15.txt", 0.218),
+        ("statements-word-wrapped-80-retries-pg15.txt", "run-retries-pg15.txt", 0.292),
+        ("statements-indented-80-pg16.txt", "run-simple-update-pg16.txt", 0.687),
+        ("statements-word-wrapped-80-pg14.txt", "run-tpcb-pg14.txt", 0.652),
+    ],
+)
+def test_a_statement_table_wrapped_at_80_columns_keeps_every_statement(
+    cli: Cli, name: str, original: str, end_ms: float
+):
+    """Statements a page broke at a word (the rest on the next line, with or without an
+    indent) or a terminal cut at column 80: each one's rest joins it, and every row after it
+    is kept, END's latency (the commit's) included. The step is the recorded output's."""
+    (pasted,) = with_series(cli, PASTES / name)
+    (recorded,) = with_series(cli, PGBENCH / original)
+    statements = pasted["metrics"]["statements"]
+    assert len(statements) == len(recorded["metrics"]["statements"])
+    assert (statements[-1]["sql"], statements[-1]["latency_ms"]) == ("END;", end_ms)
+    assert_same_step(pasted, recorded)
+
+
+PG96 = PGBENCH / "init-rate-run-pg96.txt"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        PG96,
+        PASTES / "init-rate-run-pg96-folded-80.txt",
+        PASTES / "init-rate-run-pg96-list.txt",
+        PASTES / "init-rate-run-pg96-list-80.txt",
+        PASTES / "init-rate-run-pg96-lstripped-80.txt",
+    ],
+    ids=lambda path: path.name,
+)
+def test_a_96_init_then_a_rate_limited_run_is_one_init_and_one_run(cli: Cli, path: Path):
+    """PostgreSQL 9.6: an init without phase times, then a run with -R, -L, -P and -r (its
+    "script statistics:" block), as printed, cut at 80 columns, copied from a page that showed
+    the block's " - " lines as a list (a second step with no figures came of it), and with
+    every line's indent lost."""
+    init, run = with_series(cli, path)
+    assert (init["workload"], init["status"], init["params"]["scale"]) == (
+        "pgbench-init",
+        "completed",
+        10,
+    )
+    assert init["metrics"] == {"scale": 10}  # 9.6 prints no phase times: unknown, not 0
+    assert (run["workload"], run["status"], run["error"]) == ("pgbench", "completed", None)
+    metrics, params = run["metrics"], run["params"]
+    assert (metrics["tps"], metrics["tps_including_connections"]) == (399.871234, 399.602114)
+    assert (metrics["latency_avg_ms"], metrics["latency_stddev_ms"]) == (2.576, 1.299)
+    assert (metrics["transactions"], metrics["skipped"], metrics["late"]) == (3997, 3, 21)
+    assert (metrics["schedule_lag_avg_ms"], metrics["schedule_lag_max_ms"]) == (0.425, 9.876)
+    assert (params["mode"], params["clients"], params["jobs"], params["scale"]) == (
+        "tpcb-like",
+        4,
+        2,
+        10,
+    )
+    assert (params["rate"], params["latency_limit_ms"], params["duration_s"]) == (400.0, 10.0, 10)
+    statements = metrics["statements"]
+    assert len(statements) == 11
+    assert statements[-1] == {"sql": "END;", "latency_ms": 0.361}
+    assert [t for t, _ in run["series"]["tps"]] == [2.0, 4.0, 6.0, 8.0, 10.0]
+    if path != PG96:
+        for pasted, recorded in zip((init, run), with_series(cli, PG96), strict=True):
+            assert_same_step(pasted, recorded)

@@ -13,7 +13,7 @@ import pytest
 
 from howfast.workloads.pgbench.grammar import builtin_mode, mode_of, script_name
 from howfast.workloads.pgbench.invocations import parse_all, parse_source
-from howfast.workloads.pgbench.lines import clean_lines
+from howfast.workloads.pgbench.lines import clean_lines, reindent
 from howfast.workloads.pgbench.parse import PgbenchInit, PgbenchRun, ProgressPoint, parse_lines
 from howfast.workloads.pgbench.pasted import split_records, strip_escapes, unmark
 from howfast.workloads.pgbench.progress import ProgressSeries
@@ -133,6 +133,98 @@ def test_a_line_after_the_last_statement_row_is_not_its_continuation() -> None:
     text = read("run-tpcb-pg15.txt") + "--- done, sleeping 30 s\n"
     (run,) = [item for item in parse_all(text) if isinstance(item, PgbenchRun)]
     assert run.statements[-1].sql == "END;" and run.notes == ()
+
+
+# --- statements wrapped at a word, script lines that lost their " - " (issue 35) ---------------
+
+# a header, and a row longer than the wrapped ones: they are no terminal's cut at the widest
+ROWS_HEADER = (
+    "statement latencies in milliseconds and failures:\n"
+    "         0.293           0  UPDATE pgbench_tellers SET tbalance = tbalance + :delta "
+    "WHERE tid = :tid;\n"
+)
+TELLERS = ("UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;", 0.293)
+
+
+def statements_of(text: str) -> list[tuple[str, float]]:
+    (run,) = [item for item in parse_all(text) if isinstance(item, PgbenchRun)]
+    return [(s.sql, s.latency_ms) for s in run.statements]
+
+
+@pytest.mark.parametrize("indent", ["", "    ", " " * 28])
+def test_the_rest_of_a_statement_wrapped_at_a_word_joins_it_and_later_rows_stay(
+    indent: str,
+) -> None:
+    """Shorter than the text's widest line, so no terminal's cut: a page broke it at a space
+    (the rest alone, indented like the text, or under the statement)."""
+    text = (
+        TPS + "\n" + ROWS_HEADER + "         0.152           0  BEGIN;\n"
+        "         0.207           0  UPDATE pgbench_accounts SET abalance = abalance +\n"
+        f"{indent}:delta WHERE aid = :aid;\n"
+        "         0.218           0  END;\n"
+    )
+    assert statements_of(text) == [
+        TELLERS,
+        ("BEGIN;", 0.152),
+        ("UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;", 0.207),
+        ("END;", 0.218),
+    ]
+
+
+@pytest.mark.parametrize("indent", ["", "  "])  # indented, it is read as " - ..." first
+def test_a_wrapped_rest_that_starts_with_a_dash_is_no_script_line(indent: str) -> None:
+    text = (
+        TPS + "\n" + ROWS_HEADER + "         0.207           0  UPDATE pgbench_accounts SET "
+        "abalance = abalance\n"
+        f"{indent}- :delta WHERE aid = :aid;\n"
+        "         0.218           0  END;\n"
+    )
+    assert statements_of(text)[1:] == [
+        ("UPDATE pgbench_accounts SET abalance = abalance - :delta WHERE aid = :aid;", 0.207),
+        ("END;", 0.218),
+    ]
+
+
+def test_the_last_statements_rest_joins_it_only_when_it_ends_it() -> None:
+    """After the last row nothing tells a wrapped rest from a wrapper's line but this: the
+    statement lacks its ";" and the line ends with one."""
+    rows = TPS + "\n" + ROWS_HEADER + "         0.207           0  INSERT INTO t (a, b) VALUES\n"
+    assert statements_of(rows + "(1, 2);\n")[1:] == [("INSERT INTO t (a, b) VALUES (1, 2);", 0.207)]
+    assert statements_of(rows + "--- done, sleeping 30 s\n")[1:] == [
+        ("INSERT INTO t (a, b) VALUES", 0.207)
+    ]
+
+
+def test_script_lines_that_lost_their_dash_stay_the_scripts() -> None:
+    """A page showed the " - " lines of the script blocks as a list, whose bullets a copy
+    leaves out: "number of failed transactions: ..." and "latency average = ..." come again
+    after the summary's, and are each script's, not a new run."""
+    recorded = read("run-multi-pg15.txt")
+    listed = "".join(line.removeprefix(" - ") for line in recorded.splitlines(keepends=True))
+    assert listed != recorded
+    assert parse_all(listed) == parse_all(recorded)
+
+
+def test_a_script_line_left_unindented_gets_its_indent_back() -> None:
+    assert reindent("- statement latencies in milliseconds:") == (
+        " - statement latencies in milliseconds:"
+    )
+    assert reindent("- number of transactions skipped: 3 (0.075%)") == (
+        " - number of transactions skipped: 3 (0.075%)"
+    )
+    assert reindent("- a list item of the prose around") == "- a list item of the prose around"
+
+
+def test_an_init_tuples_line_cut_by_a_wrap_still_gives_the_scale() -> None:
+    text = (
+        "creating tables...\n"
+        "1000000 of 1000000 tuples (100%) done (elapsed 1.33 s, remaining\n"
+        "0.00 s)\n"
+        "vacuum...\nset primary keys...\ndone.\n"
+    )
+    (init,) = parse_all(text)
+    assert isinstance(init, PgbenchInit)
+    assert (init.scale, init.completed, init.phases, init.total_s) == (10, True, {}, None)
 
 
 # --- builtin scripts' names, damaged ---------------------------------------------------------
@@ -259,3 +351,13 @@ def test_init_and_run_of_a_stream_keep_their_order() -> None:
     text = read("init-client-pg15.txt") + read("run-tpcb-pg15.txt")
     found = parse_source(text.splitlines)
     assert [type(item) for item in found] == [PgbenchInit, PgbenchRun]
+
+
+def test_lines_after_the_last_row_are_not_held_without_end() -> None:
+    """Another program's log after a run's last row is no statement's rest: what is held for
+    that is bounded, and dropped (the statement stays as printed)."""
+    log = "".join(f"app: request {n} served\n" for n in range(2000))
+    rows = TPS + "\n" + ROWS_HEADER + "         0.207           0  INSERT INTO t (a, b) VALUES\n"
+    assert statements_of(rows + log + "end of log;\n")[1:] == [
+        ("INSERT INTO t (a, b) VALUES", 0.207)
+    ]

@@ -296,8 +296,11 @@ STATEMENT_PATTERNS = [
 
 # --- init ----------------------------------------------------------------------------------------
 
+# "(elapsed X s, remaining Y s)" optional: a wrap may have cut it off (its rest is a line of
+# its own, ignored); the counts before it are what the init's scale is read from
 TUPLES = re.compile(
-    r"^(\d+) of (\d+) tuples \(\d+%\) (?:of (\w+) )?done \(elapsed [\d.]+ s, remaining [\d.]+ s\)"
+    r"^(\d+) of (\d+) tuples \(\d+%\) (?:of (\w+) )?done"
+    r"(?: \(elapsed [\d.]+ s, remaining [\d.]+ s\))?"
 )
 DONE_IN = re.compile(r"^done in ([\d.]+) s \((.*)\)\.$")
 GENERATING = re.compile(r"^generating data(?: \((client|server)-side\))?\.\.\.$")
@@ -387,6 +390,28 @@ def looks_known(line: str) -> bool:
         _KNOWN_LINE.match(line) is not None
         or line.startswith(" - ")
         or parse_command_line(line) is not None
+    )
+
+
+# the lines of a script's block as pgbench prints them, " - " and all: what a " - " line that
+# is not one of these (a wrapped statement's rest, "abalance - :delta ...") is not
+_SCRIPT_BLOCK_LINE = _one_pattern([*SCRIPT_LINES.values(), SCRIPT_NOISE, STATEMENT_HEADER])
+
+
+def is_script_block_line(line: str) -> bool:
+    """Whether a line is one of a script block's: " - latency average = 2.1 ms", " - statement
+    latencies in milliseconds:" ... (with its " - ")."""
+    return _SCRIPT_BLOCK_LINE.match(line) is not None
+
+
+def opens_script_block(line: str) -> bool:
+    """Whether a line starts the per-script part of a run's summary ("script statistics:",
+    "SQL script 1: ...", a statement latency header): pgbench prints no summary line after
+    it, so a summary line there is a script line whose " - " pasting removed."""
+    return (
+        line == SCRIPT_STATISTICS
+        or SCRIPT_HEADER.match(line) is not None
+        or STATEMENT_HEADER.match(line) is not None
     )
 
 

@@ -19,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from howfast.workloads.pgbench.grammar import PROGRESS, LineRole, line_role
+from howfast.workloads.pgbench.grammar import (
+    PROGRESS,
+    LineRole,
+    is_script_block_line,
+    line_role,
+    opens_script_block,
+)
 from howfast.workloads.pgbench.lines import CleanText, LineSource
 from howfast.workloads.pgbench.parse import PartParser, PgbenchInit, PgbenchRun
 
@@ -38,6 +44,7 @@ class _Part:
         self.progress = False
         self.errors = False
         self.content = False  # a line that is not blank
+        self.script_block = False  # after the summary's per-script part began
         self.parser = PartParser()
 
     @property
@@ -57,7 +64,17 @@ class _Part:
             or (role == "summary" and key in self.summary_keys)
         )
 
+    def role(self, line: str) -> tuple[LineRole, str | None]:
+        """A line's `line_role` in this part: in a script block, a summary line that a script
+        block prints too ("number of transactions skipped: ...", "latency average = ...") is
+        that script line, its " - " lost in pasting (parse.py reads it so)."""
+        role, key = line_role(line)
+        if self.script_block and role == "summary" and is_script_block_line(" - " + line):
+            return "other", None
+        return role, key
+
     def add(self, line: str, role: LineRole, key: str | None) -> None:
+        self.script_block = self.script_block or opens_script_block(line)
         self.parser.feed(line, role)
         if role == "summary" and key is not None:
             self.summary_keys.add(key)
@@ -80,7 +97,7 @@ def _parts(lines: Iterable[str]) -> list[_Part]:
             part.parser.feed_progress(progress, line)
             part.progress = part.content = True
             continue
-        role, key = line_role(line)
+        role, key = part.role(line)
         if part.ends_before(role, key):
             part = _Part()
             parts.append(part)
@@ -111,7 +128,7 @@ def parse_source(source: LineSource) -> list[Parsed]:
 def _parts_of_one(lines: Iterable[str]) -> list[_Part]:
     whole = _Part()
     for line in lines:
-        whole.add(line, *line_role(line))
+        whole.add(line, *whole.role(line))
     return [whole]
 
 

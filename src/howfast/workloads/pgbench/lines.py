@@ -14,7 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from howfast.workloads.pgbench.grammar import STATEMENT_LINE, looks_known, looks_whole
+from howfast.workloads.pgbench.grammar import (
+    STATEMENT_LINE,
+    is_script_block_line,
+    looks_known,
+    looks_whole,
+)
 from howfast.workloads.pgbench.pasted import (
     MIN_RECORD,
     PasteSurvey,
@@ -59,12 +64,16 @@ def looks_own(line: str) -> bool:
 def reindent(line: str) -> str:
     """A line of pgbench's at the indent pgbench gives it, whatever indent it came with: none
     for summary lines, " - " for the lines of a script block. Per-statement rows are read by
-    their columns, whatever their indent; other lines are left alone."""
+    their columns, whatever their indent; other lines are left alone. A script line that
+    lost its indent ("- latency average = ...", as log shippers leave it) gets it back."""
     stripped = line.lstrip()
-    if stripped == line or STATEMENT_LINE.match(line):
+    if STATEMENT_LINE.match(line):
         return line
     if stripped.startswith("- "):
-        return " - " + stripped[2:]
+        dashed = " - " + stripped[2:]
+        return dashed if stripped != line or is_script_block_line(dashed) else line
+    if stripped == line:
+        return line
     return stripped if looks_known(stripped) else line
 
 
@@ -139,7 +148,8 @@ class CleanText:
         pieces: list[str] = []
         for raw in raw_lines:
             if pieces and len(pieces[-1]) == width and _continues(pieces, raw, only_rows):
-                pieces.append(raw)
+                # a run of spaces first is a hanging indent (a cut keeps a single space)
+                pieces.append(" " + raw.lstrip() if raw.startswith("  ") else raw)
                 continue
             if pieces:
                 yield "".join(pieces)

@@ -52,6 +52,8 @@ Metrics = dict[str, MetricValue]
 
 # pgbench prints this many tuples per scale unit in pgbench_accounts
 ACCOUNTS_PER_SCALE = 100_000
+# More characters than this after a row are no wrapped statement's rest: they are not held
+MAX_WRAPPED_CHARS = 16_384
 
 
 @dataclass(frozen=True)
@@ -234,15 +236,20 @@ class _RunBuilder:
         self.errors: list[str] = []
         self.statement_columns: int | None = None  # None: not inside a statement block
         self.unreadable_statement: str | None = None  # the first row that could not be read
+        # lines after a row that pgbench did not print: its statement's rest, wrapped
+        self.wrapped: list[str] = []
+        self.wrapped_chars = 0
         self.last: Literal["statement", "progress", "other"] = "other"
 
     def feed(self, line: str) -> None:
         if not line.strip():
+            self._end_wrapped()
             self.statement_columns = None
             self.last = "other"
             return
         if self._statement_row(line) or self._continuation(line):
             return
+        self._end_wrapped()
         self.last = "other"
         m = g.PROGRESS.match(line)
         if m is not None:
@@ -273,16 +280,21 @@ class _RunBuilder:
 
     def _continuation(self, line: str) -> bool:
         """A line pgbench did not print right after a statement row or a progress line.
-        After a row, the statement block has ended (a wrapper script's line; a statement a
-        terminal wrapped was joined back by lines.py). Inside a statement block, before any
-        row, the block is unreadable. After a progress line that is not whole, it is the rest
-        of that line, which a terminal wrapped."""
+        After a row, it is held until the block goes on (`_end_wrapped`). Inside a statement
+        block, before any row, the block is unreadable. After a progress line that is not
+        whole, it is the rest of that line, which a terminal wrapped."""
+        if self.last == "statement":
+            if g.looks_known(line) and (not line.startswith(" - ") or g.is_script_block_line(line)):
+                return False
+            self.wrapped.append(line.strip())  # " - " and all: "abalance - :delta" wrapped
+            self.wrapped_chars += len(line)
+            if self.wrapped_chars > MAX_WRAPPED_CHARS:  # another program's lines after the block
+                self.wrapped, self.wrapped_chars = [], 0
+                self.statement_columns = None
+                self.last = "other"
+            return True
         if g.looks_known(line):
             return False
-        if self.last == "statement":
-            self.statement_columns = None
-            self.last = "other"
-            return True
         if self.statement_columns is not None:
             self.unreadable_statement = self.unreadable_statement or line.strip()
             return True
@@ -294,6 +306,24 @@ class _RunBuilder:
                 self.add_progress(m, joined)
             return True
         return False
+
+    def _end_wrapped(self, *, block_goes_on: bool = False) -> None:
+        """What the lines after a row were, once the next line shows it: the rest of its
+        statement, which a web page or a terminal wrapped at a word (a hard wrap at a column
+        was joined by lines.py), when another row follows; else a wrapper script's lines after
+        the block, unless they end the statement they follow (it lacks its ";", they end
+        with one). Joined with a space: a word wrap broke the line at one."""
+        if not self.wrapped:
+            return
+        if self.statements:
+            statement = self.statements[-1]
+            ends = not statement.sql.endswith(";") and self.wrapped[-1].endswith(";")
+            if block_goes_on or ends:
+                statement.sql = " ".join([statement.sql, *self.wrapped])
+        self.wrapped = []
+        self.wrapped_chars = 0
+        if not block_goes_on:
+            self.statement_columns = None
 
     def _statement(self, line: str) -> bool:
         header = g.STATEMENT_HEADER.match(line)
@@ -319,6 +349,7 @@ class _RunBuilder:
             self.unreadable_statement = self.unreadable_statement or line.strip()
             self.last = "other"
             return True
+        self._end_wrapped(block_goes_on=True)
         groups = m.groups()
         self.statements.append(
             _StatementAcc(
@@ -344,6 +375,10 @@ class _RunBuilder:
             return True
         if not self.scripts:
             return False
+        if not line.startswith(" - "):
+            # inside the block, a summary line is a script's that lost its " - " (a web page
+            # showed the lines as a list, or as paragraphs)
+            line = " - " + line
         for key, pattern in g.SCRIPT_LINES.items():
             m = pattern.match(line)
             if m is not None:
@@ -353,6 +388,7 @@ class _RunBuilder:
         return g.SCRIPT_NOISE.match(line) is not None
 
     def build(self, command: tuple[str, ...] | None) -> PgbenchRun:
+        self._end_wrapped()
         get = _Getter(self.values)
         mode: Mode | None = None
         script: str | None = None
