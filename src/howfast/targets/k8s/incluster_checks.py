@@ -78,13 +78,13 @@ def _words(arg: str) -> list[str]:
 
 
 def _in_word(word: str) -> Found | None:
-    for match in _URI.finditer(word):
-        password = match[1].partition(":")[2]
+    for uri in _URI.finditer(word):
+        password = uri[1].partition(":")[2]
         if password and _is_value(password):
             return Found("a password in a URI (user:password@)", password)
-    match = _BARE_USERINFO.search(word)
-    if match and _is_value(match[2]):
-        return Found("a user:password@host", match[2])
+    bare = _BARE_USERINFO.search(word)
+    if bare and _is_value(bare[2]):
+        return Found("a user:password@host", bare[2])
     header, colon, rest = word.partition(":")
     header = header.strip()
     is_header = header.lower() in _AUTH_HEADERS or names_credential(header)
