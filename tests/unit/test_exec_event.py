@@ -6,6 +6,8 @@ server is needed: the command is given where the server is, it does not connect)
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -24,7 +26,17 @@ from howfast.events.exec_env import (
 from howfast.events.process_group import group_members
 from howfast.events.run_command import KEPT_BYTES, RunCommand
 from howfast.eventspec import EventSpec
+from howfast.store import liveness
 from howfast.targets.dsn import DsnTarget, parse_dsn
+from howfast.targets.leftovers.exec_groups import (
+    GroupRecord,
+    ProcStat,
+    members,
+    read_stats,
+    record_group,
+    recorded_groups,
+    stop_recorded_groups,
+)
 
 DSN_PW = "dsn-pw-7Hq2"  # each secret distinct: a leak says which path it came through
 ENV_PW = "env-pw-Lw9x"
@@ -227,3 +239,72 @@ def test_ctrl_c_stops_the_whole_group(tmp_path: Path):
     assert not thread.is_alive()
     assert len(raised) == 1 and isinstance(raised[0], Aborted)
     assert wait_gone(grandchild)
+
+
+# -- what a killed run's command left: recorded, then stopped by cleanup ------------------
+def test_the_group_is_recorded_while_it_lives_and_forgotten_once_stopped(tmp_path: Path):
+    pidfile = tmp_path / "sleep.pid"
+    action = RunCommand(HOWFAST_ENV, grace_s=2)
+    ctx = context(tmp_path)
+    applied = action.apply(ctx, spec("sh", "-c", f'sleep 38 & echo $! > "{pidfile}"'))
+    pgid = int(str(applied.facts["pid"]))
+    (record,) = recorded_groups(ctx.scratch)
+    assert record.pgid == pgid and record.boot_id == liveness.boot_id()
+    assert applied.undo is not None
+    applied.undo()
+    assert recorded_groups(ctx.scratch) == [] and wait_gone(int(pidfile.read_text()))
+    # a command that ends with nothing left behind leaves no record either
+    action.apply(ctx, spec("true"))
+    assert recorded_groups(ctx.scratch) == []
+
+
+def test_cleanup_stops_a_recorded_group_that_no_howfast_stops(tmp_path: Path):
+    """As after a SIGKILL of howfast: the group runs on, only its record says whose it is."""
+    pidfile = tmp_path / "sleep.pid"
+    script = f'trap "" TERM; sleep 38 & echo $! > "{pidfile}"; sleep 39'
+    leader = subprocess.Popen(["sh", "-c", script], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        grandchild = int(pidfile.read_text())
+        private = tmp_path / "howfast-work-1-x" / "step-1" / "events"
+        private.mkdir(parents=True)
+        record = record_group(private, leader.pid)
+        assert record is not None
+        found = members(recorded_groups(private)[0], read_stats(), liveness.boot_id())
+        group = {m.pid for m in found}  # the shell, `sleep 38` and `sleep 39`
+        assert {leader.pid, grandchild} <= group and len(group) == 3
+        stopped = stop_recorded_groups(tmp_path / "howfast-work-1-x")
+        assert set(stopped) == group
+        assert leader.wait(10) == -signal.SIGKILL  # it ignored SIGTERM: killed
+        assert all(wait_gone(pid) for pid in group) and not record.exists()
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+            leader.wait()
+
+
+def test_a_record_names_no_strangers_group():
+    record = GroupRecord(4242, 1000, "boot-a", Path("/x"))
+    ours = [
+        ProcStat(4242, "S", 4242, 4242, 1000),  # the command itself
+        ProcStat(4250, "S", 4242, 4242, 1005),  # what it started
+    ]
+    assert members(record, ours, "boot-a") == ours
+    assert members(record, ours, "boot-b") == []  # another boot: all of it ended
+    # the command ended; its children stay in its group and session
+    assert members(record, ours[1:], "boot-a") == ours[1:]
+    # the id given again to another process: nothing of that group is ours
+    stranger = [ProcStat(4242, "S", 4242, 4242, 9000), ProcStat(4260, "S", 4242, 4242, 9001)]
+    assert members(record, stranger, "boot-a") == []
+    # in the group but another session (it cannot be: setsid), older than the command,
+    # or a zombie: not counted
+    others = [
+        ProcStat(4251, "S", 4242, 1, 1005),
+        ProcStat(4252, "S", 4242, 4242, 999),
+        ProcStat(4253, "Z", 4242, 4242, 1005),
+    ]
+    assert members(record, others, "boot-a") == []
+    assert members(GroupRecord(4242, None, "boot-a", Path("/x")), ours, "boot-a") == []

@@ -26,6 +26,7 @@ from howfast.events.process_group import GRACE_S, ExecGroup
 from howfast.eventspec import EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Target
+from howfast.targets.leftovers.exec_groups import forget_group, record_group
 
 KEPT_BYTES = 4096  # of its output, in the record
 MIN_TIMEOUT_S = 1.0
@@ -88,6 +89,8 @@ class RunCommand(EventAction):
                 start_new_session=True,  # its own session and process group: stopped whole
             )
         group = ExecGroup(leader)
+        # for `howfast cleanup`, should this howfast be killed while the group lives
+        record = record_group(ctx.scratch, group.pgid)
         lasting = False
         stopped: str | None = None
         status: int | None = None
@@ -102,6 +105,7 @@ class RunCommand(EventAction):
             unregister()
             if not lasting:
                 stopped = group.stop(self.grace_s)
+                forget_group(record)
         facts: dict[str, JSONValue] = {
             "argv": [redact_output(a, secrets) for a in spec.argv],
             "pid": group.pgid,
@@ -116,7 +120,7 @@ class RunCommand(EventAction):
         elif lasting:
             facts["left_running"] = len(group.members())
             return Applied(
-                applied, None, facts=facts, undo=lambda: _stop_lasting(group, self.grace_s)
+                applied, None, facts=facts, undo=lambda: _stop_lasting(group, self.grace_s, record)
             )
         elif stopped is not None:  # what it left ended between the two looks
             facts["stopped_with"] = stopped
@@ -136,9 +140,11 @@ class RunCommand(EventAction):
         return Verified(False, evidence, f"{spec.argv[0]} exited with status {status}{said}")
 
 
-def _stop_lasting(group: ExecGroup, grace_s: float) -> dict[str, JSONValue]:
+def _stop_lasting(group: ExecGroup, grace_s: float, record: Path | None) -> dict[str, JSONValue]:
     """After the load (or on Ctrl-C, an error): what the command left running, stopped."""
-    return {"stopped_group": group.pgid, "stopped_with": group.stop(grace_s)}
+    stopped = group.stop(grace_s)
+    forget_group(record)
+    return {"stopped_group": group.pgid, "stopped_with": stopped}
 
 
 ACTION = RunCommand()
