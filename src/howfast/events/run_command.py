@@ -30,8 +30,6 @@ from howfast.targets.leftovers.exec_groups import forget_group, record_group
 
 KEPT_BYTES = 4096  # of its output, in the record
 MIN_TIMEOUT_S = 1.0
-
-
 REDACT_MARGIN = 1024  # read before the kept tail: a secret cut by the tail is still found
 
 
