@@ -202,10 +202,17 @@ def test_an_undo_without_a_window_runs_after_the_load_and_leaves_no_window():
     log: list[tuple[str, float]] = []
     acts: dict[str, EventAction] = {"cap-iops": Recorder("cap-iops", log)}
 
+    undone: list[str] = []
+
     class Lasting(Recorder):
         def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
             applied = super().apply(ctx, spec)
-            return Applied(applied.applied_s, None, undo=lambda: {"restored": True})
+
+            def undo() -> Mapping[str, JSONValue]:
+                undone.append(spec.text)
+                return {"restored": True}
+
+            return Applied(applied.applied_s, None, undo=undo)
 
     acts["cap-iops"] = Lasting("cap-iops", log)
     s = EventSchedule(
@@ -215,7 +222,10 @@ def test_an_undo_without_a_window_runs_after_the_load_and_leaves_no_window():
     )
     s.start(time.time())
     time.sleep(0.3)
+    # the last event is applied, and the load goes on: the cap lasts until the load's end
+    assert len(s.marks()) == 1 and undone == []
     (mark,) = s.finish(5)
+    assert undone == ["0.1s:cap-iops=7"]
     assert mark.undone_s is None and mark.facts["restored_after_load"] is True
     assert mark.facts["undo"] == {"restored": True}
 

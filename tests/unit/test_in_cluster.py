@@ -384,5 +384,5 @@ def test_a_password_in_an_argument_the_job_would_get_is_refused(tmp_path: Path) 
          "--prometheus", f"http://me:{PASSWORD}@127.0.0.1:9090"],
         tmp_path,
     )  # fmt: skip
-    assert status == 2 and "an argument holds a password" in err
+    assert status == 2 and "carries a credential (a password in a connection string)" in err
     assert PASSWORD not in out + err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,6 @@ from howfast.cli.options import json_option, store_option
 from howfast.cli.output import EXIT_FOR_STATUS
 from howfast.cli.stores import open_results
 from howfast.errors import Aborted, ExitStatus, HowfastError, UsageError
-from howfast.redact import passwords_in
 from howfast.service.requests import RunRequest
 from howfast.service.run import RunService
 
@@ -79,6 +79,7 @@ def run_in_cluster(
     from howfast.service.dryrun import to_yaml
     from howfast.targets.k8s import incluster_manifests as icm
     from howfast.targets.k8s.cluster import Cluster, kubeconfig_namespace
+    from howfast.targets.k8s.incluster_checks import image_refusal
     from howfast.targets.k8s.network import network_mode
 
     why = refusal(request.targets)
@@ -86,20 +87,32 @@ def run_in_cluster(
         raise UsageError(why)
     if metrics_port is not None:
         raise UsageError("--metrics-port with --in-cluster would listen inside the Job's pod")
-    image = image or env.environ.get(IMAGE_ENV) or None
+    source = "--howfast-image" if image is not None else IMAGE_ENV
+    image = image if image is not None else env.environ.get(IMAGE_ENV) or None
     if image is None:
         raise UsageError(
             f"--in-cluster needs the image of howfast the Job runs: --howfast-image IMAGE "
             f"(or {IMAGE_ENV})",
             "deploy/Dockerfile.howfast builds one",
         )
-    # Bad input is refused here, before anything is created in the cluster.
-    RunService(env.service(store)).prepare(request)
+    why = image_refusal(image, source)
+    if why is not None:
+        raise UsageError(why)
     context = kube.get("kube_context")
     namespace = kube.get("namespace") or kubeconfig_namespace(context) or "default"
     ctx = click.get_current_context()
     plan_file = Path(request.plan)
-    plan_text = plan_file.read_text() if plan_file.is_file() else None
+    plan_text = _read_plan(plan_file)
+    run_args = icm.pod_run_args(
+        ctx.meta.get(RAW_ARGS, []),
+        value_options(ctx.command),
+        namespace=namespace,
+        plan_is_file=plan_text is not None,
+    )
+    # Bad input is refused here, before anything is created in the cluster; a credential
+    # first, before any message could quote the argument that carries it.
+    _refuse_credentials(run_args, plan_file, plan_text, namespace)
+    RunService(env.service(store)).prepare(request)
     network = network_mode(env.environ)
     cluster: Cluster | None = None
     api_server = None
@@ -115,12 +128,7 @@ def run_in_cluster(
         token=secrets.token_hex(4),
         namespace=namespace,
         image=image,
-        run_args=icm.pod_run_args(
-            ctx.meta.get(RAW_ARGS, []),
-            value_options(ctx.command),
-            namespace=namespace,
-            plan_is_file=plan_text is not None,
-        ),
+        run_args=run_args,
         targets=tuple(request.targets),
         plan_text=plan_text,
         pull_policy=env.environ.get("HOWFAST_K8S_PULL_POLICY") or None,
@@ -128,13 +136,6 @@ def run_in_cluster(
         api_server=api_server,
         env={k: env.environ[k] for k in icm.PASSED_ENV if env.environ.get(k)},
     )
-    if any(passwords_in(arg) for arg in plan.run_args):
-        raise UsageError(
-            "an argument holds a password: --in-cluster would write it into the Job's command, "
-            "which anyone who may read Jobs or pods in the namespace can read",
-            "give it to the Job another way (a URL without a password), or run without "
-            "--in-cluster",
-        )
     if request.dry_run:
         manifests = icm.all_manifests(plan)
         if as_json:
@@ -152,6 +153,33 @@ def run_in_cluster(
     assert cluster is not None
     _check_namespace(cluster, plan)
     return _run(env, cluster, plan, store, as_json)
+
+
+def _read_plan(path: Path) -> str | None:
+    """PLAN's text when it is a file here; None otherwise, or when it cannot be read (the
+    run's checks then say why)."""
+    try:
+        return path.read_text() if path.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _refuse_credentials(
+    run_args: Sequence[str], plan_file: Path, plan_text: str | None, namespace: str
+) -> None:
+    """Nothing the Job is given may carry a credential: its arguments go into its manifest,
+    a plan file into its ConfigMap (targets/k8s/incluster_checks.py)."""
+    from howfast.targets.k8s.incluster_checks import credential_refusal, plan_credential_refusal
+
+    why = credential_refusal(run_args, namespace)
+    if why is None and plan_text is not None:
+        try:
+            plan = tomllib.loads(plan_text)
+        except tomllib.TOMLDecodeError:
+            plan = {"text": plan_text}  # not TOML (the run's checks said what it is): its text
+        why = plan_credential_refusal(plan, str(plan_file), namespace)
+    if why is not None:
+        raise UsageError(why)
 
 
 def _check_namespace(cluster: Cluster, plan: InClusterPlan) -> None:

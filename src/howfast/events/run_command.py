@@ -1,33 +1,66 @@
 """exec=ARGV: the user's command, on this machine, as howfast's user, never through a shell.
-It runs in its own session (Ctrl-C stops it by its PID, through howfast), with
-HOWFAST_EVENT_AT and HOWFAST_TARGET in its environment, its output in the step's private
-scratch directory; it may run until the load's end. Verified by its exit status 0."""
+
+It runs in a session and process group of its own, with only the environment it needs
+(events/exec_env.py: no PGPASSWORD, no other howfast variable unless the user names it in
+HOWFAST_EXEC_ENV), its output in the step's private scratch directory; it may run until the
+load's end. Whatever it started is stopped with it, as a group (events/process_group.py): at
+the load's end, on Ctrl-C, on errors; what it left running after it ended, after the load.
+Its recorded output is redacted. Verified by its exit status 0."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
+from collections.abc import Mapping
+from pathlib import Path
 
 from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.exec_env import (
+    exec_environment,
+    known_secrets,
+    named_variables,
+    redact_output,
+)
+from howfast.events.process_group import GRACE_S, ExecGroup
 from howfast.eventspec import EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Target
+from howfast.targets.leftovers.exec_groups import forget_group, record_group
 
 KEPT_BYTES = 4096  # of its output, in the record
 MIN_TIMEOUT_S = 1.0
+REDACT_MARGIN = 1024  # read before the kept tail: a secret cut by the tail is still found
 
 
-def _tail(data: bytes) -> str:
-    return data[-KEPT_BYTES:].decode(errors="replace")
+def _tail(path: Path, secrets: list[str]) -> str:
+    """The output's last KEPT_BYTES, redacted. Redacted on a longer stretch then cut: a
+    password that straddles the tail's start is hidden whole, not shown in part."""
+    margin = REDACT_MARGIN + max((len(s.encode()) for s in secrets), default=0)
+    with path.open("rb") as file:
+        size = file.seek(0, os.SEEK_END)
+        file.seek(max(0, size - KEPT_BYTES - margin))
+        data = file.read()
+    text = redact_output(data.decode(errors="replace"), secrets)
+    return text if len(data) <= KEPT_BYTES else text[-KEPT_BYTES:]
 
 
 class RunCommand(EventAction):
     name = "exec"
 
+    def __init__(self, environ: Mapping[str, str] | None = None, grace_s: float = GRACE_S) -> None:
+        self._environ = environ  # howfast's environment; None: os.environ when applied
+        self.grace_s = grace_s  # SIGTERM to the group, SIGKILL after this
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
     def refusal(self, target: Target, spec: EventSpec) -> str | None:
+        try:
+            named_variables(self.environ)
+        except ValueError as exc:
+            return str(exc)
         program = spec.argv[0] if spec.argv else ""
         if shutil.which(program) is None:
             return f"{program} is not an executable command here (not found on PATH)"
@@ -36,43 +69,59 @@ class RunCommand(EventAction):
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
         out, err = ctx.scratch / f"exec-{spec.at_s:g}.out", ctx.scratch / f"exec-{spec.at_s:g}.err"
         ctx.scratch.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            "HOWFAST_EVENT_AT": f"{spec.at_s:g}",
-            "HOWFAST_TARGET": ctx.target.name,
-        }
+        connection = ctx.primary()
+        environ = self.environ
+        env = exec_environment(
+            environ, connection, event_at=f"{spec.at_s:g}", target=ctx.target.name
+        )
+        secrets = known_secrets(environ, connection)
         applied = ctx.now()
         timeout = max(MIN_TIMEOUT_S, ctx.load_s - applied)
         with out.open("wb") as stdout, err.open("wb") as stderr:
-            proc = subprocess.Popen(
+            leader = subprocess.Popen(
                 list(spec.argv),
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=stderr,
                 env=env,
-                start_new_session=True,
+                start_new_session=True,  # its own session and process group: stopped whole
             )
-            unregister = ctx.cancel.on_cancel(lambda: _terminate(proc))
-            try:
-                status: int | None = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _stop(proc)
-                status = None
-            finally:
-                unregister()
-        if ctx.cancel.cancelled:
-            _stop(proc)
+        group = ExecGroup(leader)
+        # for `howfast cleanup`, should this howfast be killed while the group lives
+        record = record_group(ctx.scratch, group.pgid)
+        lasting = False
+        stopped: str | None = None
+        status: int | None = None
+        unregister = ctx.cancel.on_cancel(group.terminate)
+        try:
+            status = group.wait_leader(timeout, lambda: ctx.cancel.cancelled)
             ctx.cancel.raise_if_cancelled()
+            # It ended, and left processes running: they may go on until the load's end
+            # (the command started them for that), then they are stopped with the rest.
+            lasting = status is not None and bool(group.members())
+        finally:
+            unregister()
+            if not lasting:
+                stopped = group.stop(self.grace_s)
+                forget_group(record)
         facts: dict[str, JSONValue] = {
-            "argv": list(spec.argv),
-            "pid": proc.pid,
+            "argv": [redact_output(a, secrets) for a in spec.argv],
+            "pid": group.pgid,
             "status": status,
             "seconds": round(ctx.now() - applied, 3),
-            "stdout": _tail(out.read_bytes()),
-            "stderr": _tail(err.read_bytes()),
+            "stdout": _tail(out, secrets),
+            "stderr": _tail(err, secrets),
         }
         if status is None:
             facts["timed_out_s"] = round(timeout, 3)
+            facts["stopped_with"] = stopped
+        elif lasting:
+            facts["left_running"] = len(group.members())
+            return Applied(
+                applied, None, facts=facts, undo=lambda: _stop_lasting(group, self.grace_s, record)
+            )
+        elif stopped is not None:  # what it left ended between the two looks
+            facts["stopped_with"] = stopped
         return Applied(applied, None, facts=facts)
 
     def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
@@ -89,25 +138,11 @@ class RunCommand(EventAction):
         return Verified(False, evidence, f"{spec.argv[0]} exited with status {status}{said}")
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    """Quick, for a cancel callback: SIGTERM to the command, by its PID."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM its session's leader, SIGKILL after 5 s; only that process, by its PID."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
+def _stop_lasting(group: ExecGroup, grace_s: float, record: Path | None) -> dict[str, JSONValue]:
+    """After the load (or on Ctrl-C, an error): what the command left running, stopped."""
+    stopped = group.stop(grace_s)
+    forget_group(record)
+    return {"stopped_group": group.pgid, "stopped_with": stopped}
 
 
 ACTION = RunCommand()

@@ -126,6 +126,8 @@ class EventSchedule:
                     if spec.ends_s is not None:
                         agenda.append((spec.ends_s, 0, "undo", index))
             self._skip_rest(0, "the load ended before its time")
+            if undos:  # without for=: they last until the load's end (finish) or Ctrl-C
+                self._stop.wait()
         finally:
             for index, (applied, spec) in sorted(undos.items()):
                 self._undo(index, applied, spec, early=True)

@@ -39,7 +39,8 @@ class Action:
     """One thing the remover does, in order; `pid` with `ticks` names a process exactly."""
 
     op: str  # a key of remove.ACTIONS: stop-server, stop-process, kill-servers, no-processes,
-    #          umount, detach-loop, detach-loops, unmount-fuse, rmtree, rmdir-cgroup, unlink
+    #          umount, detach-loop, detach-loops, unmount-fuse, rmtree, rmdir-cgroup, unlink,
+    #          stop-exec-groups
     path: str = ""
     pid: int | None = None
     ticks: int | None = None
@@ -243,9 +244,10 @@ class Describer:
         own_state, own_why = private_state(private, lock_holders(self.snapshot))
         if own_state == IN_USE:  # its own owner still runs: whatever the rest says
             state, why = own_state, own_why
+        # an exec event's process group first (exec_groups.py): it works elsewhere
+        actions = [Action("stop-exec-groups", private.path), *_rmtree(private.path)]
         return Leftover(
-            "private directory", private.path, group.name, state, why, [], None,
-            _rmtree(private.path),
+            "private directory", private.path, group.name, state, why, [], None, actions
         )  # fmt: skip
 
     def cgroup(self, group: Group, cgroup: CgroupDir, state: str, why: str) -> Leftover:

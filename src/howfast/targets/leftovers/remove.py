@@ -25,6 +25,7 @@ from howfast.store import liveness
 from howfast.targets.claim import Claim
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers import names
+from howfast.targets.leftovers.exec_groups import stop_recorded_groups
 from howfast.targets.leftovers.find import Action, Leftover
 from howfast.targets.leftovers.machine import (
     PROC,
@@ -177,6 +178,12 @@ def kill_servers(action: Action) -> None:
             time.sleep(0.1)
 
 
+def stop_exec_groups(action: Action) -> None:
+    """What a killed run's exec events left running (exec_groups.py), before its private
+    directory goes."""
+    stop_recorded_groups(Path(action.path))
+
+
 def no_processes(action: Action) -> None:
     deadline = time.monotonic() + RETRY_S  # those just stopped may still be leaving
     while (left := _working_in(action.path)) and time.monotonic() < deadline:
@@ -305,6 +312,7 @@ ACTIONS = {
     "stop-server": stop_server,
     "stop-process": stop_process,
     "no-processes": no_processes,
+    "stop-exec-groups": stop_exec_groups,
     "kill-servers": kill_servers,
     "umount": umount,
     "detach-loop": detach_loop,
