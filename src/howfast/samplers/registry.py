@@ -45,6 +45,17 @@ def sampler_plugins() -> tuple[SamplerPlugin, ...]:
     return tuple(sorted(found.values(), key=lambda p: (p.order, p.name)))
 
 
+# The session's own section: the roles' devices, the interval, the step's length (session.py).
+SESSION_SECTIONS = ("io",)
+
+
+def step_sections() -> tuple[str, ...]:
+    """The sections sampling adds to a step's document: the session's, then those each
+    sampler declares, in the samplers' order (each once)."""
+    declared = (name for plugin in sampler_plugins() for name in plugin.sections)
+    return tuple(dict.fromkeys((*SESSION_SECTIONS, *declared)))
+
+
 def samplers_for(workload: str) -> list[SamplerPlugin]:
     """The sampler plugins that watch steps of `workload` (each asks the workload's traits:
     by default whether it is `sampled`, which pgbench-init and pg_test_fsync are not); none
