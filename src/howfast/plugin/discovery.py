@@ -74,7 +74,9 @@ def _load(discovery: Discovery[T], entry: importlib.metadata.EntryPoint) -> obje
         ) from exc
 
 
-def _add(discovery: Discovery[T], found: dict[str, tuple[T, str]], obj: object, origin: str) -> None:
+def _add(
+    discovery: Discovery[T], found: dict[str, tuple[T, str]], obj: object, origin: str
+) -> None:
     if not isinstance(obj, discovery.cls):
         raise HowfastError(
             f"{discovery.noun} plug-in {origin} is not a {discovery.cls.__name__}: {obj!r}"

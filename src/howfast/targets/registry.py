@@ -2,8 +2,8 @@
 module-level `KIND` (a TargetKind, targets/kind.py) that says how a `--target` text is
 recognised, which options it takes, and makes the Target. Adding a target kind is one new
 module there (plus the Target itself), or a distribution of its own with an entry point in
-the `howfast.targets` group (found as workloads are: plugin/discovery.py). The functions below are what a command asks of the
-kinds of its targets, without naming any kind.
+the `howfast.targets` group (found as workloads are: plugin/discovery.py). The functions
+below are what a command asks of the kinds of its targets, without naming any kind.
 
     values = {"namespace": "bench", "storage_latency": None, ...}      # from the CLI
     kind_options = parse_kind_options(values, OptionContext("run", texts, memory, plan))
