@@ -17,7 +17,7 @@ StepStatus = Literal["completed", "failed", "skipped"]
 # The sampled sections docs/json.md promises in every step's document (null for a step that
 # was not sampled). What the samplers declare (samplers/registry.step_sections) is given to
 # `RunRecord.document` by who reads a run for output (service/reading.py), and adds a new
-# sampler's section; tests/unit/test_sampler_plugins.py checks that the built-in samplers
+# sampler's section; tests/unit/test_declared_lists.py checks that the built-in samplers
 # declare exactly these.
 CONTRACT_SECTIONS = ("io", "cpu", "postgres")
 
