@@ -7,13 +7,19 @@ without conversion. See docs/json.md for the contract.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 JSONValue = Any  # str | int | float | bool | None | list | dict, kept loose for mypy
 RunStatus = Literal["running", "completed", "failed", "aborted"]
 StepStatus = Literal["completed", "failed", "skipped"]
-STEP_SECTIONS = ("io", "cpu", "postgres")  # what the samplers add to a step's document
+# The sampled sections docs/json.md promises in every step's document (null for a step that
+# was not sampled). What the samplers declare (samplers/registry.step_sections) is given to
+# `RunRecord.document` by who reads a run for output (service/reading.py), and adds a new
+# sampler's section; tests/unit/test_declared_lists.py checks that the built-in samplers
+# declare exactly these.
+CONTRACT_SECTIONS = ("io", "cpu", "postgres")
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,11 @@ class RunRecord:
     steps: list[StepRecord]
     label: str | None = None
 
-    def document(self, *, with_series: bool = False) -> dict[str, JSONValue]:
-        """DESIGN's run document. Series and histograms only when asked for: they are large."""
+    def document(
+        self, *, with_series: bool = False, sections: Sequence[str] = CONTRACT_SECTIONS
+    ) -> dict[str, JSONValue]:
+        """DESIGN's run document, each step with its sampled `sections`. Series and histograms
+        only when asked for: they are large."""
         steps = []
         for s in self.steps:
             doc: dict[str, JSONValue] = {
@@ -124,7 +133,7 @@ class RunRecord:
                 "metrics": s.metrics,
                 "warnings": s.warnings,
             }
-            for section in STEP_SECTIONS:  # null for steps that were not sampled
+            for section in sections:  # null for steps that were not sampled
                 doc[section] = s.sections.get(section)
             # What limited the step (analysis/why.py): pgbench steps, derived when read.
             doc["why"] = s.sections.get("why")

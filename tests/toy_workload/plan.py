@@ -11,7 +11,13 @@ from pydantic import BeforeValidator, Field
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepSpec
 from howfast.plugin.fields import PositiveInt, one_or_list
-from howfast.plugin.workload import ExpandContext, StepFamily, StepModel, WorkloadPlugin
+from howfast.plugin.workload import (
+    ExpandContext,
+    Program,
+    StepFamily,
+    StepModel,
+    WorkloadPlugin,
+)
 
 Rows = Annotated[list[PositiveInt], BeforeValidator(one_or_list), Field(min_length=1)]
 
@@ -50,6 +56,16 @@ class ToyPlugin(WorkloadPlugin[ToyStep]):
             "Rows the toy workload summed per second over the finished step.",
             None,
             _rows_per_second,
+        ),
+    )
+    # The program it runs: `howfast doctor` checks it, `cleanup` finds it in a step's work
+    # directory, and doctor's install commands name these packages when it is missing.
+    programs = (
+        Program(
+            "psql",
+            "postgres",
+            "the toy workload",
+            packages={"debian": ("postgresql-client",), "rhel": ("postgresql",)},
         ),
     )
     executor_class = "tests.toy_workload.workload:ToyWorkload"

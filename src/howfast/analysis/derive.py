@@ -247,7 +247,8 @@ def _with_replication_figures(
 ) -> StepRecord:
     """Lags, WAL, the SyncRep share and the commit split of a step on a primary with
     standbys (or with synchronous standbys howfast did not create: SyncRep waits)."""
-    if step.workload != "pgbench":
+    plugin = find(step.workload)
+    if plugin is None or not plugin.design_figures:
         return step
     postgres = step.sections.get("postgres")
     profile = why.wait_profile(postgres) if isinstance(postgres, Mapping) else None

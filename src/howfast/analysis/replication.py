@@ -1,4 +1,5 @@
-"""Replication figures of a pgbench step, derived when a run is read (docs/replication.md).
+"""Replication figures of a step whose workload declares `design_figures` (pgbench's),
+derived when a run is read (docs/replication.md).
 
 From what the replication sampler stored (`postgres.replication`, series
 `replication.<standby>.<lag>_ms`) and the wait profile (`postgres.wait_sampling`):
@@ -32,6 +33,7 @@ from typing import Any
 
 from howfast.analysis.design_writes import design_writes
 from howfast.model import JSONValue, RunRecord, Sample, StepRecord
+from howfast.plugin.registry import find
 
 LAGS = ("write", "flush", "replay")
 # The commit split's parts, in the order a commit meets them: (short name, metric)
@@ -200,8 +202,9 @@ def sync_level(settings: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class DesignRow:
-    """One target of a run as a design: its standbys, load time, and its pgbench figures by
-    client count (means over repetitions; the first pgbench mode of the run)."""
+    """One target of a run as a design: its standbys, load time, and the figures of its
+    `design_figures` steps (pgbench's) by client count (means over repetitions; the first
+    mode of the run)."""
 
     target: str
     design: str  # "no standby", "1 sync standby (on)", "2 async standbys"
@@ -241,12 +244,26 @@ def _design(steps: Sequence[StepRecord], settings: Mapping[str, str]) -> tuple[s
     return f"{count} sync standby{plural} ({level})", count
 
 
+def _design_figures(step: StepRecord) -> bool:
+    plugin = find(step.workload)
+    return plugin is not None and plugin.design_figures
+
+
+def _last_load_time(steps: Sequence[StepRecord]) -> JSONValue:
+    """The time the last step that loaded the data took (its workload's `load_metric`)."""
+    for step in reversed(steps):
+        plugin = find(step.workload)
+        if plugin is not None and plugin.loads_data:
+            return step.metrics.get(plugin.load_metric) if plugin.load_metric else None
+    return None
+
+
 def design_rows(run: RunRecord) -> list[DesignRow]:
     """A row per target of a derived run, in the order the targets ran."""
     rows = []
     for target in run.targets:
         steps = [s for s in run.steps if s.target == target.name and s.status == "completed"]
-        measured = [s for s in steps if s.workload == "pgbench" and not s.all_params.get("warmup")]
+        measured = [s for s in steps if _design_figures(s) and not s.all_params.get("warmup")]
         mode = next((str(s.all_params.get("mode")) for s in measured), None)
         measured = [s for s in measured if str(s.all_params.get("mode")) == mode]
         by_clients: dict[int, list[StepRecord]] = {}
@@ -269,8 +286,7 @@ def design_rows(run: RunRecord) -> list[DesignRow]:
         }
         fewest = by_clients[min(by_clients)] if by_clients else []
         lag = sync_level(target.settings) or "flush"
-        loads = [s for s in steps if s.workload == "pgbench-init"]
-        load = loads[-1].metrics.get("init_total_s") if loads else None
+        load = _last_load_time(steps)
         design, count = _design(measured, target.settings)
         rows.append(
             DesignRow(

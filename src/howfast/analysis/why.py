@@ -14,7 +14,7 @@ Nothing here guesses: a rule that lacks its data does not fire.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,107 +243,131 @@ def _n(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
-def decide(f: StepFacts) -> Verdict:
-    """The rules of docs/why.md, in their order."""
+# The rules of docs/why.md, in their order (RULES). A rule reads the facts and, when it
+# holds, gives its verdict with a weight. Three stages:
+# - DECISIVE rules (the load generator, the regime) decide alone, before any other;
+# - WEIGHED rules (storage latency ... server CPU) all run: the heaviest that held is the
+#   verdict, the others that held its `also`;
+# - FALLBACK rules (the network, idle sessions) decide only when no weighed rule held;
+# and "unclear" when no rule holds.
+DECISIVE, WEIGHED, FALLBACK = "decisive", "weighed", "fallback"
+Weighed = tuple[float, Verdict]  # a rule that held: its weight among the weighed, its verdict
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    stage: str  # DECISIVE, WEIGHED or FALLBACK
+    check: Callable[[StepFacts], Weighed | None]  # None: the rule does not hold
+
+
+def _sampled(f: StepFacts) -> Profile | None:
+    """The wait profile when it has enough active samples for a wait-based rule."""
     p = f.profile
-    # 1. The load generator: a pgbench thread at a full core asks for no more.
-    if f.pgbench_thread_pct is not None and f.pgbench_thread_pct > LOAD_GENERATOR_PCT:
-        return Verdict(
-            "load generator",
-            f"pgbench's busiest thread used {f.pgbench_thread_pct:.0f}% of a CPU core "
-            f"({f.pgbench_threads or 1} thread(s)): it could not ask for more",
-            {"pgbench_thread_cpu_max_pct": round(f.pgbench_thread_pct, 1)},
-            "pgbench thread above 90% of a core",
-        )
-    # 2. Memory or cache: the step did not measure what its regime says.
-    if f.regime_problem:
-        return Verdict("memory/cache", f.regime_problem, {}, "working-set regime not met")
-    candidates: list[tuple[float, Verdict]] = []
-    enough = p is not None and p.active >= MIN_ACTIVE_SAMPLES
-    legacy = p is None  # no wait sampling (older or imported runs): the other figures alone
-    flushes_on = f.flushes_off is None
+    return p if p is not None and p.active >= MIN_ACTIVE_SAMPLES else None
+
+
+def _top(p: Profile, wanted: Callable[[str, str | None], bool]) -> str:
+    """The two largest wanted wait events: 'IO:WALSync 41%, LWLock:WALWrite 12%'."""
+    top = [(t, e, s) for t, e, s, _ in p.events if wanted(t, e)][:2]
+    return ", ".join(f"{_event(t, e)} {s:.0%}" for t, e, s in top)
+
+
+def _load_generator_thread(f: StepFacts) -> Weighed | None:
+    """1. The load generator: a pgbench thread at a full core asks for no more."""
+    if f.pgbench_thread_pct is None or f.pgbench_thread_pct <= LOAD_GENERATOR_PCT:
+        return None
+    return 1.0, Verdict(
+        "load generator",
+        f"pgbench's busiest thread used {f.pgbench_thread_pct:.0f}% of a CPU core "
+        f"({f.pgbench_threads or 1} thread(s)): it could not ask for more",
+        {"pgbench_thread_cpu_max_pct": round(f.pgbench_thread_pct, 1)},
+        "pgbench thread above 90% of a core",
+    )
+
+
+def _regime(f: StepFacts) -> Weighed | None:
+    """2. Memory or cache: the step did not measure what its regime says."""
+    if not f.regime_problem:
+        return None
+    return 1.0, Verdict("memory/cache", f.regime_problem, {}, "working-set regime not met")
+
+
+def _storage_latency(f: StepFacts) -> Weighed | None:
+    """3. Storage latency: commits wait for the local WAL flushes."""
+    p = _sampled(f)
     per_client = (f.tps / f.clients) if f.tps and f.clients else None
     ceiling_share = per_client / f.ceiling_tps if per_client is not None and f.ceiling_tps else None
-    # 3. Storage latency: commits wait for the local WAL flushes.
-    commit = p.share(LOCAL_COMMIT_EVENTS) if enough and p else 0.0
-    if flushes_on and (
+    commit = p.share(LOCAL_COMMIT_EVENTS) if p else 0.0
+    legacy = f.profile is None  # no wait sampling (older or imported runs): the figures alone
+    if f.flushes_off is not None or not (
         commit >= WAIT_RULE_SHARE
         or (legacy and ceiling_share is not None and ceiling_share >= CEILING_SHARE)
     ):
-        evidence: dict[str, JSONValue] = {}
-        parts = []
-        if enough and p:
-            top = [e for e in p.events if f"{e[0]}:{e[1] or ''}" in LOCAL_COMMIT_EVENTS][:2]
-            parts.append(
-                f"{_pct(commit)} of active time in the commit path ("
-                + ", ".join(f"{_event(t, e)} {s:.0%}" for t, e, s, _ in top)
-                + ")"
-            )
-            evidence["wait_commit_share"] = round(commit, 4)
-        if per_client is not None and f.ceiling_tps and ceiling_share is not None:
-            parts.append(
-                f"{_n(per_client)} TPS per client = {ceiling_share:.0%} of the "
-                f"{_n(f.ceiling_tps)} commits/s the storage allows"
-            )
-            evidence.update(
-                tps_per_client=round(per_client, 2),
-                commit_ceiling_tps=round(f.ceiling_tps, 1),
-                commit_ceiling_share=round(ceiling_share, 3),
-            )
-        candidates.append(
-            (
-                commit if enough else ceiling_share or 0.0,
-                Verdict(
-                    "storage latency",
-                    "; ".join(parts),
-                    evidence,
-                    "commit-path waits >= 30% (or TPS per client >= 80% of the ceiling)",
-                ),
-            )
+        return None
+    evidence: dict[str, JSONValue] = {}
+    parts = []
+    if p:
+        local = _top(p, lambda t, e: f"{t}:{e or ''}" in LOCAL_COMMIT_EVENTS)
+        parts.append(f"{_pct(commit)} of active time in the commit path ({local})")
+        evidence["wait_commit_share"] = round(commit, 4)
+    if per_client is not None and f.ceiling_tps and ceiling_share is not None:
+        parts.append(
+            f"{_n(per_client)} TPS per client = {ceiling_share:.0%} of the "
+            f"{_n(f.ceiling_tps)} commits/s the storage allows"
         )
-    # 3b. Synchronous replication: commits wait for a standby's reply.
-    syncrep = p.share(frozenset({SYNCREP_EVENT})) if enough and p else 0.0
-    if syncrep >= WAIT_RULE_SHARE:
-        reason = f"{_pct(syncrep)} of active time waiting for the standby"
-        evidence = {"wait_syncrep_share": round(syncrep, 4)}
-        if f.sync_lag and f.sync_lag_p50_ms is not None:
-            reason += f"; {f.sync_lag} lag p50 {f.sync_lag_p50_ms:.2g} ms"
-            evidence[f"replication_{f.sync_lag}_lag_p50_ms"] = f.sync_lag_p50_ms
-        candidates.append(
-            (
-                syncrep,
-                Verdict("synchronous replication", reason, evidence, "SyncRep waits >= 30%"),
-            )
+        evidence.update(
+            tps_per_client=round(per_client, 2),
+            commit_ceiling_tps=round(f.ceiling_tps, 1),
+            commit_ceiling_share=round(ceiling_share, 3),
         )
-    # 4. Lock contention.
-    lock = (p.type_share("Lock") + p.type_share("LWLock", COMMIT_EVENTS)) if enough and p else 0.0
-    if lock >= WAIT_RULE_SHARE and p:
-        top = [
-            e
-            for e in p.events
-            if e[0] in ("Lock", "LWLock") and f"{e[0]}:{e[1] or ''}" not in COMMIT_EVENTS
-        ][:2]
-        reason = (
-            f"{_pct(lock)} of active time waiting for locks ("
-            + ", ".join(f"{_event(t, e)} {s:.0%}" for t, e, s, _ in top)
-            + ")"
+    return commit if p else ceiling_share or 0.0, Verdict(
+        "storage latency",
+        "; ".join(parts),
+        evidence,
+        "commit-path waits >= 30% (or TPS per client >= 80% of the ceiling)",
+    )
+
+
+def _synchronous_replication(f: StepFacts) -> Weighed | None:
+    """3b. Synchronous replication: commits wait for a standby's reply."""
+    p = _sampled(f)
+    syncrep = p.share(frozenset({SYNCREP_EVENT})) if p else 0.0
+    if syncrep < WAIT_RULE_SHARE:
+        return None
+    reason = f"{_pct(syncrep)} of active time waiting for the standby"
+    evidence: dict[str, JSONValue] = {"wait_syncrep_share": round(syncrep, 4)}
+    if f.sync_lag and f.sync_lag_p50_ms is not None:
+        reason += f"; {f.sync_lag} lag p50 {f.sync_lag_p50_ms:.2g} ms"
+        evidence[f"replication_{f.sync_lag}_lag_p50_ms"] = f.sync_lag_p50_ms
+    return syncrep, Verdict("synchronous replication", reason, evidence, "SyncRep waits >= 30%")
+
+
+def _lock_contention(f: StepFacts) -> Weighed | None:
+    """4. Lock contention."""
+    p = _sampled(f)
+    lock = (p.type_share("Lock") + p.type_share("LWLock", COMMIT_EVENTS)) if p else 0.0
+    if lock < WAIT_RULE_SHARE or not p:
+        return None
+    locks = _top(p, lambda t, e: t in ("Lock", "LWLock") and f"{t}:{e or ''}" not in COMMIT_EVENTS)
+    reason = f"{_pct(lock)} of active time waiting for locks ({locks})"
+    evidence: dict[str, JSONValue] = {"wait_lock_share": round(lock, 4)}
+    if (
+        f.mode in ("tpcb-like", "simple-update")
+        and f.scale is not None
+        and f.clients is not None
+        and f.scale < f.clients
+    ):
+        reason += (
+            f"; scale {f.scale} < clients {f.clients}: every transaction updates one of "
+            f"{f.scale} branch row(s), so sessions queue on them"
         )
-        evidence = {"wait_lock_share": round(lock, 4)}
-        if (
-            f.mode in ("tpcb-like", "simple-update")
-            and f.scale is not None
-            and f.clients is not None
-            and f.scale < f.clients
-        ):
-            reason += (
-                f"; scale {f.scale} < clients {f.clients}: every transaction updates one of "
-                f"{f.scale} branch row(s), so sessions queue on them"
-            )
-            evidence.update(scale=f.scale, clients=f.clients)
-        candidates.append((lock, Verdict("lock contention", reason, evidence, "lock waits >= 30%")))
-    # 5. Storage throughput: data-file I/O waits, or the device at its limit.
-    data_io = (p.type_share("IO", COMMIT_EVENTS)) if enough and p else 0.0
-    reads = p.share(READ_EVENTS) if enough and p else 0.0
+        evidence.update(scale=f.scale, clients=f.clients)
+    return lock, Verdict("lock contention", reason, evidence, "lock waits >= 30%")
+
+
+def _saturated_devices(f: StepFacts) -> list[str]:
+    """The devices at their limit: busy with requests queued, or near the probe's IOPS."""
     saturated = []
     for role, fig in f.device.items():
         util, queue = fig.get("util_pct"), fig.get("queue_depth")
@@ -358,73 +382,109 @@ def decide(f: StepFacts) -> Verdict:
                 f"{whose} {role} device at {_n(iops)} IOPS = {iops / f.probe_max_iops:.0%} of "
                 f"the probe's {_n(f.probe_max_iops)}"
             )
-    if data_io >= WAIT_RULE_SHARE or saturated:
-        parts = []
-        if data_io >= WAIT_RULE_SHARE and p:
-            top = [e for e in p.events if e[0] == "IO" and f"IO:{e[1] or ''}" not in COMMIT_EVENTS][
-                :2
-            ]
-            parts.append(
-                f"{_pct(data_io)} of active time in data-file I/O ("
-                + ", ".join(f"{_event(t, e)} {s:.0%}" for t, e, s, _ in top)
-                + ")"
-            )
-        parts += saturated
-        candidates.append(
-            (
-                max(data_io, 0.5 if saturated and legacy else 0.0),
-                Verdict(
-                    "storage throughput",
-                    "; ".join(parts),
-                    {"wait_data_io_share": round(data_io, 4), "wait_read_share": round(reads, 4)},
-                    "data-file I/O waits >= 30%, or the device saturated",
-                ),
-            )
-        )
-    # 6. Server CPU: active time on CPU, and the machine's cores busy.
-    cpu = p.types.get("CPU", 0.0) if enough and p else 0.0
+    return saturated
+
+
+def _storage_throughput(f: StepFacts) -> Weighed | None:
+    """5. Storage throughput: data-file I/O waits, or the device at its limit."""
+    p = _sampled(f)
+    data_io = p.type_share("IO", COMMIT_EVENTS) if p else 0.0
+    reads = p.share(READ_EVENTS) if p else 0.0
+    saturated = _saturated_devices(f)
+    if data_io < WAIT_RULE_SHARE and not saturated:
+        return None
+    parts = []
+    if data_io >= WAIT_RULE_SHARE and p:
+        files = _top(p, lambda t, e: t == "IO" and f"IO:{e or ''}" not in COMMIT_EVENTS)
+        parts.append(f"{_pct(data_io)} of active time in data-file I/O ({files})")
+    parts += saturated
+    legacy = f.profile is None
+    return max(data_io, 0.5 if saturated and legacy else 0.0), Verdict(
+        "storage throughput",
+        "; ".join(parts),
+        {"wait_data_io_share": round(data_io, 4), "wait_read_share": round(reads, 4)},
+        "data-file I/O waits >= 30%, or the device saturated",
+    )
+
+
+def _server_cpu(f: StepFacts) -> Weighed | None:
+    """6. Server CPU: active time on CPU, and the machine's cores busy."""
+    p = _sampled(f)
+    cpu = p.types.get("CPU", 0.0) if p else 0.0
     busy = f.machine_busy_pct
-    if busy is not None and busy >= MACHINE_BUSY_PCT and (cpu >= CPU_RULE_SHARE or legacy):
-        reason = f"the cores were {busy:.0f}% busy"
-        if enough:
-            reason = f"{_pct(cpu)} of active time on CPU, and " + reason
-        candidates.append(
-            (
-                cpu if enough else 0.5,
-                Verdict(
-                    "server CPU",
-                    reason,
-                    {"wait_cpu_share": round(cpu, 4), "cpu_busy_pct": round(busy, 1)},
-                    "CPU >= 50% of active time and cores >= 85% busy",
-                ),
-            )
-        )
-    if candidates:
-        candidates.sort(key=lambda c: -c[0])
-        best = candidates[0][1]
-        best.also = [v.verdict for _, v in candidates[1:]] + (["network"] if f.network else [])
-        return best
-    # 6c. The network: the client-server round trips take half a transaction's time or more.
-    if f.network:
-        evidence = {}
-        if f.client_rtt_p50_ms is not None:
-            evidence["client_rtt_p50_ms"] = f.client_rtt_p50_ms
-        return Verdict("network", f.network, evidence, "round trips >= 50% of a transaction's time")
-    # 7. The sessions mostly waited for pgbench: round trips and pgbench set the pace.
-    if (
-        p is not None
-        and p.sessions >= MIN_ACTIVE_SAMPLES
-        and p.idle_share is not None
-        and p.idle_share >= IDLE_SHARE
-    ):
-        return Verdict(
-            "load generator",
-            f"the sessions waited for pgbench {p.idle_share:.0%} of the time (idle between "
-            "statements): round trips and pgbench's own work, not the server, set the pace",
-            {"session_idle_share": round(p.idle_share, 3)},
-            "sessions idle >= 50% of the time",
-        )
-    return Verdict("unclear", _unclear(f), {}, "no rule held")
+    legacy = f.profile is None
+    if busy is None or busy < MACHINE_BUSY_PCT or not (cpu >= CPU_RULE_SHARE or legacy):
+        return None
+    reason = f"the cores were {busy:.0f}% busy"
+    if p:
+        reason = f"{_pct(cpu)} of active time on CPU, and " + reason
+    return cpu if p else 0.5, Verdict(
+        "server CPU",
+        reason,
+        {"wait_cpu_share": round(cpu, 4), "cpu_busy_pct": round(busy, 1)},
+        "CPU >= 50% of active time and cores >= 85% busy",
+    )
+
+
+def _network(f: StepFacts) -> Weighed | None:
+    """6c. The network: the client-server round trips take half a transaction's time or more."""
+    if not f.network:
+        return None
+    evidence: dict[str, JSONValue] = {}
+    if f.client_rtt_p50_ms is not None:
+        evidence["client_rtt_p50_ms"] = f.client_rtt_p50_ms
+    return 1.0, Verdict(
+        "network", f.network, evidence, "round trips >= 50% of a transaction's time"
+    )
+
+
+def _idle_sessions(f: StepFacts) -> Weighed | None:
+    """7. The sessions mostly waited for pgbench: round trips and pgbench set the pace."""
+    p = f.profile
+    if p is None or p.sessions < MIN_ACTIVE_SAMPLES or p.idle_share is None:
+        return None
+    if p.idle_share < IDLE_SHARE:
+        return None
+    return 1.0, Verdict(
+        "load generator",
+        f"the sessions waited for pgbench {p.idle_share:.0%} of the time (idle between "
+        "statements): round trips and pgbench's own work, not the server, set the pace",
+        {"session_idle_share": round(p.idle_share, 3)},
+        "sessions idle >= 50% of the time",
+    )
+
+
+RULES = (
+    Rule("load generator thread", DECISIVE, _load_generator_thread),
+    Rule("working-set regime", DECISIVE, _regime),
+    Rule("storage latency", WEIGHED, _storage_latency),
+    Rule("synchronous replication", WEIGHED, _synchronous_replication),
+    Rule("lock contention", WEIGHED, _lock_contention),
+    Rule("storage throughput", WEIGHED, _storage_throughput),
+    Rule("server CPU", WEIGHED, _server_cpu),
+    Rule("network", FALLBACK, _network),
+    Rule("idle sessions", FALLBACK, _idle_sessions),
+)
+
+
+def decide(f: StepFacts) -> Verdict:
+    """The rules of docs/why.md, in their order (RULES)."""
+    held: list[Weighed] = []
+    for rule in RULES:
+        if rule.stage == FALLBACK and held:
+            break
+        found = rule.check(f)
+        if found is None:
+            continue
+        if rule.stage != WEIGHED:
+            return found[1]
+        held.append(found)
+    if not held:
+        return Verdict("unclear", _unclear(f), {}, "no rule held")
+    held.sort(key=lambda c: -c[0])  # stable: of equal weights, the earlier rule
+    best = held[0][1]
+    best.also = [v.verdict for _, v in held[1:]] + (["network"] if f.network else [])
+    return best
 
 
 def _unclear(f: StepFacts) -> str:

@@ -134,123 +134,264 @@ def epoch(iso: str) -> float | None:
         return None
 
 
+Metric = Gauge | Counter | Histogram
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of RunMetrics, declared: the attribute that holds it, its kind, its name
+    after `howfast_`, its help and labels (and a histogram's buckets)."""
+
+    attribute: str
+    kind: type[Metric]
+    name: str
+    help: str
+    labels: tuple[str, ...]
+    buckets: tuple[float, ...] | None = None
+
+    def build(self, registry: CollectorRegistry) -> Metric:
+        if self.buckets is not None:
+            return Histogram(
+                metric_name(self.name),
+                self.help,
+                self.labels,
+                buckets=self.buckets,
+                registry=registry,
+            )
+        return self.kind(metric_name(self.name), self.help, self.labels, registry=registry)
+
+
+# The families of the run and its steps, registered (and exposed) in this order; then those
+# each workload declares of its finished steps (fio's IOPS and bytes); then SAMPLED_FAMILIES.
+FAMILIES = (
+    Family("run_info", Gauge, "run_info", "A howfast run (always 1).", RUN_LABELS),
+    Family(
+        "run_start",
+        Gauge,
+        "run_start_time_seconds",
+        "When the run started, seconds since the epoch.",
+        RUN_LABELS,
+    ),
+    Family(
+        "run_end",
+        Gauge,
+        "run_end_time_seconds",
+        "When the run finished, seconds since the epoch (only once it has).",
+        RUN_LABELS,
+    ),
+    Family("run_steps", Gauge, "run_steps", "Steps in the run, all targets.", RUN_LABELS),
+    Family(
+        "run_steps_finished",
+        Counter,
+        "run_steps_finished",
+        "Steps finished so far, by status.",
+        (*RUN_LABELS, "status"),
+    ),
+    Family(
+        "run_progress",
+        Gauge,
+        "run_progress_ratio",
+        "Share of the run's steps finished, 0 to 1.",
+        RUN_LABELS,
+    ),
+    Family(
+        "step_state",
+        Gauge,
+        "step_state",
+        "1 for the step's current state, 0 for the others.",
+        (*STEP_LABELS, "state"),
+    ),
+    Family(
+        "step_expected",
+        Gauge,
+        "step_expected_duration_seconds",
+        "How long the step is planned to run (pgbench's duration, fio's runtime).",
+        STEP_LABELS,
+    ),
+    Family(
+        "step_elapsed",
+        Gauge,
+        "step_elapsed_seconds",
+        "Seconds since the step started, at its last progress report.",
+        STEP_LABELS,
+    ),
+    Family(
+        "tps",
+        Gauge,
+        "tps",
+        "pgbench's transactions per second over its last progress interval (1 s); "
+        "only while the step runs.",
+        STEP_LABELS,
+    ),
+    Family(
+        "latency",
+        Histogram,
+        "latency_seconds",
+        "pgbench's average transaction latency of each progress interval (1 s): one "
+        "observation per second, not per transaction.",
+        STEP_LABELS,
+        buckets=LATENCY_BUCKETS,
+    ),
+    Family(
+        "transactions",
+        Counter,
+        "transactions",
+        "Transactions pgbench completed (per progress interval; exact at the step's end).",
+        STEP_LABELS,
+    ),
+    Family(
+        "failures",
+        Counter,
+        "failed_transactions",
+        "Transactions pgbench counted as failed (serialization or deadlock errors).",
+        STEP_LABELS,
+    ),
+    Family(
+        "step_duration",
+        Gauge,
+        "step_duration_seconds",
+        "How long the finished step took, from its start to its end.",
+        STEP_LABELS,
+    ),
+    Family(
+        "step_end",
+        Gauge,
+        "step_end_time_seconds",
+        "When the step finished, seconds since the epoch.",
+        STEP_LABELS,
+    ),
+    Family(
+        "step_tps",
+        Gauge,
+        "step_tps",
+        "pgbench's TPS over the whole finished step (without connection time).",
+        STEP_LABELS,
+    ),
+    Family(
+        "step_latency_avg",
+        Gauge,
+        "step_latency_average_seconds",
+        "pgbench's average transaction latency over the finished step.",
+        STEP_LABELS,
+    ),
+    Family(
+        "step_latency",
+        Gauge,
+        "step_latency_seconds",
+        "Exact latency percentiles of the finished step, from pgbench's per-transaction "
+        "log (quantile 1 is the maximum).",
+        (*STEP_LABELS, "quantile"),
+    ),
+)
+# What the samplers saw of a finished step.
+SAMPLED_FAMILIES = (
+    Family(
+        "disk_ops",
+        Gauge,
+        "step_disk_operations_per_second",
+        "Requests the device behind a role completed per second over the finished step "
+        "(/proc/diskstats).",
+        (*STEP_LABELS, "role", "op"),
+    ),
+    Family(
+        "disk_rate",
+        Gauge,
+        "step_disk_bytes_per_second",
+        "Bytes per second the device behind a role read or wrote over the finished step.",
+        (*STEP_LABELS, "role", "op"),
+    ),
+    Family(
+        "disk_bytes",
+        Gauge,
+        "step_disk_bytes",
+        "Bytes the device behind a role read or wrote during the finished step.",
+        (*STEP_LABELS, "role", "op"),
+    ),
+    Family(
+        "cpu",
+        Gauge,
+        "step_cpu_ratio",
+        "Share of all CPUs' time in a mode over the finished step, 0 to 1.",
+        (*STEP_LABELS, "cpu_mode"),
+    ),
+    Family(
+        "wait_events",
+        Gauge,
+        "step_wait_event_ratio",
+        "Share of sampled active sessions in each wait event over the finished step "
+        "(wait_event_type CPU: active without a wait event).",
+        (*STEP_LABELS, "wait_event_type", "wait_event"),
+    ),
+    Family(
+        "role_device",
+        Gauge,
+        "role_device_info",
+        "The block device behind a target's storage role (1): join node_exporter's "
+        "node_disk_* series on `device`.",
+        (*RUN_LABELS, "target", "role", "device"),
+    ),
+    Family(
+        "checkpoint_start",
+        Gauge,
+        "checkpoint_start_time_seconds",
+        "When a checkpoint seen during the step started, seconds since the epoch.",
+        (*STEP_LABELS, "checkpoint"),
+    ),
+    Family(
+        "checkpoint_end",
+        Gauge,
+        "checkpoint_end_time_seconds",
+        "When a checkpoint seen during the step ended, seconds since the epoch.",
+        (*STEP_LABELS, "checkpoint"),
+    ),
+    Family(
+        "checkpoints",
+        Counter,
+        "checkpoints",
+        "Checkpoints that ran during the run's steps (counted when each step ends).",
+        STEP_LABELS,
+    ),
+)
+
+
 class RunMetrics:
     """Every family, registered in a registry of its own."""
+
+    run_info: Gauge
+    run_start: Gauge
+    run_end: Gauge
+    run_steps: Gauge
+    run_steps_finished: Counter
+    run_progress: Gauge
+    step_state: Gauge
+    step_expected: Gauge
+    step_elapsed: Gauge
+    tps: Gauge
+    latency: Histogram
+    transactions: Counter
+    failures: Counter
+    step_duration: Gauge
+    step_end: Gauge
+    step_tps: Gauge
+    step_latency_avg: Gauge
+    step_latency: Gauge
+    disk_ops: Gauge
+    disk_rate: Gauge
+    disk_bytes: Gauge
+    cpu: Gauge
+    wait_events: Gauge
+    role_device: Gauge
+    checkpoint_start: Gauge
+    checkpoint_end: Gauge
+    checkpoints: Counter
 
     def __init__(self) -> None:
         # No `_created` series beside each counter: they double the exposition and no
         # dashboard of howfast's reads them (a process-wide switch of the client library).
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        s = STEP_LABELS
-        self.run_info = Gauge(
-            metric_name("run_info"), "A howfast run (always 1).", RUN_LABELS, registry=r
-        )
-        self.run_start = Gauge(
-            metric_name("run_start_time_seconds"),
-            "When the run started, seconds since the epoch.",
-            RUN_LABELS,
-            registry=r,
-        )
-        self.run_end = Gauge(
-            metric_name("run_end_time_seconds"),
-            "When the run finished, seconds since the epoch (only once it has).",
-            RUN_LABELS,
-            registry=r,
-        )
-        self.run_steps = Gauge(
-            metric_name("run_steps"), "Steps in the run, all targets.", RUN_LABELS, registry=r
-        )
-        self.run_steps_finished = Counter(
-            metric_name("run_steps_finished"),
-            "Steps finished so far, by status.",
-            (*RUN_LABELS, "status"),
-            registry=r,
-        )
-        self.run_progress = Gauge(
-            metric_name("run_progress_ratio"),
-            "Share of the run's steps finished, 0 to 1.",
-            RUN_LABELS,
-            registry=r,
-        )
-        self.step_state = Gauge(
-            metric_name("step_state"),
-            "1 for the step's current state, 0 for the others.",
-            (*s, "state"),
-            registry=r,
-        )
-        self.step_expected = Gauge(
-            metric_name("step_expected_duration_seconds"),
-            "How long the step is planned to run (pgbench's duration, fio's runtime).",
-            s,
-            registry=r,
-        )
-        self.step_elapsed = Gauge(
-            metric_name("step_elapsed_seconds"),
-            "Seconds since the step started, at its last progress report.",
-            s,
-            registry=r,
-        )
-        self.tps = Gauge(
-            metric_name("tps"),
-            "pgbench's transactions per second over its last progress interval (1 s); "
-            "only while the step runs.",
-            s,
-            registry=r,
-        )
-        self.latency = Histogram(
-            metric_name("latency_seconds"),
-            "pgbench's average transaction latency of each progress interval (1 s): one "
-            "observation per second, not per transaction.",
-            s,
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.transactions = Counter(
-            metric_name("transactions"),
-            "Transactions pgbench completed (per progress interval; exact at the step's end).",
-            s,
-            registry=r,
-        )
-        self.failures = Counter(
-            metric_name("failed_transactions"),
-            "Transactions pgbench counted as failed (serialization or deadlock errors).",
-            s,
-            registry=r,
-        )
-        self.step_duration = Gauge(
-            metric_name("step_duration_seconds"),
-            "How long the finished step took, from its start to its end.",
-            s,
-            registry=r,
-        )
-        self.step_end = Gauge(
-            metric_name("step_end_time_seconds"),
-            "When the step finished, seconds since the epoch.",
-            s,
-            registry=r,
-        )
-        self.step_tps = Gauge(
-            metric_name("step_tps"),
-            "pgbench's TPS over the whole finished step (without connection time).",
-            s,
-            registry=r,
-        )
-        self.step_latency_avg = Gauge(
-            metric_name("step_latency_average_seconds"),
-            "pgbench's average transaction latency over the finished step.",
-            s,
-            registry=r,
-        )
-        self.step_latency = Gauge(
-            metric_name("step_latency_seconds"),
-            "Exact latency percentiles of the finished step, from pgbench's per-transaction "
-            "log (quantile 1 is the maximum).",
-            (*s, "quantile"),
-            registry=r,
-        )
-        # The families each workload declares of its finished steps (fio's IOPS and bytes)
+        for family in FAMILIES:
+            setattr(self, family.attribute, family.build(self.registry))
         self.workload_families: dict[str, list[tuple[StepFamily, Gauge]]] = {}
         for name, plugin in plugins().items():
             self.workload_families[name] = [
@@ -259,73 +400,18 @@ class RunMetrics:
                     Gauge(
                         metric_name(f.name),
                         f.help,
-                        (*s, *([f.label] if f.label else [])),
-                        registry=r,
+                        (*STEP_LABELS, *([f.label] if f.label else [])),
+                        registry=self.registry,
                     ),
                 )
                 for f in plugin.prometheus
             ]
-        self.disk_ops = Gauge(
-            metric_name("step_disk_operations_per_second"),
-            "Requests the device behind a role completed per second over the finished step "
-            "(/proc/diskstats).",
-            (*s, "role", "op"),
-            registry=r,
-        )
-        self.disk_rate = Gauge(
-            metric_name("step_disk_bytes_per_second"),
-            "Bytes per second the device behind a role read or wrote over the finished step.",
-            (*s, "role", "op"),
-            registry=r,
-        )
-        self.disk_bytes = Gauge(
-            metric_name("step_disk_bytes"),
-            "Bytes the device behind a role read or wrote during the finished step.",
-            (*s, "role", "op"),
-            registry=r,
-        )
-        self.cpu = Gauge(
-            metric_name("step_cpu_ratio"),
-            "Share of all CPUs' time in a mode over the finished step, 0 to 1.",
-            (*s, "cpu_mode"),
-            registry=r,
-        )
-        self.wait_events = Gauge(
-            metric_name("step_wait_event_ratio"),
-            "Share of sampled active sessions in each wait event over the finished step "
-            "(wait_event_type CPU: active without a wait event).",
-            (*s, "wait_event_type", "wait_event"),
-            registry=r,
-        )
-        self.role_device = Gauge(
-            metric_name("role_device_info"),
-            "The block device behind a target's storage role (1): join node_exporter's "
-            "node_disk_* series on `device`.",
-            (*RUN_LABELS, "target", "role", "device"),
-            registry=r,
-        )
-        self.checkpoint_start = Gauge(
-            metric_name("checkpoint_start_time_seconds"),
-            "When a checkpoint seen during the step started, seconds since the epoch.",
-            (*s, "checkpoint"),
-            registry=r,
-        )
-        self.checkpoint_end = Gauge(
-            metric_name("checkpoint_end_time_seconds"),
-            "When a checkpoint seen during the step ended, seconds since the epoch.",
-            (*s, "checkpoint"),
-            registry=r,
-        )
-        self.checkpoints = Counter(
-            metric_name("checkpoints"),
-            "Checkpoints that ran during the run's steps (counted when each step ends).",
-            s,
-            registry=r,
-        )
+        for family in SAMPLED_FAMILIES:
+            setattr(self, family.attribute, family.build(self.registry))
         # issue 29: events during steps, registered with the first step that had some (a run
         # without events exposes no empty families of them)
         self._event_families: EventFamilies | None = None
-        self._labels = s
+        self._labels = STEP_LABELS
 
     # --- run ------------------------------------------------------------------------------
 

@@ -9,22 +9,20 @@ howfast, the same package in a distribution of its own, with an entry point:
     [project.entry-points."howfast.workloads"]
     sysbench = "howfast_sysbench.plan:PLUGIN"
 
-Discovery imports only plan modules, never the executors. The workloads package is named, not
-imported by an import statement: it sits above this layer (docs/architecture.md), and only
-its plan modules are loaded here.
+Discovery (plugin/discovery.py, as for samplers, target kinds and event actions) imports only
+plan modules, never the executors. The workloads package is named, not imported by an import
+statement: it sits above this layer (docs/architecture.md), and only its plan modules are
+loaded here.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.metadata
-import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-from howfast.errors import HowfastError
 from howfast.model import JSONValue
+from howfast.plugin.discovery import Discovery, discover
 from howfast.plugin.workload import COMMON_TEST_PARAMS, Program, StepModel, WorkloadPlugin
 
 Plugin = WorkloadPlugin[Any]
@@ -37,36 +35,26 @@ def _is_plan_module(name: str) -> bool:
     return name.rpartition(".")[2] == "plan"
 
 
-def _add(found: dict[str, Plugin], plugin: object, origin: str) -> None:
-    if not isinstance(plugin, WorkloadPlugin):
-        raise HowfastError(f"workload plug-in {origin} is not a WorkloadPlugin: {plugin!r}")
-    if plugin.name in found:
-        raise HowfastError(f"workload {plugin.name!r} is defined twice ({origin})")
-    found[plugin.name] = plugin
+def _name(plugin: Plugin) -> str:
+    return plugin.name
 
 
-def _entry_point_plugin(entry: importlib.metadata.EntryPoint) -> object:
-    try:
-        return entry.load()
-    except Exception as exc:  # a broken distribution names itself, not a traceback of ours
-        raise HowfastError(
-            f"workload plug-in {entry.name} = {entry.value} cannot be loaded: {exc}"
-        ) from exc
+DISCOVERY = Discovery(
+    noun="workload",
+    cls=WorkloadPlugin,
+    package=WORKLOADS_PACKAGE,
+    attribute="PLUGIN",
+    group=ENTRY_POINTS,
+    name_of=_name,
+    module_filter=_is_plan_module,
+    nested=True,
+)
 
 
 @functools.cache
 def plugins() -> dict[str, Plugin]:
     """Every workload plugin by name, in their `order` (then by name)."""
-    package = importlib.import_module(WORKLOADS_PACKAGE)
-    found: dict[str, Plugin] = {}
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-        if info.ispkg or not _is_plan_module(info.name):
-            continue
-        plugin = getattr(importlib.import_module(info.name), "PLUGIN", None)
-        if plugin is not None:
-            _add(found, plugin, info.name)
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
-        _add(found, _entry_point_plugin(entry), f"entry point {entry.name} = {entry.value}")
+    found = discover(DISCOVERY)
     return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
 
 

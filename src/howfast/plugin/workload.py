@@ -18,7 +18,8 @@ workloads. The plugin declares:
 - traits, asked instead of its name: `needs_server`, `sampled`, `drives_sessions`,
   `io_by_server`, `loads_data`, `reads_loaded_data`, `client_side`, `throughput_metric`,
   `steady_series`, `counts_transactions`, `load_metric`, `cold_read_metric`, `full_speed`,
-  `programs` (what the doctor checks);
+  `design_figures`, `programs` (what the doctor checks, `cleanup` looks for in a step's work
+  directory, and `doctor` says how to install);
 - parts, "module:attribute" strings imported only by the layer that uses them, so that
   declaring a workload imports none of them: `executor_class` (a workloads.base.Workload,
   workloads.get_workload), `analysis` (an analysis.hooks.WorkloadAnalysis), `report` (a
@@ -107,6 +108,10 @@ class Program:
     required: bool = False  # without it, howfast is of no use (pgbench)
     hint: str | None = None  # how to install it; None: the PostgreSQL install hint
     version_args: tuple[str, ...] = ("--version",)
+    # The OS packages that install it, by family ("debian", "rhel", "macos"), for the
+    # commands `howfast doctor` prints (service/install_hints.py). None: a "postgres" program
+    # comes with PostgreSQL's packages; a "path" one has no command.
+    packages: Mapping[str, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,10 @@ class WorkloadPlugin(ABC, Generic[S]):
     counts_transactions: bool = False
     load_metric: str | None = None  # the time a load took ("init_total_s"): regimes
     cold_read_metric: str | None = None  # the time a large cold read took: regimes
+    # Its steps are a replication design's figures (analysis/replication.py): lags, WAL, the
+    # SyncRep share and the commit split derived, its throughput by clients compared between
+    # designs (the `replication` plan's table)
+    design_figures: bool = False
     programs: tuple[Program, ...] = ()  # what `howfast doctor` checks for it
 
     # -- parts, "module:attribute", imported only by the layer that uses them --------------

@@ -57,4 +57,4 @@ def _create(setup: SamplerSetup) -> CgroupMemorySampler | None:
 
 
 # Every sampled step on a target whose server runs in a memory cgroup (samplers/registry.py).
-SAMPLER = SamplerPlugin("cgroupmem", _create, order=50)
+SAMPLER = SamplerPlugin("cgroupmem", _create, order=50, sections=("cpu",))

@@ -216,4 +216,4 @@ def _create(setup: SamplerSetup) -> CheckpointSampler | None:
 
 
 # Every sampled step on a target whose server log howfast captures (samplers/registry.py).
-SAMPLER = SamplerPlugin("checkpoints", _create, order=40)
+SAMPLER = SamplerPlugin("checkpoints", _create, order=40, sections=("postgres",))

@@ -282,4 +282,4 @@ def _create(setup: SamplerSetup) -> CpuSampler:
 
 
 # Every sampled step: CPU, page cache and the load generator's CPU (samplers/registry.py).
-SAMPLER = SamplerPlugin("cpu", _create, order=10)
+SAMPLER = SamplerPlugin("cpu", _create, order=10, sections=("cpu",))

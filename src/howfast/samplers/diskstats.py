@@ -148,4 +148,4 @@ def _create(setup: SamplerSetup) -> DiskSampler | None:
 
 
 # Every sampled step whose target's devices are known (samplers/registry.py).
-SAMPLER = SamplerPlugin("diskstats", _create, order=20)
+SAMPLER = SamplerPlugin("diskstats", _create, order=20, sections=("io",))

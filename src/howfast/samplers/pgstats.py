@@ -443,4 +443,4 @@ def _create(setup: SamplerSetup) -> PgStatsSampler | None:
 
 
 # Every sampled step on a target with a server (samplers/registry.py).
-SAMPLER = SamplerPlugin("pgstats", _create, order=30)
+SAMPLER = SamplerPlugin("pgstats", _create, order=30, sections=("postgres",))

@@ -46,3 +46,7 @@ class SamplerPlugin:
     # `sampled` ones. Waits: `lambda w: w.sampled and w.drives_sessions`.
     watches: Callable[[WorkloadPlugin[Any]], bool] = sampled
     order: int = 100  # samplers start, and their results merge, in this order
+    # The sections of a step's document its results go into (SamplerResult.sections):
+    # `results show --json` shows each of them, null for a step that was not sampled
+    # (registry.step_sections).
+    sections: tuple[str, ...] = ()

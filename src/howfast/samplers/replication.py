@@ -212,4 +212,4 @@ def _watches(workload: WorkloadPlugin[Any]) -> bool:
 
 
 # Those steps, on a primary howfast gave standbys (samplers/registry.py).
-SAMPLER = SamplerPlugin("replication", _create, watches=_watches, order=36)
+SAMPLER = SamplerPlugin("replication", _create, watches=_watches, order=36, sections=("postgres",))

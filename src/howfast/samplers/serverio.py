@@ -341,4 +341,4 @@ def _create(setup: SamplerSetup) -> PeriodicSampler | None:
 
 
 # Every sampled step on a server howfast started here, or in a pod (samplers/registry.py).
-SAMPLER = SamplerPlugin("serverio", _create, order=25)
+SAMPLER = SamplerPlugin("serverio", _create, order=25, sections=("io", "cpu"))

@@ -17,11 +17,11 @@ from typing import Any
 
 from howfast.hosts.base import Host
 from howfast.machine.devices import RoleDevice, resolve_roles
-from howfast.model import STEP_SECTIONS, JSONValue, Sample
+from howfast.model import JSONValue, Sample
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.cpu import first_reading
 from howfast.samplers.plugin import SamplerSetup
-from howfast.samplers.registry import create_samplers
+from howfast.samplers.registry import create_samplers, step_sections
 from howfast.targets.base import Connection, Target
 from howfast.targets.capabilities import HasLocalStandbys, HasStorage
 
@@ -150,7 +150,7 @@ class StepSampling:
         if self.result is None or self.ctx is None:
             return None
         r = self.result
-        sections: dict[str, dict[str, JSONValue]] = {name: {} for name in STEP_SECTIONS}
+        sections: dict[str, dict[str, JSONValue]] = {name: {} for name in step_sections()}
         for name, content in r.sections.items():
             sections.setdefault(name, {}).update(content)
         sections["io"]["roles"] = _roles_section(

@@ -76,4 +76,4 @@ def _watches(workload: WorkloadPlugin[Any]) -> bool:
 
 
 # Those steps, on a primary howfast gave standbys (samplers/registry.py).
-SAMPLER = SamplerPlugin("standby-io", _create, watches=_watches, order=26)
+SAMPLER = SamplerPlugin("standby-io", _create, watches=_watches, order=26, sections=("io",))

@@ -276,4 +276,4 @@ def _watches(workload: WorkloadPlugin[Any]) -> bool:
 
 
 # On a target with a server (samplers/registry.py).
-SAMPLER = SamplerPlugin("waits", _create, watches=_watches, order=35)
+SAMPLER = SamplerPlugin("waits", _create, watches=_watches, order=35, sections=("postgres",))

@@ -1,44 +1,61 @@
 """The commands that install the programs howfast runs, per operating system family, for
-`howfast doctor` and the README. Pure: which tools are missing in, commands out; reading
-/etc/os-release is the caller's (this_family)."""
+`howfast doctor` and the README: PostgreSQL's server, and the programs the workloads declare
+(plugin/workload.py `Program`: those in PostgreSQL's installation come with its packages, one
+on PATH names its own). Which tools are missing in, commands out; reading /etc/os-release is
+the caller's (this_family)."""
 
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from howfast.checks import Check
 from howfast.model import JSONValue
+from howfast.plugin.registry import programs
+from howfast.plugin.workload import Program
 
-# The programs doctor checks, in the order commands name their packages.
-TOOLS = ("postgresql", "pgbench", "pg_test_fsync", "fio")
+SERVER = "postgresql"  # the tool name of PostgreSQL's server, whichever install doctor found
 HOMEBREW_POSTGRESQL = "postgresql@17"
 
-# family -> tool -> packages. Debian's postgresql-NN holds the server, pgbench and
-# pg_test_fsync; Fedora's and RHEL's postgresql-server the server, postgresql-contrib pgbench
-# and pg_test_fsync; Homebrew's formula the whole of PostgreSQL.
-PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
-    "debian": {
-        "postgresql": ("postgresql", "postgresql-contrib"),
-        "pgbench": ("postgresql", "postgresql-contrib"),
-        "pg_test_fsync": ("postgresql", "postgresql-contrib"),
-        "fio": ("fio",),
-    },
-    "rhel": {
-        "postgresql": ("postgresql-server", "postgresql-contrib"),
-        "pgbench": ("postgresql-contrib",),
-        "pg_test_fsync": ("postgresql-contrib",),
-        "fio": ("fio",),
-    },
-    "macos": {
-        "postgresql": (HOMEBREW_POSTGRESQL,),
-        "pgbench": (HOMEBREW_POSTGRESQL,),
-        "pg_test_fsync": (HOMEBREW_POSTGRESQL,),
-        "fio": ("fio",),
-    },
+# family -> packages. Debian's postgresql-NN holds the server, pgbench and pg_test_fsync;
+# Fedora's and RHEL's postgresql-server the server, postgresql-contrib the other programs;
+# Homebrew's formula the whole of PostgreSQL.
+SERVER_PACKAGES: dict[str, tuple[str, ...]] = {
+    "debian": ("postgresql", "postgresql-contrib"),
+    "rhel": ("postgresql-server", "postgresql-contrib"),
+    "macos": (HOMEBREW_POSTGRESQL,),
 }
+POSTGRES_PROGRAM_PACKAGES: dict[str, tuple[str, ...]] = {
+    "debian": ("postgresql", "postgresql-contrib"),
+    "rhel": ("postgresql-contrib",),
+    "macos": (HOMEBREW_POSTGRESQL,),
+}
+
+
+def _packages(program: Program) -> Mapping[str, tuple[str, ...]] | None:
+    if program.packages is not None:
+        return program.packages
+    return POSTGRES_PROGRAM_PACKAGES if program.source == "postgres" else None
+
+
+def tool_packages() -> dict[str, Mapping[str, tuple[str, ...]]]:
+    """tool -> family -> packages, in the order commands name their packages: the server,
+    the workloads' programs in PostgreSQL's installation, then those on PATH (the programs
+    without a package known are not there)."""
+    found: dict[str, Mapping[str, tuple[str, ...]]] = {SERVER: SERVER_PACKAGES}
+    for program in sorted(programs(), key=lambda p: p.source != "postgres"):  # stable
+        known = _packages(program)
+        if known is not None:
+            found.setdefault(program.name, known)
+    return found
+
+
+def _postgres_tools() -> set[str]:
+    return {SERVER, *(p.name for p in programs("postgres"))}
+
+
 FAMILY_NAMES = {
     "debian": "Debian/Ubuntu",
     "rhel": "RHEL family (RHEL, Rocky, Alma, CentOS Stream, Fedora)",
@@ -104,7 +121,12 @@ def this_family(os_release: Path = Path("/etc/os-release")) -> str | None:
 def install_command(family: str, tools: Iterable[str]) -> str | None:
     """The one command that installs `tools` on `family`; None when there is nothing."""
     wanted = set(tools)
-    packages = [p for tool in TOOLS if tool in wanted for p in PACKAGES[family][tool]]
+    packages = [
+        p
+        for tool, by_family in tool_packages().items()
+        if tool in wanted
+        for p in by_family.get(family, ())
+    ]
     if not packages:
         return None
     return f"{PREFIX[family]} {' '.join(dict.fromkeys(packages))}"
@@ -114,7 +136,7 @@ def install_commands(tools: Iterable[str], this: str | None = None) -> list[Inst
     """One command per family for the missing `tools` (none when nothing is missing), this
     machine's family first."""
     wanted = list(tools)
-    postgres = any(tool != "fio" for tool in wanted)  # the notes are about PostgreSQL's
+    postgres = bool(_postgres_tools() & set(wanted))  # the notes are about PostgreSQL's
     found = [
         InstallCommand(
             family,
@@ -123,20 +145,21 @@ def install_commands(tools: Iterable[str], this: str | None = None) -> list[Inst
             NOTES.get(family) if postgres else None,
             family == this,
         )
-        for family in PACKAGES
+        for family in FAMILY_NAMES
         if (command := install_command(family, wanted)) is not None
     ]
     return sorted(found, key=lambda c: not c.this_machine)
 
 
 def missing_tools(checks: Sequence[Check]) -> list[str]:
-    """The TOOLS doctor found missing: PostgreSQL's server when no install has one."""
+    """The tools doctor found missing: PostgreSQL's server when no install has one."""
     missing = []
-    postgres = [c for c in checks if c.name == "postgresql" or c.name.startswith("postgresql ")]
+    postgres = [c for c in checks if c.name == SERVER or c.name.startswith(SERVER + " ")]
     if not any(c.ok for c in postgres):
-        missing.append("postgresql")
+        missing.append(SERVER)
+    tools = tool_packages()
     for check in checks:
-        if check.name in TOOLS[1:] and not check.ok:
+        if check.name != SERVER and check.name in tools and not check.ok:
             missing.append(check.name)
     return missing
 
@@ -147,8 +170,9 @@ def with_install_hints(checks: Sequence[Check], family: str | None) -> list[Chec
     if family is None:
         return list(checks)
     out = []
+    tools = tool_packages()
     for check in checks:
-        tool = "postgresql" if check.name.startswith("postgresql") else check.name
-        command = install_command(family, [tool]) if tool in TOOLS and not check.ok else None
+        tool = SERVER if check.name.startswith(SERVER) else check.name
+        command = install_command(family, [tool]) if tool in tools and not check.ok else None
         out.append(replace(check, hint=f"install it with: {command}") if command else check)
     return out

@@ -104,7 +104,11 @@ def run_document(run: RunRecord, *, with_series: bool = False) -> dict[str, JSON
     """The JSON document of a derived run, with what is derived of the run as a whole: a
     fleet's per-class figures and verdicts (docs/json.md#fleet), what an `--until` run's
     repetitions reached (docs/json.md#until)."""
-    doc = run.document(with_series=with_series)
+    # The samplers' modules are loaded only here, for the sections they declare: reading a
+    # run for the terminal or a report needs none of them.
+    from howfast.samplers.registry import step_sections
+
+    doc = run.document(with_series=with_series, sections=step_sections())
     until = until_summary(run)
     if until is not None:
         doc["until"] = until.document()

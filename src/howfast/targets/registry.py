@@ -1,8 +1,9 @@
 """Target kinds, found rather than listed: every module of howfast.targets.kinds defines a
 module-level `KIND` (a TargetKind, targets/kind.py) that says how a `--target` text is
 recognised, which options it takes, and makes the Target. Adding a target kind is one new
-module there (plus the Target itself). The functions below are what a command asks of the
-kinds of its targets, without naming any kind.
+module there (plus the Target itself), or a distribution of its own with an entry point in
+the `howfast.targets` group (found as workloads are: plugin/discovery.py). The functions
+below are what a command asks of the kinds of its targets, without naming any kind.
 
     values = {"namespace": "bench", "storage_latency": None, ...}      # from the CLI
     kind_options = parse_kind_options(values, OptionContext("run", texts, memory, plan))
@@ -14,12 +15,11 @@ kinds of its targets, without naming any kind.
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from howfast.errors import UsageError
+from howfast.plugin.discovery import Discovery, discover
 from howfast.targets.kind import (
     Command,
     LocalInstall,
@@ -36,19 +36,24 @@ if TYPE_CHECKING:
     from howfast.targets.fleet_base import FleetPlace
 
 
+def _name(kind: TargetKind) -> str:
+    return kind.name
+
+
+DISCOVERY = Discovery(
+    noun="target kind",
+    cls=TargetKind,
+    package="howfast.targets.kinds",
+    attribute="KIND",
+    group="howfast.targets",  # kinds installed apart: [project.entry-points."howfast.targets"]
+    name_of=_name,
+)
+
+
 @functools.cache
 def kinds() -> tuple[TargetKind, ...]:
-    """Every target kind, in their order."""
-    import howfast.targets.kinds as package
-
-    found: dict[str, TargetKind] = {}
-    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        kind = getattr(importlib.import_module(info.name), "KIND", None)
-        if not isinstance(kind, TargetKind):
-            continue
-        if kind.name in found:
-            raise RuntimeError(f"target kind {kind.name!r} is defined twice ({info.name})")
-        found[kind.name] = kind
+    """Every target kind, built in or installed apart, in their order."""
+    found = discover(DISCOVERY)
     return tuple(sorted(found.values(), key=lambda k: (k.order, k.name)))
 
 

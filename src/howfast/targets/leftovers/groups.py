@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import PurePath
 
+from howfast.plugin import registry
 from howfast.targets.leftovers import names
 from howfast.targets.leftovers.machine import (
     CgroupDir,
@@ -36,7 +37,8 @@ from howfast.targets.leftovers.machine import (
 )
 
 SERVER_PROGRAMS = {"postgres", "postmaster"}
-TOOL_PROGRAMS = {"pgbench", "fio", "pg_test_fsync"}  # what runs in a step's work directory
+# What runs in a step's work directory: the programs the workloads declare (plugin/registry.py).
+TOOL_PROGRAMS = {p.name for p in registry.programs()}
 LAYER_PROGRAMS = {"nbdkit", "nbdfuse"}
 # What howfast runs while it builds a volume: one of a killed run may wait for ever on its
 # volume (a losetup waiting for a flush through an hour of added delay holds the kernel's

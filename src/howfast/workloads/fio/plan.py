@@ -139,6 +139,7 @@ class FioPlugin(WorkloadPlugin[FioStep]):
             "path",
             "storage probes (`howfast probe`, probe steps in plans)",
             hint="sudo apt-get install -y fio",
+            packages={"debian": ("fio",), "rhel": ("fio",), "macos": ("fio",)},
         ),
     )
     prometheus = (

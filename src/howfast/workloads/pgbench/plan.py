@@ -246,6 +246,7 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
     throughput_metric = "tps"
     steady_series = True
     counts_transactions = True
+    design_figures = True  # what a replication design costs: lags, SyncRep, commit split
     programs = (Program("pgbench", "postgres", "every PostgreSQL benchmark", required=True),)
     metrics = (
         _m("tps", "TPS", "tx/s", True, 1),
