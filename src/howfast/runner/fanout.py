@@ -22,9 +22,8 @@ class FanOut:
                 call(observer)
             except Exception as exc:  # a metrics bug must not cost the benchmark
                 self.others.remove(observer)
-                self.first.message(
-                    f"warning: {type(observer).__name__} failed and is switched off: {exc}"
-                )
+                what = getattr(observer, "what", "an observer of the run")  # words, not a class
+                self.first.message(f"warning: {what} failed and is switched off: {exc}")
 
     def run_started(self, run_id: int, steps: int, targets: int) -> None:
         self._each(lambda o: o.run_started(run_id, steps, targets))
