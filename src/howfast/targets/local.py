@@ -242,13 +242,34 @@ class LocalTarget(
         self._tcp_password = secrets.token_urlsafe(24) if client == "tcp" else None
 
     # -- checks before anything is created --------------------------------------------
-    def check(self, *, will_init: bool) -> None:
+    def check_inputs(self) -> None:
+        """The directories (target, WAL, standbys: each existing, writable, empty or
+        howfast's) and the options that cannot go together, read only: the run service
+        calls it before a run and before its dry run alike."""
         check_directory(self.directory, "target directory")
+        if self.wal_root:
+            check_directory(self.wal_root, "WAL directory")
+        if self.replicas is None:
+            return
+        if self.keep:
+            raise UsageError(
+                "--keep keeps one cluster; a primary with standbys is removed at the end "
+                "(drop --keep or --replicas)"
+            )
+        if len(self.standby_dirs) > 1 and len(self.standby_dirs) != self.replicas.count:
+            raise UsageError(
+                f"give one --standby-dir, or one per standby ({self.replicas.count}), not "
+                f"{len(self.standby_dirs)}"
+            )
+        for directory in dict.fromkeys(self.standby_dirs):
+            check_directory(directory, "standby directory")
+
+    def check(self, *, will_init: bool) -> None:
+        self.check_inputs()
         if not self._locks:  # before looking for servers: a live run's are not "earlier"
             self._locks.append(lock_directory(self.directory, "target directory"))
         self.warnings = check_earlier_clusters(self.directory, "target directory")
         if self.wal_root:
-            check_directory(self.wal_root, "WAL directory")
             if len(self._locks) < 2:
                 self._locks.append(lock_directory(self.wal_root, "WAL directory"))
             self.warnings += check_earlier_clusters(self.wal_root, "WAL directory")
@@ -268,17 +289,8 @@ class LocalTarget(
             self._check_replicas(self.replicas)
 
     def _check_replicas(self, spec: ReplicaSpec) -> None:
-        """Refuse what standbys cannot do here before anything is created."""
-        if self.keep:
-            raise UsageError(
-                "--keep keeps one cluster; a primary with standbys is removed at the end "
-                "(drop --keep or --replicas)"
-            )
-        if len(self.standby_dirs) > 1 and len(self.standby_dirs) != spec.count:
-            raise UsageError(
-                f"give one --standby-dir, or one per standby ({spec.count}), not "
-                f"{len(self.standby_dirs)}"
-            )
+        """Refuse what standbys cannot do here before anything is created (beyond what
+        check_inputs refused: the options and directories)."""
         if self.standby_storage is not None:
             self.standby_storage(self.directory).check()
         if not self.install.program("pg_basebackup"):
@@ -288,7 +300,6 @@ class LocalTarget(
             )
         assert self.user is not None
         for directory in dict.fromkeys(self.standby_dirs):
-            check_directory(directory, "standby directory")
             if directory not in (self.directory, self.wal_root, *self._standby_locked):
                 self._locks.append(lock_directory(directory, "standby directory"))
                 self._standby_locked.add(directory)
