@@ -82,8 +82,6 @@ class MetricsServer:
 class MetricsObserver:
     """Feeds RunMetrics from the runner's events; serves them when given a server."""
 
-    what = "the live metrics exporter (--metrics-port)"  # in messages (runner/fanout.py)
-
     def __init__(self, plan: str, metrics: RunMetrics | None = None) -> None:
         self.plan = plan
         self.metrics = metrics or RunMetrics()

@@ -195,7 +195,11 @@ class RunService:
         try:
             if prepared.live_metrics is not None:
                 live = self._serve_metrics(prepared.plan_name, prepared.live_metrics)
-            run_observer: RunObserver = FanOut(observer, live) if live else observer
+            run_observer: RunObserver = (
+                FanOut(observer, live, names=["the live metrics exporter (--metrics-port)"])
+                if live
+                else observer
+            )
             result = self._runner(prepared, db, run_observer).execute()
             # Not after Ctrl-C: then the exporter stops at once.
             linger_s = LINGER_S if result.status != "aborted" else 0.0
