@@ -748,15 +748,19 @@ class LocalTarget(
             self.connection, dict(settings), in_force, self.restart
         )
 
-    def restart(self) -> None:
+    def restart(self) -> Mapping[str, JSONValue]:
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup; with
-        standbys, back once they stream again (their walreceivers retry every 5 s)."""
+        standbys, back once they stream again (their walreceivers retry every 5 s): how
+        long that took after the server accepted connections is `standbys_streaming_s`."""
         self._refuse_after_failover("restart")
         self._refuse_on_promoted("restart")
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
-        if self.replica_set is not None:
-            self.replica_set.wait_streaming(START_TIMEOUT_S)
+        started = time.monotonic()
+        if self.replica_set is None:
+            return {}
+        self.replica_set.wait_streaming(START_TIMEOUT_S)
+        return {"standbys_streaming_s": round(time.monotonic() - started, 3)}
 
     def crash(self) -> Mapping[str, JSONValue]:
         """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process

@@ -336,8 +336,8 @@ class EmulatedTarget(
     def restore_design(self) -> Mapping[str, JSONValue] | None:
         return self.inner.restore_design()
 
-    def restart(self) -> None:
-        self.inner.restart()
+    def restart(self) -> Mapping[str, JSONValue]:
+        return self.inner.restart()
 
     def crash(self) -> Mapping[str, JSONValue]:
         return self.inner.crash()
