@@ -186,6 +186,7 @@ class Target(ABC):
         no server asked, nothing created. The run service calls it for every target of a
         run and of its --dry-run alike, before anything runs, so that a dry run refuses what
         the run would (issue 35); check() calls it too. The default refuses nothing."""
+        return None
 
     @abstractmethod
     def start(self) -> Connection | None:
