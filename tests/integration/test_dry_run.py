@@ -149,3 +149,19 @@ def test_the_dry_run_refuses_what_the_run_refuses_with_the_same_words(
     assert not (tmp_path / "missing").exists()
     listed = howfast("results", "list", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+def test_a_probes_dry_run_refuses_the_directories_the_probe_refuses(
+    howfast: Howfast, tmp_path: Path
+) -> None:
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "data").write_text("not howfast's\n")
+    for directory, said in ((tmp_path / "missing", "does not exist"), (full, "is not empty")):
+        dry = howfast("probe", str(directory), "--runtime", "1s", "--dry-run")
+        real = howfast("probe", str(directory), "--runtime", "1s")
+        for out in (dry, real):
+            assert out.returncode == 2, out.stderr[-1000:]
+            assert f"probe directory {directory} {said}" in out.stderr
+        assert dry.stderr.splitlines()[-1] == real.stderr.splitlines()[-1]
+    assert list(full.iterdir()) == [full / "data"] and not (tmp_path / "missing").exists()
