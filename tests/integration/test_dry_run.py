@@ -114,6 +114,8 @@ _REFUSED = [
      "--keep keeps one cluster; a primary with standbys is removed at the end"),
     ("--keep with ?replicas=", ["--target", "{target}?replicas=1", "--keep"],
      "--keep keeps one cluster"),
+    ("missing fleet directory", ["fleet", "--target", "{missing}"],
+     "target directory {missing} does not exist"),
     ("--event on a plan without pgbench", ["{fio_plan}", "--target", "{target}", "--event",
                                            "1s:checkpoint"],
      "--event 1s:checkpoint: plan 'fio-only' has no pgbench step"),
@@ -135,7 +137,7 @@ def test_the_dry_run_refuses_what_the_run_refuses_with_the_same_words(
     names = {"missing": tmp_path / "missing", "full": full, "target": target_dir,
              "fio_plan": fio_plan}  # fmt: skip
     argv = [a.format(**names) for a in args]
-    if not argv[0].endswith(".toml"):
+    if not argv[0].endswith(".toml") and argv[0] != "fleet":
         argv = [howfast.plan(TINY_PLAN).as_posix(), *argv]
     dry = howfast("run", *argv, "--dry-run")
     real = howfast("run", *argv, "--yes")
