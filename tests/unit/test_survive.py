@@ -294,6 +294,7 @@ def test_an_event_not_applied_fails_its_step_with_the_reason():
     _judge(outcome, _ran(), (applied, skipped))
     assert outcome.status == "failed"
     assert outcome.error == "event 5s:failover not applied: the load ended before its time"
+    assert outcome.warnings == []  # the error says it: not again as a warning
 
     every_one = OutcomeDraft()
     _judge(every_one, _ran(), (applied,))
