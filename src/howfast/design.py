@@ -9,7 +9,9 @@ target string's query (`/data/a?replicas=1&sync=remote_write`, `k8s://CLASS?repl
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal, cast, get_args
@@ -33,8 +35,10 @@ DESIGN_KEYS = (
     "client",
     "client_node",
 )
-# `key=value&key=value` after the text's last "?"
-_QUERY = re.compile(r"[a-z_]+=[^&]*(?:&[a-z_]+=[^&]*)*")
+# `key=value&key=value` after the text's last "?". Keys in any case are read as a query, so
+# that `?REPLICAS=1` is refused by name (keys are lower-case) instead of being taken for part
+# of a directory's name ("directory .../a?REPLICAS=1 does not exist").
+_QUERY = re.compile(r"[A-Za-z_]+=[^&]*(?:&[A-Za-z_]+=[^&]*)*")
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,8 @@ def split_design_query(text: str, allowed: frozenset[str]) -> tuple[str, DesignO
     for pair in query.split("&"):
         key, _, value = pair.partition("=")
         if key not in allowed:
-            known = ", ".join(k for k in DESIGN_KEYS if k in allowed)
-            raise UsageError(f"{text}: unknown option {key} ({known})")
+            known = [k for k in DESIGN_KEYS if k in allowed]
+            raise UsageError(f"{text}: {unknown_key(key, known)}")
         where = f"{head}?{key}="
         if key == "standby_dir":
             dirs.append(Path(value).expanduser())
@@ -121,6 +125,17 @@ def split_design_query(text: str, allowed: frozenset[str]) -> tuple[str, DesignO
         else:
             values[key] = value
     return head, replace(DesignOptions(standby_dirs=tuple(dirs)), **values)  # type: ignore[arg-type]
+
+
+def unknown_key(key: str, known: Sequence[str]) -> str:
+    """'unknown option REPLICAS (keys are lower-case: did you mean replicas?); the options:
+    ...' for a target query's key. Keys are matched exactly, as every other option is."""
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+    if key.lower() in known:
+        hint = f" (keys are lower-case: did you mean {close[0]}?)"
+    else:
+        hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown option {key}{hint}; the options: {', '.join(known)}"
 
 
 def merge_design(*layers: DesignOptions) -> DesignOptions:

@@ -113,15 +113,17 @@ class EventTimeline(Protocol):
 
 def progress_line(mark: EventMark) -> str:
     """What the live view says once an event was applied and verified (or not):
-    '3 s: restart applied (service back after 0.41 s, verified)'."""
+    '3 s: 3s:restart applied (verified)'. No figure of its cost: how long the service was
+    gone is measured on the load's commits, known once the step ended, and the progress
+    prints it then (the recorded figure, `analysis/events.py` `event_line`); the action's
+    own view (when the server answered, its standbys streaming again) is in the mark's
+    `back_s` and `facts`."""
     at = f"{mark.applied_s if mark.applied_s is not None else mark.at_s:.0f} s"
     if mark.skipped:
         return f"{at}: {mark.text} {mark.problem or 'not applied'}"
     if mark.error is not None:
         return f"{at}: {mark.text} failed: {mark.error}"
     notes = []
-    if mark.back_s is not None and mark.applied_s is not None:
-        notes.append(f"service back after {mark.back_s - mark.applied_s:.2f} s")
     if mark.verified is True:
         notes.append("verified")
     elif mark.verified is False:

@@ -21,15 +21,17 @@ a second node) by the events layer, before anything starts.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from howfast.errors import UsageError
-from howfast.units import duration_seconds, quote
+from howfast.units import plain_number, quote
 
 ArgKind = Literal["none", "standby", "node", "latency", "iops", "argv"]
 
@@ -88,10 +90,25 @@ GRAMMAR = "AT:ACTION, e.g. 20s:restart; actions: " + ", ".join(a.usage for a in 
 # subdomain, which an IPv4 address also is).
 _STANDBY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")
 _NODE = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?")
-_ZERO = re.compile(r"0*(?:\.0*)?\s*(?:ms|s|m|min|h)?")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|min|m|h)")
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+_PLAIN = re.compile(_NUMBER)  # a plain number: seconds (milliseconds for a latency)
+_DURATION_PART = re.compile(rf"({_NUMBER})\s*(ms|s|min|m|h)")
+_UNIT_S = {"ms": Fraction(1, 1000), "s": Fraction(1), "m": Fraction(60), "min": Fraction(60),
+           "h": Fraction(3600)}  # fmt: skip
 _TABLE_KEYS = ("at", "action", "exec")
-_ACTION_NAME = re.compile(r"\s*([A-Za-z-]*)")
+# The action's name: everything up to its value, its options or a space (so that "réstart"
+# is named whole in the message, not cut at its first letter outside ASCII).
+_ACTION_NAME = re.compile(r"\s*([^=,\s]*)")
+_DIGITS = re.compile(r"[0-9]+")  # ASCII digits only: str.isdigit() takes "²" and "١"
+
+# Times into the step and windows are kept to the microsecond, and at most a year: beyond,
+# no step lasts (those within the bound but past the step's end are refused by
+# step_refusals, which knows its length).
+RESOLUTION_DIGITS = 6
+MAX_EVENT_S = 366 * 86400
+# The kernel keeps an I/O cgroup's IOPS limit in 32 bits, 2**32 - 1 meaning "no limit"
+# (blk-throttle): a larger N would be cut down silently, and the cap read back would differ.
+MAX_IOPS = 2**32 - 2
 
 
 @dataclass(frozen=True)
@@ -139,8 +156,9 @@ class EventSpec:
 
 
 def _seconds_text(value: float) -> str:
-    """20.0 -> '20', 0.5 -> '0.5', without float noise."""
-    return f"{round(value, 6):g}"
+    """20.0 -> '20', 0.5 -> '0.5', 1234567.0 -> '1234567': the shortest text that reads back
+    as the same number, never in exponent form (the grammar reads none)."""
+    return plain_number(value)
 
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -157,7 +175,9 @@ def event_from_text(text: str) -> EventSpec:
     name = name_match.group(1) if name_match else ""
     tail = action_text[name_match.end() :] if name_match else action_text
     if name not in ACTIONS:
-        raise ValueError(f"{quote(given)}: unknown action {quote(name)}; write {GRAMMAR}")
+        raise ValueError(
+            f"{quote(given)}: unknown action {quote(name)}{_guess(name)}; write {GRAMMAR}"
+        )
     syntax = ACTIONS[name]
     if syntax.arg == "argv":
         if not tail.startswith("="):
@@ -197,7 +217,9 @@ def event_from_table(table: Mapping[str, object]) -> EventSpec:
         raise ValueError('an event table needs "at": the time into the step, e.g. at = "20s"')
     if isinstance(at, bool) or not isinstance(at, str | int | float):
         raise ValueError(f'at = {quote(at)}: write a duration such as "20s"')
-    at_text = at if isinstance(at, str) else f"{at}s"
+    if not isinstance(at, str):
+        _check_number_at(at)
+    at_text = at if isinstance(at, str) else f"{plain_number(at)}s"
     if ("action" in table) == ("exec" in table):
         raise ValueError(
             'an event table needs one of "action" (e.g. action = "restart") or "exec" '
@@ -248,49 +270,81 @@ def ordered(specs: Iterable[EventSpec]) -> tuple[EventSpec, ...]:
     return tuple(sorted(specs, key=lambda s: s.at_s))
 
 
+def _guess(name: str) -> str:
+    """'; did you mean "restart"?' for a name close to an action's, else ''."""
+    close = difflib.get_close_matches(name.lower(), ACTIONS, n=1, cutoff=0.6)
+    return f"; did you mean {quote(close[0])}?" if close else ""
+
+
+def _check_number_at(at: float) -> None:
+    """A plan table's `at = 20` (seconds): finite, 0 or more, within the bound."""
+    if not math.isfinite(at):
+        raise ValueError(f'at = {quote(at)}: write a duration such as "20s" or a number of seconds')
+    if at < 0:
+        raise ValueError(f"at = {quote(at)}: a time into the step is 0 or more")
+    if at > MAX_EVENT_S:
+        raise ValueError(f"at = {quote(at)}: {_BOUND}")
+
+
+_BOUND = f"an event comes at most {MAX_EVENT_S} s (a year) into a step"
+
+
 def _at_seconds(text: str) -> float:
     stripped = text.strip().lower()
-    if stripped and _ZERO.fullmatch(stripped):
-        return 0.0
+    if stripped.startswith("-"):
+        raise ValueError(f"{quote(text.strip())}: a time into the step is 0 or more")
     try:
-        return _duration(stripped)
+        exact = _exact_seconds(stripped)
     except ValueError:
         raise ValueError(
             f"{quote(text.strip())} is not a time into the step; write AT as a duration such "
             'as "20s", "1m30s", "0.5s" or "0" (then :ACTION)'
         ) from None
+    if exact > MAX_EVENT_S:
+        raise ValueError(f"{quote(text.strip())}: {_BOUND}")
+    return _kept(exact)
 
 
-def _duration(text: str) -> float:
-    """Seconds in "20s", "1m30s" (parts in any unit, summed) or a plain number."""
-    if _DURATION_PART.fullmatch(text) or not _DURATION_PART.match(text):
-        return duration_seconds(text)
-    total, position = 0.0, 0
+def _exact_seconds(text: str) -> Fraction:
+    """Seconds in "20s", "1m30s" (parts in any unit, summed), "1.5" (a plain number), exactly:
+    no float noise when parts are summed. ValueError for anything else."""
+    if _PLAIN.fullmatch(text):
+        return Fraction(text)
+    total, position = Fraction(0), 0
     for part in _DURATION_PART.finditer(text):
         if part.start() != position:
             break
-        total += duration_seconds(part.group(0))
+        total += Fraction(part.group(1)) * _UNIT_S[part.group(2)]
         position = part.end()
-    if position != len(text):
+    if position == 0 or position != len(text):
         raise ValueError(f"{quote(text)} is not a duration")
     return total
 
 
+def _kept(exact: Fraction) -> float:
+    """Seconds as kept: to the microsecond, a float whose shortest text reads back the same."""
+    return float(round(exact, RESOLUTION_DIGITS))
+
+
 def _for_seconds(given: str, value: str) -> float:
     try:
-        seconds = _duration(value.strip().lower())
+        exact = _exact_seconds(value.strip().lower())
     except ValueError:
         raise ValueError(
             f"{quote(given)}: for={value.strip()} is not a duration; write for=D, e.g. for=10s"
         ) from None
+    seconds = _kept(exact)
+    if seconds <= 0:
+        raise ValueError(f"{quote(given)}: for= must be more than zero, e.g. for=10s")
+    if exact > MAX_EVENT_S:
+        raise ValueError(f"{quote(given)}: a window lasts at most {MAX_EVENT_S} s (a year)")
     return seconds
 
 
 def _latency_ms(text: str) -> float:
-    stripped = text.strip().lower()
-    if _ZERO.fullmatch(stripped):
-        return 0.0
-    return duration_seconds(stripped) * 1000
+    """Milliseconds in "5ms", "0.002s", "0" (a plain number is seconds, as in every
+    duration), exactly: "0.007ms" is 0.007, not 0.007000000000000001."""
+    return float(round(_exact_seconds(text.strip().lower()) * 1000, RESOLUTION_DIGITS))
 
 
 def _action_value(given: str, syntax: ActionSyntax, value: str | None) -> str | None:
@@ -325,12 +379,26 @@ def _action_value(given: str, syntax: ActionSyntax, value: str | None) -> str | 
                 "to every I/O, e.g. slow-storage=5ms (0ms for none)"
             )
         return f"{_seconds_text(ms)}ms"
-    if syntax.arg == "iops" and not (value.isdigit() and int(value) > 0):
+    if syntax.arg == "iops":
+        return _iops(given, value)
+    return value
+
+
+def _iops(given: str, value: str) -> str:
+    """cap-iops's N, checked: ASCII digits, above 0, at most MAX_IOPS (its digits counted
+    before int() reads them: int() refuses more than 4300)."""
+    digits = value.lstrip("0")
+    if not _DIGITS.fullmatch(value) or not digits:
         raise ValueError(
             f"{quote(given)}: {quote(value)} is not a number of I/O operations per second; "
             "write a whole number above 0, e.g. cap-iops=200"
         )
-    return str(int(value)) if syntax.arg == "iops" else value
+    if len(digits) > len(str(MAX_IOPS)) or int(digits) > MAX_IOPS:
+        raise ValueError(
+            f"{quote(given)}: cap-iops takes at most {MAX_IOPS} (the kernel's I/O cgroup "
+            "keeps an IOPS limit in 32 bits); write a smaller N, e.g. cap-iops=200"
+        )
+    return digits
 
 
 def _exec_argv(given: str, text: str) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """Durations and sizes as people write them: "500ms", "10s", "2m", "64MiB", "1GiB".
 
-A leaf module: it imports nothing of howfast's but its errors, so that plans, sizing, the
-importer and the command line can all parse units without importing one another.
+A leaf module: it imports nothing of howfast's but its errors and printable, so that plans,
+sizing, the importer and the command line can all parse units without importing one another.
 
 `duration_seconds` and `size_bytes` raise ValueError with a message written for the user (plan
 files show it as the reason); `parse_duration` and `parse_size` turn it into a UsageError that
@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 from howfast.errors import UsageError
+from howfast.printable import printable
 
 _NUMBER_UNIT = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*([a-z]*)")
 _DURATION_UNITS: dict[str, Fraction] = {
@@ -37,11 +39,12 @@ _SIZE_EXAMPLES = '"64MiB", "1GiB", "512kB" or a number of bytes'
 
 
 def quote(value: object) -> str:
-    """A value quoted as TOML would write it, for messages: "10x", 5."""
+    """A value quoted as TOML would write it, for messages: "10x", 5. Letters outside ASCII
+    are shown as typed ("réstart"); characters a terminal would act on, escaped."""
     try:
-        return json.dumps(value)
+        return printable(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
-        return str(value)
+        return printable(str(value))
 
 
 def duration_seconds(value: object) -> float:
@@ -77,6 +80,18 @@ def size_bytes(value: object) -> int:
     if size <= 0:
         raise ValueError(f"a size must be more than zero, got {quote(value)}")
     return size
+
+
+def plain_number(value: float) -> str:
+    """The shortest decimal that reads back as exactly `value`, never in exponent form (which
+    the duration grammar does not read): 20.0 -> '20', 0.5 -> '0.5', 1234567.0 -> '1234567',
+    1e-06 -> '0.000001'. ValueError for NaN and infinities."""
+    if not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    text = format(Decimal(repr(float(value))), "f")  # repr: the shortest that round-trips
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def whole_seconds(seconds: float) -> float:

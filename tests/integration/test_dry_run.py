@@ -94,3 +94,76 @@ def test_a_memory_regime_on_a_server_elsewhere_is_refused_before_anything_runs(
     assert "--dataset SIZE" in out.stderr
     listed = howfast("results", "list", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+# Each case: what a run refuses, given to --dry-run and to the run itself (issue 35: the dry run
+# accepted all of these). Both go through the run service's one check of every target
+# (Target.check_inputs), before anything runs: the same message and exit status, nothing made.
+_REFUSED = [
+    ("missing target", ["--target", "{missing}"], "target directory {missing} does not exist"),
+    ("non-empty target", ["--target", "{full}"], "target directory {full} is not empty (data)"),
+    ("missing WAL dir", ["--target", "{target}", "--wal-dir", "{missing}"],
+     "WAL directory {missing} does not exist"),
+    ("missing standby dir", ["--target", "{target}", "--replicas", "1", "--standby-dir",
+                             "{missing}"], "standby directory {missing} does not exist"),
+    ("non-empty standby dir", ["--target", "{target}", "--replicas", "1", "--standby-dir",
+                               "{full}"], "standby directory {full} is not empty (data)"),
+    ("/ as standby dir", ["--target", "{target}", "--replicas", "1", "--standby-dir", "/"],
+     "standby directory / is not empty"),
+    ("--keep with --replicas", ["--target", "{target}", "--replicas", "1", "--keep"],
+     "--keep keeps one cluster; a primary with standbys is removed at the end"),
+    ("--keep with ?replicas=", ["--target", "{target}?replicas=1", "--keep"],
+     "--keep keeps one cluster"),
+    ("missing fleet directory", ["fleet", "--target", "{missing}"],
+     "target directory {missing} does not exist"),
+    ("--event on a plan without pgbench", ["{fio_plan}", "--target", "{target}", "--event",
+                                           "1s:checkpoint"],
+     "--event 1s:checkpoint: plan 'fio-only' has no pgbench step"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "args", "said"), _REFUSED, ids=[c[0] for c in _REFUSED])
+def test_the_dry_run_refuses_what_the_run_refuses_with_the_same_words(
+    howfast: Howfast, target_dir: Path, tmp_path: Path, case: str, args: list[str], said: str
+) -> None:
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "data").write_text("not howfast's\n")
+    fio_plan = howfast.plan(
+        'name = "fio-only"\n[[steps]]\nworkload = "fio"\nprofiles = ["wal-fsync"]\n'
+        'size = "8MiB"\nruntime = "1s"\n',
+        name="fio-only.toml",
+    )
+    names = {"missing": tmp_path / "missing", "full": full, "target": target_dir,
+             "fio_plan": fio_plan}  # fmt: skip
+    argv = [a.format(**names) for a in args]
+    if not argv[0].endswith(".toml") and argv[0] != "fleet":
+        argv = [howfast.plan(TINY_PLAN).as_posix(), *argv]
+    dry = howfast("run", *argv, "--dry-run")
+    real = howfast("run", *argv, "--yes")
+    expected = said.format(**names)
+    for out in (dry, real):
+        assert out.returncode == 2, (case, out.stdout[-500:], out.stderr[-1000:])
+        assert expected in out.stderr, (case, out.stderr)
+        assert "Traceback" not in out.stderr
+    assert dry.stderr.splitlines()[-1] == real.stderr.splitlines()[-1]
+    assert list(target_dir.iterdir()) == [] and list(full.iterdir()) == [full / "data"]
+    assert not (tmp_path / "missing").exists()
+    listed = howfast("results", "list", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+def test_a_probes_dry_run_refuses_the_directories_the_probe_refuses(
+    howfast: Howfast, tmp_path: Path
+) -> None:
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "data").write_text("not howfast's\n")
+    for directory, said in ((tmp_path / "missing", "does not exist"), (full, "is not empty")):
+        dry = howfast("probe", str(directory), "--runtime", "1s", "--dry-run")
+        real = howfast("probe", str(directory), "--runtime", "1s")
+        for out in (dry, real):
+            assert out.returncode == 2, out.stderr[-1000:]
+            assert f"probe directory {directory} {said}" in out.stderr
+        assert dry.stderr.splitlines()[-1] == real.stderr.splitlines()[-1]
+    assert list(full.iterdir()) == [full / "data"] and not (tmp_path / "missing").exists()

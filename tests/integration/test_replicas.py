@@ -424,7 +424,8 @@ def test_a_killed_run_is_cleaned_up(howfast: Howfast, target_dir: Path) -> None:
         ("sync=on", "--sync needs standbys: give --replicas N (N >= 1) or ?replicas=N"),
         (
             "replica=1",
-            "unknown option replica (replicas, sync, standby_dir, standby_latency, client)",
+            "unknown option replica (did you mean replicas?); the options: replicas, sync, "
+            "standby_dir, standby_latency, client",
         ),
     ],
 )

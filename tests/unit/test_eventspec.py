@@ -3,6 +3,8 @@ quoting, and errors that say which event, which part and what is accepted."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from howfast.errors import ExitStatus, UsageError
@@ -10,6 +12,9 @@ from howfast.event_marks import EventMark, marks_from_section
 from howfast.eventspec import (
     ACTIONS,
     GRAMMAR,
+    MAX_EVENT_S,
+    MAX_IOPS,
+    RESOLUTION_DIGITS,
     EventSpec,
     event_from_table,
     event_from_text,
@@ -18,6 +23,7 @@ from howfast.eventspec import (
     plan_event,
     step_refusals,
 )
+from howfast.units import plain_number
 
 
 @pytest.mark.parametrize(
@@ -87,7 +93,7 @@ def test_a_plan_table_gives_exact_arguments_or_an_action():
         ("20s:restrat", ['unknown action "restrat"', "slow-storage=LATENCY[,for=D]"]),
         ("20s:", ['unknown action ""', "exec=ARGV"]),
         ("x:restart", ['"x" is not a time into the step', '"1m30s"']),
-        ("-5s:restart", ['"-5s" is not a time into the step']),
+        ("-5s:restart", ['"-5s": a time into the step is 0 or more']),
         ("1m30:restart", ['"1m30" is not a time into the step']),
         ("5s:restart=now", ["restart takes no value; write restart"]),
         ("5s:restart,for=3s", ['restart takes no option "for=3s"; write restart']),
@@ -101,7 +107,7 @@ def test_a_plan_table_gives_exact_arguments_or_an_action():
         ("5s:slow-storage=fast", ['"fast" is not a latency', "slow-storage=5ms"]),
         ("5s:slow-storage=-1ms", ['"-1ms" is not a latency']),
         ("5s:slow-storage=5ms,for=", ["for= is not a duration; write for=D"]),
-        ("5s:slow-storage=5ms,for=0s", ["for=0s is not a duration"]),
+        ("5s:slow-storage=5ms,for=0s", ["for= must be more than zero"]),
         ("5s:slow-storage=5ms,for=2s,for=3s", ["for= is given twice"]),
         ("5s:slow-storage=5ms,until=2s", ['slow-storage takes no option "until=2s"']),
         ("5s:cap-iops=0", ['"0" is not a number of I/O operations per second', "cap-iops=200"]),
@@ -209,3 +215,109 @@ def test_a_mark_round_trips_through_its_stored_document():
     assert back.disturbs_service
     assert not EventMark(2, "5s:checkpoint", "checkpoint", 5.0).disturbs_service
     assert marks_from_section(None) == () and marks_from_section("x") == ()
+
+
+# --- times kept as numbers, written so that they read back (issue 35) -----------------------
+
+# Many values, from a microsecond to the bound, whole and fractional: what used to be written
+# with %g ("1e+06s", "1.23457e+06s") and then refused by the grammar that reads it back.
+_TIMES = sorted(
+    {0.0, 0.000001, 0.000123, 0.1, 0.3, 0.5, 1.0, 7.25, 59.999999, 90.0, 999999.999999,
+     1000000.0, 1234567.0, 1234567.125, 10_000_000.0, 31_622_400.0}
+    | {round(1.37**k, 6) for k in range(-40, 56)}
+    | {k / 7 for k in range(0, 2000, 13)}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("action", ["checkpoint", "slow-storage=5ms,for=", "cap-iops=200,for="])
+def test_every_time_reads_back_from_its_canonical_text(action):
+    for value in _TIMES:
+        if value > MAX_EVENT_S:
+            continue
+        at = round(value, RESOLUTION_DIGITS)
+        text = f"{plain_number(at)}s:{action}" + (
+            f"{plain_number(at or 1)}s" if "for=" in action else ""
+        )
+        spec = event_from_text(text)
+        again = event_from_text(spec.text)
+        assert again.text == spec.text and again.at_s == spec.at_s == at, text
+        assert again.for_s == spec.for_s
+        assert "e" not in spec.text.partition(":")[0], spec.text  # never an exponent
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("1000000s:checkpoint", "1000000s:checkpoint"),
+        ("0.000001s:checkpoint", "0.000001s:checkpoint"),
+        ("1s:slow-storage=5ms,for=1000000s", "1s:slow-storage=5ms,for=1000000s"),
+        ("1234567s:checkpoint", "1234567s:checkpoint"),
+        ("0.1s0.2s:checkpoint", "0.3s:checkpoint"),  # parts summed exactly: no 0.30000000000000004
+        ("0.0000004s:checkpoint", "0s:checkpoint"),  # kept to the microsecond
+        ("3s:slow-storage=0.007ms", "3s:slow-storage=0.007ms"),
+    ],
+)
+def test_the_audits_times_parse_and_read_back(text, canonical):
+    spec = event_from_text(text)
+    assert spec.text == canonical
+    assert event_from_text(spec.text).text == canonical
+
+
+def test_a_plan_tables_number_is_a_time_in_seconds_written_to_read_back():
+    assert event_from_table({"at": 1e7, "action": "checkpoint"}).text == "10000000s:checkpoint"
+    assert event_from_table({"at": 2.5, "exec": ["true"]}).text == "2.5s:exec=true"
+    assert plan_event({"at": 1234567, "action": "crash"}).text == "1234567s:crash"
+
+
+@pytest.mark.parametrize(
+    ("at", "says"),
+    [
+        (float("nan"), "at = NaN: write a duration"),
+        (float("inf"), "at = Infinity: write a duration"),
+        (-1, "at = -1: a time into the step is 0 or more"),
+        (1e300, "at most 31622400 s (a year) into a step"),
+    ],
+)
+def test_a_plan_tables_number_out_of_bounds_is_refused_clearly(at, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        event_from_table({"at": at, "action": "checkpoint"})
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("99999999999s:crash", "at most 31622400 s (a year) into a step"),
+        ("1s:slow-storage=5ms,for=999999999s", "a window lasts at most 31622400 s"),
+        ("1e6s:crash", '"1e6s" is not a time into the step'),
+        ("nan:crash", '"nan" is not a time into the step'),
+        ("infs:crash", '"infs" is not a time into the step'),
+    ],
+)
+def test_times_out_of_bounds_or_in_exponent_form_are_refused(text, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        event_from_text(text)
+
+
+def test_cap_iops_is_bounded_by_what_the_kernel_keeps():
+    assert event_from_text(f"1s:cap-iops={MAX_IOPS}").iops == 2**32 - 2
+    for value in (str(MAX_IOPS + 1), "99999999999999999999999999", "9" * 5000):
+        with pytest.raises(ValueError, match="cap-iops takes at most 4294967294"):
+            event_from_text(f"1s:cap-iops={value}")
+    with pytest.raises(ValueError, match="is not a number of I/O operations"):
+        event_from_text("1s:cap-iops=\u00b2")  # a digit to str.isdigit(), not to int()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("1s:réstart", 'unknown action "réstart"; did you mean "restart"?'),
+        ("1s:Restart", 'unknown action "Restart"; did you mean "restart"?'),
+        ("1s:chekpoint", 'unknown action "chekpoint"; did you mean "checkpoint"?'),
+        ("1s:restart2", 'unknown action "restart2"'),
+        ("1s:\u202erestart", 'unknown action "\\u202erestart"'),  # shown, not acted on
+    ],
+)
+def test_an_unknown_action_is_named_whole_as_typed(text, says):
+    with pytest.raises(ValueError) as raised:
+        event_from_text(text)
+    assert says in str(raised.value)

@@ -144,3 +144,38 @@ def test_howfast_directories_are_known_by_name_and_marker(tmp_path: Path) -> Non
     assert created_by_howfast(tmp_path / "howfast-vol-0123abcd")
     assert not created_by_howfast(tmp_path / "howfast-notatoken")
     assert created_by_howfast(Path("/dev/shm/howfast-run-0123abcd-x1y2z3"))
+
+
+def test_plain_number_reads_back_exactly_and_never_in_exponent_form() -> None:
+    import math
+    import random
+
+    from howfast.units import plain_number
+
+    rng = random.Random(35)  # a fixed seed: the same values every run
+    values = [0.0, -0.0, 1e-06, 1234567.0, 1e22, 0.1 + 0.2, 5e-324, 1.7976931348623157e308]
+    values += [rng.uniform(0, 1e7) for _ in range(500)] + [
+        10 ** rng.uniform(-9, 12) for _ in range(500)
+    ]
+    for value in values:
+        text = plain_number(value)
+        assert float(text) == value, (value, text)
+        assert "e" not in text.lower() and not text.endswith(".") and text != "-0"
+    assert [plain_number(v) for v in (20.0, 0.5, 1234567.0, 1e-06)] == [
+        "20",
+        "0.5",
+        "1234567",
+        "0.000001",
+    ]
+    with pytest.raises(ValueError):
+        plain_number(math.nan)
+
+
+def test_quote_shows_letters_as_typed_and_escapes_what_a_terminal_acts_on() -> None:
+    from howfast.units import quote
+
+    assert quote("réstart") == '"réstart"'
+    assert quote("a\x1b[2Jb") == '"a\\u001b[2Jb"'
+    assert quote("x\u202ey") == '"x\\u202ey"'  # a bidirectional override, shown not obeyed
+    assert quote("\x9b") == '"\\x9b"'  # the 8-bit CSI
+    assert quote(5) == "5"

@@ -149,10 +149,12 @@ def test_fan_out_switches_off_a_failing_observer():
         def message(self, text):
             messages.append(text)
 
-    fan = FanOut(First(), Broken())  # type: ignore[arg-type]
+    fan = FanOut(First(), Broken(), names=["the live metrics exporter"])  # type: ignore[arg-type]
     fan.run_started(1, 1, 1)
     fan.run_started(1, 1, 1)
     assert len(messages) == 1 and "boom" in messages[0]
+    # named in words, never by its class (issue 35)
+    assert messages[0].startswith("warning: the live metrics exporter failed and is switched off")
 
 
 # --- textfile ----------------------------------------------------------------------------

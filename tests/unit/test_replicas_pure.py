@@ -59,8 +59,20 @@ def test_an_unknown_key_names_the_known_ones() -> None:
     with pytest.raises(UsageError) as caught:
         split_design_query("/data/a?replica=1", DIRECTORY_KEYS)
     assert str(caught.value) == (
-        "/data/a?replica=1: unknown option replica (replicas, sync, standby_dir, standby_latency)"
+        "/data/a?replica=1: unknown option replica (did you mean replicas?); the options: "
+        "replicas, sync, standby_dir, standby_latency"
     )
+
+
+@pytest.mark.parametrize("query", ["REPLICAS=1", "Replicas=1", "replicas=1&SYNC=on"])
+def test_a_key_in_another_case_is_refused_by_name_not_taken_for_a_directory(query: str) -> None:
+    """Keys are lower-case, matched exactly like every option; before, `?REPLICAS=1` was
+    read as part of the directory's name ("directory .../a?REPLICAS=1 does not exist")."""
+    with pytest.raises(UsageError) as caught:
+        split_design_query(f"/data/a?{query}", DIRECTORY_KEYS)
+    said = str(caught.value)
+    assert "keys are lower-case: did you mean" in said
+    assert said.startswith(f"/data/a?{query}: unknown option ")
 
 
 @pytest.mark.parametrize(

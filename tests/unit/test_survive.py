@@ -4,6 +4,7 @@ Python supervisor's decisions (when to start the next segment, when to wait)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from collections.abc import Callable
@@ -19,8 +20,10 @@ from howfast.targets.base import Connection
 from howfast.workloads.pgbench import build
 from howfast.workloads.pgbench.segments import parse_segment
 from howfast.workloads.pgbench.survive import (
+    PROCESSED,
     SUPERVISOR_SCRIPT,
     SegmentRun,
+    Supervised,
     base_argv,
     failure_without_event,
     script_argv,
@@ -267,3 +270,39 @@ def test_a_failure_no_event_explains_ends_the_load_and_one_an_event_explains_doe
     # a user's command may cut the service
     command = EventMark(4, "12s:exec=x", "exec", 12.0, applied_s=12.0, back_s=12.1)
     assert failure_without_event(refused, 1000.0, [command]) is None
+
+
+# --- the step's status from its events (issue 35) ----------------------------------------------
+
+
+def _ran() -> Supervised:
+    segment = SegmentRun(1, 10, 100.0, 110.0, 0, f"{PROCESSED} 100\n", "")
+    return Supervised(started_epoch=100.0, ended_epoch=110.0, segments=(segment,))
+
+
+def test_an_event_not_applied_fails_its_step_with_the_reason():
+    """Before, a failover "not applied: the load ended before its time" (after a slow
+    restart) left the step completed and the run's exit status 0: the step did not test what
+    it was asked to."""
+    from howfast.workloads.base import OutcomeDraft
+    from howfast.workloads.pgbench.survive_step import _judge
+
+    applied = EventMark(1, "2s:restart", "restart", 2.0, applied_s=2.0, back_s=2.4, verified=True)
+    skipped = EventMark(2, "5s:failover", "failover", 5.0, skipped=True,
+                        problem="not applied: the load ended before its time")  # fmt: skip
+    outcome = OutcomeDraft()
+    _judge(outcome, _ran(), (applied, skipped))
+    assert outcome.status == "failed"
+    assert outcome.error == "event 5s:failover not applied: the load ended before its time"
+    assert outcome.warnings == []  # the error says it: not again as a warning
+
+    every_one = OutcomeDraft()
+    _judge(every_one, _ran(), (applied,))
+    assert (every_one.status, every_one.error) == ("completed", None)
+
+    # a verification that failed stays a warning: the action was applied
+    unverified = dataclasses.replace(applied, verified=False, problem="the same server answers")
+    warned = OutcomeDraft()
+    _judge(warned, _ran(), (unverified,))
+    assert warned.status == "completed"
+    assert warned.warnings == ["event 2s:restart was not verified: the same server answers"]

@@ -198,15 +198,20 @@ def test_a_fleet_runs_on_one_target_of_a_kind_that_holds_fleets() -> None:
                                                        kind_options=storage))  # fmt: skip
 
 
-def test_the_place_of_a_k8s_fleet_refuses_limits_before_a_dry_run() -> None:
+def test_the_place_of_a_k8s_fleet_refuses_limits_before_a_dry_run(tmp_path: Path) -> None:
     plan = parse_plan('[fleet]\nclasses = [{ name = "a", iops = 100 }]\n' + STEP, source="f")
     assert plan.fleet is not None
     pods = registry.fleet_place(["k8s://fast"], options())
     with pytest.raises(UsageError, match="howfast cannot cap a pod's I/O"):
         pods.check_plan(plan.fleet.all_scenarios())  # no cluster contacted
-    registry.fleet_place(["/mnt/a"], options(), planned=True).check_plan(
+    registry.fleet_place([str(tmp_path)], options(), planned=True).check_plan(
         plan.fleet.all_scenarios()
     )  # a directory's limits are checked against the machine, in check()
+    # its directory is checked before a dry run too (it was a traceback in the dry run)
+    with pytest.raises(UsageError, match="target directory /mnt/a does not exist"):
+        registry.fleet_place(["/mnt/a"], options(), planned=True).check_plan(
+            plan.fleet.all_scenarios()
+        )
 
 
 # -- doctor and housekeeping -------------------------------------------------------------

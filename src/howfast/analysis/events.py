@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from howfast.analysis.loadrecord import BIN_S, Gap, HistoryCount, LoadRecord, SegmentFacts
 from howfast.event_marks import EventMark, marks_from_section
 from howfast.model import JSONValue
+from howfast.units import plain_number
 
 BASELINE_S = 30
 MIN_BASELINE_S = 3
@@ -467,7 +468,7 @@ def _s(seconds: float) -> str:
 
 
 def _label(mark: EventMark) -> str:
-    at = f"{mark.at_s:g} s"
+    at = f"{plain_number(mark.at_s)} s"
     args = mark.text.partition(":")[2]
     if mark.action == "slow-storage":
         latency = args.partition("=")[2].partition(",")[0]

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from howfast.analysis.events import event_line, step_figures
 from howfast.cli.context import CliEnv
 from howfast.errortext import error_cause
 from howfast.model import StepRecord
@@ -35,6 +36,14 @@ def step_summary(record: StepRecord) -> str:
     plugin = find(record.workload)
     parts = plugin.progress_summary(record.metrics) if plugin is not None else []
     return "completed" + (": " + ", ".join(parts) if parts else "")
+
+
+def event_lines(record: StepRecord) -> list[str]:
+    """Each event's figures as recorded and as `results show` prints them ('restart at 2 s:
+    0.50 s without service, ...'): the live view's only figures of an event's cost."""
+    if "events" not in record.sections:
+        return []
+    return [event_line(fig) for fig in step_figures(record.sections, record.histograms)]
 
 
 class EtaColumn(ProgressColumn):
@@ -120,6 +129,8 @@ class ProgressObserver:
             self.env.info(f"    {summary}")
         for warning in record.warnings:
             self.message(f"    warning: {warning}")
+        for line in event_lines(record):
+            self.message(f"    event: {line}")
 
     def message(self, text: str) -> None:
         if self.progress:

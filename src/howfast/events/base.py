@@ -47,6 +47,15 @@ class Verified:
     problem: str | None = None  # why not, when not ok
 
 
+# What each kind of target is, for messages (targets/kinds/ defines the kinds).
+KIND_WORDS = {
+    "local": "a directory target",
+    "dsn": "an existing server (a postgresql:// URI)",
+    "path": "a directory probed with fio only",
+    "k8s": "a k8s:// target",
+}
+
+
 class EventAction(ABC):
     name: ClassVar[str]
     requires: ClassVar[tuple[type, ...]] = ()  # capabilities (targets/capabilities.py)
@@ -57,13 +66,12 @@ class EventAction(ABC):
 
     def missing(self, target: Target) -> str | None:
         """Why this target cannot take the action for want of a capability; None when it has
-        them all. The default names the capability; actions say it in their own words."""
-        lacking = [c.__name__ for c in self.requires if not isinstance(target, c)]
-        if not lacking:
+        them all. Said in words (what the action needs, what kind of target this is), never
+        by the capabilities' class names, which mean nothing to a user."""
+        if all(isinstance(target, c) for c in self.requires):
             return None
-        return (
-            f"{self.name} needs {self.needs}: {target.kind} targets are not ({', '.join(lacking)})"
-        )
+        kind = KIND_WORDS.get(target.kind, f"a {target.kind} target")
+        return f"{self.name} needs {self.needs}, and {kind} is not one"
 
     # What `missing` says an action needs, in words.
     needs: ClassVar[str] = "more than this target can do"

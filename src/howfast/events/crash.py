@@ -22,7 +22,7 @@ class Crash(EventAction):
         log = LogPoint.now(target)
         applied = ctx.now()
         done = target.crash()
-        back = ctx.now()
+        back = identity.service_back(ctx, done)
         facts = {**identity.facts(before), **done}
         return Applied(applied, back, facts=facts, before={"id": before, "log": log})
 

@@ -3,10 +3,21 @@ crash (and, later, the pod actions)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from howfast.events.base import Applied, EventContext, Verified
 from howfast.events.serverlog import LogPoint, first_with
 from howfast.model import JSONValue
 from howfast.targets.capabilities import HasServerIdentity, ServerIdentity
+
+
+def service_back(ctx: EventContext, done: Mapping[str, JSONValue]) -> float:
+    """When the server accepted connections again, seconds into the load: now, less the time
+    spent after it waiting for its standbys to stream (`standbys_streaming_s`), which is not
+    time without service (issue 35: a restart with a standby said "back after 5.42 s" while
+    the load committed again 0.34 s after it)."""
+    waited = done.get("standbys_streaming_s")
+    return ctx.now() - (float(waited) if isinstance(waited, int | float) else 0.0)
 
 
 def facts(before: ServerIdentity) -> dict[str, JSONValue]:

@@ -21,11 +21,10 @@ class Restart(EventAction):
         before = target.server_identity()
         log = LogPoint.now(target)
         applied = ctx.now()
-        target.restart()
-        back = ctx.now()
-        return Applied(
-            applied, back, facts=identity.facts(before), before={"id": before, "log": log}
-        )
+        done = dict(target.restart() or {})
+        back = identity.service_back(ctx, done)
+        facts = {**identity.facts(before), **done}
+        return Applied(applied, back, facts=facts, before={"id": before, "log": log})
 
     def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
         return identity.verify_new_server(ctx, applied, SHUT_DOWN, "a clean shut-down")

@@ -26,6 +26,7 @@ from howfast.analysis.events import step_figures
 from howfast.model import JSONValue, Sample, StepRecord
 from howfast.plugin.registry import find, plugins
 from howfast.plugin.workload import StepFamily
+from howfast.units import plain_number
 
 PREFIX = "howfast_"
 RUN_LABELS = ("run_id", "plan")
@@ -530,7 +531,7 @@ class RunMetrics:
                 else "applied"
             )
             families.events.labels(*v, mark.action, outcome).inc()
-            at = f"{mark.at_s:g}s"
+            at = f"{plain_number(mark.at_s)}s"
             for gauge, value in (
                 (families.downtime, fig.downtime_s),
                 (families.recovery, fig.recovery_s),

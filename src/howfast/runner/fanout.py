@@ -4,16 +4,18 @@ fails is reported once and left out; it never stops the run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from howfast.model import StepRecord
 from howfast.observer import RunObserver, StepRef
 
 
 class FanOut:
-    def __init__(self, first: RunObserver, *others: RunObserver) -> None:
+    def __init__(self, first: RunObserver, *others: RunObserver, names: Sequence[str] = ()) -> None:
+        """`names`: what each of `others` is, in words for the warning if it fails."""
         self.first = first
         self.others = list(others)
+        self.names = {id(o): n for o, n in zip(others, names, strict=False)}
 
     def _each(self, call: Callable[[RunObserver], None]) -> None:
         call(self.first)
@@ -22,9 +24,8 @@ class FanOut:
                 call(observer)
             except Exception as exc:  # a metrics bug must not cost the benchmark
                 self.others.remove(observer)
-                self.first.message(
-                    f"warning: {type(observer).__name__} failed and is switched off: {exc}"
-                )
+                what = self.names.get(id(observer), "an observer of the run")
+                self.first.message(f"warning: {what} failed and is switched off: {exc}")
 
     def run_started(self, run_id: int, steps: int, targets: int) -> None:
         self._each(lambda o: o.run_started(run_id, steps, targets))

@@ -103,6 +103,7 @@ def prepare_probe(env: ServiceEnv, request: ProbeRequest) -> PreparedRun:
         install = probe_install(options.pg_bin)
     made = TargetOptions(install, keep=options.keep, kind_options=kind_options)
     target = target_kinds.probe_target(where, made)
+    target.check_inputs()  # the same refusals for a probe and its --dry-run (issue 35)
     probe = PreparedRun(
         command="howfast probe",
         plan_name=PLAN_NAME,

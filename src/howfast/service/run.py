@@ -87,6 +87,13 @@ class RunService:
         steps = tuple(expand(plan, overrides))
         if overrides.dataset and not any(registry.plugin(s.workload).loads_data for s in steps):
             raise UsageError(f"--dataset: plan {plan.name!r} loads no data (no pgbench-init step)")
+        if overrides.events and not any(s.params.get("events") for s in steps):
+            asked = " ".join(f"--event {e.text}" for e in overrides.events)
+            raise UsageError(
+                f"{asked}: plan {plan.name!r} has no pgbench step, the only steps events "
+                "apply to: nothing would be done",
+                "give a plan with a pgbench step (e.g. quick), or drop --event",
+            )
         memory_limit = options.memory_bytes if options.memory_bytes is not None else plan.memory
         floor = memory_limit and cap_floor_problem(
             memory_limit, "--memory" if options.memory_bytes is not None else "the plan's memory"
@@ -141,6 +148,8 @@ class RunService:
             place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
             return dataclasses.replace(prepared, fleet=PreparedFleet(place, scenarios))
         targets = target_kinds.make_targets(texts, made)
+        for target in targets:  # the same refusals for a run and its --dry-run (issue 35)
+            target.check_inputs()
         refused = event_refusals(targets, steps)  # issue 29: before anything is created
         if refused:
             raise UsageError("; ".join(refused))
@@ -186,7 +195,11 @@ class RunService:
         try:
             if prepared.live_metrics is not None:
                 live = self._serve_metrics(prepared.plan_name, prepared.live_metrics)
-            run_observer: RunObserver = FanOut(observer, live) if live else observer
+            run_observer: RunObserver = (
+                FanOut(observer, live, names=["the live metrics exporter (--metrics-port)"])
+                if live
+                else observer
+            )
             result = self._runner(prepared, db, run_observer).execute()
             # Not after Ctrl-C: then the exporter stops at once.
             linger_s = LINGER_S if result.status != "aborted" else 0.0

@@ -181,6 +181,13 @@ class Target(ABC):
     def check(self, *, will_init: bool) -> None:
         """Validate before anything is created; raise UsageError with the reason."""
 
+    def check_inputs(self) -> None:
+        """What the user gave that this target refuses, found by reading only: no lock taken,
+        no server asked, nothing created. The run service calls it for every target of a
+        run and of its --dry-run alike, before anything runs, so that a dry run refuses what
+        the run would (issue 35); check() calls it too. The default refuses nothing."""
+        return None
+
     @abstractmethod
     def start(self) -> Connection | None:
         """Provision or connect; return how to reach the server (None: a target with no

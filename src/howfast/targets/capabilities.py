@@ -87,9 +87,11 @@ class HasLocalServer(Protocol):
 class Restartable(Protocol):
     """A server howfast may stop and start again (its shared_buffers start empty)."""
 
-    def restart(self) -> None:
-        """Fast shutdown (a clean checkpoint), then start; back when it accepts connections.
-        HowfastError when it does not come back."""
+    def restart(self) -> Mapping[str, JSONValue] | None:
+        """Fast shutdown (a clean checkpoint), then start; back when it accepts connections
+        (and its standbys stream again). HowfastError when it does not come back. The facts
+        of what was done, or None: `standbys_streaming_s`, how long the standbys took to
+        stream again once the server accepted connections (not a time without service)."""
 
 
 @runtime_checkable

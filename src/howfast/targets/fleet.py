@@ -166,7 +166,10 @@ class LocalFleet:
         self._lock: DirectoryLock | None = None
 
     def check_plan(self, scenarios: list[FleetScenario]) -> None:
-        """A class with a StorageClass is for k8s:// targets."""
+        """A class with a StorageClass is for k8s:// targets; and the directory, read only,
+        so that a dry run refuses it as the run does (issue 35: a missing one was a
+        traceback in the dry run)."""
+        check_directory(self.directory, "target directory")
         for klass in (c for s in scenarios for c in s.classes):
             if klass.on_kubernetes:
                 raise UsageError(
@@ -176,7 +179,6 @@ class LocalFleet:
 
     def check(self, scenarios: list[FleetScenario]) -> None:
         self.check_plan(scenarios)
-        check_directory(self.directory, "target directory")
         if self._lock is None:  # one run at a time, as on a single target's directory; and
             # while it is held, howfast cleanup knows the fleet's workspace is in use
             self._lock = lock_directory(self.directory, "target directory")

@@ -45,8 +45,9 @@ class FleetPlace(Protocol):
     description: str
 
     def check_plan(self, scenarios: list[FleetScenario]) -> None:
-        """What can be refused from the plan alone, before a dry run too (a class this place
-        cannot give its instances); touches nothing."""
+        """What can be refused from the plan and what can be read alone, before a dry run
+        too (a class this place cannot give its instances, a directory that cannot be used);
+        touches nothing."""
 
     def check(self, scenarios: list[FleetScenario]) -> None:
         """Everything that can be refused before the run exists (a limit that cannot be

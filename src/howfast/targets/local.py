@@ -242,13 +242,34 @@ class LocalTarget(
         self._tcp_password = secrets.token_urlsafe(24) if client == "tcp" else None
 
     # -- checks before anything is created --------------------------------------------
-    def check(self, *, will_init: bool) -> None:
+    def check_inputs(self) -> None:
+        """The directories (target, WAL, standbys: each existing, writable, empty or
+        howfast's) and the options that cannot go together, read only: the run service
+        calls it before a run and before its dry run alike."""
         check_directory(self.directory, "target directory")
+        if self.wal_root:
+            check_directory(self.wal_root, "WAL directory")
+        if self.replicas is None:
+            return
+        if self.keep:
+            raise UsageError(
+                "--keep keeps one cluster; a primary with standbys is removed at the end "
+                "(drop --keep or --replicas)"
+            )
+        if len(self.standby_dirs) > 1 and len(self.standby_dirs) != self.replicas.count:
+            raise UsageError(
+                f"give one --standby-dir, or one per standby ({self.replicas.count}), not "
+                f"{len(self.standby_dirs)}"
+            )
+        for directory in dict.fromkeys(self.standby_dirs):
+            check_directory(directory, "standby directory")
+
+    def check(self, *, will_init: bool) -> None:
+        self.check_inputs()
         if not self._locks:  # before looking for servers: a live run's are not "earlier"
             self._locks.append(lock_directory(self.directory, "target directory"))
         self.warnings = check_earlier_clusters(self.directory, "target directory")
         if self.wal_root:
-            check_directory(self.wal_root, "WAL directory")
             if len(self._locks) < 2:
                 self._locks.append(lock_directory(self.wal_root, "WAL directory"))
             self.warnings += check_earlier_clusters(self.wal_root, "WAL directory")
@@ -268,17 +289,8 @@ class LocalTarget(
             self._check_replicas(self.replicas)
 
     def _check_replicas(self, spec: ReplicaSpec) -> None:
-        """Refuse what standbys cannot do here before anything is created."""
-        if self.keep:
-            raise UsageError(
-                "--keep keeps one cluster; a primary with standbys is removed at the end "
-                "(drop --keep or --replicas)"
-            )
-        if len(self.standby_dirs) > 1 and len(self.standby_dirs) != spec.count:
-            raise UsageError(
-                f"give one --standby-dir, or one per standby ({spec.count}), not "
-                f"{len(self.standby_dirs)}"
-            )
+        """Refuse what standbys cannot do here before anything is created (beyond what
+        check_inputs refused: the options and directories)."""
         if self.standby_storage is not None:
             self.standby_storage(self.directory).check()
         if not self.install.program("pg_basebackup"):
@@ -288,7 +300,6 @@ class LocalTarget(
             )
         assert self.user is not None
         for directory in dict.fromkeys(self.standby_dirs):
-            check_directory(directory, "standby directory")
             if directory not in (self.directory, self.wal_root, *self._standby_locked):
                 self._locks.append(lock_directory(directory, "standby directory"))
                 self._standby_locked.add(directory)
@@ -737,15 +748,19 @@ class LocalTarget(
             self.connection, dict(settings), in_force, self.restart
         )
 
-    def restart(self) -> None:
+    def restart(self) -> Mapping[str, JSONValue]:
         """Fast shutdown (a clean checkpoint) and start again, in the same cgroup; with
-        standbys, back once they stream again (their walreceivers retry every 5 s)."""
+        standbys, back once they stream again (their walreceivers retry every 5 s): how
+        long that took after the server accepted connections is `standbys_streaming_s`."""
         self._refuse_after_failover("restart")
         self._refuse_on_promoted("restart")
         self._stop_postmaster(signal.SIGINT)
         self._start_postmaster()
-        if self.replica_set is not None:
-            self.replica_set.wait_streaming(START_TIMEOUT_S)
+        started = time.monotonic()
+        if self.replica_set is None:
+            return {}
+        self.replica_set.wait_streaming(START_TIMEOUT_S)
+        return {"standbys_streaming_s": round(time.monotonic() - started, 3)}
 
     def crash(self) -> Mapping[str, JSONValue]:
         """SIGKILL of the postmaster (no shutdown, no checkpoint), wait until every process

@@ -43,8 +43,13 @@ class PathTarget(Target, HasStorage, HoldsDirectoryLock, Keepable):
         self._lock: DirectoryLock | None = None  # one run or probe at a time per directory
         self._created = False
 
-    def check(self, *, will_init: bool) -> None:
+    def check_inputs(self) -> None:
+        """The directory (existing, writable, empty or howfast's), read only: before a probe
+        and its --dry-run alike (targets/base.py)."""
         check_directory(self.directory, "probe directory")
+
+    def check(self, *, will_init: bool) -> None:
+        self.check_inputs()
         if self._lock is None:
             self._lock = lock_directory(self.directory, "probe directory")
 

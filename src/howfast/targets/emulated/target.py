@@ -159,12 +159,17 @@ class EmulatedTarget(
         self._run_dir: Path | None = None
         self._host: LocalHost | None = None
 
-    def check(self, *, will_init: bool) -> None:
+    def check_inputs(self) -> None:
+        """--keep and the directory, read only (targets/base.py): before a run and its dry
+        run alike."""
         if self.keep:
             raise UsageError("--keep cannot keep a cluster on an emulated volume: it is removed")
+        check_directory(self.directory, "target directory")
+
+    def check(self, *, will_init: bool) -> None:
+        self.check_inputs()
         backend = require_backend()
         self.emulation["backend"] = backend.name
-        check_directory(self.directory, "target directory")
         if self._lock is None:  # the same lock as a cluster's directory: one run at a time
             self._lock = lock_directory(self.directory, "target directory")
         self.warnings = check_earlier_clusters(self.directory, "target directory")
@@ -331,8 +336,8 @@ class EmulatedTarget(
     def restore_design(self) -> Mapping[str, JSONValue] | None:
         return self.inner.restore_design()
 
-    def restart(self) -> None:
-        self.inner.restart()
+    def restart(self) -> Mapping[str, JSONValue]:
+        return self.inner.restart()
 
     def crash(self) -> Mapping[str, JSONValue]:
         return self.inner.crash()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import parse_qsl, urlsplit
 
+from howfast.design import unknown_key
 from howfast.errors import UsageError
 
 SCHEME = "k8s://"
@@ -115,9 +116,7 @@ def parse_target(text: str) -> K8sSpec:
         raise UsageError(f"{text}: cannot read the query {parts.query!r}", usage) from None
     unknown = sorted(set(query) - set(QUERY_KEYS))
     if unknown:
-        raise UsageError(
-            f"{text}: unknown option {', '.join(unknown)} ({', '.join(QUERY_KEYS)})", usage
-        )
+        raise UsageError(f"{text}: {unknown_key(unknown[0], QUERY_KEYS)}", usage)
     medium = query.get("medium", "")
     if name == EMPTY_DIR:
         if medium not in ("", "Memory"):

@@ -170,12 +170,18 @@ def _metrics(
 
 def _judge(outcome: OutcomeDraft, done: survive.Supervised, marks: tuple[EventMark, ...]) -> None:
     """A step fails when its load stopped on a failure no event explains, an action failed,
-    or no segment ran at all; the figures are stored either way."""
+    an event was not applied (the step did not test what it was asked to: issue 35, a
+    failover after a slow restart "not applied" in a completed step, exit 0), or no segment
+    ran at all; the figures are stored either way."""
     failed = next((m for m in marks if m.error is not None), None)
+    skipped = next((m for m in marks if m.skipped), None)
     if done.stopped is not None:
         outcome.status, outcome.error = "failed", done.stopped
     elif failed is not None:
         outcome.status, outcome.error = "failed", f"event {failed.text} failed: {failed.error}"
+    elif skipped is not None:
+        outcome.status = "failed"
+        outcome.error = f"event {skipped.text} {skipped.problem or 'not applied'}"
     elif not any(s.ran for s in done.segments):
         last = done.segments[-1].stderr.strip() if done.segments else ""
         outcome.status = "failed"
@@ -183,5 +189,5 @@ def _judge(outcome: OutcomeDraft, done: survive.Supervised, marks: tuple[EventMa
     for mark in marks:
         if mark.verified is False:
             outcome.warnings.append(f"event {mark.text} was not verified: {mark.problem}")
-        elif mark.skipped:
-            outcome.warnings.append(f"event {mark.text}: {mark.problem}")
+        elif mark.skipped and not (outcome.error or "").startswith(f"event {mark.text} "):
+            outcome.warnings.append(f"event {mark.text}: {mark.problem}")  # not said twice
