@@ -60,3 +60,16 @@ def passwords_in(text: str) -> list[str]:
     decoded = [urllib.parse.unquote(value) for value in found]
     # Longest first: a password that contains another is replaced whole.
     return sorted({v for v in found + decoded if v}, key=len, reverse=True)
+
+
+def redact_nested(value: object) -> object:
+    """`value` (JSON-like: dicts, lists, strings, numbers) with every string's connection
+    passwords hidden; the store's last guard for what a user typed into a step's params (an
+    exec event's command line with a URI, say), which the run itself must keep as typed."""
+    if isinstance(value, str):
+        return redact_dsn(value)
+    if isinstance(value, dict):
+        return {key: redact_nested(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_nested(item) for item in value]
+    return value

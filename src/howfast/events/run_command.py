@@ -27,6 +27,7 @@ from howfast.eventspec import EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Target
 from howfast.targets.leftovers.exec_groups import forget_group, record_group
+from howfast.units import plain_number
 
 KEPT_BYTES = 4096  # of its output, in the record
 MIN_TIMEOUT_S = 1.0
@@ -67,12 +68,12 @@ class RunCommand(EventAction):
         return None
 
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
-        out, err = ctx.scratch / f"exec-{spec.at_s:g}.out", ctx.scratch / f"exec-{spec.at_s:g}.err"
         ctx.scratch.mkdir(parents=True, exist_ok=True)
+        out, err = output_files(ctx.scratch, spec.at_s)
         connection = ctx.primary()
         environ = self.environ
         env = exec_environment(
-            environ, connection, event_at=f"{spec.at_s:g}", target=ctx.target.name
+            environ, connection, event_at=plain_number(spec.at_s), target=ctx.target.name
         )
         secrets = known_secrets(environ, connection)
         applied = ctx.now()
@@ -146,3 +147,14 @@ def _stop_lasting(group: ExecGroup, grace_s: float, record: Path | None) -> dict
 
 
 ACTION = RunCommand()
+
+
+def output_files(scratch: Path, at_s: float) -> tuple[Path, Path]:
+    """The files an exec event's stdout and stderr go to, new ones even when two events share
+    a time; the time printed as it reads back (`%g` made 1234567 s `1.23457e+06`)."""
+    base = f"exec-{plain_number(at_s)}"
+    name, n = base, 0
+    while (scratch / f"{name}.out").exists() or (scratch / f"{name}.err").exists():
+        n += 1
+        name = f"{base}-{n}"
+    return scratch / f"{name}.out", scratch / f"{name}.err"

@@ -27,7 +27,7 @@ from howfast.model import (
     StepStatus,
     TargetRecord,
 )
-from howfast.redact import redact_dsn
+from howfast.redact import redact_dsn, redact_nested
 from howfast.store.base import Columns, Store
 from howfast.store.engine import make_engine, store_error, write_transaction
 from howfast.store.location import StoreLocation
@@ -121,9 +121,10 @@ class SqlStore(Store):
                 "position": _next_position(steps.c.position, steps.c.run_id, run_id),
                 "target": step.target,
                 "workload": step.workload,
-                "params": step.params,
+                # what the user typed (an exec event's command line) may hold a password
+                "params": redact_nested(step.params),
                 "status": step.status,
-                "error": step.error,
+                "error": redact_dsn(step.error) if step.error is not None else None,
                 "started_at": step.started_at,
                 "finished_at": step.finished_at,
                 "metrics": step.metrics,
