@@ -32,6 +32,7 @@ from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
 from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection
+from howfast.targets.leftovers import registry
 from howfast.targets.local_server import conf_line, free_port, processes_in
 from howfast.targets.osuser import OsUser
 from howfast.targets.replicas.builders import basebackup_argv, standby_conf
@@ -127,6 +128,7 @@ class LocalStandby:
         if self.storage is not None:
             self._storage_built = True  # stop() takes down what build() began
             self.storage.build()
+        registry.own_directory(self.root, "standby")  # before it exists, for howfast cleanup
         self.root.mkdir(mode=0o700)
         self._made_root = True
         if self.user.uid != os.geteuid():
@@ -193,6 +195,7 @@ class LocalStandby:
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
             self._accounting = self.io_cgroup = found.created
+            registry.own_cgroup(found.created.path, self.data_dir)
 
     def _wait_ready(self) -> None:
         pg_isready = self.install.program("pg_isready")
@@ -209,6 +212,7 @@ class LocalStandby:
                 return
             ready = subprocess.run([str(pg_isready), "-q", *where], check=False)
             if ready.returncode == 0:
+                registry.own_server_memory(self.postmaster.pid, self.data_dir)
                 return
             time.sleep(0.1)
         raise HowfastError(
