@@ -111,8 +111,9 @@ class Killed:
     def left(self) -> dict[str, object]:
         found: dict[str, object] = {
             "entries": [str(p) for d in self.directories for p in d.iterdir()],
-            "private": shm_dirs(*(f"howfast-*{t}-*" for t in self.tokens),
-                                f"howfast-work-{self.pid}-*"),  # fmt: skip
+            "private": shm_dirs(
+                *(f"howfast-*{t}-*" for t in self.tokens), f"howfast-work-{self.pid}-*"
+            ),
             "shared memory": sorted(postgres_shared_memory() & self.shared),
             "cgroups": _cgroups_named(self.cgroups),
             "processes": [p for d in self.directories for p in postgres_pids_under(d)],

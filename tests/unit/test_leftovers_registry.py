@@ -76,15 +76,15 @@ def test_a_record_reads_its_writer_and_what_it_owns_and_skips_what_it_cannot_rea
 
 
 def test_a_servers_segments_are_read_from_its_pid_file_and_maps():
-    pid_file = "4000\n/var/tmp/bench/data\n1732800000\n5432\n/tmp\n\n  5432001     32769\nready   \n"
+    pid_file = "4000\n/var/tmp/bench/data\n1732800000\n5432\n/tmp\n\n  5432001  32769\nready\n"
     assert registry.parse_shm_line(pid_file) == (5432001, 32769)
     assert registry.parse_shm_line("4000\n/d\n1\n5432\n/tmp\n\n") is None  # still starting
     assert registry.parse_shm_line(pid_file.replace("5432001", "0")) is None
     maps = (
-        "7f00-7f10 rw-s 00000000 00:1a 32769                      /SYSV0052e2c1 (deleted)\n"
-        "7f20-7f30 rw-s 00000000 00:19 12                         /dev/shm/PostgreSQL.1804289383\n"
-        "7f40-7f50 rw-s 00000000 00:19 13                         /dev/shm/PostgreSQL.846930886 (deleted)\n"
-        "7f60-7f70 r-xp 00000000 08:01 99                         /usr/lib/postgresql/15/bin/postgres\n"
+        "7f00-7f10 rw-s 00000000 00:1a 32769    /SYSV0052e2c1 (deleted)\n"
+        "7f20-7f30 rw-s 00000000 00:19 12       /dev/shm/PostgreSQL.1804289383\n"
+        "7f40-7f50 rw-s 00000000 00:19 13       /dev/shm/PostgreSQL.846930886 (deleted)\n"
+        "7f60-7f70 r-xp 00000000 08:01 99       /usr/lib/postgresql/15/bin/postgres\n"
     )  # fmt: skip
     assert registry.parse_dsm_maps(maps) == [
         "/dev/shm/PostgreSQL.1804289383",
