@@ -185,6 +185,9 @@ def test_a_killed_servers_shared_memory_and_a_standbys_cgroup_join_its_cluster()
         "remove-sysv", 4000, "32769:5432001",
     )  # fmt: skip
     assert dsm.path == DSM.path and dsm.actions[0].op == "unlink-dsm"
+    # Scoped to the target directory, the standby's cgroup is still its cluster's (it was
+    # a group of its own, out of every --target's scope, and stayed)
+    assert [x.kind for x in find(snapshot, [D])] == [x.kind for x in found]
     # A live server's segments go when it shuts down: not listed; a reused id: not ours.
     server = Process(4000, 1, 7, 106, ("postgres",), f"{CLUSTER}/data", "/x/postgres")
     snapshot.processes = [server]
