@@ -106,7 +106,7 @@ class Killed:
         )
 
     def registry_files(self) -> list[Path]:
-        return sorted(registry_dir().glob(f"{self.pid}-*.jsonl"))
+        return sorted(registry_dir().glob(f"*-{self.pid}-*.jsonl"))
 
     def left(self) -> dict[str, object]:
         found: dict[str, object] = {

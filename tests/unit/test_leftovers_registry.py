@@ -102,6 +102,9 @@ def test_a_servers_segments_are_read_from_its_pid_file_and_maps():
 
 
 def test_the_registry_lives_in_the_users_state_directory():
+    # one file per process, named by its host too: a home shared by machines keeps them apart
+    writer = liveness.Writer("db-1.lab/../x y", "boot", 42, 7, "pid:[1]")
+    assert registry.file_name(writer) == "db-1.lab_.._x_y-42-7.jsonl"
     assert registry.registry_dir({"HOME": "/home/a"}) == Path("/home/a/.local/state/howfast/owned")
     assert registry.registry_dir({"HOME": "/home/a", "XDG_STATE_HOME": "/s"}) == Path(
         "/s/howfast/owned"

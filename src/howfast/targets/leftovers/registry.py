@@ -6,7 +6,7 @@ copied into a `--standby-dir`, the shared memory of a server a failover killed. 
 howfast process writes, before it makes each of these (or at once, for what the system
 names: a server's shared memory), one line in a file of its own here:
 
-    ~/.local/state/howfast/owned/PID-TICKS.jsonl   ($XDG_STATE_HOME/howfast/owned)
+    ~/.local/state/howfast/owned/HOST-PID-TICKS.jsonl   ($XDG_STATE_HOME/howfast/owned)
 
 The first line is the process (host, boot id, PID and its start time: store/liveness.py, so
 a PID reused by another process is told apart); each next line one thing it owns: a
@@ -24,6 +24,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -136,6 +137,12 @@ def parse_dsm_maps(maps: str) -> list[str]:
     return sorted(set(found))
 
 
+def file_name(writer: liveness.Writer) -> str:
+    """HOST-PID-TICKS.jsonl: a home shared by several machines holds each one's apart."""
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", writer.host)[:64] or "host"
+    return f"{host}-{writer.pid}-{writer.start_ticks}.jsonl"
+
+
 # -- this process's file -------------------------------------------------------------------
 class _Registry:
     def __init__(self) -> None:
@@ -151,7 +158,7 @@ class _Registry:
                     me = liveness.this_process()
                     directory = registry_dir()
                     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-                    path = directory / f"{me.pid}-{me.start_ticks}.jsonl"
+                    path = directory / file_name(me)
                     self._append(path, {"writer": me.document()})
                     self.path = path
                     atexit.register(tidy)
