@@ -95,15 +95,19 @@ class Killed:
             {p.name.split("-")[-1] for d in directories for p in d.glob("howfast-*")}
         )
 
-    def take_servers(self, *data_dirs: Path) -> None:
-        """The shared memory and cgroups of the servers running on these data directories."""
+    def take_servers(self, *data_dirs: Path) -> set[str]:
+        """The shared memory and cgroups of the servers running on these data directories;
+        returns their shared memory."""
+        found: set[str] = set()
         for data_dir in data_dirs:
             pid = int((data_dir / "postmaster.pid").read_text().split()[0])
-            self.shared |= shared_memory_of(pid)
+            found |= shared_memory_of(pid)
             self.cgroups |= _server_cgroups([pid])
+        self.shared |= found
         self.tokens = sorted(
             {p.name.split("-")[-1] for d in self.directories for p in d.glob("howfast-*")}
         )
+        return found
 
     def registry_files(self) -> list[Path]:
         return sorted(registry_dir().glob(f"*-{self.pid}-*.jsonl"))
@@ -229,8 +233,9 @@ def test_a_run_killed_while_a_failover_promotes_the_standby(
     (standby,) = target_dir.glob("howfast-*/**/standby_1/data")
     (primary,) = target_dir.glob("howfast-*/data")
     killed = Killed(proc.pid, [target_dir])
-    killed.take_servers(primary, standby)
-    assert killed.shared and killed.cgroups, (killed.shared, killed.cgroups)
+    killed_primary = killed.take_servers(primary)
+    killed.take_servers(standby)
+    assert killed_primary and len(killed.cgroups) == 2, (killed_primary, killed.cgroups)
     postmaster = int((standby / "postmaster.pid").read_text().split()[0])
     os.kill(postmaster, signal.SIGSTOP)
     try:
@@ -242,7 +247,7 @@ def test_a_run_killed_while_a_failover_promotes_the_standby(
         proc.communicate(timeout=30)
     finally:
         os.kill(postmaster, signal.SIGCONT)
-    assert postgres_shared_memory() & killed.shared  # the killed primary's, left
+    assert postgres_shared_memory() & killed_primary  # left by the killed primary
 
     listed = _cleanup(howfast, killed)
     assert "shared memory" in {x["kind"] for x in listed}, listed

@@ -192,9 +192,12 @@ def test_a_killed_servers_shared_memory_and_a_standbys_cgroup_join_its_cluster()
     # a group of its own, out of every --target's scope, and stayed)
     assert [x.kind for x in find(snapshot, [D])] == [x.kind for x in found]
     # A live server's segments go when it shuts down: not listed; a reused id: not ours.
-    server = Process(4000, 1, 7, 106, ("postgres",), f"{CLUSTER}/data", "/x/postgres")
+    server = Process(4000, 1, 7, 106, ("postgres",), f"{CLUSTER}/data", "/x/postgres", "S")
     snapshot.processes = [server]
     assert "shared memory" not in {x.kind for x in find(snapshot)}
+    # a zombie has ended: its segments are left (PID 1 may collect it late)
+    snapshot.processes = [Process(4000, 1, 7, 106, (), None, None, "Z")]
+    assert [x.kind for x in find(snapshot)].count("shared memory") == 2
     snapshot.processes = []
     snapshot.sysv = {32769: SysvSegment(32769, 5432001, 9999, 0)}
     snapshot.registry = [record_file("gone", *items[:1], DSM)]

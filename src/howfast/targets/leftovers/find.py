@@ -240,8 +240,12 @@ class Describer:
         return found
 
     def server_runs(self, item: Owned) -> bool:
+        """Whether the server that made a segment still runs: a zombie does not (a killed
+        run's postmaster may wait a while for PID 1 to collect it)."""
         return any(
-            p.pid == item.postmaster and (item.ticks is None or p.start_ticks == item.ticks)
+            p.pid == item.postmaster
+            and (item.ticks is None or p.start_ticks == item.ticks)
+            and p.state not in ("Z", "X")
             for p in self.snapshot.processes
         )
 

@@ -32,6 +32,7 @@ class Process:
     argv: tuple[str, ...]
     cwd: str | None  # without the kernel's " (deleted)"
     exe: str | None
+    state: str = ""  # R, S, D, Z...: a zombie has ended, whatever its PID still shows
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def read_process(pid: int, proc: Path = PROC) -> Process | None:
         cwd = strip_deleted(os.readlink(base / "cwd"))
     with contextlib.suppress(OSError):
         exe = strip_deleted(os.readlink(base / "exe"))
-    return Process(pid, int(after[1]), int(after[19]), uid, argv, cwd, exe)
+    return Process(pid, int(after[1]), int(after[19]), uid, argv, cwd, exe, after[0])
 
 
 def read_processes(proc: Path = PROC) -> list[Process]:
