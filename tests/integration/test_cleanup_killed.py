@@ -24,6 +24,7 @@ import pytest
 from howfast.targets.leftovers.registry import registry_dir
 from tests.integration.conftest import (
     Howfast,
+    finish,
     postgres_pids_under,
     postgres_shared_memory,
     shared_memory_of,
@@ -252,3 +253,28 @@ def test_a_run_killed_while_a_failover_promotes_the_standby(
     listed = _cleanup(howfast, killed)
     assert "shared memory" in {x["kind"] for x in listed}, listed
     assert killed.left() == {}
+
+
+def test_a_run_records_what_it_owns_and_its_file_goes_when_it_ends(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """While it runs, its registry file names its cluster (before it was made) and its
+    server's shared memory; once it ends, nothing of it is left and the file is gone. A
+    cluster kept with --keep is written off: the file goes all the same, and cleanup leaves
+    the cluster alone."""
+    plan = howfast.plan(LOAD.format(duration="3s"))
+    proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--keep")
+    wait_for(proc, "[2/2]")
+    run = Killed(proc.pid, [target_dir])  # not killed: its marks taken the same way
+    (path,) = run.registry_files()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    (cluster,) = target_dir.glob("howfast-*")
+    assert lines[0]["writer"]["pid"] == proc.pid
+    assert {"directory": str(cluster), "role": "cluster"} in lines
+    assert any("sysv" in line and line["data_dir"] == str(cluster / "data") for line in lines)
+    _, err = finish(proc, None, 120)
+    assert proc.returncode == 0, err[-2000:]
+    assert run.registry_files() == []
+    out = howfast("cleanup", "--local", "--pid", str(proc.pid), "--yes", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["local"]["leftovers"] == []
+    assert (cluster / "data" / "PG_VERSION").exists()  # kept
