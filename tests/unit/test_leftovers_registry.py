@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from howfast.errors import HowfastError
 from howfast.store import liveness
 from howfast.targets.leftovers import registry
-from howfast.targets.leftovers.find import candidate_directories, find
+from howfast.targets.leftovers.find import Action, candidate_directories, find
 from howfast.targets.leftovers.groups import GONE, IN_USE, data_dir_argument
 from howfast.targets.leftovers.machine import (
     CgroupDir,
@@ -28,8 +29,10 @@ from howfast.targets.leftovers.machine import (
     TargetDir,
     parse_sysv_shm,
     read_registry,
+    read_sysv,
     still_there,
 )
+from howfast.targets.leftovers.remove import remove_sysv
 from howfast.targets.replicas.local import stop_group
 
 D = "/var/tmp/bench"
@@ -274,3 +277,36 @@ def test_a_process_group_is_stopped_whole():
     while liveness.pid_exists(child) and not liveness.is_zombie(child):
         assert time.monotonic() < deadline, f"PID {child} still runs"
         time.sleep(0.05)
+
+
+MAKE_SEGMENT = """
+import ctypes, os, sys
+from howfast.store import liveness
+libc = ctypes.CDLL(None, use_errno=True)
+shmid = libc.shmget(int(sys.argv[1]), 4096, 0o600 | 0o1000 | 0o2000)  # IPC_CREAT | IPC_EXCL
+print(shmid, os.getpid(), liveness.process_start_ticks(os.getpid()))
+"""
+
+
+def test_a_gone_servers_system_v_segment_is_removed_only_while_it_is_the_one_it_made():
+    """A real segment, made by a process that then ends (as a killed postmaster's)."""
+    key = 0x48460000 + os.getpid() % 0xFFFF  # "HF": unlikely to be anyone else's
+    made = subprocess.run([sys.executable, "-c", MAKE_SEGMENT, str(key)], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    shmid, creator, ticks = (int(x) for x in made.stdout.split())
+    if shmid < 0:
+        pytest.skip("no System V shared memory here")
+    try:
+        assert read_sysv()[shmid] == SysvSegment(shmid, key, creator, 0)
+        # another key under that id (reused since): not ours, left
+        remove_sysv(Action("remove-sysv", "", creator, ticks, extra=f"{shmid}:{key + 1}"))
+        assert shmid in read_sysv()
+        # its creator still running: refused (here: this process, as if it had made it)
+        me = os.getpid()
+        with pytest.raises(HowfastError, match="still runs"):
+            remove_sysv(Action("remove-sysv", "", me, liveness.process_start_ticks(me),
+                               extra=f"{shmid}:{key}"))  # fmt: skip
+        remove_sysv(Action("remove-sysv", "", creator, ticks, extra=f"{shmid}:{key}"))
+        assert shmid not in read_sysv()
+    finally:
+        subprocess.run(["ipcrm", "-m", str(shmid)], capture_output=True, check=False)

@@ -314,7 +314,15 @@ def remove_sysv(action: Action) -> None:
                 f"System V segment {shmid}: {segment.attached} processes are still attached"
             )
         time.sleep(0.2)
-    out = subprocess.run(["ipcrm", "-m", str(shmid)], capture_output=True, text=True, check=False)
+    try:
+        out = subprocess.run(
+            ["ipcrm", "-m", str(shmid)], capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        raise HowfastError(
+            f"cannot run ipcrm to remove System V segment {shmid}: {exc.strerror} "
+            "(it comes with util-linux)"
+        ) from None
     if out.returncode != 0 and shmid in read_sysv():
         said = (out.stderr or out.stdout).strip()
         raise HowfastError(f"removing System V segment {shmid} failed: {said}")
