@@ -48,7 +48,7 @@ class Action:
     path: str = ""
     pid: int | None = None
     ticks: int | None = None
-    extra: str = ""  # a loop device's backing file; a segment's key; a dsm file's data dir
+    extra: str = ""  # a loop device's backing file; a segment's "ID:KEY"; a dsm file's data dir
 
 
 @dataclass
