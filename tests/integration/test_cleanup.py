@@ -138,6 +138,8 @@ def test_options_are_checked_and_the_parts_say_why_they_were_skipped(
         (["--local", "--k8s"], "exclude each other"),
         (["--k8s", "--target", str(tmp_path)], "not with --k8s"),
         (["--local", "--namespace", "x"], "not with --local"),
+        (["--k8s", "--pid", "4242"], "--pid names a process of this machine: not with --k8s"),
+        (["--pid", "0"], "Invalid value for '--pid'"),
     ):
         out = howfast("cleanup", *args)
         assert out.returncode == 2 and said in out.stderr, (args, out.stderr)
@@ -157,6 +159,9 @@ def test_options_are_checked_and_the_parts_say_why_they_were_skipped(
     assert out.returncode == 2 and "cannot load a kubeconfig" in out.stderr, out.stderr
     doc = cleanup(howfast, "--target", str(tmp_path))
     assert leftovers(doc) == [] and "--target" in doc["kubernetes"]["skipped"]
+    # --pid of a process that left nothing: this machine only, nothing listed
+    doc = cleanup(howfast, "--pid", str(2**22 + 1))
+    assert leftovers(doc) == [] and "--pid" in doc["kubernetes"]["skipped"]
 
 
 def test_a_killed_runs_server_is_listed_with_its_stop_command_and_stopped_only_with_yes(

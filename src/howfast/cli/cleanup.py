@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from howfast.targets.k8s.cleanup import RunObjects
     from howfast.targets.k8s.cluster import Cluster
     from howfast.targets.leftovers.find import Leftover
+    from howfast.targets.leftovers.machine import Snapshot
 
 
 @dataclass
@@ -41,6 +42,13 @@ class K8sPart:
     multiple=True,
     help="Only what runs on this directory left (repeatable) [default: all of this machine].",
 )
+@click.option(
+    "--pid",
+    "owner_pid",
+    metavar="PID",
+    type=click.IntRange(min=1),
+    help="Only what the howfast process PID left (a killed run's; `$!` in a script).",
+)
 @click.option("--local", "local_only", is_flag=True, help="Only this machine, not the cluster.")
 @click.option("--k8s", "k8s_only", is_flag=True, help="Only the Kubernetes cluster.")
 @click.option(
@@ -60,6 +68,7 @@ class K8sPart:
 def cleanup_command(
     env: CliEnv,
     targets: tuple[str, ...],
+    owner_pid: int | None,
     local_only: bool,
     k8s_only: bool,
     namespace: str | None,
@@ -71,8 +80,11 @@ def cleanup_command(
     """Find and remove what killed runs (SIGKILL, the OOM killer, a test's time-out) left.
 
     On this machine: emulated volumes (nbdkit, nbdfuse, loop device, mounts, image), cluster
-    directories, private directories in /dev/shm, empty cgroups, and a server still running
-    (listed with the command that stops it; howfast stops it only with --yes). In a Kubernetes
+    and standby directories, private directories in /dev/shm, empty cgroups, the shared
+    memory of killed servers, and a server still running (listed with the command that
+    stops it; howfast stops it only with --yes). Each run records what it makes, before it
+    makes it, in ~/.local/state/howfast/owned: what a killed run left is found whatever it
+    was doing. In a Kubernetes
     cluster: pods, volumes, config maps and secrets labelled
     app.kubernetes.io/managed-by=howfast.
 
@@ -84,17 +96,19 @@ def cleanup_command(
     Examples:
       howfast cleanup                        # list, then ask
       howfast cleanup --target /mnt/a --yes  # what runs on /mnt/a left
+      howfast cleanup --local --pid 4242 --yes  # what the killed howfast 4242 left
       howfast cleanup --k8s --namespace bench --yes
     """
-    parts = choose_parts(targets, local_only, k8s_only, namespace, kube_context)
+    parts = choose_parts(targets, local_only, k8s_only, namespace, kube_context, owner_pid)
     given = [_target_dir(t) for t in targets]
     local: list[Leftover] | None = None
+    snapshot: Snapshot | None = None
     if parts.local_skipped is None:
         from howfast.targets.leftovers.find import candidate_directories, find
         from howfast.targets.leftovers.machine import read_snapshot
 
         snapshot = read_snapshot(candidate_directories, given)
-        local = find(snapshot, [str(g) for g in given] if given else None)
+        local = find(snapshot, [str(g) for g in given] if given else None, owner_pid)
     k8s = _k8s_part(parts, namespace, kube_context, force, env.environ)
     local_removable = [x for x in local or [] if x.removable]
     count = len(local_removable) + len(k8s.removable)
@@ -117,6 +131,10 @@ def cleanup_command(
             _remove_k8s(env, k8s, as_json)
         if not as_json:
             _print_results(env, local_removable)
+    if proceed and snapshot is not None:  # the registry files of runs with nothing left go
+        from howfast.targets.leftovers.remove import forget_finished
+
+        forget_finished(snapshot.registry)
     for warning in k8s.warnings:
         env.info(f"warning: {warning}")
     if as_json:
@@ -138,13 +156,16 @@ def choose_parts(
     k8s_only: bool,
     namespace: str | None,
     kube_context: str | None,
+    pid: int | None = None,
 ) -> Parts:
-    """--local and --k8s choose a part; --target narrows this machine's part and --namespace
-    the cluster's, and one of them alone means only its part."""
+    """--local and --k8s choose a part; --target and --pid narrow this machine's part and
+    --namespace the cluster's, and one of them alone means only its part."""
     if local_only and k8s_only:
         raise UsageError("--local and --k8s exclude each other: give neither for both")
     if k8s_only and targets:
         raise UsageError("--target names directories of this machine: not with --k8s")
+    if k8s_only and pid is not None:
+        raise UsageError("--pid names a process of this machine: not with --k8s")
     if local_only and (namespace or kube_context):
         raise UsageError("--namespace and --kube-context are the cluster's: not with --local")
     if local_only:
@@ -153,7 +174,9 @@ def choose_parts(
         return Parts("--k8s", None, True)
     if targets and not (namespace or kube_context):
         return Parts(None, "--target limits cleanup to directories of this machine", False)
-    if namespace and not targets:
+    if pid is not None and not (namespace or kube_context):
+        return Parts(None, "--pid limits cleanup to a process of this machine", False)
+    if namespace and not targets and pid is None:
         return Parts("--namespace limits cleanup to the cluster", None, True)
     return Parts(None, None, bool(namespace or kube_context))
 

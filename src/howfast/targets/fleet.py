@@ -35,6 +35,7 @@ from howfast.targets.base import Connection
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fleet_base import FleetInstance
+from howfast.targets.leftovers import registry
 from howfast.targets.local import LocalTarget, check_earlier_clusters
 from howfast.targets.osuser import check_reachable, server_user
 
@@ -107,6 +108,7 @@ class FleetMember(LocalTarget, FleetInstance):
             lines = throttle_lines(self.support.version, self.device.devnum, self.limits)
             group = IoCgroup(self.support, f"howfast-fleet-{secrets.token_hex(4)}", lines)
             group.create()  # removed by stop(), which runs whatever happens
+            registry.own_cgroup(group.path)
             # Its counters count on cgroup v1 too: LocalTarget.start turns counting on.
             self.io_cgroup = group
         return super().start()
@@ -190,6 +192,7 @@ class LocalFleet:
 
     def open(self) -> None:
         self._claim = claim_directory(self.directory)
+        registry.own_directory(self.workspace, "fleet")  # before it exists: howfast cleanup
         self.workspace.mkdir(mode=0o755)
 
     def close(self) -> None:

@@ -57,6 +57,7 @@ from howfast.targets.capabilities import (
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.iocap import IopsCap
+from howfast.targets.leftovers import registry
 from howfast.targets.leftovers.marks import KEPT, mark_kept, write_owner
 from howfast.targets.local_server import conf_line, free_port, processes_in, runtime_base
 from howfast.targets.osuser import OsUser, check_reachable, current_user, server_user
@@ -328,7 +329,8 @@ class LocalTarget(
         assert self.user is not None
         return dict(self.user.subprocess_kwargs())
 
-    def _make_owned_dir(self, path: Path) -> None:
+    def _make_owned_dir(self, path: Path, role: str) -> None:
+        registry.own_directory(path, role)  # before it exists: a kill at any moment finds it
         path.mkdir(mode=0o700)
         self._created.append(path)
         assert self.user is not None
@@ -340,7 +342,7 @@ class LocalTarget(
             self.check(will_init=True)
         assert self.user is not None
         self._claims.append(claim_directory(self.directory))
-        self._make_owned_dir(self.cluster_dir)
+        self._make_owned_dir(self.cluster_dir, "cluster")
         avoid = [self.directory] + ([self.wal_root] if self.wal_root else [])
         avoid += [d for d in dict.fromkeys(self.standby_dirs) if d not in avoid]
         base = runtime_base(avoid)
@@ -352,11 +354,12 @@ class LocalTarget(
         self.run_dir = Path(tempfile.mkdtemp(prefix=f"howfast-run-{self.token}-", dir=base))
         self._created.append(self.run_dir)
         write_owner(self.run_dir, directories=avoid, token=self.token)  # for howfast cleanup
+        registry.own_directory(self.run_dir, "private")
         if self.user.uid != os.geteuid():
             os.chown(self.run_dir, self.user.uid, self.user.gid)
         if self.wal_root and self.wal_cluster_dir:
             self._claims.append(claim_directory(self.wal_root))
-            self._make_owned_dir(self.wal_cluster_dir)
+            self._make_owned_dir(self.wal_cluster_dir, "wal")
         self._initdb()
         # The user's --set wins over howfast's replication settings, on purpose.
         settings = {
@@ -383,6 +386,7 @@ class LocalTarget(
                 self.cgroup_support, f"howfast-{self.token}", self.memory_limit
             )
             self.cgroup.create()  # removed by stop(), which the runner calls whatever happens
+            registry.own_cgroup(self.cgroup.path, self.data_dir)
         self._open_io_accounting()
         self._start_postmaster()
         self.connection = Connection(
@@ -471,6 +475,7 @@ class LocalTarget(
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
             self._accounting_cgroup = self.io_cgroup = found.created
+            registry.own_cgroup(found.created.path, self.data_dir)
         if found.warning:
             self.warnings.append(found.warning)
 
@@ -574,6 +579,8 @@ class LocalTarget(
                     )
                 )
             if pg_isready and self._isready(pg_isready) in enough:
+                # what a kill of this server would leave, for howfast cleanup
+                registry.own_server_memory(self.postmaster.pid, self.data_dir)
                 return
             time.sleep(0.1)
         raise HowfastError(
@@ -1013,6 +1020,9 @@ class LocalTarget(
             if self.run_dir:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
             mark_kept(self.cluster_dir)  # howfast cleanup leaves it alone
+            registry.forget(self.cluster_dir)
+            if self.wal_cluster_dir is not None:
+                registry.forget(self.wal_cluster_dir)
             return
         # Only what this object created, newest first.
         for path in reversed(self._created):

@@ -20,6 +20,7 @@ from howfast.targets.base import Connection, PlannedTarget, Target
 from howfast.targets.capabilities import HasStorage, HoldsDirectoryLock, Keepable
 from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
+from howfast.targets.leftovers import registry
 from howfast.targets.leftovers.marks import mark_kept
 
 
@@ -59,6 +60,7 @@ class PathTarget(Target, HasStorage, HoldsDirectoryLock, Keepable):
 
     def start(self) -> Connection | None:
         self._claim = claim_directory(self.directory)
+        registry.own_directory(self.probe_dir, "probe")  # before it exists: howfast cleanup
         self.probe_dir.mkdir(mode=0o700)
         self._created = True
         return None  # no server: only storage probes run here
@@ -97,6 +99,7 @@ class PathTarget(Target, HasStorage, HoldsDirectoryLock, Keepable):
     def _stop(self) -> None:
         if self.keep:
             mark_kept(self.probe_dir)
+            registry.forget(self.probe_dir)
             return
         if self._created:
             shutil.rmtree(self.probe_dir, ignore_errors=True)

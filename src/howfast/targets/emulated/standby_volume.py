@@ -19,6 +19,7 @@ from howfast.model import JSONValue
 from howfast.targets.emulated.build import Limits
 from howfast.targets.emulated.measure import flush_latency_ms
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
+from howfast.targets.leftovers import registry
 from howfast.targets.leftovers.marks import write_owner
 from howfast.targets.local_server import runtime_base
 
@@ -49,6 +50,7 @@ class StandbyVolume:
         self.emulation["backend"] = require_backend().name
 
     def build(self) -> None:
+        registry.own_directory(self.workspace, "volume")  # before it exists: howfast cleanup
         self.workspace.mkdir(mode=0o755)
         self.run_dir = Path(
             tempfile.mkdtemp(prefix=f"howfast-vol-{self.token}-", dir=runtime_base([self.parent]))

@@ -61,6 +61,7 @@ from howfast.targets.emulated.build import (
 )
 from howfast.targets.emulated.measure import flush_latency_ms
 from howfast.targets.emulated.volume import EmulatedVolume, require_backend
+from howfast.targets.leftovers import registry
 from howfast.targets.leftovers.marks import write_owner
 from howfast.targets.local import LocalClient, LocalTarget, check_earlier_clusters
 from howfast.targets.local_server import runtime_base
@@ -186,6 +187,7 @@ class EmulatedTarget(
 
     def start(self) -> Connection:
         self._claim = claim_directory(self.directory)
+        registry.own_directory(self.workspace, "volume")  # before it exists: howfast cleanup
         self.workspace.mkdir(mode=0o755)
         self._run_dir = Path(
             tempfile.mkdtemp(
@@ -211,6 +213,7 @@ class EmulatedTarget(
             return
         self.io_cgroup = IoCgroup(support, f"howfast-vol-{self.token}", lines)
         self.io_cgroup.create()
+        registry.own_cgroup(self.io_cgroup.path)
         if self._host is not None:  # the storage probes run capped too
             self._host.cgroup = self.io_cgroup
         self.emulation["io_limits"] = {"cgroup": str(self.io_cgroup.path), **lines}

@@ -12,6 +12,7 @@ from pathlib import PurePath
 
 from howfast.targets.leftovers import names
 from howfast.targets.leftovers.groups import (
+    CLUSTER_PROGRAMS,
     GONE,
     IN_USE,
     KEPT,
@@ -22,9 +23,11 @@ from howfast.targets.leftovers.groups import (
     Group,
     cgroup_state,
     combine,
+    data_dir_argument,
     group_all,
     in_scope,
     lock_holders,
+    of_process,
     outer_directory,
     private_key,
     private_state,
@@ -32,6 +35,7 @@ from howfast.targets.leftovers.groups import (
     program,
 )
 from howfast.targets.leftovers.machine import CgroupDir, PrivateDir, Process, Snapshot
+from howfast.targets.leftovers.registry import Owned
 
 
 @dataclass(frozen=True)
@@ -40,16 +44,17 @@ class Action:
 
     op: str  # a key of remove.ACTIONS: stop-server, stop-process, kill-servers, no-processes,
     #          umount, detach-loop, detach-loops, unmount-fuse, rmtree, rmdir-cgroup, unlink,
-    #          stop-exec-groups
+    #          stop-exec-groups, remove-sysv, unlink-dsm
     path: str = ""
     pid: int | None = None
     ticks: int | None = None
-    extra: str = ""  # a loop device's backing file; a cgroup's owner lock
+    extra: str = ""  # a loop device's backing file; a segment's "ID:KEY"; a dsm file's data dir
 
 
 @dataclass
 class Leftover:
-    kind: str  # server, tool, volume, cluster, fleet, private directory, cgroup, lock file
+    kind: str  # server, tool, volume, cluster, fleet, private directory, cgroup, lock file,
+    #            shared memory
     path: str
     run: str  # what ties it to its run: a name, a PID
     state: str  # gone, in use, unknown, kept
@@ -77,10 +82,14 @@ def candidate_directories(snapshot: Snapshot, given: Iterable[str] = ()) -> list
         if program(process) in LAYER_PROGRAMS:
             paths += [a.removeprefix("file=") for a in process.argv if a.startswith("file=")]
     paths += [m.point for m in snapshot.mounts]
+    found = [outer_directory(p) for p in paths]
+    # the target directories themselves: an owner record's, and those of what registry
+    # files name (a cluster nothing else points at: its server was down, or not yet made)
     for private in snapshot.private_dirs:
         if private.owner is not None:
-            paths += private.owner.directories
-    found = [outer_directory(p) for p in paths]
+            found += [outer_directory(d) or d for d in private.owner.directories]
+    for record in snapshot.registry:
+        found += [outer_directory(i.path) for i in record.present if i.kind == "directory"]
     return sorted({p for p in found if p is not None} | set(given))
 
 
@@ -140,6 +149,7 @@ class Describer:
                 continue  # taken down with the volume: it holds the FUSE mount
             found.append(self.private(group, private, state, why))
         found += [self.cgroup(group, cgroup, state, why) for cgroup in group.cgroups]
+        found += self.segments(group, state, why)
         return found
 
     def processes_under(self, directories: list[str], programs: set[str]) -> list[Process]:
@@ -180,6 +190,13 @@ class Describer:
         """pgbench, fio... that a killed run started; they end by themselves, at the end of
         their step's duration, but a long step may have far to go."""
         places = [p.path for p in group.privates]
+        clusters = [e.path for e in group.entries]
+        on_clusters = [  # a base backup, an initdb or a pg_ctl on one of its clusters (-D)
+            p
+            for p in self.snapshot.processes
+            if program(p) in CLUSTER_PROGRAMS
+            and any(names.is_within(data_dir_argument(p) or "", c) for c in clusters)
+        ]
         return [
             Leftover(
                 "tool",
@@ -191,8 +208,46 @@ class Describer:
                 None,
                 [Action("stop-process", p.cwd or "", p.pid, p.start_ticks)],
             )
-            for p in self.processes_under(places, TOOL_PROGRAMS)
+            for p in self.processes_under(places, TOOL_PROGRAMS) + on_clusters
         ]
+
+    def segments(self, group: Group, state: str, why: str) -> list[Leftover]:
+        """The shared memory of its servers that were killed (a failover, a crash, or with
+        howfast): a System V segment still the one its postmaster made (same id, key and
+        creator), a /dev/shm/PostgreSQL.* file still there. A live server's are not listed:
+        they go when it shuts down."""
+        found = []
+        for item in dict.fromkeys(group.segments):
+            if self.server_runs(item):
+                continue
+            server = f"of the server PID {item.postmaster} on {item.data_dir}"
+            if item.kind == "sysv":
+                segment = self.snapshot.sysv.get(item.shmid or -1)
+                if segment is None or (segment.key, segment.creator) != (item.key, item.postmaster):
+                    continue  # removed, and the id maybe taken by another
+                path = f"System V segment {item.shmid} (key {item.key})"
+                details = [server] + (
+                    [f"{segment.attached} processes attached"] if segment.attached else []
+                )
+                action = Action("remove-sysv", item.data_dir, item.postmaster, item.ticks,
+                                extra=f"{item.shmid}:{item.key}")  # fmt: skip
+            else:
+                path, details = item.path, [server]
+                action = Action("unlink-dsm", item.path, item.postmaster, item.ticks,
+                                extra=item.data_dir)  # fmt: skip
+            found.append(Leftover("shared memory", path, group.name, state, why, details, None,
+                                  [action]))  # fmt: skip
+        return found
+
+    def server_runs(self, item: Owned) -> bool:
+        """Whether the server that made a segment still runs: a zombie does not (a killed
+        run's postmaster may wait a while for PID 1 to collect it)."""
+        return any(
+            p.pid == item.postmaster
+            and (item.ticks is None or p.start_ticks == item.ticks)
+            and p.state not in ("Z", "X")
+            for p in self.snapshot.processes
+        )
 
     def volume(self, group: Group, state: str, why: str) -> Leftover:
         """One emulated volume of a run that is gone, and whatever is on it: nothing of it is
@@ -262,17 +317,25 @@ class Describer:
 
 
 # The order the remover takes them in: a volume before the server on it (its volume is taken
-# down first), a server before its cluster's directory, processes before their cgroups.
-ORDER = ("tool", "volume", "server", "cluster", "fleet", "private directory", "cgroup", "lock file")
+# down first), a server before its shared memory (a server that shuts down removes its own)
+# and its cluster's directory, processes before their cgroups.
+ORDER = (
+    "tool", "volume", "server", "shared memory", "cluster", "fleet", "private directory",
+    "cgroup", "lock file",
+)  # fmt: skip
 
 
-def find(snapshot: Snapshot, scope: list[str] | None = None) -> list[Leftover]:
-    """Every leftover of howfast's runs on this machine (or of runs on `scope`'s directories),
-    in the order the remover takes them: servers before the volumes they run on, processes
-    before the directories and cgroups they are in."""
+def find(
+    snapshot: Snapshot, scope: list[str] | None = None, pid: int | None = None
+) -> list[Leftover]:
+    """Every leftover of howfast's runs on this machine (or of runs on `scope`'s directories,
+    or of the howfast process `pid`), in the order the remover takes them: servers before
+    the volumes they run on, processes before the directories and cgroups they are in."""
     groups = group_all(snapshot)
     if scope is not None:
         groups = in_scope(groups, scope)
+    if pid is not None:
+        groups = of_process(groups, pid)
     describer = Describer(snapshot)
     known = {d.path for d in snapshot.target_dirs}
     found = []
@@ -280,7 +343,7 @@ def find(snapshot: Snapshot, scope: list[str] | None = None) -> list[Leftover]:
         for leftover in describer.describe(group):
             leftover.directories = sorted({d for d in group.directories if d in known})
             found.append(leftover)
-    if scope is None:
+    if scope is None and pid is None:
         found += [
             Leftover(
                 "lock file",

@@ -9,6 +9,9 @@ directory by the PID in its name.
 
 A group is `gone` (its leftovers are removed with --yes) only when a mark says its howfast no
 longer runs and none says it does:
+- the registry file of the howfast that recorded it (registry.py) names a process that is
+  gone (its directories, cgroups and its servers' shared memory are grouped by the cluster
+  they belong to),
 - the target directory's run lock is free (a live run holds it for its whole life),
 - the owner record of a private directory names a process that is gone (store/liveness.py),
 - a cgroup's owner lock is free,
@@ -32,9 +35,11 @@ from howfast.targets.leftovers.machine import (
     Entry,
     PrivateDir,
     Process,
+    RegistryFile,
     Snapshot,
     TargetDir,
 )
+from howfast.targets.leftovers.registry import Owned
 
 SERVER_PROGRAMS = {"postgres", "postmaster"}
 # What runs in a step's work directory: the programs the workloads declare (plugin/registry.py).
@@ -44,6 +49,9 @@ LAYER_PROGRAMS = {"nbdkit", "nbdfuse"}
 # volume (a losetup waiting for a flush through an hour of added delay holds the kernel's
 # loop device lock, and every other losetup on the machine waits behind it).
 SETUP_PROGRAMS = {"losetup", "mkfs.ext4", "mke2fs", "mount", "umount", "fusermount3", "fio"}
+# What howfast runs on a cluster's data directory (-D), in a session of its own: a killed
+# run's base backup goes on writing into its standby's directory.
+CLUSTER_PROGRAMS = {"pg_basebackup", "initdb", "pg_ctl"}
 
 GONE, IN_USE, UNKNOWN, KEPT = "gone", "in use", "unknown", "kept"
 
@@ -103,6 +111,16 @@ def private_state(private: PrivateDir, holders: dict[int, str] | None = None) ->
     return UNKNOWN, "no owner record (made by an older howfast?)"
 
 
+def registry_state(found: RegistryFile) -> tuple[str, str]:
+    writer = found.record.writer
+    who = f"its howfast (PID {writer.pid}, in {found.path})" if writer else "its howfast"
+    if found.owner_state == "gone":
+        return GONE, f"{who} is gone"
+    if found.owner_state == "alive":
+        return IN_USE, f"{who} still runs"
+    return UNKNOWN, f"{who} cannot be seen from here"
+
+
 def cgroup_state(cgroup: CgroupDir) -> tuple[str, str]:
     if cgroup.lock_held:
         return IN_USE, "its owner lock is held"
@@ -125,12 +143,17 @@ class Group:
     privates: list[PrivateDir] = field(default_factory=list)
     cgroups: list[CgroupDir] = field(default_factory=list)
     tokens: set[str] = field(default_factory=set)  # the clusters on a volume, in a fleet
+    records: list[RegistryFile] = field(default_factory=list)  # the registry files naming it
+    segments: list[Owned] = field(default_factory=list)  # its servers' shared memory
 
     def writers(self) -> set[tuple[int, int | None]]:
         found = set()
         for private in self.privates:
             if private.owner and private.owner.writer:
                 found.add((private.owner.writer.pid, private.owner.writer.start_ticks))
+        for record in self.records:
+            if record.record.writer:
+                found.add((record.record.writer.pid, record.record.writer.start_ticks))
         return found
 
     @property
@@ -163,6 +186,27 @@ def private_key(private: PrivateDir) -> tuple[str, str]:
     return "private", private.path
 
 
+def path_key(path: str) -> tuple[str, str] | None:
+    """The group of a directory a registry file names: a cluster (or a standby's root in
+    one) by its token, a volume by its token, a fleet by its workspace, a private directory."""
+    name = PurePath(path).name
+    kind = names.target_entry_kind(name)
+    if kind == "fleet":
+        return "fleet", path
+    if kind is not None:
+        return kind, name.rsplit("-", 1)[1]
+    if names.private_kind(name) is not None:
+        return private_key(PrivateDir(path, None, "unknown", 0.0))
+    cluster = names.cluster_of(path)
+    return ("cluster", cluster[1]) if cluster else None
+
+
+def data_dir_key(data_dir: str) -> tuple[str, str] | None:
+    """The group of what a server on `data_dir` left: the cluster it is in."""
+    cluster = names.cluster_of(data_dir)
+    return ("cluster", cluster[1]) if cluster else None
+
+
 def lock_holders(snapshot: Snapshot) -> dict[int, str]:
     """The PIDs holding target directories' run locks: live runs, in words."""
     found = {}
@@ -180,11 +224,27 @@ def process_key(process: Process) -> tuple[str, str] | None:
     if name in SERVER_PROGRAMS and process.cwd:
         cluster = names.cluster_of(process.cwd)
         return ("cluster", cluster[1]) if cluster else None
+    if name in CLUSTER_PROGRAMS:
+        cluster = names.cluster_of(data_dir_argument(process) or "")
+        return ("cluster", cluster[1]) if cluster else None
     if name in LAYER_PROGRAMS | SETUP_PROGRAMS:
         for arg in process.argv[1:]:
             found = names.volume_run_dir_of(arg) or names.volume_of(arg.removeprefix("file="))
             if found:
                 return "volume", found[1]
+    return None
+
+
+def data_dir_argument(process: Process) -> str | None:
+    """The data directory a PostgreSQL program works on: `-D DIR`, `-DDIR`, `--pgdata=DIR`."""
+    argv = process.argv
+    for i, arg in enumerate(argv[1:], 1):
+        if arg in ("-D", "--pgdata") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--pgdata="):
+            return arg.removeprefix("--pgdata=")
+        if arg.startswith("-D") and len(arg) > 2:
+            return arg[2:]
     return None
 
 
@@ -249,6 +309,22 @@ def group_all(snapshot: Snapshot) -> list[Group]:
             on_volume, in_cluster = names.volume_of(process.cwd), names.cluster_of(process.cwd)
             if on_volume and in_cluster and names.is_within(in_cluster[0], on_volume[0]):
                 inner[in_cluster[1]] = ("volume", on_volume[1])
+    cgroup_dirs: dict[str, str] = {}  # a cgroup a registry file names -> its server's data
+    for record in snapshot.registry:
+        record_mark = registry_state(record)
+        for item in record.present:
+            if item.kind == "cgroup":
+                cgroup_dirs[item.path] = item.data_dir
+                continue
+            named = path_key(item.path) if item.kind == "directory" else data_dir_key(item.data_dir)
+            if named is None:
+                continue
+            owner = group(named)
+            owner.marks.append(record_mark)
+            if record not in owner.records:
+                owner.records.append(record)
+            if item.kind in ("sysv", "dsm"):
+                owner.segments.append(item)
     by_pid = {p.pid: p for p in snapshot.processes}
     for process in snapshot.processes:  # whose child it is says whether its howfast runs
         key = process_key(process)
@@ -263,19 +339,41 @@ def group_all(snapshot: Snapshot) -> list[Group]:
             outer.marks += taken.marks
             outer.privates += taken.privates
             outer.directories += taken.directories
+            outer.records += [r for r in taken.records if r not in outer.records]
+            outer.segments += taken.segments
     for cgroup in snapshot.cgroups:
         name = PurePath(cgroup.path).name
         match = names.CGROUP.fullmatch(name)
         token = match[2] if match else ""
-        key = ("volume", token) if match and match[1] == "vol" else ("cluster", token)
-        if key[0] == "cluster" and token in inner:
-            key = inner[token]
-        if key not in groups:
-            key = ("cgroup", cgroup.path)
-        found = group(key)
+        where: tuple[str, str] = (
+            ("volume", token) if match and match[1] == "vol" else ("cluster", token)
+        )
+        if where not in groups and cgroup.path in cgroup_dirs:  # a standby's, by its server
+            where = data_dir_key(cgroup_dirs[cgroup.path]) or where
+        if where[0] == "cluster" and where[1] in inner:
+            where = inner[where[1]]
+        if where not in groups:
+            where = ("cgroup", cgroup.path)
+        found = group(where)
         found.cgroups.append(cgroup)
         found.marks.append(cgroup_state(cgroup))
+        for record in snapshot.registry:
+            if any(i.kind == "cgroup" and i.path == cgroup.path for i in record.present):
+                found.marks.append(registry_state(record))
+                if record not in found.records:
+                    found.records.append(record)
     return [groups[k] for k in sorted(groups)]
+
+
+def of_process(groups: list[Group], pid: int) -> list[Group]:
+    """The groups a howfast process `pid` left: those its registry file or an owner record
+    names it in, and its work directory (named by its PID)."""
+    return [
+        g
+        for g in groups
+        if any(found == pid for found, _ in g.writers())
+        or (g.kind == "private" and names.work_dir_pid(PurePath(g.key).name) == pid)
+    ]
 
 
 def in_scope(groups: list[Group], scope: list[str]) -> list[Group]:

@@ -18,7 +18,7 @@ from howfast.machine.cgroup import CgroupSupport, detect, detect_io, owner_lock_
 from howfast.store import liveness
 from howfast.targets.claim import MARKER
 from howfast.targets.dirlock import INFO, holder_text
-from howfast.targets.leftovers import marks, names
+from howfast.targets.leftovers import marks, names, registry
 
 PROC = Path("/proc")
 
@@ -32,6 +32,7 @@ class Process:
     argv: tuple[str, ...]
     cwd: str | None  # without the kernel's " (deleted)"
     exe: str | None
+    state: str = ""  # R, S, D, Z...: a zombie has ended, whatever its PID still shows
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,27 @@ class LockFile:
     held: bool
 
 
+@dataclass(frozen=True)
+class SysvSegment:
+    """A System V shared memory segment, as /proc/sysvipc/shm shows it."""
+
+    shmid: int
+    key: int
+    creator: int  # cpid: the process that made it (a postmaster)
+    attached: int  # nattch
+
+
+@dataclass(frozen=True)
+class RegistryFile:
+    """A howfast process's registry file (registry.py): whether that process still runs, and
+    what it names that is still there."""
+
+    path: str
+    record: registry.Record
+    owner_state: str  # "gone", "alive" or "unknown", as an owner record's
+    present: tuple[registry.Owned, ...]
+
+
 @dataclass
 class Snapshot:
     processes: list[Process] = field(default_factory=list)
@@ -106,6 +128,8 @@ class Snapshot:
     lock_files: list[LockFile] = field(default_factory=list)
     users: dict[int, str] = field(default_factory=dict)  # the servers' users, by uid
     euid: int = 0
+    registry: list[RegistryFile] = field(default_factory=list)
+    sysv: dict[int, SysvSegment] = field(default_factory=dict)
 
 
 # -- pure parsers ------------------------------------------------------------------------
@@ -150,6 +174,24 @@ def parse_flock_holders(text: str) -> dict[tuple[int, int, int], int]:
     return held
 
 
+def parse_sysv_shm(text: str) -> dict[int, SysvSegment]:
+    """/proc/sysvipc/shm: a header, then key shmid perms size cpid lpid nattch ... per line."""
+    found = {}
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        try:
+            key, shmid, cpid, nattch = (
+                int(fields[0]),
+                int(fields[1]),
+                int(fields[4]),
+                int(fields[6]),
+            )
+        except (IndexError, ValueError):
+            continue
+        found[shmid] = SysvSegment(shmid, key, cpid, nattch)
+    return found
+
+
 def strip_deleted(path: str) -> str:
     return path.removesuffix(" (deleted)")
 
@@ -174,7 +216,7 @@ def read_process(pid: int, proc: Path = PROC) -> Process | None:
         cwd = strip_deleted(os.readlink(base / "cwd"))
     with contextlib.suppress(OSError):
         exe = strip_deleted(os.readlink(base / "exe"))
-    return Process(pid, int(after[1]), int(after[19]), uid, argv, cwd, exe)
+    return Process(pid, int(after[1]), int(after[19]), uid, argv, cwd, exe, after[0])
 
 
 def read_processes(proc: Path = PROC) -> list[Process]:
@@ -268,6 +310,44 @@ def private_bases() -> list[Path]:
     /dev/shm cannot be used or is on the storage under test."""
     bases = [Path("/dev/shm"), Path(tempfile.gettempdir())]
     return [b for b in dict.fromkeys(bases) if b.is_dir()]
+
+
+def read_sysv() -> dict[int, SysvSegment]:
+    return parse_sysv_shm(_read(PROC / "sysvipc/shm"))
+
+
+def still_there(item: registry.Owned, sysv: dict[int, SysvSegment]) -> bool:
+    """Whether a thing a registry file names is still there: a System V segment only while
+    its id names the segment its server made (same key, same creator)."""
+    if item.kind == "sysv":
+        segment = sysv.get(item.shmid if item.shmid is not None else -1)
+        return segment is not None and (segment.key, segment.creator) == (
+            item.key,
+            item.postmaster,
+        )
+    return os.path.lexists(item.path)
+
+
+def read_registry(
+    here: liveness.Writer, sysv: dict[int, SysvSegment], directory: Path | None = None
+) -> list[RegistryFile]:
+    """Every howfast process's registry file on this machine (this user's), with what each
+    names that is still there."""
+    found = []
+    base = directory or registry.registry_dir()
+    try:
+        paths = sorted(p for p in base.glob("*.jsonl") if p.is_file() and not p.is_symlink())
+    except OSError:
+        return []
+    for path in paths:
+        try:
+            record = registry.parse_record(path.read_text(errors="replace"), str(path))
+        except OSError:
+            continue
+        present = tuple(i for i in record.items if still_there(i, sysv))
+        state = owner_state(marks.OwnerRecord(record.writer), here)
+        found.append(RegistryFile(str(path), record, state, present))
+    return found
 
 
 def read_private_dirs(here: liveness.Writer) -> list[PrivateDir]:
@@ -381,12 +461,15 @@ def read_snapshot(
     finds in what was read (find.candidate_directories: those the machine points at) and the
     `given` ones; passed in, as this module is below the pure rules that choose them."""
     here = liveness.this_process()
+    sysv = read_sysv()
     snapshot = Snapshot(
         processes=read_processes(),
         mounts=parse_mounts(_read(PROC / "self/mounts")),
         loops=read_loops(),
         private_dirs=read_private_dirs(here),
         euid=os.geteuid(),
+        registry=read_registry(here, sysv),
+        sysv=sysv,
     )
     holders = flock_holders()
     for path in candidates(snapshot, [str(Path(g).absolute()) for g in given]):

@@ -24,15 +24,18 @@ from howfast.machine.cgroup import remove_if_abandoned
 from howfast.store import liveness
 from howfast.targets.claim import Claim
 from howfast.targets.dirlock import DirectoryLock, lock_directory
-from howfast.targets.leftovers import names
+from howfast.targets.leftovers import names, registry
 from howfast.targets.leftovers.exec_groups import stop_recorded_groups
 from howfast.targets.leftovers.find import Action, Leftover
 from howfast.targets.leftovers.machine import (
     PROC,
+    RegistryFile,
     parse_mounts,
     read_loops,
     read_process,
     read_processes,
+    read_sysv,
+    still_there,
     strip_deleted,
 )
 
@@ -290,6 +293,81 @@ def rmdir_cgroup(action: Action) -> None:
         raise HowfastError(f"cgroup {action.path} is left: {why}")
 
 
+# -- shared memory of killed servers ----------------------------------------------------------
+def _server_gone(action: Action, data_dir: str) -> None:
+    """Raise unless the server that made a segment is gone, and every process of its data
+    directory (a backend still leaving) with it, within RETRY_S."""
+    assert action.pid is not None
+    if _alive(action.pid, action.ticks):
+        raise HowfastError(f"its server (PID {action.pid}) still runs: left alone")
+    if data_dir:
+        no_processes(Action("no-processes", data_dir))
+
+
+def remove_sysv(action: Action) -> None:
+    """A killed server's System V segment: removed (ipcrm) only while its id still names
+    the segment that server made (same key and creator) and nothing is attached to it."""
+    shmid, key = (int(x) for x in action.extra.split(":"))
+    _server_gone(action, action.path)
+    deadline = time.monotonic() + RETRY_S
+    while True:
+        segment = read_sysv().get(shmid)
+        if segment is None or (segment.key, segment.creator) != (key, action.pid):
+            return  # removed meanwhile (a server started on its data directory does)
+        if segment.attached == 0:
+            break
+        if time.monotonic() > deadline:
+            raise HowfastError(
+                f"System V segment {shmid}: {segment.attached} processes are still attached"
+            )
+        time.sleep(0.2)
+    try:
+        out = subprocess.run(
+            ["ipcrm", "-m", str(shmid)], capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        raise HowfastError(
+            f"cannot run ipcrm to remove System V segment {shmid}: {exc.strerror} "
+            "(it comes with util-linux)"
+        ) from None
+    if out.returncode != 0 and shmid in read_sysv():
+        said = (out.stderr or out.stdout).strip()
+        raise HowfastError(f"removing System V segment {shmid} failed: {said}")
+
+
+def unlink_dsm(action: Action) -> None:
+    """A killed server's /dev/shm/PostgreSQL.* file (dynamic shared memory): only its own
+    processes map it, and they are all gone first."""
+    if not os.path.lexists(action.path):
+        return
+    _server_gone(action, action.extra)
+    try:
+        os.unlink(action.path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise HowfastError(f"cannot remove {action.path}: {exc.strerror}") from None
+
+
+def forget_finished(files: list[RegistryFile]) -> list[str]:
+    """The registry files of howfast processes that are gone and of which nothing is left
+    (all taken down): removed. Returns their paths."""
+    sysv = read_sysv()
+    removed = []
+    for found in files:
+        if found.owner_state != "gone":
+            continue
+        try:
+            record = registry.parse_record(Path(found.path).read_text(errors="replace"))
+        except OSError:
+            continue
+        if not any(still_there(item, sysv) for item in record.items):
+            with contextlib.suppress(OSError):
+                os.unlink(found.path)
+                removed.append(found.path)
+    return removed
+
+
 def unlink_lock(action: Action) -> None:
     """A cgroup owner lock whose cgroup is gone: removed while holding it, so that a howfast
     taking it at this moment keeps it."""
@@ -321,4 +399,6 @@ ACTIONS = {
     "rmtree": rmtree,
     "rmdir-cgroup": rmdir_cgroup,
     "unlink": unlink_lock,
+    "remove-sysv": remove_sysv,
+    "unlink-dsm": unlink_dsm,
 }

@@ -32,6 +32,7 @@ from howfast.machine.serverio import IoAccount, ServerIo, open_accounting
 from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, PlannedConnection
+from howfast.targets.leftovers import registry
 from howfast.targets.local_server import conf_line, free_port, processes_in
 from howfast.targets.osuser import OsUser
 from howfast.targets.replicas.builders import basebackup_argv, standby_conf
@@ -39,6 +40,24 @@ from howfast.targets.replicas.builders import basebackup_argv, standby_conf
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 10
 LOG_LINES = 10
+
+
+def stop_group(proc: subprocess.Popen[str], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGKILL to the process group `proc` leads (it was started in a session of its own, so
+    the group is its own and its children's), then wait until every one of them is gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=timeout_s)  # reading on: a full pipe would hold it
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # a member left (its orphans are reaped by init)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        time.sleep(0.05)
 
 
 class StandbyStorage(Protocol):
@@ -127,20 +146,12 @@ class LocalStandby:
         if self.storage is not None:
             self._storage_built = True  # stop() takes down what build() began
             self.storage.build()
+        registry.own_directory(self.root, "standby")  # before it exists, for howfast cleanup
         self.root.mkdir(mode=0o700)
         self._made_root = True
         if self.user.uid != os.geteuid():
             os.chown(self.root, self.user.uid, self.user.gid)
-        # In the main thread: a Ctrl-C raises there, and subprocess.run kills it by PID.
-        out = subprocess.run(  # type: ignore[call-overload]
-            self._basebackup_argv(primary),
-            capture_output=True,
-            text=True,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            **self._as_server_user(),
-        )
+        out = self._base_backup(primary)
         if out.returncode != 0:
             said = "\n".join((out.stderr or out.stdout).strip().splitlines()[-5:])
             raise HowfastError(
@@ -157,6 +168,30 @@ class LocalStandby:
         signal_file.touch()
         if self.user.uid != os.geteuid():
             os.chown(signal_file, self.user.uid, self.user.gid)
+
+    def _base_backup(self, primary: Connection) -> subprocess.CompletedProcess[str]:
+        """pg_basebackup, in a session of its own. In the main thread: a Ctrl-C raises there,
+        and then its whole process group is killed and waited for. pg_basebackup streams the
+        WAL from a child it forks (-X stream); killed alone, the parent leaves that child
+        writing into the standby's directory until its next status message (10 s), which
+        made the unmount of a standby's volume fail ("target is busy")."""
+        proc = subprocess.Popen(  # type: ignore[call-overload]
+            self._basebackup_argv(primary),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **self._as_server_user(),
+        )
+        try:
+            stdout, stderr = proc.communicate()
+        except BaseException:
+            if self.storage is not None:  # nothing of it waits out a delay while it goes
+                self.storage.undelay()
+            stop_group(proc)
+            raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
     def start(self) -> Connection:
         """Start the standby; back once it accepts (read-only) connections."""
@@ -193,6 +228,7 @@ class LocalStandby:
         self.io_account, self.io_account_note = found.account, found.warning
         if found.created is not None:
             self._accounting = self.io_cgroup = found.created
+            registry.own_cgroup(found.created.path, self.data_dir)
 
     def _wait_ready(self) -> None:
         pg_isready = self.install.program("pg_isready")
@@ -209,6 +245,7 @@ class LocalStandby:
                 return
             ready = subprocess.run([str(pg_isready), "-q", *where], check=False)
             if ready.returncode == 0:
+                registry.own_server_memory(self.postmaster.pid, self.data_dir)
                 return
             time.sleep(0.1)
         raise HowfastError(
