@@ -16,13 +16,13 @@ progress display, and prints the finished run; it decides nothing else.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from howfast.design import DesignOptions, merge_design
 from howfast.errors import UsageError
 from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
-from howfast.metrics.live import LINGER_S, MetricsObserver
 from howfast.observer import RunObserver
 from howfast.plans import Plan, effective_settings, expand, load_plan
 from howfast.plans.expand import expand_blocks
@@ -44,6 +44,9 @@ from howfast.targets import registry as target_kinds
 from howfast.targets.kind import OptionContext, RunShape, TargetOptions
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
+
+if TYPE_CHECKING:  # the live exporter (prometheus_client, an HTTP server) loads for a real run
+    from howfast.metrics.live import MetricsObserver
 
 __all__ = ["FinishedRun", "PreparedRun", "ProgressDisplay", "RunService"]
 
@@ -181,6 +184,8 @@ class RunService:
         return FinishedRun(result.run_id, result.status, result.failed_steps, run)
 
     def _run(self, prepared: PreparedRun, db: Store, observer: ProgressDisplay) -> RunResult:
+        from howfast.metrics.live import LINGER_S
+
         live = None
         linger_s = 0.0
         try:
@@ -229,6 +234,8 @@ class RunService:
 
     def _serve_metrics(self, plan_name: str, live: LiveMetrics) -> MetricsObserver:
         """The live exporter, already serving (`run --metrics-port`)."""
+        from howfast.metrics.live import MetricsObserver
+
         assert live.port is not None
         observer = MetricsObserver(plan_name)
         server = observer.serve(live.port, live.address)

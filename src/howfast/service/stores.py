@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from howfast.errors import HowfastError
-from howfast.service.requests import ServiceEnv
 from howfast.store import open_store
 from howfast.store.liveness import close_abandoned_runs
 
 if TYPE_CHECKING:
+    from howfast.service.requests import ServiceEnv
     from howfast.store.sql import SqlStore
 
 
