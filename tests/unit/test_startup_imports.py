@@ -107,6 +107,8 @@ def test_results_list_imports_no_heavy_library(tmp_path: Path) -> None:
         or m in ("howfast.report.terminal", "howfast.plugin.overrides")
     ]
     assert unwanted == [], f"howfast results list imported {unwanted}"
+    # An up-to-date SQLite store with no run marked running is read with sqlite3 alone.
+    assert "sqlalchemy" not in modules
 
 
 def test_a_dry_run_imports_no_heavy_library(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import click
 
 from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, parse_run_id, store_option
-from howfast.cli.stores import open_results
+from howfast.cli.stores import list_runs, open_results
 from howfast.errors import UsageError
 from howfast.report.run_list import run_list
 from howfast.store.liveness import still_running
@@ -23,11 +23,7 @@ def results_group() -> None:
 @pass_env
 def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
     """List stored runs, newest first."""
-    db = open_results(env, store, reading=True)
-    try:
-        runs = db.list_runs()
-    finally:
-        db.close()
+    runs = list_runs(env, store)
     if as_json:
         env.print_json(
             [
