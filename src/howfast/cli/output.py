@@ -7,7 +7,6 @@ from howfast.cli.context import CliEnv
 from howfast.errors import ExitStatus
 from howfast.model import RunRecord
 from howfast.service.prepared import FinishedRun, PreparedRun, ProgressDisplay
-from howfast.service.reading import read_run, run_document
 from howfast.store.base import Store
 
 EXIT_FOR_STATUS = {
@@ -41,6 +40,7 @@ def progress(env: CliEnv, prepared: PreparedRun) -> ProgressDisplay:
 def print_run(env: CliEnv, run: RunRecord, as_json: bool) -> None:
     """A stored run, derived: its JSON document, or its end-of-run tables."""
     from howfast.report import terminal
+    from howfast.service.reading import run_document
 
     if as_json:
         env.print_json(run_document(run))
@@ -50,6 +50,8 @@ def print_run(env: CliEnv, run: RunRecord, as_json: bool) -> None:
 
 def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None:
     """Print run `run_id` (the JSON document, or the end-of-run tables) and close the store."""
+    from howfast.service.reading import read_run
+
     try:
         run = read_run(db, run_id, for_people=not as_json)
     finally:

@@ -29,14 +29,9 @@ from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
 from howfast.plans.until import UntilRule, make_rule
 from howfast.plugin import registry
-from howfast.runner import Runner, RunResult
-from howfast.runner.fanout import FanOut
-from howfast.runner.fleet import FleetRunner
-from howfast.samplers.prometheus import prometheus_samplers
 from howfast.service import probe
 from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
-from howfast.service.reading import read_run
 from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
 from howfast.service.stores import open_results
 from howfast.store.base import Store
@@ -45,8 +40,13 @@ from howfast.targets.kind import OptionContext, RunShape, TargetOptions
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
 
-if TYPE_CHECKING:  # the live exporter (prometheus_client, an HTTP server) loads for a real run
+# The runners, the live exporter (prometheus_client, an HTTP server), the Prometheus
+# samplers (urllib) and the run's reading load for a run, never for a dry run.
+if TYPE_CHECKING:
     from howfast.metrics.live import MetricsObserver
+    from howfast.runner import Runner, RunResult
+    from howfast.runner.fleet import FleetRunner
+    from howfast.samplers.session import SamplerFactory
 
 __all__ = ["FinishedRun", "PreparedRun", "ProgressDisplay", "RunService"]
 
@@ -65,7 +65,7 @@ class RunService:
             raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
         check_run_targets(texts, options.wal_dir)
         prometheus = request.sampling.prometheus_url
-        extra_samplers = prometheus_samplers(prometheus) if prometheus else []
+        extra_samplers = _prometheus_samplers(prometheus) if prometheus else []
         plan = load_plan(request.plan)
         if plan.name == "replication" and len(texts) < 2:  # said, not refused
             self.env.info(
@@ -166,6 +166,8 @@ class RunService:
         """Run it and store it, step by step; the observer is closed when the run ends,
         whatever happens. The run returned is derived as `results show` reads it
         (`for_people`: its texts made safe to print, for tables)."""
+        from howfast.service.reading import read_run
+
         try:
             for line in target_kinds.housekeeping(prepared.housekeeping):
                 self.env.info(line)
@@ -185,6 +187,7 @@ class RunService:
 
     def _run(self, prepared: PreparedRun, db: Store, observer: ProgressDisplay) -> RunResult:
         from howfast.metrics.live import LINGER_S
+        from howfast.runner.fanout import FanOut
 
         live = None
         linger_s = 0.0
@@ -204,6 +207,9 @@ class RunService:
     def _runner(
         self, prepared: PreparedRun, db: Store, observer: RunObserver
     ) -> Runner | FleetRunner:
+        from howfast.runner import Runner
+        from howfast.runner.fleet import FleetRunner
+
         if prepared.fleet is not None:
             return FleetRunner(
                 db,
@@ -241,6 +247,12 @@ class RunService:
         server = observer.serve(live.port, live.address)
         self.env.info(f"serving Prometheus metrics on {server.url} while the run lasts")
         return observer
+
+
+def _prometheus_samplers(url: str) -> list[SamplerFactory]:
+    from howfast.samplers.prometheus import prometheus_samplers
+
+    return prometheus_samplers(url)
 
 
 def _refuse_with_fleet(**given: object) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from howfast.errors import HowfastError
-from howfast.store import open_store, run_list
+from howfast.store import open_store
 from howfast.store.liveness import close_abandoned_runs
 from howfast.store.location import plain_sqlite_file
 
@@ -40,6 +40,8 @@ def open_results(env: ServiceEnv, url: str | None, *, reading: bool = False) -> 
 def list_runs(env: ServiceEnv, url: str | None) -> list[RunSummary]:
     """The stored runs, newest first (`results list`): of an up-to-date SQLite file without
     loading SQLAlchemy when nothing needs it (store/run_list.py), else through open_results."""
+    from howfast.store import run_list  # sqlite3: loaded to list runs, not for a dry run
+
     path = plain_sqlite_file(url if url is not None else env.store_url, env.environ)
     runs = run_list.list_runs(path) if path is not None else None
     if runs is not None:

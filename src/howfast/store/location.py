@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import platformdirs
-
 from howfast.errors import UsageError
 from howfast.redact import redact_dsn
 
@@ -52,6 +50,8 @@ class StoreLocation:
 
 def default_store_path() -> Path:
     """The SQLite file used when neither `--store` nor `$HOWFAST_STORE` is given."""
+    import platformdirs  # here: `--help` loads this module, and needs no data directory
+
     return Path(platformdirs.user_data_dir("howfast")) / DEFAULT_FILENAME
 
 

@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from howfast.analysis import events as event_figures
 from howfast.analysis.loadrecord import LoadRecord
 from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, EventTimeline, marks_section
@@ -25,8 +24,9 @@ from howfast.model import JSONValue, Sample
 from howfast.workloads.base import OutcomeDraft, StepContext, StepOutcome
 from howfast.workloads.pgbench import survive
 
-# history (psycopg), parse and segments (pgbench's grammar), stitch and txlog (numpy) are
-# imported where the load runs: a dry run, which only describes the step, never loads them.
+# history (psycopg), parse and segments (pgbench's grammar), stitch and txlog (numpy) and
+# the events' figures are imported where the load runs: a dry run, which only describes the
+# step, never loads them.
 if TYPE_CHECKING:
     from howfast.workloads.pgbench import stitch
 
@@ -67,6 +67,7 @@ def execute(
 ) -> StepOutcome:
     """Run the load for the step's duration while `timeline` applies the events; stop every
     pgbench it started before returning or raising."""
+    from howfast.analysis import events as event_figures
     from howfast.workloads.pgbench import history, stitch
     from howfast.workloads.pgbench.segments import parse_segment
 
