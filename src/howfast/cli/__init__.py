@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import traceback
 from collections.abc import Iterator, Mapping, Sequence
 
 import click
@@ -55,6 +54,8 @@ def main(
     except (KeyboardInterrupt, Aborted):
         return fail("howfast: interrupted", int(ExitStatus.ABORTED))
     except Exception:  # a bug: its traceback, but never a password quoted in it
+        import traceback  # here: only a bug needs it, and every command loads this module
+
         return fail(traceback.format_exc().rstrip(), int(ExitStatus.ERROR))
     return int(status) if isinstance(status, int) else 0
 

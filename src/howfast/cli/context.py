@@ -5,6 +5,7 @@ and reads what it printed (as httpie does); the real one is this process's."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 import click
-from rich.console import Console
 
 from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
@@ -22,6 +22,8 @@ from howfast.model import JSONValue
 from howfast.printable import printable
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from howfast.service.requests import ServiceEnv
 
 
@@ -42,20 +44,31 @@ class CliEnv:
     # where signal handlers cannot be installed); None: a token of the run's own.
     cancel: CancelToken | None = None
 
-    def __post_init__(self) -> None:
+    # The consoles are made when first used: rich is a good part of what `--help` and
+    # `--version` would load, and they never print through them.
+    @functools.cached_property
+    def out(self) -> Console:
         # markup=False: square brackets in a label or a path ("[/x]") are text, never style
         # (nor a MarkupError); styled parts are rich Text objects.
-        self.out = Console(
+        from rich.console import Console
+
+        out = Console(
             file=self.stdout,
             highlight=False,
             soft_wrap=False,
             markup=False,
             force_terminal=self.terminal,
         )
-        if not self.out.is_terminal:
+        if not out.is_terminal:
             # Pipes and files get rich's 80 columns by default: too narrow for result tables.
-            self.out.width = max(self.out.width, 120)
-        self.err = Console(
+            out.width = max(out.width, 120)
+        return out
+
+    @functools.cached_property
+    def err(self) -> Console:
+        from rich.console import Console
+
+        return Console(
             file=self.stderr,
             highlight=False,
             stderr=True,

@@ -4,13 +4,9 @@ finished run (table or JSON) and the exit status."""
 from __future__ import annotations
 
 from howfast.cli.context import CliEnv
-from howfast.cli.fleet_progress import FleetProgressObserver
-from howfast.cli.progress import ProgressObserver
 from howfast.errors import ExitStatus
 from howfast.model import RunRecord
-from howfast.report import terminal
 from howfast.service.prepared import FinishedRun, PreparedRun, ProgressDisplay
-from howfast.service.reading import read_run, run_document
 from howfast.store.base import Store
 
 EXIT_FOR_STATUS = {
@@ -32,6 +28,10 @@ def print_dry_run(env: CliEnv, prepared: PreparedRun, as_json: bool) -> int:
 def progress(env: CliEnv, prepared: PreparedRun) -> ProgressDisplay:
     """The progress display of a run: per step, or per class for a fleet; its ETA is the
     run's (PreparedRun.expected_s)."""
+    # The progress displays and the run's tables load only for a run, never for a dry run.
+    from howfast.cli.fleet_progress import FleetProgressObserver
+    from howfast.cli.progress import ProgressObserver
+
     if prepared.shape == "fleet":
         return FleetProgressObserver(env, prepared.expected_s)
     return ProgressObserver(env, prepared.expected_s)
@@ -39,6 +39,9 @@ def progress(env: CliEnv, prepared: PreparedRun) -> ProgressDisplay:
 
 def print_run(env: CliEnv, run: RunRecord, as_json: bool) -> None:
     """A stored run, derived: its JSON document, or its end-of-run tables."""
+    from howfast.report import terminal
+    from howfast.service.reading import run_document
+
     if as_json:
         env.print_json(run_document(run))
     else:
@@ -47,6 +50,8 @@ def print_run(env: CliEnv, run: RunRecord, as_json: bool) -> None:
 
 def print_stored_run(env: CliEnv, db: Store, run_id: int, as_json: bool) -> None:
     """Print run `run_id` (the JSON document, or the end-of-run tables) and close the store."""
+    from howfast.service.reading import read_run
+
     try:
         run = read_run(db, run_id, for_people=not as_json)
     finally:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import click
 
-from howfast.analysis import steady
 from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, parse_run_id, store_option
-from howfast.cli.stores import open_results
+from howfast.cli.stores import list_runs, open_results
 from howfast.errors import UsageError
-from howfast.report import terminal
-from howfast.service.reading import read_run, run_document
+from howfast.report.run_list import run_list
 from howfast.store.liveness import still_running
 
 
@@ -25,11 +23,7 @@ def results_group() -> None:
 @pass_env
 def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
     """List stored runs, newest first."""
-    db = open_results(env, store, reading=True)
-    try:
-        runs = db.list_runs()
-    finally:
-        db.close()
+    runs = list_runs(env, store)
     if as_json:
         env.print_json(
             [
@@ -47,7 +41,7 @@ def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
             ]
         )
     elif runs:
-        env.out.print(terminal.run_list(runs))
+        env.out.print(run_list(runs))
     else:
         env.info("no runs stored yet: try `howfast run quick --target DIR`")
     return 0
@@ -63,6 +57,12 @@ def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
 @pass_env
 def show_command(env: CliEnv, run_id: str, store: str | None, as_json: bool, series: bool) -> int:
     """Show one run: its result tables, environment and steps."""
+    # Reading and showing a run loads the analysis and every workload's report part, which
+    # `results list` and `delete` never need (a command's start-up time is its imports).
+    from howfast.analysis import steady
+    from howfast.report import terminal
+    from howfast.service.reading import read_run, run_document
+
     rid = parse_run_id(run_id)
     db = open_results(env, store, reading=True)
     try:

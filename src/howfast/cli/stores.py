@@ -9,6 +9,7 @@ from howfast.cli.context import CliEnv
 from howfast.service import stores
 
 if TYPE_CHECKING:
+    from howfast.model import RunSummary
     from howfast.store.sql import SqlStore
 
 
@@ -16,3 +17,8 @@ def open_results(env: CliEnv, url: str | None, *, reading: bool = False) -> SqlS
     """The store of --store (`url`), else of the environment; the runs a killed howfast
     left running are marked aborted, saying so. `reading`: a command that only reads."""
     return stores.open_results(env.service(url), None, reading=reading)
+
+
+def list_runs(env: CliEnv, url: str | None) -> list[RunSummary]:
+    """The runs of the store of --store (`url`), else of the environment, newest first."""
+    return stores.list_runs(env.service(url), None)

@@ -13,8 +13,7 @@ from howfast.analysis.summary import TargetSummary, summarize
 from howfast.analysis.until import summary_lines, until_summary
 from howfast.analysis.why import why_lines
 from howfast.errortext import error_summary
-from howfast.model import JSONValue, RunRecord, RunSummary
-from howfast.printable import printable
+from howfast.model import JSONValue, RunRecord
 from howfast.report import fleet_table, io_tables, regimes_table, replication_view, sweep_table
 from howfast.report.durability_view import advice_parts, durability_parts
 from howfast.report.footnotes import Footnotes
@@ -154,23 +153,6 @@ def why_parts(run: RunRecord) -> list[RenderableType]:
         text.append(line.sentence)
         parts.append(text)
     return parts
-
-
-def run_list(runs: list[RunSummary]) -> Table:
-    table = Table(title="howfast runs")
-    for name in ("id", "started", "plan", "label", "status", "steps", "targets"):
-        table.add_column(name, justify="right" if name in ("id", "steps") else "left")
-    for r in runs:
-        table.add_row(
-            str(r.id),
-            r.started_at[:19].replace("T", " "),
-            printable(r.plan),
-            printable(r.label or ""),
-            r.status,
-            str(r.step_count),
-            printable(", ".join(r.targets)),
-        )
-    return table
 
 
 def run_details(run: RunRecord) -> RenderableType:

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TextIO
+from typing import TYPE_CHECKING, Literal, Protocol, TextIO
 
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, RunRecord, StepSpec
@@ -15,12 +15,13 @@ from howfast.observer import UNKNOWN_STEP_S, RunObserver
 from howfast.plans.fleet import FleetScenario
 from howfast.plans.until import Block, UntilRule
 from howfast.plugin import registry
-from howfast.runner.interleaved import planned_steps
-from howfast.samplers.session import SamplerFactory
 from howfast.service.dryrun import plan_document, write_text
 from howfast.service.requests import LiveMetrics, SamplingOptions
 from howfast.targets.base import Target
 from howfast.targets.fleet_base import FleetPlace
+
+if TYPE_CHECKING:  # the runner and samplers load for a run, not for a dry run
+    from howfast.samplers.session import SamplerFactory
 
 Shape = Literal["sequential", "interleaved", "fleet"]
 
@@ -65,6 +66,8 @@ class PreparedRun:
         if self.fleet is not None:
             return sum(s.instances for s in self.fleet.scenarios) * len(self.steps)
         if self.until is not None:
+            from howfast.runner.interleaved import planned_steps
+
             rule, blocks = self.until
             return planned_steps(blocks, len(self.targets), rule)
         return len(self.steps) * len(self.targets)

@@ -12,16 +12,27 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.design import DesignOptions
-from howfast.plugin.overrides import Overrides
+
+if TYPE_CHECKING:
+    from howfast.plugin.overrides import Overrides
 
 DEFAULT_SAMPLE_INTERVAL_S = 1.0  # run --sample-interval's default
 DEFAULT_PROBE_SIZE_BYTES = 1024**3  # probe --size's default
 DEFAULT_PROBE_RUNTIME_S = 10  # probe --runtime's default
 DEFAULT_FSYNC_SECONDS = 2  # probe --fsync-seconds's default
+
+
+def _no_overrides() -> Overrides:
+    # Loaded when a request is made: plugin.overrides loads pydantic, which a command that
+    # only builds a ServiceEnv (results, compare, export...) never needs.
+    from howfast.plugin.overrides import Overrides
+
+    return Overrides()
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class RunRequest:
 
     plan: str
     targets: tuple[str, ...]
-    overrides: Overrides = field(default_factory=Overrides)
+    overrides: Overrides = field(default_factory=_no_overrides)
     target_options: TargetRunOptions = field(default_factory=TargetRunOptions)
     label: str | None = None
     sampling: SamplingOptions = field(default_factory=SamplingOptions)

@@ -16,27 +16,22 @@ progress display, and prints the finished run; it decides nothing else.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from howfast.design import DesignOptions, merge_design
 from howfast.errors import UsageError
 from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
-from howfast.metrics.live import LINGER_S, MetricsObserver
 from howfast.observer import RunObserver
 from howfast.plans import Plan, effective_settings, expand, load_plan
 from howfast.plans.expand import expand_blocks
 from howfast.plans.load import setting_locations
 from howfast.plans.until import UntilRule, make_rule
 from howfast.plugin import registry
-from howfast.runner import Runner, RunResult
-from howfast.runner.fanout import FanOut
-from howfast.runner.fleet import FleetRunner
-from howfast.samplers.prometheus import prometheus_samplers
 from howfast.service import probe
 from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
-from howfast.service.reading import read_run
 from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
 from howfast.service.stores import open_results
 from howfast.store.base import Store
@@ -44,6 +39,14 @@ from howfast.targets import registry as target_kinds
 from howfast.targets.kind import OptionContext, RunShape, TargetOptions
 from howfast.targets.pgsettings import SettingSource, check_settings, check_shared_memory
 from howfast.targets.userpaths import check_run_targets
+
+# The runners, the live exporter (prometheus_client, an HTTP server), the Prometheus
+# samplers (urllib) and the run's reading load for a run, never for a dry run.
+if TYPE_CHECKING:
+    from howfast.metrics.live import MetricsObserver
+    from howfast.runner import Runner, RunResult
+    from howfast.runner.fleet import FleetRunner
+    from howfast.samplers.session import SamplerFactory
 
 __all__ = ["FinishedRun", "PreparedRun", "ProgressDisplay", "RunService"]
 
@@ -62,7 +65,7 @@ class RunService:
             raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
         check_run_targets(texts, options.wal_dir)
         prometheus = request.sampling.prometheus_url
-        extra_samplers = prometheus_samplers(prometheus) if prometheus else []
+        extra_samplers = _prometheus_samplers(prometheus) if prometheus else []
         plan = load_plan(request.plan)
         if plan.name == "replication" and len(texts) < 2:  # said, not refused
             self.env.info(
@@ -172,6 +175,8 @@ class RunService:
         """Run it and store it, step by step; the observer is closed when the run ends,
         whatever happens. The run returned is derived as `results show` reads it
         (`for_people`: its texts made safe to print, for tables)."""
+        from howfast.service.reading import read_run
+
         try:
             for line in target_kinds.housekeeping(prepared.housekeeping):
                 self.env.info(line)
@@ -190,6 +195,9 @@ class RunService:
         return FinishedRun(result.run_id, result.status, result.failed_steps, run)
 
     def _run(self, prepared: PreparedRun, db: Store, observer: ProgressDisplay) -> RunResult:
+        from howfast.metrics.live import LINGER_S
+        from howfast.runner.fanout import FanOut
+
         live = None
         linger_s = 0.0
         try:
@@ -212,6 +220,9 @@ class RunService:
     def _runner(
         self, prepared: PreparedRun, db: Store, observer: RunObserver
     ) -> Runner | FleetRunner:
+        from howfast.runner import Runner
+        from howfast.runner.fleet import FleetRunner
+
         if prepared.fleet is not None:
             return FleetRunner(
                 db,
@@ -242,11 +253,19 @@ class RunService:
 
     def _serve_metrics(self, plan_name: str, live: LiveMetrics) -> MetricsObserver:
         """The live exporter, already serving (`run --metrics-port`)."""
+        from howfast.metrics.live import MetricsObserver
+
         assert live.port is not None
         observer = MetricsObserver(plan_name)
         server = observer.serve(live.port, live.address)
         self.env.info(f"serving Prometheus metrics on {server.url} while the run lasts")
         return observer
+
+
+def _prometheus_samplers(url: str) -> list[SamplerFactory]:
+    from howfast.samplers.prometheus import prometheus_samplers
+
+    return prometheus_samplers(url)
 
 
 def _refuse_with_fleet(**given: object) -> None:

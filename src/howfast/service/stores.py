@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from howfast.errors import HowfastError
-from howfast.service.requests import ServiceEnv
 from howfast.store import open_store
 from howfast.store.liveness import close_abandoned_runs
+from howfast.store.location import plain_sqlite_file
 
 if TYPE_CHECKING:
+    from howfast.model import RunSummary
+    from howfast.service.requests import ServiceEnv
     from howfast.store.sql import SqlStore
 
 
@@ -33,3 +35,19 @@ def open_results(env: ServiceEnv, url: str | None, *, reading: bool = False) -> 
             "Marked aborted; its stored steps are kept."
         )
     return db
+
+
+def list_runs(env: ServiceEnv, url: str | None) -> list[RunSummary]:
+    """The stored runs, newest first (`results list`): of an up-to-date SQLite file without
+    loading SQLAlchemy when nothing needs it (store/run_list.py), else through open_results."""
+    from howfast.store import run_list  # sqlite3: loaded to list runs, not for a dry run
+
+    path = plain_sqlite_file(url if url is not None else env.store_url, env.environ)
+    runs = run_list.list_runs(path) if path is not None else None
+    if runs is not None:
+        return runs
+    db = open_results(env, url, reading=True)
+    try:
+        return db.list_runs()
+    finally:
+        db.close()

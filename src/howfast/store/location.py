@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import platformdirs
-
 from howfast.errors import UsageError
 from howfast.redact import redact_dsn
 
@@ -52,6 +50,8 @@ class StoreLocation:
 
 def default_store_path() -> Path:
     """The SQLite file used when neither `--store` nor `$HOWFAST_STORE` is given."""
+    import platformdirs  # here: `--help` loads this module, and needs no data directory
+
     return Path(platformdirs.user_data_dir("howfast")) / DEFAULT_FILENAME
 
 
@@ -78,6 +78,23 @@ def resolve_store_location(
         sqlite_path=path,
         is_default=True,
     )
+
+
+def plain_sqlite_file(url: str | None, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The existing SQLite file that resolve_store_location gives when the store is a plain
+    file path (in `url`, else `$HOWFAST_STORE`, else the default file), found without
+    SQLAlchemy; None for every other store (a sqlite:// or postgresql:// URL, a file that
+    does not exist yet), which resolve_store_location itself must resolve."""
+    text = url.strip() if url is not None and url.strip() else ""
+    if not text:
+        text = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
+    if not text:
+        path = default_store_path()
+    elif _SCHEME.match(text) or _CONNINFO.match(text):
+        return None
+    else:
+        path = Path(text).expanduser().resolve()
+    return path if path.is_file() else None
 
 
 def parse_store_url(text: str, *, origin: str = "the store URL") -> StoreLocation:

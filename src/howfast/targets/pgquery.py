@@ -6,13 +6,17 @@ import contextlib
 import re
 import time
 from collections.abc import Callable
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from howfast.errors import HowfastError
 from howfast.redact import redact_text
 from howfast.targets.base import Connection
+
+# psycopg is imported where a query is made: a dry run, which builds targets but connects to
+# nothing, never loads it (a command's start-up time is its imports).
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 # Settings recorded even at their default: they decide how a storage benchmark behaves.
 KEY_SETTINGS = (
@@ -50,6 +54,8 @@ PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pg
 def connect(conn: Connection, timeout_s: int = 10) -> psycopg.Connection[tuple[object, ...]]:
     """A connection in autocommit; `timeout_s` unless the target's own connection text sets
     connect_timeout (`?connect_timeout=5`), which is the user's to choose."""
+    import psycopg
+
     kwargs: dict[str, str | int] = {"connect_timeout": timeout_s, **conn.psycopg_kwargs()}
     try:
         return psycopg.connect(**kwargs, autocommit=True)  # type: ignore[arg-type]
@@ -135,6 +141,8 @@ def database_size(conn: Connection) -> int:
 
 def checkpoint(conn: Connection) -> float:
     """CHECKPOINT (superuser or pg_checkpoint); the seconds it took."""
+    import psycopg
+
     with connect(conn) as db:
         started = time.monotonic()
         try:
@@ -146,6 +154,8 @@ def checkpoint(conn: Connection) -> float:
 
 def _setting_identifier(name: str) -> sql.Composable:
     """A setting name as SQL: `auto_explain.log_min_duration` is two identifiers."""
+    from psycopg import sql
+
     return sql.SQL(".").join(sql.Identifier(part) for part in name.split("."))
 
 
@@ -153,6 +163,8 @@ def alter_system(conn: Connection, settings: dict[str, str], *, reset: set[str])
     """ALTER SYSTEM SET each setting (and RESET those in `reset` that are not set again), so
     that they override postgresql.conf. Returns whether one of them needs a restart.
     The server checks names and values; a refusal is a HowfastError naming the setting."""
+    import psycopg
+
     try:
         return _alter_system(conn, settings, reset)
     except psycopg.Error as exc:  # the server went away meanwhile
@@ -165,6 +177,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _alter_system(conn: Connection, settings: dict[str, str], reset: set[str]) -> bool:
+    import psycopg
+    from psycopg import sql
+
     with connect(conn) as db:
         names = sorted(set(settings) | reset)
         rows = db.execute(
@@ -192,6 +207,8 @@ def _alter_system(conn: Connection, settings: dict[str, str], reset: set[str]) -
 
 def alter_system_reset_all(conn: Connection) -> None:
     """Remove every ALTER SYSTEM setting (postgresql.auto.conf of a cluster howfast made)."""
+    import psycopg
+
     try:
         with connect(conn) as db:
             db.execute("ALTER SYSTEM RESET ALL")
@@ -228,6 +245,8 @@ def reload_and_wait(conn: Connection, timeout_s: float = 10.0) -> None:
     """pg_reload_conf() and wait until new sessions run with the reloaded files: the
     postmaster re-reads them asynchronously, and pg_conf_load_time() of a new session says
     when it has."""
+    import psycopg
+
     try:
         with connect(conn) as db:
             before = db.execute("SELECT pg_conf_load_time()").fetchone()

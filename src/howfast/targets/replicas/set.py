@@ -13,8 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import psycopg
-
 from howfast.errors import HowfastError
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
@@ -94,6 +92,8 @@ class ReplicaSet:
     def wait_streaming(self, timeout_s: float) -> None:
         """Until every standby streams and has replayed what the primary had written once
         all of them streamed."""
+        import psycopg  # here, not at the top: a dry run never loads it
+
         deadline = time.monotonic() + timeout_s
         target: int | None = None
         states: dict[str, StandbyState] = {}
@@ -154,6 +154,8 @@ class ReplicaSet:
     def sync_states(self) -> dict[str, str]:
         """Each standby's sync_state now ('' when it is not connected); {} when the primary
         cannot be asked."""
+        import psycopg
+
         try:
             states = self.states()
         except (HowfastError, psycopg.Error):

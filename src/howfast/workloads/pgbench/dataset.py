@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import psycopg
-
 from howfast.errors import HowfastError
 from howfast.machine.memory import MemoryBasis
 from howfast.model import JSONValue
@@ -85,6 +83,8 @@ def wanted(params: dict[str, JSONValue]) -> bool:
 
 def measure(conn: Connection) -> tuple[int, int, int, int]:
     """(database bytes, bytes of the pgbench tables, of their indexes, shared_buffers)."""
+    import psycopg  # here, not at the top: a dry run never loads it
+
     try:
         with pgquery.connect(conn) as db:
             row = db.execute(_SIZES_SQL).fetchone()
@@ -99,6 +99,8 @@ def measure(conn: Connection) -> tuple[int, int, int, int]:
 def wal_bounds(conn: Connection) -> room.WalBounds:
     """What bounds pg_wal's growth on the server, and what it holds now (pg_ls_waldir needs a
     superuser or pg_monitor: without it, pg_wal is taken as empty, on the safe side)."""
+    import psycopg
+
     try:
         with pgquery.connect(conn) as db:
             row = db.execute(_WAL_SQL).fetchone()
@@ -121,6 +123,8 @@ def wal_bounds(conn: Connection) -> room.WalBounds:
 
 def wal_position(conn: Connection) -> int | None:
     """Bytes of WAL written since the cluster began (pg_current_wal_lsn, PostgreSQL 10+)."""
+    import psycopg
+
     try:
         with pgquery.connect(conn) as db:
             row = db.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')").fetchone()

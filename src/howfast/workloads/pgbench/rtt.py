@@ -21,7 +21,6 @@ from pathlib import Path, PurePath
 
 from howfast.hosts.base import Invocation
 from howfast.targets.base import Connection
-from howfast.workloads.pgbench import txlog
 
 RTT_SCRIPT = "SELECT 1;\n"  # one round trip in every protocol mode
 RTT_SCRIPT_FILE = "rtt.sql"
@@ -71,6 +70,8 @@ def rtt_metrics(log_files: Iterable[str | os.PathLike[str]]) -> dict[str, float 
     """`client_rtt_queries` (the transactions logged) and, when two at least were,
     `client_rtt_p50_ms` and `client_rtt_p99_ms` of the times between consecutive ones
     (nearest-rank, exact: txlog.percentile)."""
+    from howfast.workloads.pgbench import txlog  # numpy: here, as a dry run never loads it
+
     log_files = list(log_files)
     summary = txlog.read_logs(log_files)
     if summary.aggregated:

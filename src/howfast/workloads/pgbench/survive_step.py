@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from howfast.analysis import events as event_figures
 from howfast.analysis.loadrecord import LoadRecord
 from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, EventTimeline, marks_section
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.model import JSONValue, Sample
 from howfast.workloads.base import OutcomeDraft, StepContext, StepOutcome
-from howfast.workloads.pgbench import history, parse, stitch, survive, txlog
-from howfast.workloads.pgbench.segments import final_command, parse_segment
+from howfast.workloads.pgbench import survive
+
+# history (psycopg), parse and segments (pgbench's grammar), stitch and txlog (numpy) and
+# the events' figures are imported where the load runs: a dry run, which only describes the
+# step, never loads them.
+if TYPE_CHECKING:
+    from howfast.workloads.pgbench import stitch
 
 # How long the load waits, at its end, for an event still applying (a slow restart).
 FINISH_TIMEOUT_S = 120.0
@@ -44,6 +49,8 @@ def event_texts(params: dict[str, JSONValue]) -> list[str]:
 def end_command(ctx: StepContext, program: str, mode: str) -> int | None:
     """Index of the builtin script's END (`pgbench --show-script`): a client cut in it is a
     commit in doubt. None when pgbench cannot say."""
+    from howfast.workloads.pgbench.segments import final_command
+
     shown = ctx.run(Invocation((program, f"--show-script={mode}"), expected_s=1, timeout_s=30),
                     subdir="show-script")  # fmt: skip
     return final_command(shown.stderr) if shown.returncode == 0 else None
@@ -60,6 +67,10 @@ def execute(
 ) -> StepOutcome:
     """Run the load for the step's duration while `timeline` applies the events; stop every
     pgbench it started before returning or raising."""
+    from howfast.analysis import events as event_figures
+    from howfast.workloads.pgbench import history, stitch
+    from howfast.workloads.pgbench.segments import parse_segment
+
     conn = ctx.sql_connection()  # this process's SQL (history); the load dials ctx.server()
     outcome = OutcomeDraft(resolved_params={"jobs": jobs, "segment": segment_length(params)})
     try:
@@ -113,6 +124,8 @@ def _supervise(
     jobs: int,
     progress: bool,
 ) -> survive.Supervised:
+    from howfast.workloads.pgbench import parse
+
     conn = ctx.server()
     base = survive.base_argv(program, params, jobs=jobs, conn_args=conn.pgbench_args(),
                              progress=progress)  # fmt: skip
@@ -146,6 +159,8 @@ def _supervise(
 def _metrics(
     record: LoadRecord, histogram: dict[int, int], logged: stitch.Timeline
 ) -> dict[str, JSONValue]:
+    from howfast.workloads.pgbench import txlog
+
     metrics: dict[str, JSONValue] = {
         "transactions": record.acked,
         "load_segments": len(record.segments),

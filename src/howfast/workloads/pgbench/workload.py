@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from howfast.errors import HowfastError, MissingToolError
 from howfast.hosts.base import ToolResult
@@ -25,15 +26,18 @@ from howfast.workloads.pgbench import (
     dataset,
     livelog,
     logsampling,
-    parse,
     plan,
     rates,
     rtt,
     survive,
     survive_step,
-    txlog,
 )
 from howfast.workloads.pgbench.init import plan as init_plan
+
+# parse (pgbench's grammar: many patterns) and txlog (numpy) are imported where a step runs:
+# a dry run, which only describes the steps, never loads them.
+if TYPE_CHECKING:
+    from howfast.workloads.pgbench import parse, txlog
 
 TAIL_LINES = 8
 
@@ -66,6 +70,8 @@ class PgbenchInitWorkload(Workload):
         return init_plan.PLUGIN.label(params)
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        from howfast.workloads.pgbench import parse
+
         sizing = None
         if dataset.wanted(params):  # measure one scale unit here, then load the chosen scale
             sizing = dataset.size_for(ctx, params, _pgbench(ctx))
@@ -120,6 +126,8 @@ class PgbenchWorkload(Workload):
         """Before the samplers start: the log's sampling rate, from the offered rate or an
         earlier step of the same test, else from a short calibration run (unmeasured); first,
         the round-trip probe (rtt.py)."""
+        from howfast.workloads.pgbench import parse
+
         probed = _probe_round_trip(ctx)
         try:
             offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
@@ -140,6 +148,8 @@ class PgbenchWorkload(Workload):
         return probed
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        from howfast.workloads.pgbench import parse, txlog
+
         try:
             offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
         except ValueError as exc:
