@@ -11,11 +11,13 @@ the user's cache directory).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,27 +46,44 @@ def _checker() -> Path:
     ).hexdigest()[:12]
     build = cache_root().parent / f"psacheck-{digest}"
     binary = build / "psacheck"
-    if binary.exists():
+    if binary.exists():  # the build directory appears whole (renamed into place) or not at all
         return binary
-    shutil.rmtree(build, ignore_errors=True)
-    shutil.copytree(SOURCE, build / "src")  # go may write beside its sources: never in the clone
-    env = {
-        **os.environ,
-        "GOMODCACHE": str(modcache),  # read only: GOPROXY=off, nothing is downloaded
-        "GOPROXY": "off",
-        "GOSUMDB": "off",
-        "GOFLAGS": "-mod=readonly",
-        "GOCACHE": str(build / "gocache"),
-        "GOTOOLCHAIN": "local",
-    }
-    out = subprocess.run(
-        ["nice", "-n", "10", go, "build", "-o", str(binary), "."],
-        cwd=build / "src", env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    shutil.rmtree(build / "gocache", ignore_errors=True)
-    if out.returncode != 0:
-        pytest.fail(f"building psacheck failed:\n{out.stderr}")
+    build.parent.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers (and two suites at once) may all need it first: one builds, under
+    # the lock, the others wait for it and find it built.
+    with open(build.with_name(build.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            _build_checker(go, modcache, build)
     return binary
+
+
+def _build_checker(go: str, modcache: Path, build: Path) -> None:
+    """Built in a directory of its own, renamed to `build` once complete; called under the
+    lock, so the leftover of a build interrupted before the lock existed can go."""
+    shutil.rmtree(build, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{build.name}-", dir=build.parent))
+    try:
+        shutil.copytree(SOURCE, work / "src")  # go may write beside its sources: never in the clone
+        env = {
+            **os.environ,
+            "GOMODCACHE": str(modcache),  # read only: GOPROXY=off, nothing is downloaded
+            "GOPROXY": "off",
+            "GOSUMDB": "off",
+            "GOFLAGS": "-mod=readonly",
+            "GOCACHE": str(work / "gocache"),
+            "GOTOOLCHAIN": "local",
+        }
+        out = subprocess.run(
+            ["nice", "-n", "10", go, "build", "-o", str(work / "psacheck"), "."],
+            cwd=work / "src", env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if out.returncode != 0:
+            pytest.fail(f"building psacheck failed:\n{out.stderr}")
+        shutil.rmtree(work / "gocache", ignore_errors=True)
+        work.rename(build)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # gone already when renamed
 
 
 def _evaluate(pods: list[dict[str, Any]]) -> dict[str, str]:
