@@ -44,14 +44,14 @@ def _checker() -> Path:
     digest = hashlib.sha256(
         b"".join((SOURCE / f).read_bytes() for f in ("main.go", "go.mod", "go.sum"))
     ).hexdigest()[:12]
-    build = cache_root().parent / f"psacheck-{digest}"
+    build = cache_root().parent / "psacheck" / digest
     binary = build / "psacheck"
     if binary.exists():  # the build directory appears whole (renamed into place) or not at all
         return binary
     build.parent.mkdir(parents=True, exist_ok=True)
     # pytest-xdist workers (and two suites at once) may all need it first: one builds, under
     # the lock, the others wait for it and find it built.
-    with open(build.with_name(build.name + ".lock"), "w") as lock:
+    with open(build.with_name(f"{digest}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
             _build_checker(go, modcache, build)
@@ -60,8 +60,10 @@ def _checker() -> Path:
 
 def _build_checker(go: str, modcache: Path, build: Path) -> None:
     """Built in a directory of its own, renamed to `build` once complete; called under the
-    lock, so the leftover of a build interrupted before the lock existed can go."""
-    shutil.rmtree(build, ignore_errors=True)
+    lock, so what an interrupted build left can go. (Not where the checkouts that built it
+    without a lock did, `psacheck-DIGEST`: they removed that directory at will.)"""
+    for leftover in [build, *build.parent.glob(f".{build.name}-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f".{build.name}-", dir=build.parent))
     try:
         shutil.copytree(SOURCE, work / "src")  # go may write beside its sources: never in the clone
