@@ -75,14 +75,15 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
           f"commit {fast.get(wait)}, {slow.get(wait)}; flush lag p99 {fast.get(lag)}, "
           f"{slow.get(lag)}")  # fmt: skip
     assert slow["tps"] < 0.7 * fast["tps"]
-    # What the slower disk adds is time waited for the standby: each commit waits at least for
-    # its WAL write and flush on the standby's volume, 2 ms each. Compared in milliseconds per
-    # commit, not as a share of the active time: the share's other part (the primary's own
-    # commit and CPU) moves with the machine's load, and once grew as much as the SyncRep wait
-    # (shares 0.6456 at +0 ms, 0.6429 at +2 ms). The margin, 1 ms, is half of one added delay:
-    # the estimate is a sampled share times the active time, a few percent off at most.
-    assert slow[wait] > fast[wait] + 1.0, (fast[wait], slow[wait])
-    # and it is the commit's main wait (about 0.64 of the active time was measured at +0 ms;
+    # What the slower disk adds is time waited for the standby: each commit waits for its WAL
+    # write and flush on the standby's volume, 2 ms more each, 4 ms in all (measured: 3.9 ->
+    # 9.0 ms at a load average of 15 on 2 cores). Compared in milliseconds per commit, not as
+    # a share of the active time: the share's other part (the primary's own commit and CPU)
+    # moves with the machine's load, and once grew as much as the SyncRep wait (shares 0.6456
+    # at +0 ms, 0.6429 at +2 ms). The margin is half of the 4 ms: the figure is a sampled
+    # share times the active time, and the +0 ms standby's own wait varies with the load.
+    assert slow[wait] > fast[wait] + 2.0, (fast[wait], slow[wait])
+    # and it is the commit's main wait (0.57 to 0.65 of the active time was measured at +0 ms;
     # with sync off it is under 0.05, below)
     assert slow["wait_syncrep_share"] > 0.2, slow["wait_syncrep_share"]
     # The walsender's flush lag, read once a second, is bimodal here (about the write lag, or
