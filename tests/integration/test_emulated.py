@@ -385,6 +385,8 @@ def layer_states(workspace: Path, run_dir: Path) -> list[str]:
     where a stop that never comes is stuck."""
     found = []
     for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
