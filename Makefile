@@ -1,4 +1,5 @@
-# Two commands: `make run` and `make test`. Both install what is missing first.
+# Two commands: `make run` and `make test` (and `make unit`, its fast part). They install what is
+# missing first.
 SCRATCH ?= /var/tmp/howfast-scratch
 HOWFAST := .venv/bin/howfast
 PY := .venv/bin/python
@@ -24,6 +25,11 @@ lint: setup
 
 typecheck: setup
 	$(PY) -m mypy
+
+# The unit tests alone (tests/unit: pure code, recorded outputs, nothing started that takes
+# long): in pytest-xdist's workers, one per core, under a minute. Run them first.
+unit: setup-test
+	$(PY) -m pytest tests/unit -n auto -p no:cacheprovider -q
 
 # Every test, the Kubernetes lab tests (tests/k8s: a real two-node cluster on loopback,
 # tests/k8s/lab/README.md) beside the others; the first run on a machine builds the lab

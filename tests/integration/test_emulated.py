@@ -335,7 +335,13 @@ def test_a_volume_being_built_with_a_long_delay_stops_in_seconds(tmp_path: Path,
     user's, the volume's set-up stops at once even at the issue's 20 s per I/O, where a mount
     (about 40 delayed I/Os, uninterruptible) would take 14 minutes and losetup (one read, while
     it holds every loop device of the machine) 20 s: the delay is lifted for the tool in
-    flight, then every layer comes down."""
+    flight, then every layer comes down.
+
+    The bound is less than one delayed I/O (20 s): had the set-up or the teardown waited out
+    any, the exit would come later. Measured (issue 34) at a load average of 6 to 16 on 2
+    cores: 3 s from SIGINT to exit, 2 of them nbdkit's grace before its SIGTERM, since
+    removed. (A request still stuck 10 s after the delay is lifted, SETTLE_S, is failed by
+    killing nbdkit.)"""
     workspace = Path(tempfile.mkdtemp(prefix="howfast-vol-test-", dir="/var/tmp"))
     run_dir = Path(tempfile.mkdtemp(prefix="howfast-vol-test-", dir="/dev/shm"))
     script = tmp_path / "build_one.py"
@@ -353,14 +359,15 @@ def test_a_volume_being_built_with_a_long_delay_stops_in_seconds(tmp_path: Path,
         proc.send_signal(signal.SIGINT)
         interrupted = time.monotonic()
         try:
-            _, err = proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
+            blocked = layer_states(workspace, run_dir)
             kill_layers(workspace, run_dir)
             proc.communicate(timeout=120)
-            raise AssertionError("still building 60 s after SIGINT") from None
+            raise AssertionError(f"still building 120 s after SIGINT; {blocked}") from None
         took = time.monotonic() - interrupted
         assert proc.returncode == 130, err
-        assert took < 30, f"{took:.0f} s from SIGINT to exit"
+        assert took < 20, f"{took:.0f} s from SIGINT to exit"
         assert [p.name for p in workspace.iterdir()] == []  # no image, no mount point
         assert not (run_dir / "fuse").exists()  # the FUSE file's mount point is gone too
         assert [line for line in Path("/proc/self/mounts").read_text().splitlines()
@@ -371,6 +378,24 @@ def test_a_volume_being_built_with_a_long_delay_stops_in_seconds(tmp_path: Path,
         kill_layers(workspace, run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+def layer_states(workspace: Path, run_dir: Path) -> list[str]:
+    """What each process of the volume is blocked on (state, kernel wait channel), to say
+    where a stop that never comes is stuck."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+            wchan = (proc / "wchan").read_text()
+        except (OSError, IndexError):
+            continue
+        if str(workspace) in cmdline or str(run_dir) in cmdline:
+            found.append(f"{proc.name} {state} {wchan}: {cmdline[:120]}")
+    return found
 
 
 def layer_commands(workspace: Path, run_dir: Path) -> list[str]:

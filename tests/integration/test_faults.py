@@ -324,6 +324,11 @@ def test_ctrl_c_during_start_up(howfast: Howfast, target_dir: Path, phase: str):
     assert [r["status"] for r in runs] in ([], ["aborted"])
 
 
+# A run that another command must find live is stopped by the test (SIGINT) once that command
+# is done, never by its end: its step lasts far longer than the command can take on a loaded
+# machine (a howfast process starts its own interpreter: seconds there).
+HOLD_S = 900
+
 SHORT_PLAN = """
 [[steps]]
 workload = "pgbench-init"
@@ -352,10 +357,11 @@ def test_two_runs_started_together_on_one_directory(howfast: Howfast, target_dir
 
 
 def test_a_run_started_later_names_the_live_run(howfast: Howfast, target_dir: Path):
-    plan = howfast.plan(SHORT_PLAN.replace('"6s"', '"20s"'))
+    plan = howfast.plan(SHORT_PLAN.replace('"6s"', f'"{HOLD_S}s"'))
     first = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(first, "[2/2]")
     again = howfast("run", str(plan), "--target", str(target_dir))
+    assert first.poll() is None, "the first run held the directory throughout"
     first.send_signal(signal.SIGINT)
     _, first_err = first.communicate(timeout=90)
     assert again.returncode == 2
@@ -370,10 +376,11 @@ def test_a_run_started_later_names_the_live_run(howfast: Howfast, target_dir: Pa
 
 
 def test_a_running_run_cannot_be_deleted(howfast: Howfast, target_dir: Path):
-    plan = howfast.plan(LONG_PLAN.replace('"60s"', '"20s"'))
+    plan = howfast.plan(LONG_PLAN.replace('"60s"', f'"{HOLD_S}s"'))
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(proc, "[2/3]")
     refused = howfast("results", "delete", "1")
+    assert proc.poll() is None, "the run went on throughout"
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=90)
     assert refused.returncode == 2, refused.stderr

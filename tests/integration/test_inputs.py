@@ -29,7 +29,11 @@ workload = "pgbench-init"
 scale = 1
 """
 
-LONG_STEP = """
+# The commands refused beside a live run or probe are checked while it holds the directory:
+# it is stopped by the test (SIGINT), never by its end, so it lasts far longer than the checks
+# can take on a loaded machine (each refused howfast starts its own interpreter: seconds then).
+HOLD_S = 900
+LONG_STEP = f"""
 [[steps]]
 workload = "pgbench-init"
 scale = 1
@@ -37,7 +41,7 @@ scale = 1
 workload = "pgbench"
 modes = ["select-only"]
 clients = [1]
-duration = "60s"
+duration = "{HOLD_S}s"
 """
 
 
@@ -81,7 +85,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture
 def live_run(howfast: Howfast, target_dir: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """A run in its 60 s pgbench step on target_dir, and its cluster directory."""
+    """A run in its long pgbench step on target_dir, and its cluster directory."""
     proc = howfast.popen("run", str(howfast.plan(LONG_STEP)), "--target", str(target_dir))
     try:
         wait_for(proc, "[2/2]")
@@ -196,20 +200,22 @@ def test_a_probe_beside_a_live_run_is_refused_naming_it(
     out = howfast("probe", str(target_dir), "--profile", "randrw-4k-qd1", "--size", "1MiB")
     refused(out, "is in use by run 1", f"(PID {proc.pid})")
     assert [r["plan"] for r in stored_runs(howfast)] == ["tiny"]  # no probe run stored
+    assert proc.poll() is None, "the live run held the directory throughout"
 
 
 def test_two_probes_on_one_directory(howfast: Howfast, target_dir: Path):
     first = howfast.popen(
         "probe", str(target_dir), "--profile", "randrw-4k-qd1", "--size", "8MiB",
-        "--runtime", "30s",
+        "--runtime", f"{HOLD_S}s",
     )  # fmt: skip
     try:
-        wait_for(first, "[1/1]")
+        wait_for(first, "[1/1]")  # its step runs: it holds the directory until stopped
         second = howfast("probe", str(target_dir), "--profile", "randrw-4k-qd1")
         refused(second, "probe directory", "is in use by run 1", f"(PID {first.pid})")
         # and a run beside the probe
         third = howfast("run", str(howfast.plan(TINY_PLAN)), "--target", str(target_dir))
         refused(third, "is in use by run 1", f"(PID {first.pid})")
+        assert first.poll() is None, "the first probe held the directory throughout"
     finally:
         stop(first)
     assert first.returncode == 130

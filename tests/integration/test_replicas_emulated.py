@@ -69,17 +69,28 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
     slow = found[f"{target_dir} with 1 sync standby (on), standby +2ms"]
     sync_on_ratio = slow["tps"] / fast["tps"]
     lag = "replication_flush_lag_p99_ms"
+    wait = "commit_syncrep_wait_ms"
     print(f"sync on: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f}; SyncRep share "
-          f"{fast['wait_syncrep_share']}, {slow['wait_syncrep_share']}; flush lag p99 "
-          f"{fast.get(lag)}, {slow.get(lag)}")  # fmt: skip
+          f"{fast['wait_syncrep_share']}, {slow['wait_syncrep_share']}; SyncRep ms per "
+          f"commit {fast.get(wait)}, {slow.get(wait)}; flush lag p99 {fast.get(lag)}, "
+          f"{slow.get(lag)}")  # fmt: skip
     assert slow["tps"] < 0.7 * fast["tps"]
-    assert slow["wait_syncrep_share"] > fast["wait_syncrep_share"]
+    # What the slower disk adds is time waited for the standby: each commit waits for its WAL
+    # write and flush on the standby's volume, 2 ms more each, 4 ms in all (measured: 3.9 ->
+    # 9.0 ms at a load average of 15 on 2 cores). Compared in milliseconds per commit, not as
+    # a share of the active time: the share's other part (the primary's own commit and CPU)
+    # moves with the machine's load, and once grew as much as the SyncRep wait (shares 0.6456
+    # at +0 ms, 0.6429 at +2 ms). The margin is half of the 4 ms: the figure is a sampled
+    # share times the active time, and the +0 ms standby's own wait varies with the load.
+    assert slow[wait] > fast[wait] + 2.0, (fast[wait], slow[wait])
+    # and it is the commit's main wait (0.57 to 0.65 of the active time was measured at +0 ms;
+    # with sync off it is under 0.05, below)
+    assert slow["wait_syncrep_share"] > 0.2, slow["wait_syncrep_share"]
     # The walsender's flush lag, read once a second, is bimodal here (about the write lag, or
     # the standby's delayed flush), and on a loaded machine a stall of the +0 ms standby can
     # give it the larger p99 (31.9 against 6.0 ms once): measured on both, compared through
-    # the time commits waited for the standby below, which every commit shares.
+    # the time commits waited for the standby above, which every commit shares.
     assert fast[lag] is not None and slow[lag] is not None and slow[lag] > 0
-    assert slow["commit_syncrep_wait_ms"] > fast["commit_syncrep_wait_ms"]
     assert _left(target_dir) == []
 
     base = f"{target_dir}?replicas=1&sync=off"

@@ -55,3 +55,29 @@ def test_the_file_accepts_only_milliseconds_in_the_plugins_bound(plugin: types.M
 def test_nbdkit_is_given_the_delay_file():
     argv = nbdkit_argv(Path("/v/img"), Path("/r/s"), Path("/r/p"), 1.0, Path("/r/n"), Path("/r/d"))
     assert argv[-2:] == ["nodelay-file=/r/n", "delay-file=/r/d"]
+
+
+def test_once_the_volume_goes_away_a_flush_waits_neither_the_delay_nor_the_disk(
+    plugin: types.ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Taken down (the nodelay file exists), a flush neither sleeps nor syncs the image to the
+    storage under test: the image is deleted next, and on a busy disk the fdatasync alone
+    could keep a Ctrl-C waiting."""
+    image, nodelay = tmp_path / "image", tmp_path / "nodelay"
+    image.write_bytes(b"\0" * 4096)
+    plugin.config("file", str(image))
+    plugin.config("delay-ms", "1000")
+    plugin.config("nodelay-file", str(nodelay))
+    synced: list[int] = []
+    monkeypatch.setattr(plugin.os, "fdatasync", synced.append)
+    h = plugin.open(False)
+    try:
+        plugin.config("delay-ms", "0")
+        plugin.flush(h, 0)
+        assert synced == [h]  # served: flushed to the storage under test
+        plugin.config("delay-ms", "1000")
+        nodelay.touch()
+        plugin.flush(h, 0)  # would sleep 1 s and sync without the nodelay file
+        assert synced == [h]
+    finally:
+        plugin.close(h)

@@ -211,6 +211,7 @@ def interrupt_after(seconds: float) -> None:
 
 def test_an_interrupted_tool_gets_the_delay_lifted_and_ends_by_itself(tmp_path: Path):
     lifted = tmp_path / "nodelay"
+    stuck: list[int] = []  # never called: the tool ends once the delay is lifted
     # A tool that waits until the delay is lifted, as a mount waits for its delayed reads.
     tool = ["sh", "-c", f'while [ ! -e "{lifted}" ]; do sleep 0.02; done; echo done']
     previous = signal.getsignal(signal.SIGALRM)
@@ -218,26 +219,29 @@ def test_an_interrupted_tool_gets_the_delay_lifted_and_ends_by_itself(tmp_path: 
         interrupt_after(0.3)
         started = time.monotonic()
         with pytest.raises(Aborted):
-            run_interruptibly(tool, lifted.touch, settle_s=20)
+            run_interruptibly(tool, lifted.touch, settle_s=20, stuck=lambda: stuck.append(1))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert lifted.exists()
+    assert lifted.exists() and stuck == []
     assert time.monotonic() - started < 5  # it ended once lifted, well before settle_s
 
 
 def test_a_tool_that_does_not_end_is_killed_after_the_settle_time(tmp_path: Path):
+    """A tool still running once the delay is lifted waits for a request that will not end:
+    `stuck` fails the requests in flight (for a volume: nbdkit killed), then it is killed."""
     previous = signal.getsignal(signal.SIGALRM)
     called = []
     try:
         interrupt_after(0.2)
         started = time.monotonic()
         with pytest.raises(Aborted):
-            run_interruptibly(["sleep", "60"], lambda: called.append(True), settle_s=0.5)
+            run_interruptibly(["sleep", "60"], lambda: called.append("lifted"), settle_s=0.5,
+                              stuck=lambda: called.append("stuck"))  # fmt: skip
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert called == [True]
+    assert called == ["lifted", "stuck"]
     assert time.monotonic() - started < 5
 
 

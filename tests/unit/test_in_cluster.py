@@ -123,6 +123,7 @@ def test_the_job_runs_once_as_the_service_account_with_a_restricted_security_con
     assert env == {"HOWFAST_STORE": "/scratch/store.db", "HOME": "/scratch"}
 
 
+@pytest.mark.timeout(900)  # may build the checker: test_k8s_pod_security.BUILDS_CHECKER
 def test_the_job_pod_passes_the_restricted_standard_as_kubernetes_evaluates_it() -> None:
     from tests.unit.test_k8s_pod_security import _evaluate
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.k8s.lab import config, image, pki
 from tests.k8s.lab.config import Paths
-from tests.k8s.lab.proc import LabError, LabUnavailable, log, run
+from tests.k8s.lab.proc import LabError, LabUnavailable, locked, log, run
 
 GO_MIN = (1, 24)
 GOPROXY = "https://proxy.golang.org"
@@ -328,8 +328,16 @@ def build_pg_image(paths: Paths) -> None:
 
 
 def ensure_built(paths: Paths | None = None) -> Paths:
-    """Build whatever is missing; return at once when everything is there."""
+    """Build whatever is missing; return at once when everything is there. One build at a
+    time on the machine (every checkout shares it): under a lock beside the lab's directory."""
     paths = paths or Paths.default()
+    if not _missing_outputs(paths):
+        return paths
+    with locked(paths.root.with_name(paths.root.name + ".build.lock"), "the k8s lab"):
+        return _build_missing(paths)
+
+
+def _build_missing(paths: Paths) -> Paths:
     missing = _missing_outputs(paths)
     if not missing:
         return paths

@@ -30,7 +30,7 @@ from subprocess import CompletedProcess
 
 from tests.k8s.lab import config, image
 from tests.k8s.lab.config import Paths
-from tests.k8s.lab.proc import LabError, log, run
+from tests.k8s.lab.proc import LabError, locked, log, run
 
 REPO = Path(__file__).resolve().parents[3]
 RECIPE = 2  # bump when the recipe changes in a way the key cannot see
@@ -157,7 +157,11 @@ def ensure_image(paths: Paths | None = None) -> tuple[str, Path]:
     paths = paths or Paths.default()
     if not (paths.images / "pgfio.tar").exists():
         raise LabError("the lab's pgfio image is not built (python -m tests.k8s.lab build)")
-    with tempfile.TemporaryDirectory(prefix="howfast-image-") as tmp:
+    # one build at a time (checkouts share the images directory and its `.partial` file)
+    with (
+        locked(paths.images / "howfast-image.lock", "howfast's image"),
+        tempfile.TemporaryDirectory(prefix="howfast-image-") as tmp,
+    ):
         t0 = time.monotonic()
         wheel = build_wheel(Path(tmp) / "dist")
         requirements = locked_requirements()

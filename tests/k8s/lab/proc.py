@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 _T0 = time.monotonic()
@@ -71,6 +72,21 @@ def run(
         where = f" (log: {log_file})" if log_file else ""
         raise LabError(f"command failed ({proc.returncode}): {' '.join(args)}{where}\n{detail}")
     return proc
+
+
+@contextlib.contextmanager
+def locked(lock_file: Path, what: str) -> Iterator[None]:
+    """Held while a build shared by every checkout on the machine (in the user's cache) is
+    made: a second `make test` started meanwhile waits for the first's build, then finds it
+    done, instead of building into the same files."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another build of {what} ({lock_file})")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def proc_start_time(pid: int) -> int | None:

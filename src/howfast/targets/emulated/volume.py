@@ -13,6 +13,9 @@ which backend this machine offers, or why none, with what to install.
 Interruptible: a Ctrl-C while a layer is set up (a mount waits for each of its I/Os in
 turn, uninterruptibly) first lifts the delay (`undelay`: the plugin's nodelay file), so that
 the tool in flight finishes at once, then takes the layers down without waiting out delays.
+Should a request stay in flight all the same (the tool does not end, the loop device keeps
+the FUSE file), nbdkit is killed by its PID (`fail_requests`): every request then fails at
+once, nothing in the kernel waits for one any more, and the layers come down.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from howfast.targets.emulated.build import (
 
 READY_TIMEOUT_S = 20
 SETTLE_S = 10  # an interrupted tool, once the delay is lifted, ends within this, else killed
+STUCK_S = 5  # a detached loop device keeping its file longer has a request stuck in flight
 RELEASE_S = 30  # a detached loop device lets go of its file once its last I/O is done
+NBDFUSE_ENDS_S = 2.0  # nbdfuse ends by itself once its FUSE file is unmounted
 SYS_BLOCK = Path("/sys/block")
 NBDKIT_PLUGIN_DIRS = ("/usr/lib/x86_64-linux-gnu/nbdkit/plugins", "/usr/lib/nbdkit/plugins")
 INSTALL_HINT = (
@@ -140,9 +145,18 @@ class EmulatedVolume:
         os.replace(fresh, self.delay_file)
         self.latency_ms = ms
 
+    def fail_requests(self) -> None:
+        """Every request in flight fails at once (nbdkit killed by its PID): for a volume
+        being taken down whose requests do not end although the delay is lifted."""
+        if self._nbdkit is not None and self._nbdkit.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._nbdkit.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._nbdkit.wait(timeout=5)
+
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """A tool on the volume, interruptible although its I/O is not: see run_interruptibly."""
-        return run_interruptibly(argv, self.undelay)
+        return run_interruptibly(argv, self.undelay, stuck=self.fail_requests)
 
     def build(self) -> None:
         """Each layer in turn; on any failure or interruption what was built is taken down
@@ -195,12 +209,14 @@ class EmulatedVolume:
             problems += _try(["losetup", "--detach", device], "losetup --detach")
         self.loop_device = None
         if self._fuse_mounted and _is_mounted(self.fuse_dir):
-            self._wait_for_loop_release()
+            if not self._wait_for_loop_release(STUCK_S):
+                self.fail_requests()  # its last request does not end: fail it, and any other
+                self._wait_for_loop_release(RELEASE_S)
             problems += _unmount_fuse(self.fuse_dir)  # retried: the loop device may still close
             self._fuse_mounted = _is_mounted(self.fuse_dir)
-        for proc in (self._nbdfuse, self._nbdkit):
+        for proc, ends_s in ((self._nbdfuse, NBDFUSE_ENDS_S), (self._nbdkit, 0.0)):
             if proc is not None:
-                _stop(proc)
+                _stop(proc, ends_s)  # nbdkit serves until stopped: SIGTERM at once
         self._nbdfuse = self._nbdkit = None
         if not self._mounted and not self._fuse_mounted:
             with contextlib.suppress(FileNotFoundError):
@@ -216,12 +232,16 @@ class EmulatedVolume:
         the one losetup printed, and one an interrupted losetup attached without saying."""
         return loop_devices_of(self.fuse_dir / "nbd")
 
-    def _wait_for_loop_release(self) -> None:
+    def _wait_for_loop_release(self, within_s: float) -> bool:
         """A detached loop device lets go of its backing file only once its last I/O is done
-        and udev has closed it: unmounting FUSE before that says "target is busy"."""
-        deadline = time.monotonic() + RELEASE_S
-        while self.loop_devices() and time.monotonic() < deadline:
+        and udev has closed it: unmounting FUSE before that says "target is busy". Whether
+        it did within `within_s`."""
+        deadline = time.monotonic() + within_s
+        while self.loop_devices():
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.1)
+        return True
 
 
 def loop_devices_of(backing: Path, sys_block: Path = SYS_BLOCK) -> list[str]:
@@ -239,12 +259,16 @@ def loop_devices_of(backing: Path, sys_block: Path = SYS_BLOCK) -> list[str]:
 
 
 def run_interruptibly(
-    argv: list[str], interrupted: Callable[[], None], settle_s: float = SETTLE_S
+    argv: list[str],
+    interrupted: Callable[[], None],
+    settle_s: float = SETTLE_S,
+    stuck: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run a tool and collect its output. A tool doing I/O on the volume cannot be killed
     while a delayed request is in flight (state D), so an exception while it runs (Ctrl-C's
     Aborted) first calls `interrupted` (which lifts the delay), then lets the tool end by
-    itself within `settle_s`, kills it otherwise, and never waits for it without end."""
+    itself within `settle_s`; otherwise calls `stuck` (which fails the requests in flight,
+    the only way out of state D) and kills it, and never waits for it without end."""
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -260,6 +284,8 @@ def run_interruptibly(
         try:
             proc.communicate(timeout=settle_s)  # reading on: a full pipe would block it
         except subprocess.TimeoutExpired:
+            if stuck is not None:
+                stuck()
             proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.communicate(timeout=settle_s)
@@ -334,9 +360,10 @@ def _unmount_fuse(path: Path) -> list[str]:
     return _retry(argv, "unmounting the FUSE file")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """nbdfuse ends by itself once unmounted; nbdkit on SIGTERM. SIGKILL after a grace."""
-    for sig, wait_s in ((None, 2.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+def _stop(proc: subprocess.Popen[bytes], ends_s: float) -> None:
+    """Given `ends_s` to end by itself (nbdfuse once unmounted; nbdkit never does), then
+    SIGTERM, then SIGKILL after a grace."""
+    for sig, wait_s in ((None, ends_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         if proc.poll() is not None:
             return
         if sig is not None:
