@@ -220,35 +220,27 @@ class RunService:
     def _runner(
         self, prepared: PreparedRun, db: Store, observer: RunObserver
     ) -> Runner | FleetRunner:
-        from howfast.runner import Runner
+        from howfast.runner import Runner, RunSettings
         from howfast.runner.fleet import FleetRunner
 
-        if prepared.fleet is not None:
-            return FleetRunner(
-                db,
-                prepared.fleet.place,
-                prepared.fleet.scenarios,
-                list(prepared.steps),
-                plan_name=prepared.plan_name,
-                install=prepared.install,
-                observer=observer,
-                label=prepared.label,
-                clock=self.env.clock,
-                cancel=self.env.cancel,
-            )
-        return Runner(
+        settings = RunSettings(
             db,
-            list(prepared.targets),
             list(prepared.steps),
             plan_name=prepared.plan_name,
             install=prepared.install,
             observer=observer,
             label=prepared.label,
+            clock=self.env.clock,
+            cancel=self.env.cancel,
+        )
+        if prepared.fleet is not None:
+            return FleetRunner(settings, prepared.fleet.place, prepared.fleet.scenarios)
+        return Runner(
+            settings,
+            list(prepared.targets),
             sample_interval_s=prepared.sampling.interval_s,
             extra_samplers=prepared.extra_samplers,
             until=prepared.until,
-            clock=self.env.clock,
-            cancel=self.env.cancel,
         )
 
     def _serve_metrics(self, plan_name: str, live: LiveMetrics) -> MetricsObserver:
