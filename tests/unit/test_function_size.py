@@ -69,7 +69,13 @@ def measured() -> Iterator[tuple[str, str, Function, int, int]]:
         for name, function in functions(tree):
             relative = path.relative_to(SRC).as_posix()
             in_class = id(function) in methods
-            yield relative, name, function, line_count(function), parameter_count(function, in_class)
+            yield (
+                relative,
+                name,
+                function,
+                line_count(function),
+                parameter_count(function, in_class),
+            )
 
 
 def test_no_function_is_over_80_lines() -> None:
