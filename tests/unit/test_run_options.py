@@ -100,3 +100,19 @@ def test_run_options_become_the_typed_request() -> None:
 def test_a_bad_value_names_its_option(changed: dict[str, object], named: str) -> None:
     with pytest.raises(UsageError, match=named):
         run_request_of(given(**changed))
+
+
+@pytest.mark.parametrize("name", ["run", "probe"])
+def test_every_option_of_run_and_probe_is_a_field_or_a_target_kinds_own(name: str) -> None:
+    # An option added to the command without its field would land in `kind_given`, unread.
+    from howfast.cli.probe import ProbeOptions, probe_command
+    from howfast.cli.run import run_command
+    from howfast.targets.registry import kind_options
+
+    command, options = {"run": (run_command, RunOptions), "probe": (probe_command, ProbeOptions)}[
+        name
+    ]
+    fields = {f.name for f in dataclasses.fields(options)} - {"kind_given"}
+    kinds = {spec.name for _, spec in kind_options(name)}  # type: ignore[arg-type]
+    params = {p.name for p in command.params}
+    assert params - kinds == fields and not fields & kinds
