@@ -93,8 +93,8 @@ def test_the_load_goes_on_through_a_restart_and_a_crash_and_keeps_every_acknowle
     def run(invocation: Invocation, subdir: str, on_line: Callable[[str], None]) -> ToolResult:
         return host.run(invocation, tmp_path / subdir, on_line=on_line, on_start=pids.append)
 
-    done = survive.supervise(base_argv(server, conn), conn, duration_s=15, segment_s=4, run=run,
-                             on_started=applied.started)  # fmt: skip
+    how = survive.Supervision(segment_s=4, on_started=applied.started)
+    done = survive.supervise(base_argv(server, conn), conn, duration_s=15, run=run, how=how)
     applied.thread.join()
     marks = applied.marks
     assert [m.action for m in marks] == ["restart", "crash"]
@@ -197,7 +197,7 @@ def test_cancelling_the_load_stops_its_pgbench_by_pid(server: Postmaster, tmp_pa
     threading.Timer(2.0, cancel.cancel, args=("SIGINT",)).start()
     began = time.monotonic()
     with pytest.raises(Aborted):
-        survive.supervise(base_argv(server, conn), conn, duration_s=30, segment_s=10, run=run,
-                          cancel=cancel)  # fmt: skip
+        how = survive.Supervision(segment_s=10, cancel=cancel)
+        survive.supervise(base_argv(server, conn), conn, duration_s=30, run=run, how=how)
     assert time.monotonic() - began < 10
     assert len(pids) == 1 and not Path(f"/proc/{pids[0]}").exists()

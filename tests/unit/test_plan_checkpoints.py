@@ -17,7 +17,7 @@ from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
 from howfast.plans import Overrides, builtin_plan_text, effective_settings, expand, load_plan
 from howfast.plans.load import key_lines, parse_plan
-from howfast.runner import Runner
+from howfast.runner import Runner, RunSettings
 from howfast.store import open_store
 from howfast.targets.base import PlannedTarget, Target
 from howfast.targets.capabilities import AppliesStepSettings
@@ -230,15 +230,14 @@ def run(
         lambda name: queue.pop(0) if queue else Nothing(),
     )
     with open_store(str(tmp_path / "r.db")) as store:
-        runner = Runner(
+        settings = RunSettings(
             store,
-            [target],
             specs,
             plan_name="t",
             install=PgInstall(bindir=tmp_path, version="15", source="test"),
             observer=Quiet(),
-            sample_interval_s=None,
         )
+        runner = Runner(settings, [target], sample_interval_s=None)
         result = runner.execute()
         stored = store.get_run(result.run_id)
     assert stored is not None
@@ -312,15 +311,14 @@ def test_step_events_say_which_target_and_which_step(tmp_path, monkeypatch) -> N
     first.name, second.name = "disk-a", "disk-b"
     observer = Recording()
     with open_store(str(tmp_path / "r.db")) as store:
-        Runner(
+        settings = RunSettings(
             store,
-            [first, second],
             [spec(), spec()],
             plan_name="t",
             install=PgInstall(bindir=tmp_path, version="15", source="test"),
             observer=observer,
-            sample_interval_s=None,
-        ).execute()
+        )
+        Runner(settings, [first, second], sample_interval_s=None).execute()
     seen = [(kind, ref.target, ref.index, ref.total) for kind, ref in observer.events]
     assert seen == [
         ("started", "disk-a", 0, 4),

@@ -24,6 +24,7 @@ from howfast.workloads.pgbench.survive import (
     SUPERVISOR_SCRIPT,
     SegmentRun,
     Supervised,
+    Supervision,
     base_argv,
     failure_without_event,
     script_argv,
@@ -179,9 +180,9 @@ def test_segments_follow_each_other_until_the_duration_and_an_abort_restarts_at_
                      (0, COMPLETE, "", None)], cancel)  # fmt: skip
     lines: list[tuple[int, float, str]] = []
     origins: list[float] = []
-    done = supervise(["pgbench", "-n"], CONN, duration_s=25, segment_s=10, run=host.run,
-                     cancel=cancel, clock=host.clock, on_started=origins.append,
-                     on_line=lambda n, t, line: lines.append((n, t, line)))  # fmt: skip
+    how = Supervision(segment_s=10, cancel=cancel, clock=host.clock, on_started=origins.append,
+                      on_line=lambda n, t, line: lines.append((n, t, line)))  # fmt: skip
+    done = supervise(["pgbench", "-n"], CONN, duration_s=25, run=host.run, how=how)
     assert origins == [1000.0]  # once, as the first segment starts
     starts = [round(t - 1000, 2) for t, _, _ in host.calls]
     # 10 s, cut after 3 s and restarted at once, two refusals 0.1 s apart, then 10 s and
@@ -200,15 +201,16 @@ def test_segments_follow_each_other_until_the_duration_and_an_abort_restarts_at_
 def test_the_last_segment_takes_what_is_left():
     cancel = CancelToken()
     host = Scripted([(0, COMPLETE, "", None)], cancel)
-    supervise(["pgbench"], CONN, duration_s=13.2, run=host.run, cancel=cancel, clock=host.clock)
+    how = Supervision(cancel=cancel, clock=host.clock)
+    supervise(["pgbench"], CONN, duration_s=13.2, run=host.run, how=how)
     assert [argv[2] for _, argv, _ in host.calls] == ["10", "3"]
 
 
 def test_aborts_in_a_row_soon_after_starting_wait_between_attempts():
     cancel = CancelToken()
     host = Scripted([(2, OUT["restart"], ERR["restart"], 0.2)], cancel)
-    done = supervise(["pgbench"], CONN, duration_s=2, run=host.run, cancel=cancel,
-                     clock=host.clock)  # fmt: skip
+    how = Supervision(cancel=cancel, clock=host.clock)
+    done = supervise(["pgbench"], CONN, duration_s=2, run=host.run, how=how)
     # the first quick abort is retried at once, the ones after it 0.1 s apart
     assert host.waits[0] == 0.1 and len(host.waits) == len(done.segments) - 1
     assert round(host.calls[1][0] - host.calls[0][0], 2) == 0.2
@@ -221,8 +223,8 @@ def test_a_stop_rule_ends_the_load_with_its_reason():
     def never_started(segment) -> str | None:  # type: ignore[no-untyped-def]
         return None if segment.ran else f"segment {segment.number} never ran"
 
-    done = supervise(["pgbench"], CONN, duration_s=30, run=host.run, cancel=cancel,
-                     clock=host.clock, stop_reason=never_started)  # fmt: skip
+    how = Supervision(cancel=cancel, clock=host.clock, stop_reason=never_started)
+    done = supervise(["pgbench"], CONN, duration_s=30, run=host.run, how=how)
     assert len(done.segments) == 1 and done.stopped == "segment 1 never ran"
 
 
@@ -236,7 +238,8 @@ def test_cancelling_while_waiting_to_retry_raises_aborted():
         return result
 
     with pytest.raises(Aborted):
-        supervise(["pgbench"], CONN, duration_s=30, run=run, cancel=cancel, clock=host.clock)
+        how = Supervision(cancel=cancel, clock=host.clock)
+        supervise(["pgbench"], CONN, duration_s=30, run=run, how=how)
     assert len(host.calls) == 1
 
 

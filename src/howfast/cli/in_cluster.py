@@ -76,10 +76,8 @@ def run_in_cluster(
     metrics_port: int | None,
 ) -> int:
     """`howfast run ... --in-cluster`: the run is checked here, then runs as a Job."""
-    from howfast.service.dryrun import to_yaml
     from howfast.targets.k8s import incluster_manifests as icm
-    from howfast.targets.k8s.cluster import Cluster, kubeconfig_namespace
-    from howfast.targets.k8s.incluster_checks import image_refusal
+    from howfast.targets.k8s.cluster import kubeconfig_namespace
     from howfast.targets.k8s.network import network_mode
 
     why = refusal(request.targets)
@@ -87,17 +85,7 @@ def run_in_cluster(
         raise UsageError(why)
     if metrics_port is not None:
         raise UsageError("--metrics-port with --in-cluster would listen inside the Job's pod")
-    source = "--howfast-image" if image is not None else IMAGE_ENV
-    image = image if image is not None else env.environ.get(IMAGE_ENV) or None
-    if image is None:
-        raise UsageError(
-            f"--in-cluster needs the image of howfast the Job runs: --howfast-image IMAGE "
-            f"(or {IMAGE_ENV})",
-            "deploy/Dockerfile.howfast builds one",
-        )
-    why = image_refusal(image, source)
-    if why is not None:
-        raise UsageError(why)
+    image = _job_image(env, image)
     context = kube.get("kube_context")
     namespace = kube.get("namespace") or kubeconfig_namespace(context) or "default"
     ctx = click.get_current_context()
@@ -114,16 +102,7 @@ def run_in_cluster(
     _refuse_credentials(run_args, plan_file, plan_text, namespace)
     RunService(env.service(store)).prepare(request)
     network = network_mode(env.environ)
-    cluster: Cluster | None = None
-    api_server = None
-    if network == "host" or not request.dry_run:
-        try:
-            cluster = Cluster(context)
-            api_server = cluster.host
-        except UsageError:
-            if not request.dry_run:
-                raise
-            api_server = "https://KUBERNETES-API-SERVER:6443"
+    cluster, api_server = _cluster(context, network, request.dry_run)
     plan = icm.InClusterPlan(
         token=secrets.token_hex(4),
         namespace=namespace,
@@ -137,22 +116,65 @@ def run_in_cluster(
         env={k: env.environ[k] for k in icm.PASSED_ENV if env.environ.get(k)},
     )
     if request.dry_run:
-        manifests = icm.all_manifests(plan)
-        if as_json:
-            env.print_json({"dry_run": True, "in_cluster": {"job": plan.name,
-                            "namespace": namespace, "manifests": manifests}})  # fmt: skip
-        else:
-            env.stdout.write(
-                f"# howfast run --in-cluster: these objects are created in namespace "
-                f"{namespace}, in this order; the Job runs\n#   "
-                f"{shlex.join(['howfast', 'run', *plan.run_args])}\n"
-            )
-            env.stdout.write(to_yaml(manifests))
-            env.stdout.flush()
-        return 0
+        return _print_job(env, plan, as_json)
     assert cluster is not None
     _check_namespace(cluster, plan)
     return _run(env, cluster, plan, store, as_json)
+
+
+def _job_image(env: CliEnv, image: str | None) -> str:
+    """--howfast-image, else $HOWFAST_K8S_HOWFAST_IMAGE; refused when neither is given or
+    the image cannot be howfast's."""
+    from howfast.targets.k8s.incluster_checks import image_refusal
+
+    source = "--howfast-image" if image is not None else IMAGE_ENV
+    image = image if image is not None else env.environ.get(IMAGE_ENV) or None
+    if image is None:
+        raise UsageError(
+            f"--in-cluster needs the image of howfast the Job runs: --howfast-image IMAGE "
+            f"(or {IMAGE_ENV})",
+            "deploy/Dockerfile.howfast builds one",
+        )
+    why = image_refusal(image, source)
+    if why is not None:
+        raise UsageError(why)
+    return image
+
+
+def _cluster(context: str | None, network: str, dry_run: bool) -> tuple[Cluster | None, str | None]:
+    """The cluster and its API server's address, when the Job's manifests need it (host
+    network) or the run creates it; a dry run without a cluster shows a placeholder."""
+    from howfast.targets.k8s.cluster import Cluster
+
+    if network != "host" and dry_run:
+        return None, None
+    try:
+        cluster = Cluster(context)
+    except UsageError:
+        if not dry_run:
+            raise
+        return None, "https://KUBERNETES-API-SERVER:6443"
+    return cluster, cluster.host
+
+
+def _print_job(env: CliEnv, plan: InClusterPlan, as_json: bool) -> int:
+    """--dry-run: the objects the run would create, in order, and the Job's command."""
+    from howfast.service.dryrun import to_yaml
+    from howfast.targets.k8s import incluster_manifests as icm
+
+    manifests = icm.all_manifests(plan)
+    if as_json:
+        env.print_json({"dry_run": True, "in_cluster": {"job": plan.name,
+                        "namespace": plan.namespace, "manifests": manifests}})  # fmt: skip
+    else:
+        env.stdout.write(
+            f"# howfast run --in-cluster: these objects are created in namespace "
+            f"{plan.namespace}, in this order; the Job runs\n#   "
+            f"{shlex.join(['howfast', 'run', *plan.run_args])}\n"
+        )
+        env.stdout.write(to_yaml(manifests))
+        env.stdout.flush()
+    return 0
 
 
 def _read_plan(path: Path) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,6 +14,8 @@ from howfast.outfile import STDOUT, OutputFile, output_file
 from howfast.printable import first_unsafe
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from howfast.cli.context import CliEnv
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -104,3 +108,31 @@ def parse_run_id(value: str) -> int:
             f"{value!r} is not a run id: run ids go up to {MAX_RUN_ID} (see `howfast results list`)"
         )
     return run_id
+
+
+OptionsT = TypeVar("OptionsT", bound="DataclassInstance")
+
+
+def gathered(
+    options_type: type[OptionsT],
+) -> Callable[[Callable[[CliEnv, OptionsT], int]], Callable[..., int]]:
+    """Click passes a command's options as keyword arguments, one parameter each; this
+    gathers them into one frozen dataclass (`options_type`, a field per option) so the command
+    takes one typed value. The options it has no field for (the target kinds' own,
+    declared by targets/kinds/) go into its `kind_given` field, as given.
+
+        @pass_env
+        @gathered(RunOptions)
+        def run_command(env: CliEnv, options: RunOptions) -> int: ..."""
+    named = frozenset(field.name for field in dataclasses.fields(options_type)) - {"kind_given"}
+
+    def decorate(command: Callable[[CliEnv, OptionsT], int]) -> Callable[..., int]:
+        @functools.wraps(command)
+        def take_options(env: CliEnv, /, **given: Any) -> int:
+            own: dict[str, Any] = {k: v for k, v in given.items() if k in named}
+            own["kind_given"] = {k: v for k, v in given.items() if k not in named}
+            return command(env, options_type(**own))
+
+        return take_options
+
+    return decorate

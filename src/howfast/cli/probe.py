@@ -6,11 +6,14 @@ Runs the fio profiles and pg_test_fsync in a subdirectory of DIR and stores the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import click
 
 from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.kind_options import kind_values, target_kind_options
-from howfast.cli.options import check_path_value, json_option, store_option
+from howfast.cli.options import check_path_value, gathered, json_option, store_option
 from howfast.cli.output import finish, print_dry_run, progress
 from howfast.errors import UsageError
 from howfast.service.requests import DEFAULT_FSYNC_SECONDS, ProbeRequest, TargetRunOptions
@@ -19,6 +22,24 @@ from howfast.units import parse_duration, parse_size
 from howfast.workloads.pg_test_fsync.plan import TESTS
 
 DEFAULT_SIZE = "1GiB"
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """`howfast probe`'s options as click gives them (cli/options.py `gathered`)."""
+
+    where: str
+    profiles: tuple[str, ...]
+    size: str
+    runtime: str
+    fsync_seconds: int
+    dry_run: bool
+    keep: bool
+    pg_bin: str | None
+    label: str | None
+    store: str | None
+    as_json: bool
+    kind_given: Mapping[str, str | None]  # the target kinds' own options (--namespace...)
 
 
 def _size(text: str) -> int:
@@ -80,22 +101,8 @@ def _runtime(text: str) -> int:
 @store_option
 @json_option
 @pass_env
-def probe_command(
-    env: CliEnv,
-    /,
-    where: str,
-    profiles: tuple[str, ...],
-    size: str,
-    runtime: str,
-    fsync_seconds: int,
-    dry_run: bool,
-    keep: bool,
-    pg_bin: str | None,
-    label: str | None,
-    store: str | None,
-    as_json: bool,
-    **given: str | None,
-) -> int:
+@gathered(ProbeOptions)
+def probe_command(env: CliEnv, options: ProbeOptions) -> int:
     """Probe the storage behind DIR (or k8s://CLASS) with fio and pg_test_fsync; store it.
 
     DIR must exist and be empty (or hold only howfast's files). The probe writes a test file
@@ -111,20 +118,23 @@ def probe_command(
       howfast probe k8s://longhorn --size 1GiB
     """
     request = ProbeRequest(
-        where=where,
-        profiles=profiles,
-        size_bytes=_size(size),
-        runtime_s=_runtime(runtime),
-        fsync_seconds=fsync_seconds,
+        where=options.where,
+        profiles=options.profiles,
+        size_bytes=_size(options.size),
+        runtime_s=_runtime(options.runtime),
+        fsync_seconds=options.fsync_seconds,
         target_options=TargetRunOptions(
-            pg_bin=pg_bin, keep=keep, kind_values=kind_values("probe", given)
+            pg_bin=options.pg_bin,
+            keep=options.keep,
+            kind_values=kind_values("probe", options.kind_given),
         ),
-        label=label,
-        dry_run=dry_run,
+        label=options.label,
+        dry_run=options.dry_run,
     )
-    service = RunService(env.service(store))
+    service = RunService(env.service(options.store))
     prepared = service.prepare_probe(request)
-    if dry_run:
+    as_json = options.as_json
+    if options.dry_run:
         return print_dry_run(env, prepared, as_json)
     return finish(env, service.execute(prepared, progress(env, prepared), for_people=not as_json),
                   as_json)  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -9,7 +11,13 @@ import click
 from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.in_cluster import RawArgsCommand, run_in_cluster
 from howfast.cli.kind_options import kind_values, target_kind_options
-from howfast.cli.options import check_path_value, checked_path, json_option, store_option
+from howfast.cli.options import (
+    check_path_value,
+    checked_path,
+    gathered,
+    json_option,
+    store_option,
+)
 from howfast.cli.output import finish, print_dry_run, progress
 from howfast.design import (
     CLIENT_MODES,
@@ -33,6 +41,51 @@ from howfast.service.requests import (
 from howfast.service.run import RunService
 from howfast.units import parse_duration, parse_size
 from howfast.workloads.pgbench.plan import parse_modes
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`howfast run`'s options as click gives them (cli/options.py `gathered`), one field
+    each; run_request_of parses them into the service's RunRequest."""
+
+    plan: str
+    targets: tuple[str, ...]
+    store: str | None
+    sets: tuple[str, ...]
+    scale: int | None
+    dataset: str | None
+    memory: str | None
+    clients: str | None
+    duration: str | None
+    modes: str | None
+    repeat: int | None
+    until: str | None
+    budget: str | None
+    wal_dir: Path | None
+    keep: bool
+    replicas: int | None
+    sync: str | None
+    standby_dirs: tuple[Path, ...]
+    standby_latency: str | None
+    client: str | None
+    client_node: str | None
+    dry_run: bool
+    yes: bool
+    pg_bin: str | None
+    checksums: bool
+    label: str | None
+    rate: float | None
+    rates: str | None
+    slo: str | None
+    events: tuple[str, ...]
+    sample_interval: str
+    metrics_port: int | None
+    metrics_address: str | None
+    prometheus_url: str | None
+    in_cluster: bool
+    howfast_image: str | None
+    as_json: bool
+    kind_given: Mapping[str, str | None]  # the target kinds' own options (--namespace...)
 
 
 @click.command("run", cls=RawArgsCommand)
@@ -232,48 +285,8 @@ from howfast.workloads.pgbench.plan import parse_modes
 )
 @json_option
 @pass_env
-def run_command(
-    env: CliEnv,
-    /,
-    plan: str,
-    targets: tuple[str, ...],
-    store: str | None,
-    sets: tuple[str, ...],
-    scale: int | None,
-    dataset: str | None,
-    memory: str | None,
-    clients: str | None,
-    duration: str | None,
-    modes: str | None,
-    repeat: int | None,
-    until: str | None,
-    budget: str | None,
-    wal_dir: Path | None,
-    keep: bool,
-    replicas: int | None,
-    sync: str | None,
-    standby_dirs: tuple[Path, ...],
-    standby_latency: str | None,
-    client: str | None,
-    client_node: str | None,
-    dry_run: bool,
-    yes: bool,
-    pg_bin: str | None,
-    checksums: bool,
-    label: str | None,
-    rate: float | None,
-    rates: str | None,
-    slo: str | None,
-    events: tuple[str, ...],
-    sample_interval: str,
-    metrics_port: int | None,
-    metrics_address: str | None,
-    prometheus_url: str | None,
-    in_cluster: bool,
-    howfast_image: str | None,
-    as_json: bool,
-    **given: str | None,
-) -> int:
+@gathered(RunOptions)
+def run_command(env: CliEnv, options: RunOptions) -> int:
     """Run PLAN (a built-in name or a TOML file; default: quick) on each --target.
 
     \b
@@ -285,62 +298,78 @@ def run_command(
       howfast run quick --target k8s://longhorn --target k8s://longhorn-noreplica
       howfast run sweep --target k8s://fast-ssd?wal=local-nvme --namespace bench
     """
-    request = RunRequest(
-        plan=plan,
-        targets=targets,
-        overrides=Overrides(
-            scale=scale,
-            clients=parse_int_list(clients, "--clients") if clients else None,
-            duration_s=parse_duration(duration, "--duration") if duration else None,
-            modes=parse_modes(modes, "--modes") if modes else None,
-            repeat=repeat,
-            settings=dict(parse_set_option(s) for s in sets),
-            rate=rate,
-            rates=_parse_rates(rates) if rates else None,
-            slo=slo,
-            dataset=dataset,
-            events=tuple(parse_event(e) for e in events) if events else None,
-        ),
-        target_options=TargetRunOptions(
-            pg_bin=pg_bin,
-            wal_dir=wal_dir,
-            keep=keep,
-            overwrite=yes,
-            checksums=checksums,
-            memory_bytes=parse_size(memory, "--memory") if memory else None,
-            kind_values=kind_values("run", given),
-            design=DesignOptions(
-                replicas=replicas,
-                sync=parse_sync(sync, "--sync") if sync else None,
-                standby_dirs=tuple(standby_dirs),
-                standby_latency_ms=(
-                    parse_latency_ms(standby_latency, "--standby-latency")
-                    if standby_latency is not None
-                    else None
-                ),
-                client=parse_client(client, "--client") if client else None,
-                client_node=client_node,
-            ),
-        ),
-        label=label,
-        sampling=SamplingOptions(_sample_interval(sample_interval), prometheus_url),
-        until=UntilOptions(until, budget),
-        live_metrics=LiveMetrics(metrics_port, metrics_address),
-        dry_run=dry_run,
-    )
-    if in_cluster:
+    request = run_request_of(options)
+    if options.in_cluster:
         return run_in_cluster(
             env,
             request,
-            store,
-            as_json,
-            image=howfast_image,
-            kube=kind_values("run", given),
-            metrics_port=metrics_port,
+            options.store,
+            options.as_json,
+            image=options.howfast_image,
+            kube=kind_values("run", options.kind_given),
+            metrics_port=options.metrics_port,
         )
-    if howfast_image is not None:
+    if options.howfast_image is not None:
         raise UsageError("--howfast-image goes with --in-cluster")
-    return run_request(env, request, store, as_json)
+    return run_request(env, request, options.store, options.as_json)
+
+
+def run_request_of(options: RunOptions) -> RunRequest:
+    """The typed request of `run`'s options: every value parsed (a bad one: a UsageError
+    naming its option)."""
+    return RunRequest(
+        plan=options.plan,
+        targets=options.targets,
+        overrides=_overrides(options),
+        target_options=TargetRunOptions(
+            pg_bin=options.pg_bin,
+            wal_dir=options.wal_dir,
+            keep=options.keep,
+            overwrite=options.yes,
+            checksums=options.checksums,
+            memory_bytes=parse_size(options.memory, "--memory") if options.memory else None,
+            kind_values=kind_values("run", options.kind_given),
+            design=_design(options),
+        ),
+        label=options.label,
+        sampling=SamplingOptions(_sample_interval(options.sample_interval), options.prometheus_url),
+        until=UntilOptions(options.until, options.budget),
+        live_metrics=LiveMetrics(options.metrics_port, options.metrics_address),
+        dry_run=options.dry_run,
+    )
+
+
+def _overrides(options: RunOptions) -> Overrides:
+    """What the options change in the plan."""
+    clients, duration, modes = options.clients, options.duration, options.modes
+    return Overrides(
+        scale=options.scale,
+        clients=parse_int_list(clients, "--clients") if clients else None,
+        duration_s=parse_duration(duration, "--duration") if duration else None,
+        modes=parse_modes(modes, "--modes") if modes else None,
+        repeat=options.repeat,
+        settings=dict(parse_set_option(s) for s in options.sets),
+        rate=options.rate,
+        rates=_parse_rates(options.rates) if options.rates else None,
+        slo=options.slo,
+        dataset=options.dataset,
+        events=tuple(parse_event(e) for e in options.events) if options.events else None,
+    )
+
+
+def _design(options: RunOptions) -> DesignOptions:
+    """--replicas, --sync, --standby-dir, --standby-latency, --client, --client-node."""
+    latency = options.standby_latency
+    return DesignOptions(
+        replicas=options.replicas,
+        sync=parse_sync(options.sync, "--sync") if options.sync else None,
+        standby_dirs=tuple(options.standby_dirs),
+        standby_latency_ms=(
+            parse_latency_ms(latency, "--standby-latency") if latency is not None else None
+        ),
+        client=parse_client(options.client, "--client") if options.client else None,
+        client_node=options.client_node,
+    )
 
 
 def run_request(env: CliEnv, request: RunRequest, store: str | None, as_json: bool) -> int:

@@ -12,6 +12,6 @@ are about (StepRef), and cancellation is a token (signals.SignalGuard.cancel) th
 watches, so target sessions can be open side by side.
 """
 
-from howfast.runner.run import Runner, RunResult
+from howfast.runner.run import Runner, RunResult, RunSettings
 
-__all__ = ["RunResult", "Runner"]
+__all__ = ["RunResult", "RunSettings", "Runner"]

@@ -16,15 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from howfast.cancel import CancelToken
-from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import Aborted, HowfastError
 from howfast.iolimits import IoCounters
-from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec, TargetRecord
-from howfast.observer import RunObserver, StepRef
+from howfast.observer import StepRef
 from howfast.plans.fleet import FleetScenario
-from howfast.runner.run import RunInfo, RunResult, record_run
+from howfast.runner.run import RunInfo, RunResult, RunSettings, record_run
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import (
     StepEnvironment,
@@ -35,7 +32,6 @@ from howfast.runner.step import (
 )
 from howfast.runner.target_session import new_work_root
 from howfast.samplers.session import TargetSampling
-from howfast.store.base import Store
 from howfast.targets.base import Connection
 from howfast.targets.capabilities import HasServerLog
 from howfast.targets.fleet_base import FleetInstance, FleetPlace
@@ -68,32 +64,13 @@ class StepResult:
 
 class FleetRunner:
     def __init__(
-        self,
-        store: Store,
-        place: FleetPlace,
-        scenarios: Sequence[FleetScenario],
-        steps: list[StepSpec],
-        *,
-        plan_name: str,
-        install: PgInstall,
-        observer: RunObserver,
-        label: str | None = None,
-        clock: Clock = SYSTEM_CLOCK,
-        cancel: CancelToken | None = None,
+        self, settings: RunSettings, place: FleetPlace, scenarios: Sequence[FleetScenario]
     ) -> None:
-        """`clock`: the stored timestamps; `cancel`: a token that stops the run as a signal
-        would (None: the run's own)."""
-        self.store = store
+        self.settings = settings
         self.place = place
         self.scenarios = list(scenarios)
-        self.steps = steps
-        self.plan_name = plan_name
-        self.install = install
-        self.observer = observer
-        self.label = label
-        self.clock = clock
-        self.cancel = cancel
-        self.guard = SignalGuard(observer, cancel)
+        self.steps = settings.steps
+        self.guard = SignalGuard(settings.observer, settings.cancel)
 
     @property
     def total_steps(self) -> int:
@@ -104,7 +81,7 @@ class FleetRunner:
         self.place.check(self.scenarios)
 
     def execute(self) -> RunResult:
-        self.guard = SignalGuard(self.observer, self.cancel)
+        self.guard = SignalGuard(self.settings.observer, self.settings.cancel)
         instances = sum(s.instances for s in self.scenarios)
 
         def scenarios(run_id: int) -> int:
@@ -118,9 +95,15 @@ class FleetRunner:
         def cleanup() -> None:
             self.place.close()
 
-        info = RunInfo(self.plan_name, self.label, self.total_steps, instances)
+        info = RunInfo(self.settings.plan_name, self.settings.label, self.total_steps, instances)
         return record_run(
-            self.store, self.guard, info, self.check, scenarios, cleanup, clock=self.clock
+            self.settings.store,
+            self.guard,
+            info,
+            self.check,
+            scenarios,
+            cleanup,
+            clock=self.settings.clock,
         )
 
     # -- one scenario ---------------------------------------------------------------------
@@ -131,13 +114,15 @@ class FleetRunner:
         work_root = new_work_root()
         live: list[Live] = []
         failed = 0
-        self.observer.message(
+        self.settings.observer.message(
             f"scenario {scenario.name}: starting {len(members)} instances "
             + ", ".join(f"{c.name} x{c.count} ({c.describe()})" for c in scenario.classes)
         )
         try:
             for member in members:
-                self.store.add_target(run_id, TargetRecord(name=member.name, kind=member.kind))
+                self.settings.store.add_target(
+                    run_id, TargetRecord(name=member.name, kind=member.kind)
+                )
             live = self._start_all(run_id, members)
             for offset, spec in enumerate(self.steps):
                 failed += self._step(run_id, live, spec, offset, first_index, work_root)
@@ -160,18 +145,18 @@ class FleetRunner:
         live = []
         for member, (connection, problem) in zip(members, started, strict=True):
             if problem is None:
-                self.store.update_target(run_id, member.record())
+                self.settings.store.update_target(run_id, member.record())
             env = StepEnvironment(
                 run_id=run_id,
                 target=member,
                 host=member.host(),
-                install=self.install,
-                store=self.store,
-                observer=self.observer,
+                install=self.settings.install,
+                store=self.settings.store,
+                observer=self.settings.observer,
                 guard=self.guard,
                 previous=[],
                 first_target=[],
-                clock=self.clock,
+                clock=self.settings.clock,
             )
             live.append(Live(member, env, connection, problem))
         return live
@@ -189,7 +174,7 @@ class FleetRunner:
         with ThreadPoolExecutor(POOL) as pool:
             for problem in pool.map(stop, members):
                 if problem:
-                    self.observer.message(problem)
+                    self.settings.observer.message(problem)
 
     # -- one step on every instance at once ---------------------------------------------
     def _step(
@@ -219,7 +204,7 @@ class FleetRunner:
             refs[id(x)] = StepRef(index, self.total_steps, x.member.name,
                                   workload.label(spec.params), spec.workload, params)  # fmt: skip
         for x in live:
-            self.observer.step_started(refs[id(x)], expected(spec))
+            self.settings.observer.step_started(refs[id(x)], expected(spec))
         threads = [
             threading.Thread(
                 target=self._run_one,
@@ -245,10 +230,12 @@ class FleetRunner:
             result = results.get(id(x))
             if id(x) in skipped:
                 skip = StepOutcome(status="skipped", error=skipped[id(x)])
-                result = StepResult(skip, self.clock.now())
+                result = StepResult(skip, self.settings.clock.now())
             elif result is None:
                 reason = x.failed_start or "the instance's step did not finish"
-                result = StepResult(StepOutcome(status="failed", error=reason), self.clock.now())
+                result = StepResult(
+                    StepOutcome(status="failed", error=reason), self.settings.clock.now()
+                )
             outcome = result.outcome.with_resolved(result.extra)
             if outcome.status == "failed":
                 failed += 1
@@ -272,7 +259,7 @@ class FleetRunner:
         barrier: threading.Barrier,
         results: dict[int, StepResult],
     ) -> None:
-        started = self.clock.now()
+        started = self.settings.clock.now()
         step_dir = work_root / f"{x.member.klass}-{x.member.index}-step-{ref.index}"
         step_dir.mkdir()
         arrived = False

@@ -41,37 +41,39 @@ class RunResult:
     failed_steps: int
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What every kind of run takes besides what it runs on (Runner: targets; FleetRunner: a
+    place and its scenarios): where it is stored, the steps, the PostgreSQL install, who
+    hears of it. `clock`: the stored timestamps; `cancel`: a token that stops the run as a
+    signal would (None: the run's own)."""
+
+    store: Store
+    steps: list[StepSpec]
+    plan_name: str
+    install: PgInstall
+    observer: RunObserver
+    label: str | None = None
+    clock: Clock = SYSTEM_CLOCK
+    cancel: CancelToken | None = None
+
+
 class Runner:
     def __init__(
         self,
-        store: Store,
+        settings: RunSettings,
         targets: list[Target],
-        steps: list[StepSpec],
         *,
-        plan_name: str,
-        install: PgInstall,
-        observer: RunObserver,
-        label: str | None = None,
         sample_interval_s: float | None = DEFAULT_INTERVAL_S,
         extra_samplers: Sequence[SamplerFactory] = (),
         until: tuple[UntilRule, Sequence[Block]] | None = None,
-        clock: Clock = SYSTEM_CLOCK,
-        cancel: CancelToken | None = None,
     ) -> None:
         """`until`: the rule and the plan's blocks (plans/expand.py `expand_blocks`) of an
-        interleaved `--until` run; `steps` is then what --dry-run would list. `clock`: the
-        stored timestamps; `cancel`: a token that stops the run as a signal would (None: the
-        run's own)."""
-        self.store = store
+        interleaved `--until` run; the settings' `steps` are then what --dry-run would list."""
+        self.settings = settings
         self.targets = targets
-        self.steps = steps
-        self.plan_name = plan_name
-        self.install = install
-        self.observer = observer
-        self.label = label
-        self.clock = clock
-        self.cancel = cancel
-        self.guard = SignalGuard(observer, cancel)
+        self.steps = settings.steps
+        self.guard = SignalGuard(settings.observer, settings.cancel)
         self.sample_interval_s = sample_interval_s  # None or 0: no sampling
         self.extra_samplers = extra_samplers  # e.g. --prometheus's, for each sampled step
         self.until = until
@@ -90,19 +92,19 @@ class Runner:
                 raise UsageError(f"--dataset {regimes[0]} on {target.name}: {memory}")
 
     def execute(self) -> RunResult:
-        self.guard = SignalGuard(self.observer, self.cancel)
+        self.guard = SignalGuard(self.settings.observer, self.settings.cancel)
         total = len(self.steps) * len(self.targets)
         body = self._targets
         if self.until is not None:
             total = planned_steps(self.until[1], len(self.targets), self.until[0])
             body = self._interleaved
         return record_run(
-            self.store,
+            self.settings.store,
             self.guard,
-            RunInfo(self.plan_name, self.label, total, len(self.targets)),
+            RunInfo(self.settings.plan_name, self.settings.label, total, len(self.targets)),
             self.check,
             body,
-            clock=self.clock,
+            clock=self.settings.clock,
         )
 
     def _targets(self, run_id: int) -> int:
@@ -116,7 +118,7 @@ class Runner:
         """Every target's session open at once, tests repeated in alternating rounds."""
         assert self.until is not None
         rule, blocks = self.until
-        return InterleavedRun(self._sessions(run_id), blocks, rule, self.observer).run()
+        return InterleavedRun(self._sessions(run_id), blocks, rule, self.settings.observer).run()
 
     def _sessions(self, run_id: int) -> list[TargetSession]:
         """A session per target, none started yet."""
@@ -134,13 +136,13 @@ class Runner:
                     run_id=run_id,
                     target=target,
                     host=target.host(),  # a pod's: as planned, until it runs
-                    install=self.install,
-                    store=self.store,
-                    observer=self.observer,
+                    install=self.settings.install,
+                    store=self.settings.store,
+                    observer=self.settings.observer,
                     guard=self.guard,
                     previous=previous,
                     first_target=first_target,
-                    clock=self.clock,
+                    clock=self.settings.clock,
                 ),
                 self.steps,
                 first_index=position * len(self.steps),

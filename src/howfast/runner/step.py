@@ -14,6 +14,7 @@ from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, progress_line
+from howfast.events.schedule import EventSchedule
 from howfast.events.step import schedule_for, step_events
 from howfast.hosts.base import Host
 from howfast.machine.pgbin import PgInstall
@@ -90,51 +91,7 @@ def execute_step(
 ) -> StepOutcome:
     """One step with its samplers around it; they stop whatever happens. `ready` is called
     just before the tool starts (a fleet's barrier: every instance starts together)."""
-    observer = env.observer
-
-    def on_progress(t: float, values: dict[str, float]) -> None:
-        observer.step_progress(ref, t, values)
-
-    def on_event(mark: EventMark) -> None:
-        observer.message(f"{ref.target}: {progress_line(mark)}")
-
-    # Events: applied by their schedule while the load runs, which starts them (AT is time
-    # into the load, not into preparation). Without a server there is nothing to apply them to.
-    target = env.target
-    schedule = None
-    placement = client_placement(env.target, spec.workload, connection)
-    load_connection = connection if placement is None else placement.connection
-    tools_host = env.host if placement is None else placement.host
-    # howfast's own SQL from this process (sizes, pgbench_history counts): its connection,
-    # which it reaches where the load's may not be (a client pod dials a pod-network name)
-    sql = connection
-    if connection is not None:
-        given = connection
-        primary: Callable[[], Connection] = lambda: given  # noqa: E731
-        if isinstance(target, HasCurrentPrimary):
-            primary = target.connection_now  # a failover changes it
-            if follows_failover(spec):
-                # The load's connection lists the standbys too: it follows the promoted one,
-                # and so must the rows counted after the load (a local connection).
-                load_connection = target.client_connection_now(follow=True)
-                sql = None
-        schedule = schedule_for(
-            target, spec.params, primary, step_dir / "events", env.cancel, on_event
-        )
-    ctx = StepContext(
-        target=env.target,
-        connection=load_connection,
-        install=env.install,
-        work_dir=step_dir,
-        host=tools_host,
-        server_host=env.host,
-        sql=sql,
-        cancel=env.cancel,
-        on_progress=on_progress,
-        previous=list(env.previous),
-        first_target=list(env.first_target),
-        events=schedule,
-    )
+    ctx, schedule, primary = _step_context(env, spec, ref, connection, step_dir)
     try:  # before the samplers start, so that it is not measured (a cold restart...)
         prepared = workload.prepare(ctx, dict(spec.params))
     except HowfastError as exc:
@@ -162,6 +119,64 @@ def execute_step(
         shutil.rmtree(step_dir, ignore_errors=True)
     outcome = with_sampled(outcome, session.part()).merged(prepared)
     return _with_loaded_data(spec, outcome, env.previous)
+
+
+def _step_context(
+    env: StepEnvironment,
+    spec: StepSpec,
+    ref: StepRef,
+    connection: Connection | None,
+    step_dir: Path,
+) -> tuple[StepContext, EventSchedule | None, Callable[[], Connection] | None]:
+    """What the workload runs with (where its tools run, what they dial, howfast's own SQL),
+    the step's events' schedule, and where the primary is now (None without a server)."""
+    observer = env.observer
+
+    def on_progress(t: float, values: dict[str, float]) -> None:
+        observer.step_progress(ref, t, values)
+
+    def on_event(mark: EventMark) -> None:
+        observer.message(f"{ref.target}: {progress_line(mark)}")
+
+    # Events: applied by their schedule while the load runs, which starts them (AT is time
+    # into the load, not into preparation). Without a server there is nothing to apply them to.
+    target = env.target
+    schedule = None
+    primary: Callable[[], Connection] | None = None
+    placement = client_placement(env.target, spec.workload, connection)
+    load_connection = connection if placement is None else placement.connection
+    tools_host = env.host if placement is None else placement.host
+    # howfast's own SQL from this process (sizes, pgbench_history counts): its connection,
+    # which it reaches where the load's may not be (a client pod dials a pod-network name)
+    sql = connection
+    if connection is not None:
+        given = connection
+        primary = lambda: given  # noqa: E731
+        if isinstance(target, HasCurrentPrimary):
+            primary = target.connection_now  # a failover changes it
+            if follows_failover(spec):
+                # The load's connection lists the standbys too: it follows the promoted one,
+                # and so must the rows counted after the load (a local connection).
+                load_connection = target.client_connection_now(follow=True)
+                sql = None
+        schedule = schedule_for(
+            target, spec.params, primary, step_dir / "events", env.cancel, on_event
+        )
+    ctx = StepContext(
+        target=env.target,
+        connection=load_connection,
+        install=env.install,
+        work_dir=step_dir,
+        host=tools_host,
+        server_host=env.host,
+        sql=sql,
+        cancel=env.cancel,
+        on_progress=on_progress,
+        previous=list(env.previous),
+        first_target=list(env.first_target),
+        events=schedule,
+    )
+    return ctx, schedule, primary
 
 
 def follows_failover(spec: StepSpec) -> bool:

@@ -16,6 +16,7 @@ progress display, and prints the finished run; it decides nothing else.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from howfast.design import DesignOptions, merge_design
@@ -23,11 +24,13 @@ from howfast.errors import UsageError
 from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
+from howfast.model import StepSpec
 from howfast.observer import RunObserver
-from howfast.plans import Plan, effective_settings, expand, load_plan
+from howfast.plans import Overrides, Plan, effective_settings, expand, load_plan
 from howfast.plans.expand import expand_blocks
+from howfast.plans.fleet import FleetScenario
 from howfast.plans.load import setting_locations
-from howfast.plans.until import UntilRule, make_rule
+from howfast.plans.until import Block, UntilRule, make_rule
 from howfast.plugin import registry
 from howfast.service import probe
 from howfast.service.installs import local_install
@@ -58,45 +61,66 @@ class RunService:
     # -- prepare ----------------------------------------------------------------------------
     def prepare(self, request: RunRequest) -> PreparedRun:
         """Everything `howfast run` decides before it creates anything; UsageError (exit 2)
-        for what cannot run."""
+        for what cannot run. The refusals come in this order whatever the input: the
+        targets' texts, the plan, the --until rule, the steps, the target options, events,
+        then the fleet or each target's own."""
         texts = request.targets
-        options = request.target_options
         if not texts:
             raise UsageError("give at least one --target (a directory or a postgresql:// URI)")
-        check_run_targets(texts, options.wal_dir)
+        check_run_targets(texts, request.target_options.wal_dir)
         prometheus = request.sampling.prometheus_url
         extra_samplers = _prometheus_samplers(prometheus) if prometheus else []
-        plan = load_plan(request.plan)
+        plan = self._load_plan(request.plan, texts)
+        live = _live_metrics(request.live_metrics, plan)
+        rule = _until_rule_of(request, plan)
+        overrides, steps, blocks = _expanded(plan, request.overrides, rule)
+        made = self._target_options(request, plan, overrides)
+        prepared = PreparedRun(
+            command="howfast run",
+            plan_name=plan.name,
+            install=made.install,
+            steps=steps,
+            targets=(),
+            label=request.label,
+            live_metrics=live,
+            housekeeping=() if request.dry_run else texts,
+        )
+        if any(s.params.get("events") for s in steps) and (rule or plan.fleet is not None):
+            raise UsageError(
+                "events make a step's TPS an outage's: --until and [fleet] plans cannot take "
+                "them (yet)"
+            )
+        if plan.fleet is not None:
+            return _with_fleet(prepared, request, plan.fleet.all_scenarios(), made)
+        targets = target_kinds.make_targets(texts, made)
+        for target in targets:  # the same refusals for a run and its --dry-run (issue 35)
+            target.check_inputs()
+        refused = event_refusals(targets, steps)  # issue 29: before anything is created
+        if refused:
+            raise UsageError("; ".join(refused))
+        return dataclasses.replace(
+            prepared,
+            targets=tuple(targets),
+            until=(rule, tuple(blocks)) if rule and blocks is not None else None,
+            sampling=request.sampling,
+            extra_samplers=tuple(extra_samplers),
+        )
+
+    def _load_plan(self, ref: str, texts: Sequence[str]) -> Plan:
+        plan = load_plan(ref)
         if plan.name == "replication" and len(texts) < 2:  # said, not refused
             self.env.info(
                 "warning: the replication plan compares designs: give two or more --target "
                 "(e.g. DIR and 'DIR?replicas=1&sync=on')"
             )
-        live = _live_metrics(request.live_metrics, plan)
-        overrides = request.overrides
-        rule = _until_rule(request.until, plan, overrides.repeat)
-        if rule and plan.fleet is not None:
-            raise UsageError(
-                "--until does not apply to a [fleet] plan (yet): its instances run side by "
-                "side already; use --repeat"
-            )
-        shape = RunShape(
-            until=rule is not None, fleet=plan.fleet is not None, dry_run=request.dry_run
-        )
-        target_kinds.refuse(texts, shape)
-        blocks = expand_blocks(plan, overrides) if rule else None
-        if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
-            overrides = dataclasses.replace(overrides, repeat=rule.minimum)
-        steps = tuple(expand(plan, overrides))
-        if overrides.dataset and not any(registry.plugin(s.workload).loads_data for s in steps):
-            raise UsageError(f"--dataset: plan {plan.name!r} loads no data (no pgbench-init step)")
-        if overrides.events and not any(s.params.get("events") for s in steps):
-            asked = " ".join(f"--event {e.text}" for e in overrides.events)
-            raise UsageError(
-                f"{asked}: plan {plan.name!r} has no pgbench step, the only steps events "
-                "apply to: nothing would be done",
-                "give a plan with a pgbench step (e.g. quick), or drop --event",
-            )
+        return plan
+
+    def _target_options(
+        self, request: RunRequest, plan: Plan, overrides: Overrides
+    ) -> TargetOptions:
+        """What every target is made with: the memory cap, the kinds' own options, the
+        install (the settings checked by it) and the design."""
+        texts, options = request.targets, request.target_options
         memory_limit = options.memory_bytes if options.memory_bytes is not None else plan.memory
         floor = memory_limit and cap_floor_problem(
             memory_limit, "--memory" if options.memory_bytes is not None else "the plan's memory"
@@ -110,7 +134,7 @@ class RunService:
         settings = effective_settings(plan, overrides)
         if target_kinds.local_install(texts) == "server":  # clusters howfast creates here
             _check_settings(request.plan, plan, overrides.settings, install, memory_limit)
-        made = TargetOptions(
+        return TargetOptions(
             install,
             wal_dir=options.wal_dir,
             settings=settings,
@@ -123,45 +147,6 @@ class RunService:
             design=merge_design(
                 options.design, plan.design.options() if plan.design else DesignOptions()
             ),
-        )
-        prepared = PreparedRun(
-            command="howfast run",
-            plan_name=plan.name,
-            install=install,
-            steps=steps,
-            targets=(),
-            label=request.label,
-            live_metrics=live,
-            housekeeping=() if request.dry_run else texts,
-        )
-        if any(s.params.get("events") for s in steps) and (rule or plan.fleet is not None):
-            raise UsageError(
-                "events make a step's TPS an outage's: --until and [fleet] plans cannot take "
-                "them (yet)"
-            )
-        if plan.fleet is not None:
-            _refuse_with_fleet(wal_dir=options.wal_dir, keep=options.keep, prometheus=prometheus)
-            if made.design.given():  # a fleet's instances are made without the target kinds
-                raise UsageError(
-                    "a fleet plan's instances get no standbys (yet): drop --replicas, --sync, "
-                    "--standby-dir, --standby-latency and the plan's [design]"
-                )
-            scenarios = tuple(plan.fleet.all_scenarios())
-            place = target_kinds.fleet_place(texts, made, planned=request.dry_run)
-            place.check_plan(list(scenarios))  # before a dry run too: what the plan refuses
-            return dataclasses.replace(prepared, fleet=PreparedFleet(place, scenarios))
-        targets = target_kinds.make_targets(texts, made)
-        for target in targets:  # the same refusals for a run and its --dry-run (issue 35)
-            target.check_inputs()
-        refused = event_refusals(targets, steps)  # issue 29: before anything is created
-        if refused:
-            raise UsageError("; ".join(refused))
-        return dataclasses.replace(
-            prepared,
-            targets=tuple(targets),
-            until=(rule, tuple(blocks)) if rule and blocks is not None else None,
-            sampling=request.sampling,
-            extra_samplers=tuple(extra_samplers),
         )
 
     def prepare_probe(self, request: ProbeRequest) -> PreparedRun:
@@ -220,35 +205,27 @@ class RunService:
     def _runner(
         self, prepared: PreparedRun, db: Store, observer: RunObserver
     ) -> Runner | FleetRunner:
-        from howfast.runner import Runner
+        from howfast.runner import Runner, RunSettings
         from howfast.runner.fleet import FleetRunner
 
-        if prepared.fleet is not None:
-            return FleetRunner(
-                db,
-                prepared.fleet.place,
-                prepared.fleet.scenarios,
-                list(prepared.steps),
-                plan_name=prepared.plan_name,
-                install=prepared.install,
-                observer=observer,
-                label=prepared.label,
-                clock=self.env.clock,
-                cancel=self.env.cancel,
-            )
-        return Runner(
+        settings = RunSettings(
             db,
-            list(prepared.targets),
             list(prepared.steps),
             plan_name=prepared.plan_name,
             install=prepared.install,
             observer=observer,
             label=prepared.label,
+            clock=self.env.clock,
+            cancel=self.env.cancel,
+        )
+        if prepared.fleet is not None:
+            return FleetRunner(settings, prepared.fleet.place, prepared.fleet.scenarios)
+        return Runner(
+            settings,
+            list(prepared.targets),
             sample_interval_s=prepared.sampling.interval_s,
             extra_samplers=prepared.extra_samplers,
             until=prepared.until,
-            clock=self.env.clock,
-            cancel=self.env.cancel,
         )
 
     def _serve_metrics(self, plan_name: str, live: LiveMetrics) -> MetricsObserver:
@@ -266,6 +243,63 @@ def _prometheus_samplers(url: str) -> list[SamplerFactory]:
     from howfast.samplers.prometheus import prometheus_samplers
 
     return prometheus_samplers(url)
+
+
+def _until_rule_of(request: RunRequest, plan: Plan) -> UntilRule | None:
+    """The --until rule (None: none), refused with a fleet; then what the target kinds
+    refuse of the run's shape."""
+    rule = _until_rule(request.until, plan, request.overrides.repeat)
+    if rule and plan.fleet is not None:
+        raise UsageError(
+            "--until does not apply to a [fleet] plan (yet): its instances run side by "
+            "side already; use --repeat"
+        )
+    shape = RunShape(until=rule is not None, fleet=plan.fleet is not None, dry_run=request.dry_run)
+    target_kinds.refuse(request.targets, shape)
+    return rule
+
+
+def _expanded(
+    plan: Plan, overrides: Overrides, rule: UntilRule | None
+) -> tuple[Overrides, tuple[StepSpec, ...], list[Block] | None]:
+    """The overrides in force, the steps and (with --until) the plan's blocks; refused when
+    --dataset or --event would do nothing in this plan."""
+    blocks = expand_blocks(plan, overrides) if rule else None
+    if rule:  # --dry-run lists the rounds every test runs at least; progress starts there
+        overrides = dataclasses.replace(overrides, repeat=rule.minimum)
+    steps = tuple(expand(plan, overrides))
+    if overrides.dataset and not any(registry.plugin(s.workload).loads_data for s in steps):
+        raise UsageError(f"--dataset: plan {plan.name!r} loads no data (no pgbench-init step)")
+    if overrides.events and not any(s.params.get("events") for s in steps):
+        asked = " ".join(f"--event {e.text}" for e in overrides.events)
+        raise UsageError(
+            f"{asked}: plan {plan.name!r} has no pgbench step, the only steps events "
+            "apply to: nothing would be done",
+            "give a plan with a pgbench step (e.g. quick), or drop --event",
+        )
+    return overrides, steps, blocks
+
+
+def _with_fleet(
+    prepared: PreparedRun,
+    request: RunRequest,
+    scenarios: Iterable[FleetScenario],
+    made: TargetOptions,
+) -> PreparedRun:
+    """A [fleet] plan's run: its place and scenarios, what a fleet refuses checked."""
+    options = request.target_options
+    _refuse_with_fleet(
+        wal_dir=options.wal_dir, keep=options.keep, prometheus=request.sampling.prometheus_url
+    )
+    if made.design.given():  # a fleet's instances are made without the target kinds
+        raise UsageError(
+            "a fleet plan's instances get no standbys (yet): drop --replicas, --sync, "
+            "--standby-dir, --standby-latency and the plan's [design]"
+        )
+    all_scenarios = tuple(scenarios)
+    place = target_kinds.fleet_place(request.targets, made, planned=request.dry_run)
+    place.check_plan(list(all_scenarios))  # before a dry run too: what the plan refuses
+    return dataclasses.replace(prepared, fleet=PreparedFleet(place, all_scenarios))
 
 
 def _refuse_with_fleet(**given: object) -> None:

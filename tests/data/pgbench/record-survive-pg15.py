@@ -156,7 +156,9 @@ def record_supervised(server: Postmaster, pgbench: str, out: Path) -> None:
                threading.Thread(target=apply, args=("crash", server.crash, 9.5))]  # fmt: skip
     for t in threads:
         t.start()
-    done = survive.supervise(base, conn, duration_s=14, segment_s=4, run=run)
+    done = survive.supervise(
+        base, conn, duration_s=14, run=run, how=survive.Supervision(segment_s=4)
+    )
     for t in threads:
         t.join()
     for segment in done.segments:

@@ -317,31 +317,30 @@ def server_resources(options: K8sOptions) -> dict[str, Any]:
 
 
 def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
-    containers = []
-    if plan.server:
-        server = _container(
-            plan, POSTGRES, plan.options.image, ["/bin/sh", f"{CONFIG_MOUNT}/start.sh"]
-        )
-        server["env"] = [_password_env(plan, "HOWFAST_PASSWORD")]
-        server["volumeMounts"] += [
-            {"name": "run", "mountPath": RUN_MOUNT},
-            {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
-        ]
-        server["readinessProbe"] = {
-            "exec": {
-                "command": [
-                    "/bin/sh",
-                    "-c",
-                    f"{PATH_SETUP}; pg_isready -q -h 127.0.0.1 -p {plan.port} -U {SUPERUSER}",
-                ]
-            },
-            "periodSeconds": 2,
-            "failureThreshold": 1,
-        }
-        resources = server_resources(plan.options)
-        if resources:
-            server["resources"] = resources
-        containers.append(server)
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": pod_security(),
+        "containers": _pod_containers(plan),
+        "volumes": _pod_volumes(plan),
+    }
+    if plan.options.node:  # through the scheduler, so that WaitForFirstConsumer volumes bind
+        spec["affinity"] = _on_node(plan.options.node)
+    meta = _meta(plan, plan.name, owner)
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    if not plan.server:
+        return manifest
+    if plan.network == "pod" and not plan.remote_clients:  # alone: its labels, no DNS name
+        meta["labels"] = net.role_labels(plan.token, "primary")
+        return manifest
+    return net.place_pod(manifest, plan.network, "primary", hostname=net.PRIMARY_HOSTNAME)
+
+
+def _pod_containers(plan: Plan) -> list[dict[str, Any]]:
+    """The server (with one), the tools, and fio when its image is another."""
+    containers = [_server_container(plan)] if plan.server else []
     tools = _container(plan, TOOLS, plan.options.image, ["/bin/sh", "-c", IDLE_SCRIPT])
     tools["volumeMounts"].append({"name": "work", "mountPath": WORK_MOUNT})
     if plan.server:  # the tools connect with the password, from the Secret, never in argv
@@ -351,6 +350,36 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
         fio = _container(plan, FIO, plan.options.fio_image, ["/bin/sh", "-c", IDLE_SCRIPT])
         fio["volumeMounts"].append({"name": "work", "mountPath": WORK_MOUNT})
         containers.append(fio)
+    return containers
+
+
+def _server_container(plan: Plan) -> dict[str, Any]:
+    server = _container(plan, POSTGRES, plan.options.image, ["/bin/sh", f"{CONFIG_MOUNT}/start.sh"])
+    server["env"] = [_password_env(plan, "HOWFAST_PASSWORD")]
+    server["volumeMounts"] += [
+        {"name": "run", "mountPath": RUN_MOUNT},
+        {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+    ]
+    server["readinessProbe"] = {
+        "exec": {
+            "command": [
+                "/bin/sh",
+                "-c",
+                f"{PATH_SETUP}; pg_isready -q -h 127.0.0.1 -p {plan.port} -U {SUPERUSER}",
+            ]
+        },
+        "periodSeconds": 2,
+        "failureThreshold": 1,
+    }
+    resources = server_resources(plan.options)
+    if resources:
+        server["resources"] = resources
+    return server
+
+
+def _pod_volumes(plan: Plan) -> list[dict[str, Any]]:
+    """The data (a claim, or an emptyDir), the work directory, the WAL's claim, and the
+    server's run directory and configuration."""
     data: dict[str, Any] = {"name": "data"}
     if plan.data_claim:
         data["persistentVolumeClaim"] = {"claimName": plan.data_claim}
@@ -370,41 +399,17 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
             {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": RUN_LIMIT}},
             {"name": "config", "configMap": {"name": plan.name, "defaultMode": 0o555}},
         ]
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        "terminationGracePeriodSeconds": 30,
-        "securityContext": pod_security(),
-        "containers": containers,
-        "volumes": volumes,
-    }
-    if plan.options.node:  # through the scheduler, so that WaitForFirstConsumer volumes bind
-        spec["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchFields": [
-                                {
-                                    "key": "metadata.name",
-                                    "operator": "In",
-                                    "values": [plan.options.node],
-                                }
-                            ]
-                        }
-                    ]
-                }
-            }
+    return volumes
+
+
+def _on_node(node: str) -> dict[str, Any]:
+    """A required node affinity on the node's name."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
         }
-    meta = _meta(plan, plan.name, owner)
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-    if not plan.server:
-        return manifest
-    if plan.network == "pod" and not plan.remote_clients:  # alone: its labels, no DNS name
-        meta["labels"] = net.role_labels(plan.token, "primary")
-        return manifest
-    return net.place_pod(manifest, plan.network, "primary", hostname=net.PRIMARY_HOSTNAME)
+    }
 
 
 def dependents(plan: Plan, owner: Mapping[str, str] | None) -> list[dict[str, Any]]:

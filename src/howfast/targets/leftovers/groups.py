@@ -274,95 +274,133 @@ def parent_state(process: Process, by_pid: dict[int, Process]) -> tuple[str, str
 
 def group_all(snapshot: Snapshot) -> list[Group]:
     """Each run's things in one group, with the marks that tell whether its howfast runs."""
-    groups: dict[tuple[str, str], Group] = {}
+    grouping = _Grouping(snapshot)
+    grouping.add_target_dirs()
+    grouping.add_private_dirs()
+    grouping.place_servers_on_volumes()
+    grouping.add_registry_files()
+    grouping.add_parent_marks()
+    grouping.fold_inner_clusters()
+    grouping.add_cgroups()
+    return [grouping.groups[k] for k in sorted(grouping.groups)]
 
-    def group(key: tuple[str, str]) -> Group:
-        return groups.setdefault(key, Group(*key))
 
-    inner: dict[str, tuple[str, str]] = {}  # a cluster's token -> the volume or fleet it is in
-    for directory in snapshot.target_dirs:
-        state = directory_state(directory)
-        for entry in directory.entries:
-            found = group(_entry_key(entry))
-            found.marks.append(state)
-            found.directories.append(directory.path)
-            found.entries.append(entry)
-            for name in entry.inner:  # the clusters on a volume
-                inner[name.removeprefix("howfast-")] = ("volume", found.key)
-            if found.kind == "fleet":
-                for member in directory.members:
-                    if names.is_within(member.path, entry.path):
-                        for cluster in member.entries:
-                            inner[_entry_key(cluster)[1]] = ("fleet", found.key)
-    holders = lock_holders(snapshot)
-    for private in snapshot.private_dirs:
-        found = group(private_key(private))
-        found.privates.append(private)
-        found.marks.append(private_state(private, holders))
-        for used in private.owner.directories if private.owner else ():
-            found.directories.append(outer_directory(used) or used)
-            volume = names.volume_of(used)
-            if found.kind == "cluster" and volume:
-                inner[found.key] = ("volume", volume[1])
-    for process in snapshot.processes:  # a server on a volume names both in its directory
-        if process.cwd and program(process) in SERVER_PROGRAMS:
-            on_volume, in_cluster = names.volume_of(process.cwd), names.cluster_of(process.cwd)
-            if on_volume and in_cluster and names.is_within(in_cluster[0], on_volume[0]):
-                inner[in_cluster[1]] = ("volume", on_volume[1])
-    cgroup_dirs: dict[str, str] = {}  # a cgroup a registry file names -> its server's data
-    for record in snapshot.registry:
-        record_mark = registry_state(record)
-        for item in record.present:
-            if item.kind == "cgroup":
-                cgroup_dirs[item.path] = item.data_dir
-                continue
-            named = path_key(item.path) if item.kind == "directory" else data_dir_key(item.data_dir)
-            if named is None:
-                continue
-            owner = group(named)
-            owner.marks.append(record_mark)
-            if record not in owner.records:
-                owner.records.append(record)
-            if item.kind in ("sysv", "dsm"):
-                owner.segments.append(item)
-    by_pid = {p.pid: p for p in snapshot.processes}
-    for process in snapshot.processes:  # whose child it is says whether its howfast runs
-        key = process_key(process)
-        mark = parent_state(process, by_pid) if key else None
-        if key and mark:
-            group(inner.get(key[1], key) if key[0] == "cluster" else key).marks.append(mark)
-    for token, outer_key in inner.items():  # a cluster goes with its volume or fleet
-        outer = group(outer_key)
-        outer.tokens.add(token)
-        taken = groups.pop(("cluster", token), None)
-        if taken is not None:
-            outer.marks += taken.marks
-            outer.privates += taken.privates
-            outer.directories += taken.directories
-            outer.records += [r for r in taken.records if r not in outer.records]
-            outer.segments += taken.segments
-    for cgroup in snapshot.cgroups:
-        name = PurePath(cgroup.path).name
-        match = names.CGROUP.fullmatch(name)
-        token = match[2] if match else ""
-        where: tuple[str, str] = (
-            ("volume", token) if match and match[1] == "vol" else ("cluster", token)
-        )
-        if where not in groups and cgroup.path in cgroup_dirs:  # a standby's, by its server
-            where = data_dir_key(cgroup_dirs[cgroup.path]) or where
-        if where[0] == "cluster" and where[1] in inner:
-            where = inner[where[1]]
-        if where not in groups:
-            where = ("cgroup", cgroup.path)
-        found = group(where)
-        found.cgroups.append(cgroup)
-        found.marks.append(cgroup_state(cgroup))
-        for record in snapshot.registry:
-            if any(i.kind == "cgroup" and i.path == cgroup.path for i in record.present):
-                found.marks.append(registry_state(record))
-                if record not in found.records:
-                    found.records.append(record)
-    return [groups[k] for k in sorted(groups)]
+class _Grouping:
+    """group_all's groups as they are built, in the order its steps run (a later step finds
+    the groups and the nesting the earlier ones made)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.groups: dict[tuple[str, str], Group] = {}
+        self.inner: dict[str, tuple[str, str]] = {}  # a cluster's token -> its volume or fleet
+        self.cgroup_dirs: dict[str, str] = {}  # a cgroup a registry file names -> its data
+
+    def group(self, key: tuple[str, str]) -> Group:
+        return self.groups.setdefault(key, Group(*key))
+
+    def add_target_dirs(self) -> None:
+        for directory in self.snapshot.target_dirs:
+            state = directory_state(directory)
+            for entry in directory.entries:
+                found = self.group(_entry_key(entry))
+                found.marks.append(state)
+                found.directories.append(directory.path)
+                found.entries.append(entry)
+                for name in entry.inner:  # the clusters on a volume
+                    self.inner[name.removeprefix("howfast-")] = ("volume", found.key)
+                if found.kind == "fleet":
+                    for member in directory.members:
+                        if names.is_within(member.path, entry.path):
+                            for cluster in member.entries:
+                                self.inner[_entry_key(cluster)[1]] = ("fleet", found.key)
+
+    def add_private_dirs(self) -> None:
+        holders = lock_holders(self.snapshot)
+        for private in self.snapshot.private_dirs:
+            found = self.group(private_key(private))
+            found.privates.append(private)
+            found.marks.append(private_state(private, holders))
+            for used in private.owner.directories if private.owner else ():
+                found.directories.append(outer_directory(used) or used)
+                volume = names.volume_of(used)
+                if found.kind == "cluster" and volume:
+                    self.inner[found.key] = ("volume", volume[1])
+
+    def place_servers_on_volumes(self) -> None:
+        """A server on a volume names both in its directory."""
+        for process in self.snapshot.processes:  # a server on a volume names both in its directory
+            if process.cwd and program(process) in SERVER_PROGRAMS:
+                on_volume, in_cluster = names.volume_of(process.cwd), names.cluster_of(process.cwd)
+                if on_volume and in_cluster and names.is_within(in_cluster[0], on_volume[0]):
+                    self.inner[in_cluster[1]] = ("volume", on_volume[1])
+
+    def add_registry_files(self) -> None:
+        for record in self.snapshot.registry:
+            record_mark = registry_state(record)
+            for item in record.present:
+                if item.kind == "cgroup":
+                    self.cgroup_dirs[item.path] = item.data_dir
+                    continue
+                named = (
+                    path_key(item.path) if item.kind == "directory" else data_dir_key(item.data_dir)
+                )
+                if named is None:
+                    continue
+                owner = self.group(named)
+                owner.marks.append(record_mark)
+                if record not in owner.records:
+                    owner.records.append(record)
+                if item.kind in ("sysv", "dsm"):
+                    owner.segments.append(item)
+
+    def add_parent_marks(self) -> None:
+        """Whose child a process is says whether its howfast runs."""
+        by_pid = {p.pid: p for p in self.snapshot.processes}
+        for process in self.snapshot.processes:  # whose child it is says whether its howfast runs
+            key = process_key(process)
+            mark = parent_state(process, by_pid) if key else None
+            if key and mark:
+                self.group(
+                    self.inner.get(key[1], key) if key[0] == "cluster" else key
+                ).marks.append(mark)
+
+    def fold_inner_clusters(self) -> None:
+        """A cluster goes with its volume or fleet."""
+        for token, outer_key in self.inner.items():  # a cluster goes with its volume or fleet
+            outer = self.group(outer_key)
+            outer.tokens.add(token)
+            taken = self.groups.pop(("cluster", token), None)
+            if taken is not None:
+                outer.marks += taken.marks
+                outer.privates += taken.privates
+                outer.directories += taken.directories
+                outer.records += [r for r in taken.records if r not in outer.records]
+                outer.segments += taken.segments
+
+    def add_cgroups(self) -> None:
+        for cgroup in self.snapshot.cgroups:
+            name = PurePath(cgroup.path).name
+            match = names.CGROUP.fullmatch(name)
+            token = match[2] if match else ""
+            where: tuple[str, str] = (
+                ("volume", token) if match and match[1] == "vol" else ("cluster", token)
+            )
+            if (
+                where not in self.groups and cgroup.path in self.cgroup_dirs
+            ):  # a standby's, by its server
+                where = data_dir_key(self.cgroup_dirs[cgroup.path]) or where
+            if where[0] == "cluster" and where[1] in self.inner:
+                where = self.inner[where[1]]
+            if where not in self.groups:
+                where = ("cgroup", cgroup.path)
+            found = self.group(where)
+            found.cgroups.append(cgroup)
+            found.marks.append(cgroup_state(cgroup))
+            for record in self.snapshot.registry:
+                if any(i.kind == "cgroup" and i.path == cgroup.path for i in record.present):
+                    found.marks.append(registry_state(record))
+                    if record not in found.records:
+                        found.records.append(record)
 
 
 def of_process(groups: list[Group], pid: int) -> list[Group]:

@@ -142,36 +142,47 @@ LineHandler = Callable[[int, float, str], None]  # (segment, its start epoch, st
 StopRule = Callable[[SegmentRun], "str | None"]
 
 
+@dataclass(frozen=True)
+class Supervision:
+    """How `supervise` runs the segments, besides what it runs: their length, the wait
+    between failed attempts, what it reports, when it stops early, and its clock.
+    `stop_reason` may end the load early after any segment, with its reason (a segment that
+    failed while no event was under way, say). `on_started(origin_epoch)` is called once, as
+    the first segment starts: the load's time 0, from which events are scheduled.
+    `on_line(segment, its start epoch, text)` gets each line of pgbench's stderr."""
+
+    segment_s: int = DEFAULT_SEGMENT_S
+    retry_s: float = RETRY_S
+    cancel: CancelToken = NEVER
+    clock: Callable[[], float] = time.time
+    on_line: LineHandler | None = None
+    stop_reason: StopRule | None = None
+    on_started: Callable[[float], None] | None = None
+
+
 def supervise(
     base: Sequence[str],
     conn: Connection,
     *,
     duration_s: float,
     run: RunTool,
-    segment_s: int = DEFAULT_SEGMENT_S,
-    retry_s: float = RETRY_S,
-    cancel: CancelToken = NEVER,
-    clock: Callable[[], float] = time.time,
-    on_line: LineHandler | None = None,
-    stop_reason: StopRule | None = None,
-    on_started: Callable[[float], None] | None = None,
+    how: Supervision = Supervision(),
 ) -> Supervised:
     """Run segments until `duration_s` has passed since the first one started. `run(invocation,
     subdir, on_line)` runs one on the step's host, in `seg-N/` (StepContext.run with
-    track=True). `stop_reason` may end the load early after any segment, with its reason (a
-    segment that failed while no event was under way, say). Cancellation raises Aborted from
-    `run` or from the wait between attempts. `on_started(origin_epoch)` is called once, as
-    the first segment starts: the load's time 0, from which events are scheduled."""
+    track=True). Cancellation (`how.cancel`) raises Aborted from `run` or from the wait
+    between attempts."""
+    cancel, clock, on_line, stop_reason = how.cancel, how.clock, how.on_line, how.stop_reason
     started = clock()
     end = started + duration_s
-    if on_started is not None:
-        on_started(started)
+    if how.on_started is not None:
+        how.on_started(started)
     segments: list[SegmentRun] = []
     stopped = None
     quick_aborts = 0
     while True:
         cancel.raise_if_cancelled()
-        seconds = segment_seconds(end - clock(), segment_s)
+        seconds = segment_seconds(end - clock(), how.segment_s)
         if seconds == 0:
             break
         number = len(segments) + 1
@@ -199,7 +210,7 @@ def supervise(
         quick = segment.returncode != 0 and clock() - began < QUICK_ABORT_S
         quick_aborts = quick_aborts + 1 if quick and segment.ran else 0
         pause = (segment.returncode != 0 and not segment.ran) or quick_aborts >= 2
-        if pause and cancel.wait(retry_s):
+        if pause and cancel.wait(how.retry_s):
             cancel.raise_if_cancelled()
     return Supervised(started, clock(), tuple(segments), stopped)
 

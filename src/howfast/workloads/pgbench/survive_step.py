@@ -150,10 +150,14 @@ def _supervise(
 
     duration = params.get("duration_s")
     assert isinstance(duration, int | float)
-    return survive.supervise(
-        base, conn, duration_s=float(duration), run=run, segment_s=segment_length(params),
-        cancel=ctx.cancel, on_line=on_line, stop_reason=stop_reason, on_started=started,
-    )  # fmt: skip
+    how = survive.Supervision(
+        segment_s=segment_length(params),
+        cancel=ctx.cancel,
+        on_line=on_line,
+        stop_reason=stop_reason,
+        on_started=started,
+    )
+    return survive.supervise(base, conn, duration_s=float(duration), run=run, how=how)
 
 
 def _metrics(

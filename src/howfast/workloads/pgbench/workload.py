@@ -4,6 +4,7 @@ The logic lives in build/parse/txlog."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -148,8 +149,6 @@ class PgbenchWorkload(Workload):
         return probed
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
-        from howfast.workloads.pgbench import parse, txlog
-
         try:
             offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
         except ValueError as exc:
@@ -176,65 +175,11 @@ class PgbenchWorkload(Workload):
                 ctx, params, ctx.events, program=_pgbench(ctx), jobs=jobs, progress=progress
             )
             return survived.with_resolved({**resolved, **survived.resolved_params})
-        invocation = build.run_invocation(
-            _pgbench(ctx), params, jobs=jobs, conn=ctx.server(), progress=progress
-        )
-        warnings = []
-        scratch = ctx.target.scratch_dir() if isinstance(ctx.target, HasStorage) else None
-        if scratch is not None and ctx.host.same_filesystem(ctx.work_dir, scratch):
-            warnings.append(
-                "pgbench's per-transaction log is written to the storage under test "
-                "(no separate filesystem such as /dev/shm was available)"
-            )
-
-        def on_line(line: str) -> None:
-            point = parse.parse_progress_line(line)
-            if point is not None:
-                values = {"tps": point.tps, "latency_ms": point.latency_ms}
-                if point.failed is not None:  # this interval's failed transactions
-                    values["failed"] = float(point.failed)
-                ctx.on_progress(point.t, values)
-
-        # Without progress lines the live view comes from the log, as pgbench writes it.
-        follower = (
-            contextlib.nullcontext()
-            if progress
-            else livelog.LogFollower(
-                ctx.work_dir / build.LOG_PREFIX.parent,
-                f"{build.LOG_PREFIX.name}.*",
-                sampling,
-                ctx.on_progress,
-                jobs,
-            )
-        )
-        with follower:
-            result = ctx.run(invocation, on_line=on_line, track=True)
-        run = parse.parse_run(result.stdout + "\n" + result.stderr)
+        load = _Load(params, jobs=jobs, progress=progress, sampling=sampling)
+        warnings = _log_placement_warnings(ctx)
+        result = _run_load(ctx, load)
         outcome = OutcomeDraft(resolved_params={"jobs": jobs, **resolved}, warnings=warnings)
-        outcome.metrics.update(run.metrics())
-        outcome.series.update(_progress_series(run))
-        log_files = [result.files[name] for name in sorted(result.files)]
-        if log_files:
-            # With a rate limit the 7th column is schedule lag; say so rather than guess.
-            summary = txlog.read_logs(log_files, lag=params.get("rate") is not None)
-            outcome.histograms["latency_us"] = summary.histogram
-            if summary.histogram:
-                outcome.metrics.update(txlog.latency_metrics(summary.histogram))
-                outcome.metrics.update(txlog.latency_intervals(summary.histogram))
-            if summary.failed and sampling is None:  # a sample's count is not the run's
-                outcome.metrics.setdefault("failed", summary.failed)
-            # Without progress lines the log's series are the step's (the first and last
-            # seconds, partial, left out as -P leaves them); else beside them, as log_*.
-            prefix = "log_" if progress else ""
-            for name, points in _log_series(summary, sampling, whole_seconds=not progress).items():
-                outcome.series.setdefault(f"{prefix}{name}", points)
-        if result.returncode != 0 or run.aborted:
-            outcome.status = "failed"
-            outcome.error = _error_tail(result)
-        elif "tps" not in outcome.metrics:
-            outcome.status = "failed"
-            outcome.error = "pgbench finished but printed no tps line:\n" + _error_tail(result)
-        return outcome.freeze()
+        return _judged(outcome, result, load)
 
     def planned(self, ctx: PlanContext, params: dict[str, JSONValue]) -> list[PlannedInvocation]:
         assert ctx.connection is not None
@@ -298,6 +243,93 @@ class PgbenchWorkload(Workload):
             return [*planned, PlannedInvocation(first, "; ".join(notes))]
         invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
         return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
+
+
+@dataclass(frozen=True)
+class _Load:
+    """A pgbench step's load as it runs: its parameters (the rate and log sampling rate
+    resolved), its threads, whether pgbench prints progress lines, and the log's sampling
+    rate (None: every transaction)."""
+
+    params: dict[str, JSONValue]
+    jobs: int
+    progress: bool
+    sampling: float | None
+
+
+def _log_placement_warnings(ctx: StepContext) -> list[str]:
+    scratch = ctx.target.scratch_dir() if isinstance(ctx.target, HasStorage) else None
+    if scratch is not None and ctx.host.same_filesystem(ctx.work_dir, scratch):
+        return [
+            "pgbench's per-transaction log is written to the storage under test "
+            "(no separate filesystem such as /dev/shm was available)"
+        ]
+    return []
+
+
+def _run_load(ctx: StepContext, load: _Load) -> ToolResult:
+    """pgbench, its progress lines (or its log, as pgbench writes it) fed to the live view."""
+    from howfast.workloads.pgbench import parse
+
+    invocation = build.run_invocation(
+        _pgbench(ctx), load.params, jobs=load.jobs, conn=ctx.server(), progress=load.progress
+    )
+
+    def on_line(line: str) -> None:
+        point = parse.parse_progress_line(line)
+        if point is not None:
+            values = {"tps": point.tps, "latency_ms": point.latency_ms}
+            if point.failed is not None:  # this interval's failed transactions
+                values["failed"] = float(point.failed)
+            ctx.on_progress(point.t, values)
+
+    # Without progress lines the live view comes from the log, as pgbench writes it.
+    follower = (
+        contextlib.nullcontext()
+        if load.progress
+        else livelog.LogFollower(
+            ctx.work_dir / build.LOG_PREFIX.parent,
+            f"{build.LOG_PREFIX.name}.*",
+            load.sampling,
+            ctx.on_progress,
+            load.jobs,
+        )
+    )
+    with follower:
+        return ctx.run(invocation, on_line=on_line, track=True)
+
+
+def _judged(outcome: OutcomeDraft, result: ToolResult, load: _Load) -> StepOutcome:
+    """The step's figures from pgbench's output and its per-transaction logs; failed when
+    pgbench failed or printed no tps."""
+    from howfast.workloads.pgbench import parse, txlog
+
+    run = parse.parse_run(result.stdout + "\n" + result.stderr)
+    outcome.metrics.update(run.metrics())
+    outcome.series.update(_progress_series(run))
+    log_files = [result.files[name] for name in sorted(result.files)]
+    sampling, progress = load.sampling, load.progress
+    if log_files:
+        # With a rate limit the 7th column is schedule lag; say so rather than guess.
+        summary = txlog.read_logs(log_files, lag=load.params.get("rate") is not None)
+        outcome.histograms["latency_us"] = summary.histogram
+        if summary.histogram:
+            outcome.metrics.update(txlog.latency_metrics(summary.histogram))
+            outcome.metrics.update(txlog.latency_intervals(summary.histogram))
+        if summary.failed and sampling is None:  # a sample's count is not the run's
+            outcome.metrics.setdefault("failed", summary.failed)
+        # Without progress lines the log's series are the step's (the first and last
+        # seconds, partial, left out as -P leaves them); else beside them, as log_*.
+        prefix = "log_" if progress else ""
+        for name, points in _log_series(summary, sampling, whole_seconds=not progress).items():
+            outcome.series.setdefault(f"{prefix}{name}", points)
+    if result.returncode != 0 or run.aborted:
+        outcome.status = "failed"
+        outcome.error = _error_tail(result)
+    elif "tps" not in outcome.metrics:
+        outcome.status = "failed"
+        outcome.error = "pgbench finished but printed no tps line:\n" + _error_tail(result)
+    return outcome.freeze()
 
 
 def _probe_round_trip(ctx: StepContext) -> StepOutcome:
