@@ -47,8 +47,6 @@ class PreparedRun:
     sampling: SamplingOptions = dataclasses.field(default_factory=SamplingOptions)
     extra_samplers: tuple[SamplerFactory, ...] = ()  # --prometheus's
     live_metrics: LiveMetrics | None = None  # None: no live exporter
-    # The targets whose kinds tidy what killed runs left (empty cgroups) before it runs
-    housekeeping: tuple[str, ...] = ()
     # Checks that hold something (a directory's lock) and so run only when it runs, before
     # the store is opened: the probe's room and programs on its directory.
     before_store: Callable[[], None] | None = None

@@ -3,8 +3,9 @@ from a typed request to a stored run, in two moves.
 
 - `prepare(request)` decides everything and creates nothing: the plan loaded and expanded,
   the install, the targets (or the fleet's place), the `--until` rule, the ETA. Every usage
-  error is raised here, so that `--dry-run` refuses what a run would.
-- `execute(prepared, observer)` runs it: the housekeeping of the kinds present, the store
+  error is raised here, so that `--dry-run` refuses what a run would. A run that is not a
+  dry run first has the kinds present tidy what killed runs left (empty cgroups).
+- `execute(prepared, observer)` runs it: the store
   (closing the runs a killed howfast left), live metrics, the Runner or FleetRunner (which
   install the signal handlers: runner/run.py `record_run`), and closes them whatever happens;
   it returns the stored run, derived.
@@ -83,13 +84,17 @@ class RunService:
             targets=(),
             label=request.label,
             live_metrics=live,
-            housekeeping=() if request.dry_run else texts,
         )
         if any(s.params.get("events") for s in steps) and (rule or plan.fleet is not None):
             raise UsageError(
                 "events make a step's TPS an outage's: --until and [fleet] plans cannot take "
                 "them (yet)"
             )
+        if not request.dry_run:
+            # What killed runs left is tidied by the next run, also one whose own inputs are
+            # then refused (as before those refusals moved here, ahead of execute)
+            for line in target_kinds.housekeeping(texts):
+                self.env.info(line)
         if plan.fleet is not None:
             return _with_fleet(prepared, request, plan.fleet.all_scenarios(), made)
         targets = target_kinds.make_targets(texts, made)
@@ -163,8 +168,6 @@ class RunService:
         from howfast.service.reading import read_run
 
         try:
-            for line in target_kinds.housekeeping(prepared.housekeeping):
-                self.env.info(line)
             if prepared.before_store is not None:
                 prepared.before_store()
             db = open_results(self.env, None)
