@@ -1,0 +1,171 @@
+"""The values of a run file, checked before anything is stored (docs/json.md#figures).
+
+The structure (which keys, which types) is pydantic's part, in runfile.py; this module holds
+what a structure cannot say: every number finite and within what such a figure can be (the
+rules of metric.py, the ones the tools' parsers apply), times as ISO dates, and a document
+neither deeper nor larger than a run file can be. Each fault is named by its JSON path, and
+the first one refuses the whole file. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from howfast.metric import (
+    ANY,
+    COUNT,
+    LATENCY_US,
+    SECONDS,
+    Bounds,
+    bounds_for,
+    shown_value,
+)
+
+# A run file's deepest value (a statement of a step's metrics, an event's figures in a
+# section) is about ten levels down; 64 leaves room for what a sampler adds, and far less
+# than the recursion a parser or a printer of a deeper document would need.
+MAX_DEPTH = 64
+# A run file holds every per-second series; a day-long run of a few steps is tens of MB.
+MAX_CHARS = 256 * 1024 * 1024
+SERIES_TIME = Bounds("a time in seconds", -SECONDS.high, SECONDS.high)
+_SHOWN_LEVELS = 6  # of a value nested too deep, the keys of its path shown
+# Keys whose values are text whatever their names say: PostgreSQL's settings as `SHOW` prints
+# them ("10s", "8MB").
+TEXT_KEYS = frozenset({"settings"})
+
+
+class FigureFault(ValueError):
+    """A value of a run file that cannot be stored: where it is and why."""
+
+    def __init__(self, where: str, why: str) -> None:
+        self.where = where
+        self.why = why
+        super().__init__(f"{where}: {why}")
+
+
+def check_depth(raw: Any) -> None:
+    """No value deeper than MAX_DEPTH: FigureFault names the outermost few keys above it."""
+    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise FigureFault(where, f"nested deeper than {MAX_DEPTH} levels")
+        shown = depth < _SHOWN_LEVELS
+        if isinstance(node, Mapping):
+            stack.extend((v, _key(where, str(k)) if shown else where, depth + 1)
+                         for k, v in node.items())  # fmt: skip
+        elif isinstance(node, list):
+            stack.extend((v, f"{where}[{i}]" if shown else where, depth + 1)
+                         for i, v in enumerate(node))  # fmt: skip
+
+
+def check_document(raw: Any) -> None:
+    """Every number anywhere finite and within ±2^63 (beyond, sums and ratios of them
+    overflow): FigureFault at the first, in document order, that is not."""
+    stack: list[tuple[Any, str]] = [(raw, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, Mapping):
+            items = [(_key(where, str(k)), v) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(f"{where}[{i}]", v) for i, v in enumerate(node)]
+        else:
+            if isinstance(node, int | float) and not isinstance(node, bool):
+                _check(ANY, node, where or "the document")
+            continue
+        stack.extend((value, path) for path, value in reversed(items))
+
+
+def check_runs(raw: Mapping[str, Any]) -> None:
+    """The figures and times of a run file whose structure pydantic accepted."""
+    _date(raw.get("exported_at"), "exported_at")
+    for r, run in enumerate(raw["runs"]):
+        where = f"runs[{r}]"
+        _date(run["started_at"], f"{where}.started_at")
+        if run["finished_at"] is not None:
+            _date(run["finished_at"], f"{where}.finished_at")
+        for s, step in enumerate(run["steps"]):
+            _check_step(step, f"{where}.steps[{s}]")
+
+
+def _check_step(step: Mapping[str, Any], where: str) -> None:
+    _date(step["started_at"], f"{where}.started_at")
+    _date(step["finished_at"], f"{where}.finished_at")
+    for part in ("metrics", "asked", "resolved"):
+        check_named(step[part], f"{where}.{part}")
+    for name, points in step["series"].items():
+        bounds, path = _series_bounds(name), _key(f"{where}.series", name)
+        for i, (t, value) in enumerate(points):
+            _check(SERIES_TIME, t, f"{path}[{i}][0]")
+            if value is not None:
+                _check(bounds, value, f"{path}[{i}][1]")
+    for name, counts in step["histograms"].items():
+        path = _key(f"{where}.histograms", name)
+        for key, count in counts.items():
+            _check(LATENCY_US, _whole(key), f"{path} key {shown_value(key)}")
+            _check(COUNT, count, f'{path}["{key}"]')
+
+
+def check_named(figures: Mapping[str, Any], where: str) -> None:
+    """Each value of `figures` by the rule its name gives (metric.bounds_for), in nested
+    objects and lists too (a step's statements, a fleet's I/O limits); null is a figure not
+    measured. Names no rule covers are held to check_document's."""
+    for path, name, value in _named_values(figures, where):
+        bounds = bounds_for(name)
+        if bounds is not None and value is not None:
+            _check(bounds, value, path)
+
+
+def _named_values(node: Mapping[str, Any], where: str) -> Iterator[tuple[str, str, Any]]:
+    for key, value in node.items():
+        path = _key(where, str(key))
+        if key in TEXT_KEYS:
+            continue
+        if isinstance(value, Mapping):
+            yield from _named_values(value, path)
+        elif isinstance(value, list) and any(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    yield from _named_values(item, f"{path}[{i}]")
+        else:
+            yield path, str(key), value
+
+
+def _series_bounds(name: str) -> Bounds:
+    """A series by its name's last part ("io.data.write_iops": IOPS); its values are
+    averages over a second, whole or not."""
+    bounds = bounds_for(name.rsplit(".", 1)[-1]) or ANY
+    return Bounds(bounds.kind, bounds.low, bounds.high) if bounds.integer else bounds
+
+
+def _whole(key: str) -> int | str:
+    """A histogram key as the integer it spells, else as it is (then not a number)."""
+    try:
+        return int(key)
+    except ValueError:
+        return key
+
+
+def _check(bounds: Bounds, value: object, where: str) -> None:
+    fault = bounds.fault(value)
+    if fault is not None:
+        raise FigureFault(where, fault)
+
+
+def _date(value: object, where: str) -> None:
+    """An ISO 8601 date and time, as howfast writes them ('2026-01-01T10:00:00+00:00')."""
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise FigureFault(where, f"{shown_value(value)} is not an ISO 8601 date and time") from None
+
+
+def _key(where: str, key: str) -> str:
+    plain = key.isidentifier()
+    if not where:
+        return key if plain else f'["{key}"]'
+    return f"{where}.{key}" if plain else f'{where}["{key}"]'
