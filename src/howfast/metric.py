@@ -125,3 +125,10 @@ def bounds_for(name: str) -> Bounds | None:
     if "change" in name or "delta" in name:
         return None
     return next((bounds for suffix, bounds in _SUFFIXES if name.endswith(suffix)), None)
+
+
+def series_bounds(name: str) -> Bounds:
+    """A per-second series by its name's last part ("io.data.write_iops": a rate), any
+    finite figure for other names; averages over a second, so never only whole numbers."""
+    bounds = bounds_for(name.rsplit(".", 1)[-1]) or ANY
+    return Bounds(bounds.kind, bounds.low, bounds.high) if bounds.integer else bounds

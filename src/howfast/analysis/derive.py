@@ -38,6 +38,7 @@ from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.design_writes import design_writes
 from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
+from howfast.analysis.figures import usable_step
 from howfast.analysis.hooks import DeriveContext, Derived, analysis_for, apply
 from howfast.analysis.io import analyze_step
 from howfast.analysis.memory_storage import MARK, memory_storage_warning
@@ -78,7 +79,9 @@ IO_SECTION_KEYS = {
 
 def derive_run(run: RunRecord) -> RunRecord:
     """The run with every step's derived metrics, warnings and sections, and every target's
-    verdicts; `run` is not changed."""
+    verdicts; `run` is not changed. A stored figure no rule allows (a negative TPS, NaN,
+    1e308, a text) is set aside first, with a warning (analysis/figures.py)."""
+    run = replace(run, steps=[usable_step(s) for s in run.steps])
     imported = {t.name for t in run.targets if t.kind == "import"}
     settings = {t.name: t.settings for t in run.targets}
     done: dict[str, list[StepRecord]] = {}

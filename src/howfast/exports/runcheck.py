@@ -9,7 +9,8 @@ the first one refuses the whole file. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from howfast.metric import (
     SECONDS,
     Bounds,
     bounds_for,
+    series_bounds,
     shown_value,
 )
 
@@ -96,16 +98,22 @@ def _check_step(step: Mapping[str, Any], where: str) -> None:
     for part in ("metrics", "asked", "resolved"):
         check_named(step[part], f"{where}.{part}")
     for name, points in step["series"].items():
-        bounds, path = _series_bounds(name), _key(f"{where}.series", name)
-        for i, (t, value) in enumerate(points):
-            _check(SERIES_TIME, t, f"{path}[{i}][0]")
-            if value is not None:
-                _check(bounds, value, f"{path}[{i}][1]")
+        check_series(name, points, f"{where}.series")
     for name, counts in step["histograms"].items():
         path = _key(f"{where}.histograms", name)
         for key, count in counts.items():
             _check(LATENCY_US, _whole(key), f"{path} key {shown_value(key)}")
             _check(COUNT, count, f'{path}["{key}"]')
+
+
+def check_series(name: str, points: Sequence[Sequence[Any]], where: str) -> None:
+    """A series' [t, value] pairs: times within a few years, values by the rule of the
+    name's last part; null (NaN) is a second with no value."""
+    bounds, path = series_bounds(name), _key(where, name)
+    for i, (t, value) in enumerate(points):
+        _check(SERIES_TIME, t, f"{path}[{i}][0]")
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            _check(bounds, value, f"{path}[{i}][1]")
 
 
 def check_named(figures: Mapping[str, Any], where: str) -> None:
@@ -131,13 +139,6 @@ def _named_values(node: Mapping[str, Any], where: str) -> Iterator[tuple[str, st
                     yield from _named_values(item, f"{path}[{i}]")
         else:
             yield path, str(key), value
-
-
-def _series_bounds(name: str) -> Bounds:
-    """A series by its name's last part ("io.data.write_iops": IOPS); its values are
-    averages over a second, whole or not."""
-    bounds = bounds_for(name.rsplit(".", 1)[-1]) or ANY
-    return Bounds(bounds.kind, bounds.low, bounds.high) if bounds.integer else bounds
 
 
 def _whole(key: str) -> int | str:
