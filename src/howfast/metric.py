@@ -78,6 +78,15 @@ PERCENT = Bounds("a percentage", 0, 100)
 ANY = Bounds("a figure", -LARGEST, LARGEST)
 NON_NEGATIVE = Bounds("a figure", 0, LARGEST)
 
+# The rule of each unit a workload declares its metrics in (plugin metrics): their names
+# say the same (tests/unit/test_runfile_values.py).
+METRIC_UNITS_BOUNDS: dict[str, Bounds] = {
+    **dict.fromkeys(("tx/s", "IOPS", "ops/s", "commits/s"), RATE),
+    "MB/s": BANDWIDTH,
+    "ms": LATENCY_MS,
+    "s": SECONDS,
+    "bytes": BYTES,
+}
 _EXACT: dict[str, Bounds] = {
     **dict.fromkeys(("tps", "rate", "rate_offered"), RATE),
     **dict.fromkeys(("clients", "jobs", "repetition", "numjobs", "iodepth"), HOW_MANY),
