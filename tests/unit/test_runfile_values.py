@@ -256,3 +256,51 @@ def test_no_planted_password_reaches_an_output_or_the_store(tmp_path: Path, caps
         assert password.encode() not in stored, password
         for text in outputs:
             assert password not in text, password
+
+
+# -- tool outputs: the same rules for the figures their parsers read ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "edit", "said"),
+    [
+        (
+            "pgbench",
+            "run-tpcb-pg15.txt",
+            lambda text: text.replace("tps = 2177.857349", f"tps = {'9' * 400}.0"),
+            "step 1 (pgbench) metrics.tps: Infinity is not a finite number",
+        ),
+        (
+            "pgbench",
+            "run-tpcb-pg15.txt",
+            lambda text: text.replace("latency average = 1.815", "latency average = 9999999999"),
+            "step 1 (pgbench) metrics.latency_avg_ms: 9999999999.0 is above 6.048e+08",
+        ),
+        (
+            "fio",
+            "fio-3.33_randrw-4k-qd1.json",
+            lambda text: _fio_direction(text, {"iops": "fast"}),
+            "jobs[1].read.total_ios is missing, not a figure fio can have measured",
+        ),
+    ],
+)
+def test_an_output_with_a_figure_no_tool_prints_stores_nothing(
+    kind: str, name: str, edit: Any, said: str, tmp_path: Path, capsys
+) -> None:
+    path = tmp_path / name
+    path.write_text(edit((DATA / kind / name).read_text()))
+    store = str(tmp_path / "results.db")
+    assert main(["import", kind, str(path), "--store", store]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "nothing stored" in err and "Traceback" not in err, err
+    db = open_store(store)
+    try:
+        assert db.list_runs() == []
+    finally:
+        db.close()
+
+
+def _fio_direction(text: str, section: dict[str, Any]) -> str:
+    document = json.loads(text)
+    document["jobs"][1]["read"] = section
+    return json.dumps(document)

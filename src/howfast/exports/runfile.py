@@ -5,7 +5,8 @@ sections, every per-second series and histogram), what was asked and resolved, w
 errors. Derived figures and verdicts are not in it: like those of any run, they are derived
 again when the imported run is read, so the copy shows the same figures and verdicts as the
 original. Pure: records in, a JSON document out, and back, with every fault in the file named
-by where it is.
+by where it is: its structure checked here, its values in runcheck.py; its texts come back
+with their passwords masked (redact.py), as a measured run's.
 """
 
 from __future__ import annotations
