@@ -304,3 +304,12 @@ def _fio_direction(text: str, section: dict[str, Any]) -> str:
     document = json.loads(text)
     document["jobs"][1]["read"] = section
     return json.dumps(document)
+
+
+def test_a_real_run_file_passes_its_rules() -> None:
+    """A run file of a real run (tests/data/runfiles/README.md) holds the samplers' sections
+    and series: none of its values is refused."""
+    path = DATA / "runfiles" / "tpcb-1-client-pg15.json"
+    (found,) = parse_run_file(path.read_text(), path.name)
+    assert [s.workload for s in found.run.steps] == ["pgbench-init", "pgbench"]
+    assert found.run.steps[1].sections["io"] and found.run.steps[1].series["tps"]

@@ -12,12 +12,16 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from howfast.analysis.figures import usable_step
 from howfast.cli import main
-from howfast.model import Sample, StepRecord
+from howfast.exports.restore import restore_run
+from howfast.exports.runfile import parse_run_file
+from howfast.model import RunRecord, Sample, StepRecord
+from howfast.store import open_store
 from tests.unit.stored_runs import fio, init, open_temp_store, pgbench, store_run
 
 BAD_TPS: list[object] = [1e308, -500.0, math.nan, math.inf, "fast", [1.0], True]
@@ -121,3 +125,72 @@ def test_a_step_keeps_what_its_rules_allow() -> None:
     assert any(w.startswith("series tps: values that are not a rate") for w in usable.warnings)
     sound = pgbench("/mnt/a", 1000.0, per_second=[1000.0])
     assert usable_step(sound) is sound
+
+
+# -- every number of a real run poisoned ----------------------------------------------------------
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "runfiles" / "tpcb-1-client-pg15.json"
+
+
+def _poisoned(value: Any, bad: object) -> Any:
+    """Every number in `value` replaced by `bad` (texts, flags and nulls kept)."""
+    if isinstance(value, dict):
+        return {k: _poisoned(v, bad) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_poisoned(v, bad) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return bad
+    return value
+
+
+def _poisoned_run(run: RunRecord, bad: object) -> RunRecord:
+    number = bad if isinstance(bad, float) else math.nan
+    steps = [
+        replace(
+            s,
+            params=_poisoned(s.params, bad),
+            resolved=_poisoned(s.resolved, bad),
+            metrics=_poisoned(s.metrics, bad),
+            sections=_poisoned(s.sections, bad),
+            series={n: [Sample(p.t, number) for p in points] for n, points in s.series.items()},
+        )
+        for s in run.steps
+    ]
+    targets = [replace(t, device=_poisoned(t.device, bad)) for t in run.targets]
+    return replace(run, steps=steps, targets=targets, environment=_poisoned(run.environment, bad))
+
+
+@pytest.mark.parametrize("bad", [1e308, math.nan, -5, "fast"])
+def test_a_real_run_with_every_number_poisoned_is_read(
+    bad: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recorded run file of a real 2 s tpcb-like run (samplers' sections, series,
+    histograms) is stored as it is, and again with every number replaced by `bad`, as an
+    old import could have: every reading command reads both, saying what it left out."""
+    (exported,) = parse_run_file(RECORDED.read_text(), RECORDED.name)
+    store = tmp_path / "results.db"
+    db = open_store(str(store))
+    try:
+        sound = restore_run(db, exported)
+        poisoned = restore_run(db, replace(exported, run=_poisoned_run(exported.run, bad)))
+    finally:
+        db.close()
+    at = ["--store", str(store)]
+    code, shown = _howfast(["results", "show", str(poisoned), *at], capsys)
+    assert code == 0
+    stored_as_null = isinstance(bad, float) and math.isnan(bad)  # the store writes NaN as null
+    assert stored_as_null or "not used (shown as —)" in shown
+    code, doc = _howfast(["results", "show", str(poisoned), "--json", "--series", *at], capsys)
+    assert code == 0
+    _strict_json(doc)
+    for pair in ([sound, poisoned], [poisoned, sound]):
+        code, compared = _howfast(["compare", *map(str, pair), "--fail-if", "tps<-5%", *at], capsys)
+        assert code == 3, compared  # one repetition, and a TPS set aside: cannot judge
+    out = tmp_path / "report.md"
+    code, _ = _howfast(["report", str(sound), str(poisoned), "-o", str(out), *at], capsys)
+    assert code == 0 and out.stat().st_size > 0
+    for fmt in ("csv", "ndjson", "prometheus"):
+        code, said = _howfast(
+            ["export", fmt, str(poisoned), "-o", str(tmp_path / fmt), *at], capsys
+        )
+        assert code == 0, said

@@ -65,3 +65,23 @@ def _usable(
 def _refused(bounds: Bounds, value: float) -> bool:
     # Series hold averages over a second: a count's need not be whole.
     return not math.isfinite(value) or not bounds.low <= value <= bounds.high
+
+
+def usable_facts(facts: JSONValue) -> JSONValue:
+    """An environment, a device, a client: its numbers its rules refuse (by name, else any
+    finite figure within ±2^63), in nested objects and lists too, read as null: a memory of
+    1e308 bytes is not printed with its 309 digits."""
+    if isinstance(facts, dict):
+        out: dict[str, JSONValue] = {}
+        for key, value in facts.items():
+            bounds = bounds_for(str(key)) or ANY
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out[key] = None if bounds.fault(value) is not None else value
+            else:
+                out[key] = usable_facts(value)
+        return out
+    if isinstance(facts, list):
+        return [usable_facts(v) for v in facts]
+    if isinstance(facts, float) and ANY.fault(facts) is not None:
+        return None
+    return facts
