@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
+from howfast.analysis.compare import difference
 from howfast.analysis.figures import usable_step
+from howfast.analysis.stats import describe
 from howfast.cli import main
 from howfast.exports.restore import restore_run
 from howfast.exports.runfile import parse_run_file
 from howfast.model import RunRecord, Sample, StepRecord
+from howfast.report import figures
 from howfast.store import open_store
 from tests.unit.stored_runs import fio, init, open_temp_store, pgbench, store_run
 
@@ -194,3 +197,18 @@ def test_a_real_run_with_every_number_poisoned_is_read(
             ["export", fmt, str(poisoned), "-o", str(tmp_path / fmt), *at], capsys
         )
         assert code == 0, said
+
+
+def test_a_baseline_of_almost_nothing_gives_no_endless_ratio() -> None:
+    """Figures within their rules can still divide into infinity (a TPS of 5e-324 against
+    10^9): no ratio rather than 'inf' (or `Infinity` in JSON, which is not JSON), and a
+    large finite ratio in three digits, not three hundred."""
+    tiny, large = describe([5e-324]), describe([1e9])
+    assert difference(tiny, large, True).ratio is None
+    assert difference(describe([1e-300]), large, True).ratio is None  # 1e309: past a float
+    assert difference(describe([1e-3]), large, True).statement.startswith(
+        "the other run is 1e+12x the baseline"
+    )
+    assert figures.ratio(math.inf) == figures.DASH and figures.ratio(2.5e9) == "2.5e+09×"
+    assert figures.ratio(1.32) == "1.320×"
+    assert figures.number(math.inf, "tps") == figures.number(math.nan, "tps") == figures.DASH
