@@ -313,3 +313,14 @@ def test_a_real_run_file_passes_its_rules() -> None:
     (found,) = parse_run_file(path.read_text(), path.name)
     assert [s.workload for s in found.run.steps] == ["pgbench-init", "pgbench"]
     assert found.run.steps[1].sections["io"] and found.run.steps[1].series["tps"]
+
+
+def test_import_run_reads_no_further_than_a_run_file_can_be(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(_file() + " " * 2000)
+    monkeypatch.setattr(runcheck, "MAX_CHARS", 1000)
+    assert main(["import", "run", str(path), "--store", str(tmp_path / "results.db")]) == 2
+    err = capsys.readouterr().err
+    assert "big.json: more than a run file may hold (1,000 characters), nothing stored" in err
