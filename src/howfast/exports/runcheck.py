@@ -99,8 +99,13 @@ def _check_step(step: Mapping[str, Any], where: str) -> None:
         check_named(step[part], f"{where}.{part}")
     for name, points in step["series"].items():
         check_series(name, points, f"{where}.series")
-    for name, counts in step["histograms"].items():
-        path = _key(f"{where}.histograms", name)
+    check_histograms(step["histograms"], f"{where}.histograms")
+
+
+def check_histograms(histograms: Mapping[str, Mapping[Any, Any]], where: str) -> None:
+    """Latency histograms: values in µs from 0 to a week, counts whole and not negative."""
+    for name, counts in histograms.items():
+        path = _key(where, name)
         for key, count in counts.items():
             _check(LATENCY_US, _whole(key), f"{path} key {shown_value(key)}")
             _check(COUNT, count, f'{path}["{key}"]')
@@ -141,10 +146,12 @@ def _named_values(node: Mapping[str, Any], where: str) -> Iterator[tuple[str, st
             yield path, str(key), value
 
 
-def _whole(key: str) -> int | str:
+def _whole(key: object) -> object:
     """A histogram key as the integer it spells, else as it is (then not a number)."""
+    if isinstance(key, int):
+        return key
     try:
-        return int(key)
+        return int(str(key))
     except ValueError:
         return key
 

@@ -258,8 +258,11 @@ def _json(text: str, name: str) -> Any:
             f"{name}: nested deeper than a run file can be (more than {runcheck.MAX_DEPTH} levels)",
             "give a file written by `howfast export json`",
         ) from None
-    except ValueError as exc:  # an integer of more than 4300 digits
-        raise UsageError(f"{name}: not a run file ({exc})") from None
+    except ValueError:  # Python reads no integer of more than 4300 digits
+        raise UsageError(
+            f"{name}: a number of thousands of digits: not a figure, not a run file",
+            "give a file written by `howfast export json`",
+        ) from None
 
 
 def _values(check: Callable[[Any], None], raw: Any, name: str) -> None:

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from howfast.clock import now
 from howfast.errors import UsageError
-from howfast.exports.runcheck import FigureFault, check_named, check_series
+from howfast.exports.runcheck import (
+    FigureFault,
+    check_histograms,
+    check_named,
+    check_series,
+)
 from howfast.import_text import TextSource
 from howfast.model import JSONValue, TargetRecord
 from howfast.plugin.importing import ImportedRun, TextImporter
@@ -78,6 +83,7 @@ def check_figures(found: ImportedRun, source_name: str) -> None:
             where = f"step {index + 1} ({step.workload})"
             check_named(step.metrics, f"{where} metrics")
             check_named(step.params, f"{where} params")
+            check_histograms(step.histograms, f"{where} histograms")
             for name, (times, values) in step.series.items():
                 check_series(name, list(zip(times, values, strict=False)), f"{where} series")
     except FigureFault as fault:
