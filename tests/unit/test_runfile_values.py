@@ -105,7 +105,7 @@ def test_a_bad_value_is_refused_by_its_path(change: Any, said: str) -> None:
         (_file().replace("1000.0", "-Infinity"), "metrics.tps: -Infinity is not a finite"),
         (_file(runs__started_at=""), 'f.json: runs[0].started_at: "" is not an ISO 8601'),
         (_file(exported_at="2026-13-45"), 'f.json: exported_at: "2026-13-45" is not an ISO'),
-        (_file().replace("60000", "1" * 5000), "f.json: a number of thousands of digits: not a figure"),
+        (_file().replace("60000", "1" * 5000), "f.json: a number of thousands of digits"),
         (_file().replace("60000", str(2**70)), f"metrics.transactions: {2**70} is above"),
     ],
 )

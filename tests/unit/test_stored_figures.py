@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from howfast.analysis.compare import difference
-from howfast.analysis.figures import usable_step
+from howfast.analysis.figures import usable_facts, usable_step
 from howfast.analysis.stats import describe
 from howfast.cli import main
 from howfast.exports.restore import restore_run
@@ -212,3 +212,18 @@ def test_a_baseline_of_almost_nothing_gives_no_endless_ratio() -> None:
     assert figures.ratio(math.inf) == figures.DASH and figures.ratio(2.5e9) == "2.5e+09×"
     assert figures.ratio(1.32) == "1.320×"
     assert figures.number(math.inf, "tps") == figures.number(math.nan, "tps") == figures.DASH
+
+
+def test_facts_keep_what_their_rules_allow() -> None:
+    facts = {
+        "memory_bytes": 1e308,  # printed with its 309 digits before
+        "cpu_count": 8,
+        "uptime_s": -5,
+        "data": {"size_bytes": 1.0e10, "limit": "max", "rotational": False, "x": [math.inf, 2]},
+    }
+    assert usable_facts(facts) == {
+        "memory_bytes": None,
+        "cpu_count": 8,
+        "uptime_s": None,
+        "data": {"size_bytes": 1.0e10, "limit": "max", "rotational": False, "x": [None, 2]},
+    }

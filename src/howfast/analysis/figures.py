@@ -62,6 +62,10 @@ def _usable(
     return out
 
 
+def _within(bounds: Bounds, value: float) -> bool:
+    return bounds.low <= value <= bounds.high
+
+
 def _refused(bounds: Bounds, value: float) -> bool:
     # Series hold averages over a second: a count's need not be whole.
     return not math.isfinite(value) or not bounds.low <= value <= bounds.high
@@ -76,7 +80,8 @@ def usable_facts(facts: JSONValue) -> JSONValue:
         for key, value in facts.items():
             bounds = bounds_for(str(key)) or ANY
             if isinstance(value, int | float) and not isinstance(value, bool):
-                out[key] = None if bounds.fault(value) is not None else value
+                # the range only: a fact may be a whole number written as a float
+                out[key] = value if math.isfinite(value) and _within(bounds, value) else None
             else:
                 out[key] = usable_facts(value)
         return out
