@@ -324,3 +324,19 @@ def test_import_run_reads_no_further_than_a_run_file_can_be(
     assert main(["import", "run", str(path), "--store", str(tmp_path / "results.db")]) == 2
     err = capsys.readouterr().err
     assert "big.json: more than a run file may hold (1,000 characters), nothing stored" in err
+
+
+def test_depth_is_counted_on_brackets_outside_strings() -> None:
+    assert runcheck.text_depth('{"a": [[1, 2], [3]], "b": "[[[[ \\" {{{{"}') == 3
+    assert runcheck.text_depth("[" * 100 + "]" * 100) == 100
+    assert runcheck.text_depth("1") == 0
+    document = json.loads(_file())
+    assert runcheck.text_depth(json.dumps(document)) == _depth(document)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0

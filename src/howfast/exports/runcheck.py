@@ -10,8 +10,11 @@ the first one refuses the whole file. Pure.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import accumulate, repeat
+from operator import sub
 from typing import Any
 
 from howfast.metric import (
@@ -32,6 +35,9 @@ MAX_DEPTH = 64
 # A run file holds every per-second series; a day-long run of a few steps is tens of MB.
 MAX_CHARS = 256 * 1024 * 1024
 SERIES_TIME = Bounds("a time in seconds", -SECONDS.high, SECONDS.high)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 _SHOWN_LEVELS = 6  # of a value nested too deep, the keys of its path shown
 # Keys whose values are text whatever their names say: PostgreSQL's settings as `SHOW` prints
 # them ("10s", "8MB").
@@ -49,35 +55,75 @@ class FigureFault(ValueError):
 
 def check_depth(raw: Any) -> None:
     """No value deeper than MAX_DEPTH: FigureFault names the outermost few keys above it."""
-    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    stack: list[tuple[Any, _Place, int]] = [(raw, _Place(None, ""), 0)]
     while stack:
-        node, where, depth = stack.pop()
+        node, place, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise FigureFault(where, f"nested deeper than {MAX_DEPTH} levels")
-        shown = depth < _SHOWN_LEVELS
-        if isinstance(node, Mapping):
-            stack.extend((v, _key(where, str(k)) if shown else where, depth + 1)
-                         for k, v in node.items())  # fmt: skip
-        elif isinstance(node, list):
-            stack.extend((v, f"{where}[{i}]" if shown else where, depth + 1)
-                         for i, v in enumerate(node))  # fmt: skip
+            raise FigureFault(place.shown(_SHOWN_LEVELS), f"nested deeper than {MAX_DEPTH} levels")
+        children = node.items() if isinstance(node, Mapping) else enumerate(node)
+        stack.extend(
+            (value, _Place(place, key), depth + 1)
+            for key, value in children
+            if isinstance(value, Mapping | list)  # only containers go deeper
+        )
 
 
 def check_document(raw: Any) -> None:
     """Every number anywhere finite and within ±2^63 (beyond, sums and ratios of them
-    overflow): FigureFault at the first, in document order, that is not."""
-    stack: list[tuple[Any, str]] = [(raw, "")]
+    overflow): FigureFault at the first found (an object's own numbers before what is nested
+    in it). A step's series and histograms are left to check_runs, which checks each of their
+    values by its own rule (they are most of a run file's values)."""
+    stack: list[tuple[Any, _Place]] = [(raw, _Place(None, ""))]
     while stack:
-        node, where = stack.pop()
-        if isinstance(node, Mapping):
-            items = [(_key(where, str(k)), v) for k, v in node.items()]
-        elif isinstance(node, list):
-            items = [(f"{where}[{i}]", v) for i, v in enumerate(node)]
-        else:
-            if isinstance(node, int | float) and not isinstance(node, bool):
-                _check(ANY, node, where or "the document")
-            continue
-        stack.extend((value, path) for path, value in reversed(items))
+        node, place = stack.pop()
+        children = list(node.items() if isinstance(node, Mapping) else enumerate(node))
+        for key, value in children:
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                fault = ANY.fault(value)
+                if fault is not None:
+                    raise FigureFault(_Place(place, key).shown(), fault)
+        stack.extend(
+            (value, _Place(place, key))
+            for key, value in reversed(children)
+            if isinstance(value, Mapping | list) and not _per_second(place, key)
+        )
+
+
+def _per_second(place: _Place, key: object) -> bool:
+    """Whether `key` of `place` is a step's series or histograms (runs[r].steps[s].series)."""
+    return key in ("series", "histograms") and (
+        place.parent is not None and place.parent.key == "steps"
+    )
+
+
+def text_depth(text: str) -> int:
+    """How deep the JSON text nests, counted on its brackets outside strings, in C loops
+    (a run file's series are millions of brackets): before a parser recurses into it."""
+    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text)).encode()
+    steps = brackets.translate(_STEP)  # an opening bracket 2, a closing one 0: then minus 1
+    return max(accumulate(map(sub, steps, repeat(1))), default=0)
+
+
+class _Place:
+    """Where a value is, as its parent and its key: the path is spelled only for a fault
+    (a run file holds millions of values)."""
+
+    __slots__ = ("key", "parent")
+
+    def __init__(self, parent: _Place | None, key: object) -> None:
+        self.parent = parent
+        self.key = key
+
+    def shown(self, levels: int | None = None) -> str:
+        keys: list[object] = []
+        place: _Place | None = self
+        while place is not None and place.parent is not None:
+            keys.append(place.key)
+            place = place.parent
+        where = ""
+        for key in keys[::-1][:levels]:  # outermost first; all of them when levels is None
+            where = f"{where}[{key}]" if isinstance(key, int) else _key(where, str(key))
+        return where or "the document"
 
 
 def check_runs(raw: Mapping[str, Any]) -> None:
@@ -114,11 +160,16 @@ def check_histograms(histograms: Mapping[str, Mapping[Any, Any]], where: str) ->
 def check_series(name: str, points: Sequence[Sequence[Any]], where: str) -> None:
     """A series' [t, value] pairs: times within a few years, values by the rule of the
     name's last part; null (NaN) is a second with no value."""
-    bounds, path = series_bounds(name), _key(where, name)
+    bounds = series_bounds(name)
     for i, (t, value) in enumerate(points):
-        _check(SERIES_TIME, t, f"{path}[{i}][0]")
-        if value is not None and not (isinstance(value, float) and math.isnan(value)):
-            _check(bounds, value, f"{path}[{i}][1]")
+        fault = SERIES_TIME.fault(t)
+        if fault is not None:
+            raise FigureFault(f"{_key(where, name)}[{i}][0]", fault)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        fault = bounds.fault(value)
+        if fault is not None:
+            raise FigureFault(f"{_key(where, name)}[{i}][1]", fault)
 
 
 def check_named(figures: Mapping[str, Any], where: str) -> None:

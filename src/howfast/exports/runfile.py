@@ -205,6 +205,8 @@ def parse_run_file(text: str, name: str) -> list[ExportedRun]:
             f"({runcheck.MAX_CHARS:,})",
             "export fewer runs per file",
         )
+    if runcheck.text_depth(text) > runcheck.MAX_DEPTH + 1:  # its root object is the first
+        _values(runcheck.check_depth, _json(text, name), name)  # to name where
     raw = _json(text, name)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise UsageError(
@@ -218,7 +220,6 @@ def parse_run_file(text: str, name: str) -> list[ExportedRun]:
             f"version {VERSION}",
             "import it with the howfast that wrote it, or a newer one",
         )
-    _values(runcheck.check_depth, raw, name)
     try:  # from the text: JSON arrays are the series' [t, value] pairs
         parsed = _File.model_validate_json(text)
     except ValidationError as exc:
