@@ -272,7 +272,7 @@ def _values(check: Callable[[Any], None], raw: Any, name: str) -> None:
     except runcheck.FigureFault as fault:
         raise UsageError(
             f"{name}: {fault}: the run file is refused, nothing stored",
-            "import the file `howfast export json` wrote, unedited",
+            "no measurement has such a value: what each figure may be is in docs/json.md#figures",
         ) from None
 
 
