@@ -26,6 +26,7 @@ from howfast.store import SqlStore, open_store
 from tests.unit.stored_runs import fio, init, pgbench, store_run
 
 EXPORTED_AT = "2026-02-01T08:00:00.000+00:00"
+AT = "2026-02-01T07:00:00.000+00:00"  # when the steps of bad_file ran
 
 
 @pytest.fixture
@@ -186,19 +187,19 @@ def test_an_interrupted_import_leaves_no_partial_copy(
 def bad_file(**changes: object) -> str:
     step = {
         "id": "3", "target": "/a", "workload": "pgbench", "asked": {}, "resolved": {},
-        "status": "completed", "error": None, "started_at": "t", "finished_at": "t",
+        "status": "completed", "error": None, "started_at": AT, "finished_at": AT,
         "metrics": {"tps": 1.0}, "warnings": [], "sections": {}, "series": {},
         "histograms": {}, "legacy": False,
     }  # fmt: skip
     run = {
-        "id": "7", "plan": "quick", "label": None, "status": "completed", "started_at": "t",
-        "finished_at": "t", "environment": {},
+        "id": "7", "plan": "quick", "label": None, "status": "completed", "started_at": AT,
+        "finished_at": AT, "environment": {},
         "targets": [{"name": "/a", "kind": "local", "location": "/a", "pg_version": "16",
                      "settings": {}, "device": {}}],
         "steps": [step],
     }  # fmt: skip
     document = {
-        "format": FORMAT, "version": 1, "exported_at": "t", "howfast_version": "0.1.0",
+        "format": FORMAT, "version": 1, "exported_at": AT, "howfast_version": "0.1.0",
         "source": {"store": "s"}, "runs": [run],
     }  # fmt: skip
     for where, value in changes.items():

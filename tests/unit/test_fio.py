@@ -695,6 +695,24 @@ def test_a_figure_howfast_keeps_must_be_a_measurement(
     assert str(refused.value).startswith(f"{shown} is {said}, not a figure")
 
 
+@pytest.mark.parametrize(
+    ("section", "shown"),
+    [
+        ('"fast"', 'jobs[1].read is "fast"'),
+        ('{"iops": "fast"}', "jobs[1].read.total_ios is missing"),
+        ('{"iops": 3000.0}', "jobs[1].read.total_ios is missing"),
+    ],
+)
+def test_a_direction_without_its_counters_is_refused(section: str, shown: str) -> None:
+    """A direction that is not fio's section, or has lost the counters that say whether it
+    did I/O, was read as an unmeasured direction: a completed step of dashes, stored
+    without a word (issue 35)."""
+    text = with_value("fio-3.33_randrw-4k-qd1_json.json", ("jobs", 1, "read"), section)
+    with pytest.raises(FigureError) as refused:
+        parse_output(text)
+    assert str(refused.value).startswith(f"{shown}, not a figure")
+
+
 def test_a_json_plus_bin_count_must_be_a_measurement() -> None:
     doc = json.loads(data("fio-3.33_wal-fsync.json"))
     bins = doc["jobs"][1]["sync"]["lat_ns"]["bins"]

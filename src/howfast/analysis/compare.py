@@ -195,6 +195,8 @@ def _ratio_text(ratio: float, interval: tuple[float, float] | None) -> tuple[str
     """('1.32x', '(95% CI 1.27-1.37)'): three decimals where two would hide the interval."""
     digits = 2 if interval is None or interval[1] - interval[0] >= 0.02 else 3
     ci = "" if interval is None else f"(95% CI {interval[0]:.{digits}f}-{interval[1]:.{digits}f})"
+    if abs(ratio) >= 1e6:  # a baseline of almost nothing: not a 300-digit ratio
+        return f"{ratio:.3g}x", ci
     return f"{ratio:.{digits}f}x", ci
 
 
@@ -210,6 +212,8 @@ def difference(
     `--until` width both runs were measured to, if any."""
     other_name, base_name = names
     ratio = other.mean / base.mean if base.mean else None
+    if ratio is not None and not math.isfinite(ratio):  # a baseline of almost nothing
+        ratio = None
     test = welch(base, other)
     if test is None:
         smallest = min(base.n, other.n)

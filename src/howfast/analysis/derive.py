@@ -28,8 +28,9 @@ not shown twice.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from howfast.analysis import own_io, replication, why
@@ -38,6 +39,7 @@ from howfast.analysis.advice_facts import target_advice_facts
 from howfast.analysis.design_writes import design_writes
 from howfast.analysis.durability_facts import judge_run
 from howfast.analysis.emulation import emulation_warning
+from howfast.analysis.figures import usable_facts, usable_step
 from howfast.analysis.hooks import DeriveContext, Derived, analysis_for, apply
 from howfast.analysis.io import analyze_step
 from howfast.analysis.memory_storage import MARK, memory_storage_warning
@@ -78,26 +80,69 @@ IO_SECTION_KEYS = {
 
 def derive_run(run: RunRecord) -> RunRecord:
     """The run with every step's derived metrics, warnings and sections, and every target's
-    verdicts; `run` is not changed."""
+    verdicts; `run` is not changed. A stored figure no rule allows (a negative TPS, NaN,
+    1e308, a text) is set aside first, with a warning (analysis/figures.py)."""
+    run = replace(
+        run,
+        environment=usable_facts(run.environment),
+        targets=[
+            replace(t, device=usable_facts(t.device), client=usable_facts(t.client))
+            for t in run.targets
+        ],
+        steps=[usable_step(s) for s in run.steps],
+    )
     imported = {t.name for t in run.targets if t.kind == "import"}
     settings = {t.name: t.settings for t in run.targets}
     done: dict[str, list[StepRecord]] = {}
     steps = []
     for step in run.steps:
         before = done.setdefault(step.target, [])
-        derived = derive_step(
-            step,
-            before,
+        derive = partial(
+            derive_step,
+            before=before,
             imported=step.target in imported,
             target_settings=settings.get(step.target),
         )
+        derived = _derived_or_said(step, derive)
         before.append(derived)
         steps.append(derived)
-    steps = _with_run_parts(steps)
-    steps = _warn_about_emulation(run, steps)
-    steps = _warn_about_memory_storage(run, steps)
+    try:
+        steps = _with_run_parts(steps)
+        steps = _warn_about_emulation(run, steps)
+        steps = _warn_about_memory_storage(run, steps)
+    except UNREADABLE as exc:
+        steps = [_said(s, "what the run's steps say together", exc) for s in steps]
     out = replace(run, steps=steps)
-    return replace(out, targets=_judge_targets(out))
+    try:
+        return replace(out, targets=_judge_targets(out))
+    except UNREADABLE:  # a device or settings no sampler writes: no verdict rather than none
+        return out
+
+
+# What stored values no sampler or tool writes (a section's "seconds": "fast", a counter of
+# 1e308) raise in the derivation, which trusts what howfast stored.
+UNREADABLE = (ArithmeticError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def _derived_or_said(step: StepRecord, derive: Callable[[StepRecord], StepRecord]) -> StepRecord:
+    """The step derived; if its stored sections hold values that cannot be read, derived
+    without them, saying so; if even that fails, as stored, saying so."""
+    try:
+        return derive(step)
+    except UNREADABLE as exc:
+        bare = _said(replace(step, sections={}), "its sampled sections", exc)
+    try:
+        return derive(bare)
+    except UNREADABLE as exc:
+        return _said(bare, "its figures", exc)
+
+
+def _said(step: StepRecord, what: str, exc: Exception) -> StepRecord:
+    warning = (
+        f"{what} hold values howfast does not write ({type(exc).__name__}: {exc}): "
+        "left out of what is derived"
+    )
+    return replace(step, warnings=[*step.warnings, warning])
 
 
 def _with_run_parts(steps: list[StepRecord]) -> list[StepRecord]:

@@ -9,6 +9,8 @@ from howfast import import_text
 from howfast.cli.context import CliEnv, pass_env
 from howfast.cli.options import json_option, store_option
 from howfast.cli.stores import open_results
+from howfast.errors import UsageError
+from howfast.exports import runcheck
 from howfast.exports.restore import restore_run
 from howfast.exports.runfile import parse_run_file
 from howfast.report import terminal
@@ -34,7 +36,7 @@ def import_run_command(env: CliEnv, source: str, store: str | None, as_json: boo
     text = import_text.open_source(source, env.input() if source == "-" else None)
     name = text.name
     # Read and checked whole before anything is written: a bad file stores nothing.
-    exported = parse_run_file(text.text(), name)
+    exported = parse_run_file(_bounded_text(text), name)
     db = open_results(env, store)
     try:
         new_ids = []
@@ -52,3 +54,19 @@ def import_run_command(env: CliEnv, source: str, store: str | None, as_json: boo
             if run is not None:
                 env.out.print(terminal.run_summary(run))
     return 0
+
+
+def _bounded_text(source: import_text.TextSource) -> str:
+    """The whole text, read no further than a run file can be (runcheck.MAX_CHARS): a
+    larger input is refused before it is held."""
+    parts, size = [], 0
+    for chunk in source.chunks():
+        size += len(chunk)
+        if size > runcheck.MAX_CHARS:
+            raise UsageError(
+                f"{source.name}: more than a run file may hold ({runcheck.MAX_CHARS:,} "
+                "characters), nothing stored",
+                "export fewer runs per file",
+            )
+        parts.append(chunk)
+    return "".join(parts)

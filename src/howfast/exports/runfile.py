@@ -5,20 +5,25 @@ sections, every per-second series and histogram), what was asked and resolved, w
 errors. Derived figures and verdicts are not in it: like those of any run, they are derived
 again when the imported run is read, so the copy shows the same figures and verdicts as the
 original. Pure: records in, a JSON document out, and back, with every fault in the file named
-by where it is.
+by where it is: its structure checked here, its values in runcheck.py; its texts come back
+with their passwords masked (redact.py), as a measured run's.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from howfast.errors import UsageError
+from howfast.exports import runcheck
+from howfast.metric import shown_value
 from howfast.model import JSONValue, RunRecord, Sample, StepRecord, TargetRecord
+from howfast.redact import redact_dsn
 
 FORMAT = "howfast-runs"
 VERSION = 1  # a new key in the file is a new version: this one refuses keys it does not know
@@ -191,14 +196,18 @@ class ExportedRun:
 
 def parse_run_file(text: str, name: str) -> list[ExportedRun]:
     """The runs of a run file; UsageError naming the file, the place in it and what was
-    expected when it is not one."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
+    expected when it is not one, or the first value that cannot be stored (runcheck.py).
+    Every text the runs hold comes back with its passwords masked (redact.py), as a
+    measured run's would be."""
+    if len(text) > runcheck.MAX_CHARS:
         raise UsageError(
-            f"{name}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-            "give a file written by `howfast export json`",
-        ) from None
+            f"{name}: {len(text):,} characters, more than a run file may hold "
+            f"({runcheck.MAX_CHARS:,})",
+            "export fewer runs per file",
+        )
+    if runcheck.text_depth(text) > runcheck.MAX_DEPTH + 1:  # its root object is the first
+        _values(runcheck.check_depth, _json(text, name), name)  # to name where
+    raw = _json(text, name)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise UsageError(
             f'{name}: not a howfast run file (no "format": "{FORMAT}")',
@@ -207,8 +216,8 @@ def parse_run_file(text: str, name: str) -> list[ExportedRun]:
         )
     if raw.get("version") != VERSION:
         raise UsageError(
-            f"{name}: run file version {raw.get('version')!r}, this howfast reads version "
-            f"{VERSION}",
+            f"{name}: run file version {shown_value(raw.get('version'))}, this howfast reads "
+            f"version {VERSION}",
             "import it with the howfast that wrote it, or a newer one",
         )
     try:  # from the text: JSON arrays are the series' [t, value] pairs
@@ -217,14 +226,54 @@ def parse_run_file(text: str, name: str) -> list[ExportedRun]:
         raise UsageError(f"{name}: {_first_error(exc)}") from None
     if not parsed.runs:
         raise UsageError(f"{name}: the run file holds no run")
-    found = []
     for index, run in enumerate(parsed.runs):
         _check_names(run, f"{name}: runs[{index}]")
+    _values(runcheck.check_runs, raw, name)  # the named figures first: their rules say more
+    _values(runcheck.check_document, raw, name)
+    found = []
+    for index, run in enumerate(parsed.runs):
+        record = _record(run)
+        _check_names_apart(record, f"{name}: runs[{index}]")
         provenance = Provenance(
-            parsed.source.store, run.id, parsed.exported_at, parsed.howfast_version, name
+            redact_dsn(parsed.source.store),
+            run.id,
+            parsed.exported_at,
+            redact_dsn(parsed.howfast_version),
+            redact_dsn(name),
         )
-        found.append(ExportedRun(_record(run), provenance))
+        found.append(ExportedRun(record, provenance))
     return found
+
+
+def _json(text: str, name: str) -> Any:
+    """The document; NaN and infinities are read as floats, for runcheck to name where."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{name}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            "give a file written by `howfast export json`",
+        ) from None
+    except RecursionError:
+        raise UsageError(
+            f"{name}: nested deeper than a run file can be (more than {runcheck.MAX_DEPTH} levels)",
+            "give a file written by `howfast export json`",
+        ) from None
+    except ValueError:  # Python reads no integer of more than 4300 digits
+        raise UsageError(
+            f"{name}: a number of thousands of digits: not a figure, not a run file",
+            "give a file written by `howfast export json`",
+        ) from None
+
+
+def _values(check: Callable[[Any], None], raw: Any, name: str) -> None:
+    try:
+        check(raw)
+    except runcheck.FigureFault as fault:
+        raise UsageError(
+            f"{name}: {fault}: the run file is refused, nothing stored",
+            "no measurement has such a value: what each figure may be is in docs/json.md#figures",
+        ) from None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -251,44 +300,69 @@ def _check_names(run: _Run, where: str) -> None:
             )
         for hist, counts in step.histograms.items():
             for key in counts:
-                if not key.lstrip("-").isdigit():
+                if not (key.isascii() and key.lstrip("-").isdigit()):
                     raise UsageError(
                         f"{where}.steps[{i}].histograms.{hist}: {key!r} is not an integer value"
                     )
 
 
+def _check_names_apart(run: RunRecord, where: str) -> None:
+    """Two targets whose names differed only by a password are one once it is masked."""
+    names = [t.name for t in run.targets]
+    if len(set(names)) != len(names):
+        raise UsageError(
+            f"{where}.targets: two targets have the same name once their passwords are masked"
+        )
+
+
+def _masked(value: JSONValue) -> JSONValue:
+    """Every text in `value` (keys too) with its passwords masked."""
+    if isinstance(value, str):
+        return redact_dsn(value)
+    if isinstance(value, dict):
+        return {redact_dsn(str(k)): _masked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return value
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else redact_dsn(value)
+
+
 def _record(run: _Run) -> RunRecord:
+    """The run as a record, its texts masked (ids, statuses and kinds are checked words)."""
     return RunRecord(
-        id=int(run.id) if run.id.isdigit() else 0,
-        plan=run.plan,
+        id=int(run.id) if run.id.isascii() and run.id.isdigit() else 0,
+        plan=redact_dsn(run.plan),
         status=run.status,
         started_at=run.started_at,
         finished_at=run.finished_at,
-        environment=dict(run.environment),
+        environment=_masked(dict(run.environment)),
         targets=[
             TargetRecord(
-                name=t.name,
-                kind=t.kind,
-                pg_version=t.pg_version,
-                settings=dict(t.settings),
-                device=dict(t.device),
-                location=t.location,
-                standbys=tuple(dict(s) for s in t.standbys),
-                client=dict(t.client or {}),
+                name=redact_dsn(t.name),
+                kind=redact_dsn(t.kind),
+                pg_version=_text(t.pg_version),
+                settings=_masked(dict(t.settings)),
+                device=_masked(dict(t.device)),
+                location=_text(t.location),
+                standbys=tuple(_masked(dict(s)) for s in t.standbys),
+                client=_masked(dict(t.client or {})),
             )
             for t in run.targets
         ],
         steps=[
             StepRecord(
-                target=s.target,
+                target=redact_dsn(s.target),
                 workload=s.workload,
-                params=dict(s.asked),
+                params=_masked(dict(s.asked)),
                 status=s.status,
                 started_at=s.started_at,
                 finished_at=s.finished_at,
-                metrics=dict(s.metrics),
-                warnings=list(s.warnings),
-                error=s.error,
+                metrics=_masked(dict(s.metrics)),
+                warnings=[redact_dsn(w) for w in s.warnings],
+                error=_text(s.error),
                 series={
                     name: [Sample(t, math.nan if v is None else v) for t, v in points]
                     for name, points in s.series.items()
@@ -297,11 +371,11 @@ def _record(run: _Run) -> RunRecord:
                     name: {int(k): v for k, v in counts.items()}
                     for name, counts in s.histograms.items()
                 },
-                sections={k: dict(v) for k, v in s.sections.items()},
-                resolved=dict(s.resolved),
+                sections={k: _masked(dict(v)) for k, v in s.sections.items()},
+                resolved=_masked(dict(s.resolved)),
                 legacy=s.legacy,
             )
             for s in run.steps
         ],
-        label=run.label,
+        label=_text(run.label),
     )

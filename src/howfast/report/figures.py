@@ -3,6 +3,8 @@ its confidence interval, the coefficient of variation."""
 
 from __future__ import annotations
 
+import math
+
 from howfast.analysis.metrics import metric
 from howfast.analysis.stats import Stats
 
@@ -12,8 +14,9 @@ _GROUPED_UNITS = {"tx/s", "IOPS", "commits/s", "ops/s"}
 
 
 def number(value: float | None, name: str) -> str:
-    """A metric's value in its unit's precision: '12,345.6' (tx/s), '0.412' (ms)."""
-    if value is None:
+    """A metric's value in its unit's precision: '12,345.6' (tx/s), '0.412' (ms); a dash for
+    none, and for NaN or an infinity (no figure)."""
+    if value is None or not math.isfinite(value):
         return DASH
     m = metric(name)
     if m.unit == "bytes":
@@ -48,7 +51,11 @@ def cv(stats: Stats | None) -> str:
 
 
 def ratio(value: float | None) -> str:
-    return DASH if value is None else f"{value:.3f}×"
+    """'1.320×'; a ratio past a million in three significant digits ('2.5e+09×'), not in
+    as many digits as it has."""
+    if value is None or not math.isfinite(value):
+        return DASH
+    return f"{value:.3g}×" if abs(value) >= 1e6 else f"{value:.3f}×"
 
 
 def p_value(value: float | None) -> str:

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from howfast.clock import now
 from howfast.errors import UsageError
+from howfast.exports.runcheck import (
+    FigureFault,
+    check_histograms,
+    check_named,
+    check_series,
+)
 from howfast.import_text import TextSource
 from howfast.model import JSONValue, TargetRecord
-from howfast.plugin.importing import TextImporter
+from howfast.plugin.importing import ImportedRun, TextImporter
 from howfast.plugin.loading import load
 from howfast.plugin.registry import plugins
 from howfast.store import liveness
@@ -54,6 +60,7 @@ def import_output(
     """Read `text` with `importer` and store its steps, in order, as a new run; its id.
     Nothing is stored when the importer refuses the text (UsageError)."""
     found = importer.read(text, source_name)
+    check_figures(found, source_name)
     target = label or source_name
     started = now()
     environment: dict[str, JSONValue] = {"imported_from": source_name, **found.environment}
@@ -65,3 +72,22 @@ def import_output(
         status = "failed" if step.status == "failed" else status
     store.finish_run(run_id, status, now())
     return run_id
+
+
+def check_figures(found: ImportedRun, source_name: str) -> None:
+    """The figures a parser read, held to the rules a run file's are (metric.bounds_for):
+    a number no tool can have printed (a TPS of 10^400, a negative latency) refuses the
+    output, naming the step and the figure; nothing is stored."""
+    try:
+        for index, step in enumerate(found.steps):
+            where = f"step {index + 1} ({step.workload})"
+            check_named(step.metrics, f"{where} metrics")
+            check_named(step.params, f"{where} params")
+            check_histograms(step.histograms, f"{where} histograms")
+            for name, (times, values) in step.series.items():
+                check_series(name, list(zip(times, values, strict=False)), f"{where} series")
+    except FigureFault as fault:
+        raise UsageError(
+            f"{source_name}: {fault}: not a figure the tool can have printed, nothing stored",
+            "import the output the tool wrote, unedited",
+        ) from None

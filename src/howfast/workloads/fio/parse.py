@@ -72,6 +72,8 @@ class FigureError(ValueError):
 def _shown(value: object) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # nan, inf, -inf: as C prints them
+    if value is None:
+        return "missing"
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, list):
@@ -264,7 +266,11 @@ def _parse_job(job: Mapping[str, Any], global_options: dict[str, str], path: str
     for section, prefix in _DIRECTIONS.items():
         data = job.get(section)
         where = f"{path}.{section}"
-        if not isinstance(data, Mapping) or not _did_io(data, where):
+        if data is None:
+            continue
+        if not isinstance(data, Mapping):  # "read": "fast" is no section fio writes
+            raise FigureError(where, data)
+        if not _did_io(data, where):
             continue
         runtimes_ms.append(_figure(data, "runtime", where, 0))
         metrics[f"{prefix}_iops"] = _figure(data, "iops", where)
@@ -313,6 +319,10 @@ def _checked(value: object, path: str) -> float:
 
 
 def _did_io(data: Mapping[str, Any], path: str) -> bool:
+    """Whether a direction did I/O, by the counters every fio writes in it; without them,
+    its figures would be stored as an unmeasured direction without a word."""
+    if "total_ios" not in data and "io_bytes" not in data:
+        raise FigureError(f"{path}.total_ios", None)
     if "total_ios" in data:
         return _figure(data, "total_ios", path) > 0
     return _figure(data, "io_bytes", path, 0) > 0
