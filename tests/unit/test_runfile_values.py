@@ -340,3 +340,18 @@ def _depth(value: Any) -> int:
     if isinstance(value, list):
         return 1 + max(map(_depth, value), default=0)
     return 0
+
+
+def test_import_pgbench_masks_a_password_in_its_label(tmp_path: Path) -> None:
+    """`import pgbench --label` is the user's text: a URI with a password pasted into it is
+    stored, listed and shown without the password."""
+    from howfast.cli import main
+
+    secret = "Lbl-s3cret-77"
+    store = tmp_path / "results.db"
+    text = (DATA / "pgbench" / "run-tpcb-pg15.txt").read_text()
+    source = tmp_path / "out.txt"
+    source.write_text(text)
+    label = f"postgresql://bench:{secret}@db.example/bench"
+    assert main(["import", "pgbench", str(source), "--label", label, "--store", str(store)]) == 0
+    assert secret.encode() not in store.read_bytes()

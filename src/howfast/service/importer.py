@@ -18,6 +18,7 @@ from howfast.model import JSONValue, TargetRecord
 from howfast.plugin.importing import ImportedRun, TextImporter
 from howfast.plugin.loading import load
 from howfast.plugin.registry import plugins
+from howfast.redact import redact_dsn
 from howfast.store import liveness
 from howfast.store.base import Store
 
@@ -61,6 +62,9 @@ def import_output(
     Nothing is stored when the importer refuses the text (UsageError)."""
     found = importer.read(text, source_name)
     check_figures(found, source_name)
+    # a label or a file name is the user's text: a connection string in it keeps no password
+    label = redact_dsn(label) if label is not None else None
+    source_name = redact_dsn(source_name)
     target = label or source_name
     started = now()
     environment: dict[str, JSONValue] = {"imported_from": source_name, **found.environment}
