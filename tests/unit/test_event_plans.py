@@ -9,7 +9,7 @@ import pytest
 
 from howfast.analysis.groups import matching_params
 from howfast.errors import PlanError, UsageError
-from howfast.eventspec import parse_event
+from howfast.plugin.events import parse_event
 from howfast.plans import Overrides, expand, load_plan
 
 STEP = (

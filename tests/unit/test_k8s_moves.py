@@ -12,7 +12,7 @@ import pytest
 
 from howfast.design import DesignOptions
 from howfast.events.checks import refusals
-from howfast.eventspec import event_from_text
+from howfast.plugin.events import event_from_text
 from howfast.machine.pgbin import PgInstall
 from howfast.targets import registry
 from howfast.targets.k8s import manifests as m
