@@ -50,7 +50,7 @@ def test_an_installed_action_is_parsed_listed_and_checked(site: Path) -> None:
     spec = declared.parse_event("2s:toy-analyze")
     assert (spec.action, spec.arg, spec.text) == ("toy-analyze", None, "2s:toy-analyze")
     # its syntax, as it declares it: no value, no for=
-    with pytest.raises(ValueError, match="toy-analyze takes no value; write toy-analyze$"):
+    with pytest.raises(ValueError, match=r"toy-analyze takes no value; write toy-analyze$"):
         declared.event_from_text("2s:toy-analyze=t")
     with pytest.raises(ValueError, match="toy-analyze takes no option"):
         declared.event_from_text("2s:toy-analyze,for=3s")

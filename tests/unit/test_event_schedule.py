@@ -18,9 +18,9 @@ from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.events.registry import actions
 from howfast.events.schedule import EventSchedule
 from howfast.eventspec import EventSpec
-from howfast.plugin.events import action_syntaxes, parse_event
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue
+from howfast.plugin.events import action_syntaxes, parse_event
 from howfast.targets.dsn import DsnTarget
 from howfast.targets.local import LocalTarget
 
