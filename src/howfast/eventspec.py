@@ -44,7 +44,8 @@ ArgKind = Literal["none", "standby", "node", "latency", "iops", "argv"]
 @dataclass(frozen=True)
 class ActionSyntax:
     """How one action is written: what its value is, whether it may or must have one, and
-    whether it lasts a while (`for=`)."""
+    whether it lasts a while (`for=`). Declared by the action's module (its `EventAction`'s
+    `syntax`, events/base.py), never listed here."""
 
     name: str
     arg: ArgKind = "none"
