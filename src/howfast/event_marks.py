@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from howfast.eventspec import ACTIONS
 from howfast.model import JSONValue
 
 
@@ -27,12 +26,6 @@ class EventMark:
     problem: str | None = None  # why not verified
     error: str | None = None  # the action failed
     skipped: bool = False  # an earlier action failed: this one was not applied
-
-    @property
-    def disturbs_service(self) -> bool:
-        """Whether the action cuts the server's connections (restart, crash, failover...)."""
-        syntax = ACTIONS.get(self.action)
-        return syntax is not None and syntax.disturbs_service
 
     def document(self) -> dict[str, JSONValue]:
         return {

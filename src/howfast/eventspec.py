@@ -3,14 +3,19 @@
 
     EVENT   := AT ":" ACTION
     AT      := a duration into the step's load: "20s", "1m30s", "0.5s", "0"
-    ACTION  := checkpoint | restart | crash | delete-pod
-             | failover[=STANDBY] | move[=NODE] | drain=NODE[,for=D]
-             | slow-storage=LATENCY[,for=D] | cap-iops=N[,for=D]
-             | exec=ARGV          the rest of the text, split as a POSIX shell splits words
-                                  (quotes honoured); never run by a shell
+    ACTION  := NAME | NAME=VALUE, with ",for=D" when the action lasts a while
+
+Which actions there are is not known here: each action's module declares its `ActionSyntax`
+(events/, or a distribution's `howfast.events` entry point), and the parser is given them
+(`actions`: name -> syntax). The plug-in layer finds them and calls these functions with
+them (plugin/events.py: `event_from_text(text)` and the others without `actions`). The kinds
+of value: none, a standby's or a node's name, a latency (a duration), a number of I/O
+operations, or a command (ARGV: the rest of the text, split as a POSIX shell splits words,
+quotes honoured; never run by a shell).
 
 In a plan an event is that text, or a table: `{at = "20s", action = "restart"}`, or for a
-command with exact arguments `{at = "20s", exec = ["touch", "/tmp/a b"]}`.
+command with exact arguments `{at = "20s", exec = ["touch", "/tmp/a b"]}` (the key is the
+command action's name).
 
 `event_from_text`, `event_from_table` and `plan_event` raise ValueError with a message for
 the user (the plan loader adds file, line and key); `parse_event` raises UsageError naming
@@ -26,7 +31,7 @@ import math
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
@@ -39,13 +44,19 @@ ArgKind = Literal["none", "standby", "node", "latency", "iops", "argv"]
 @dataclass(frozen=True)
 class ActionSyntax:
     """How one action is written: what its value is, whether it may or must have one, and
-    whether it lasts a while (`for=`)."""
+    whether it lasts a while (`for=`). Declared by the action's module (its `EventAction`'s
+    `syntax`, events/base.py), never listed here."""
 
     name: str
     arg: ArgKind = "none"
     arg_required: bool = False
     takes_for: bool = False
     disturbs_service: bool = False  # connections are cut: the load reconnects
+    # It may cut them (a user's command may do anything): the load's failures while it runs
+    # are not taken for the load's own.
+    may_disturb_service: bool = False
+    # Its place in `--event`'s help and in "actions: ..." messages (lowest first).
+    order: int = 100
 
     @property
     def usage(self) -> str:
@@ -67,24 +78,25 @@ _ARG_WORDS: dict[ArgKind, str] = {
     "argv": "ARGV",
 }
 
-ACTIONS: Mapping[str, ActionSyntax] = {
-    a.name: a
-    for a in (
-        ActionSyntax("checkpoint"),
-        ActionSyntax("restart", disturbs_service=True),
-        ActionSyntax("crash", disturbs_service=True),
-        ActionSyntax("failover", "standby", disturbs_service=True),
-        ActionSyntax("delete-pod", disturbs_service=True),
-        ActionSyntax("move", "node", disturbs_service=True),
-        ActionSyntax("drain", "node", arg_required=True, takes_for=True, disturbs_service=True),
-        ActionSyntax("slow-storage", "latency", arg_required=True, takes_for=True),
-        ActionSyntax("cap-iops", "iops", arg_required=True, takes_for=True),
-        # A user's command may do anything: its effect on the service is not known.
-        ActionSyntax("exec", "argv", arg_required=True),
-    )
-}
+Actions = Mapping[str, ActionSyntax]  # the registered actions' syntax, by name
 
-GRAMMAR = "AT:ACTION, e.g. 20s:restart; actions: " + ", ".join(a.usage for a in ACTIONS.values())
+
+def in_order(actions: Iterable[ActionSyntax]) -> list[ActionSyntax]:
+    """By their declared order, then by name."""
+    return sorted(actions, key=lambda a: (a.order, a.name))
+
+
+def grammar(actions: Actions) -> str:
+    """What an event is, with every action's form: for messages."""
+    usages = ", ".join(a.usage for a in in_order(actions.values()))
+    return f"AT:ACTION, e.g. 20s:restart; actions: {usages}"
+
+
+def event_help(actions: Actions) -> str:
+    """`--event`'s help: every action's form, in their order."""
+    usages = ", ".join(a.usage for a in in_order(actions.values()))
+    return f"During every pgbench step, at AT into its load: {usages} (repeatable; docs/events.md)."
+
 
 # Names as the targets spell them: a standby ("standby_1"), a Kubernetes node (an RFC 1123
 # subdomain, which an IPv4 address also is).
@@ -95,7 +107,7 @@ _PLAIN = re.compile(_NUMBER)  # a plain number: seconds (milliseconds for a late
 _DURATION_PART = re.compile(rf"({_NUMBER})\s*(ms|s|min|m|h)")
 _UNIT_S = {"ms": Fraction(1, 1000), "s": Fraction(1), "m": Fraction(60), "min": Fraction(60),
            "h": Fraction(3600)}  # fmt: skip
-_TABLE_KEYS = ("at", "action", "exec")
+_TABLE_KEYS = ("at", "action")  # and the name of each command action ("exec")
 # The action's name: everything up to its value, its options or a space (so that "réstart"
 # is named whole in the message, not cut at its first letter outside ASCII).
 _ACTION_NAME = re.compile(r"\s*([^=,\s]*)")
@@ -118,26 +130,26 @@ class EventSpec:
     written, for messages."""
 
     at_s: float
-    action: str  # a key of ACTIONS
+    action: str  # a registered action's name
     arg: str | None = None  # the standby, the node, "5ms", "200"
-    argv: tuple[str, ...] = ()  # exec
+    argv: tuple[str, ...] = ()  # a command's (exec)
     for_s: float | None = None  # drain, slow-storage, cap-iops
     given: str = ""
-
-    @property
-    def syntax(self) -> ActionSyntax:
-        return ACTIONS[self.action]
+    # What kind of value `arg` is, as the action declares it (the parser sets it; not part
+    # of what the event is: its text says that).
+    kind: ArgKind = field(default="none", compare=False)
 
     @property
     def latency_ms(self) -> float | None:
-        """slow-storage's added latency in milliseconds."""
-        if self.action != "slow-storage" or self.arg is None:
+        """A latency action's (slow-storage's) value in milliseconds."""
+        if self.kind != "latency" or self.arg is None:
             return None
         return _latency_ms(self.arg)
 
     @property
     def iops(self) -> int | None:
-        return int(self.arg) if self.action == "cap-iops" and self.arg is not None else None
+        """A number action's (cap-iops's) value."""
+        return int(self.arg) if self.kind == "iops" and self.arg is not None else None
 
     @property
     def ends_s(self) -> float | None:
@@ -147,7 +159,7 @@ class EventSpec:
     @property
     def text(self) -> str:
         value = ""
-        if self.action == "exec":
+        if self.argv:
             value = "=" + shlex.join(self.argv)
         elif self.arg is not None:
             value = f"={self.arg}"
@@ -164,25 +176,26 @@ def _seconds_text(value: float) -> str:
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def event_from_text(text: str) -> EventSpec:
+def event_from_text(text: str, actions: Actions) -> EventSpec:
     """An event from `AT:ACTION`; ValueError saying which part is wrong and what is accepted."""
     given = text.strip()
     at_text, colon, action_text = given.partition(":")
     if not colon:
-        raise ValueError(f"{quote(given)}: write {GRAMMAR}")
+        raise ValueError(f"{quote(given)}: write {grammar(actions)}")
     at_s = _at_seconds(at_text)
     name_match = _ACTION_NAME.match(action_text)
     name = name_match.group(1) if name_match else ""
     tail = action_text[name_match.end() :] if name_match else action_text
-    if name not in ACTIONS:
+    if name not in actions:
         raise ValueError(
-            f"{quote(given)}: unknown action {quote(name)}{_guess(name)}; write {GRAMMAR}"
+            f"{quote(given)}: unknown action {quote(name)}{_guess(name, actions)}; "
+            f"write {grammar(actions)}"
         )
-    syntax = ACTIONS[name]
+    syntax = actions[name]
     if syntax.arg == "argv":
         if not tail.startswith("="):
-            raise ValueError(f"{quote(given)}: write exec=ARGV, the command after the =")
-        return _exec_event(given, at_s, _exec_argv(given, tail[1:]))
+            raise ValueError(f"{quote(given)}: write {syntax.usage}, the command after the =")
+        return _exec_event(given, at_s, syntax, _exec_argv(given, syntax, tail[1:]))
     value_text: str | None
     if tail.startswith("="):
         value_text, *option_texts = tail[1:].split(",")
@@ -202,15 +215,17 @@ def event_from_text(text: str) -> EventSpec:
             raise ValueError(f"{quote(given)}: for= is given twice")
         for_s = _for_seconds(given, value)
     arg = _action_value(given, syntax, value_text)
-    return EventSpec(at_s=at_s, action=name, arg=arg, for_s=for_s, given=given)
+    return EventSpec(at_s=at_s, action=name, arg=arg, for_s=for_s, given=given, kind=syntax.arg)
 
 
-def event_from_table(table: Mapping[str, object]) -> EventSpec:
-    """An event from a plan's table: `at` and either `action` (the text after AT:) or `exec`
-    (a list of strings, the command's exact arguments)."""
-    unknown = sorted(set(table) - set(_TABLE_KEYS))
+def event_from_table(table: Mapping[str, object], actions: Actions) -> EventSpec:
+    """An event from a plan's table: `at` and either `action` (the text after AT:) or a
+    command action's name, `exec` (a list of strings, the command's exact arguments)."""
+    commands = [a.name for a in in_order(actions.values()) if a.arg == "argv"]
+    table_keys = (*_TABLE_KEYS, *commands)
+    unknown = sorted(set(table) - set(table_keys))
     if unknown:
-        keys = ", ".join(_TABLE_KEYS)
+        keys = ", ".join(table_keys)
         raise ValueError(f"an event table has no key {quote(unknown[0])}; its keys: {keys}")
     at = table.get("at")
     if at is None:
@@ -220,7 +235,8 @@ def event_from_table(table: Mapping[str, object]) -> EventSpec:
     if not isinstance(at, str):
         _check_number_at(at)
     at_text = at if isinstance(at, str) else f"{plain_number(at)}s"
-    if ("action" in table) == ("exec" in table):
+    given_commands = [c for c in commands if c in table]
+    if ("action" in table) + len(given_commands) != 1:
         raise ValueError(
             'an event table needs one of "action" (e.g. action = "restart") or "exec" '
             '(a command as a list, e.g. exec = ["touch", "/tmp/mark"])'
@@ -229,8 +245,9 @@ def event_from_table(table: Mapping[str, object]) -> EventSpec:
         action = table["action"]
         if not isinstance(action, str):
             raise ValueError(f'action = {quote(action)}: write the action as text, e.g. "restart"')
-        return event_from_text(f"{at_text}:{action}")
-    argv = table["exec"]
+        return event_from_text(f"{at_text}:{action}", actions)
+    (command,) = given_commands
+    argv = table[command]
     if (
         not isinstance(argv, list)
         or not argv
@@ -238,29 +255,29 @@ def event_from_table(table: Mapping[str, object]) -> EventSpec:
         or not argv[0]
     ):
         raise ValueError(
-            f"exec = {quote(argv)}: write the command as a non-empty list of strings, "
-            'e.g. exec = ["touch", "/tmp/mark"]'
+            f"{command} = {quote(argv)}: write the command as a non-empty list of strings, "
+            f'e.g. {command} = ["touch", "/tmp/mark"]'
         )
-    given = f"{at_text}:exec={shlex.join(argv)}"
-    return _exec_event(given, _at_seconds(at_text), tuple(argv))
+    given = f"{at_text}:{command}={shlex.join(argv)}"
+    return _exec_event(given, _at_seconds(at_text), actions[command], tuple(argv))
 
 
-def plan_event(value: object) -> EventSpec:
+def plan_event(value: object, actions: Actions) -> EventSpec:
     """One item of a plan step's `events` list: a text or a table."""
     if isinstance(value, str):
-        return event_from_text(value)
+        return event_from_text(value, actions)
     if isinstance(value, Mapping):
-        return event_from_table(value)
+        return event_from_table(value, actions)
     raise ValueError(
         f'{quote(value)}: an event is a text such as "20s:restart" or a table such as '
         '{at = "20s", exec = ["touch", "/tmp/mark"]}'
     )
 
 
-def parse_event(text: str, option: str = "--event") -> EventSpec:
+def parse_event(text: str, actions: Actions, option: str = "--event") -> EventSpec:
     """`--event AT:ACTION`; UsageError naming the option."""
     try:
-        return event_from_text(text)
+        return event_from_text(text, actions)
     except ValueError as e:
         raise UsageError(f"{option} {e}") from None
 
@@ -270,9 +287,9 @@ def ordered(specs: Iterable[EventSpec]) -> tuple[EventSpec, ...]:
     return tuple(sorted(specs, key=lambda s: s.at_s))
 
 
-def _guess(name: str) -> str:
+def _guess(name: str, actions: Actions) -> str:
     """'; did you mean "restart"?' for a name close to an action's, else ''."""
-    close = difflib.get_close_matches(name.lower(), ACTIONS, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name.lower(), list(actions), n=1, cutoff=0.6)
     return f"; did you mean {quote(close[0])}?" if close else ""
 
 
@@ -376,46 +393,47 @@ def _action_value(given: str, syntax: ActionSyntax, value: str | None) -> str | 
         if not math.isfinite(ms) or ms < 0:
             raise ValueError(
                 f"{quote(given)}: {quote(value)} is not a latency; write the latency to add "
-                "to every I/O, e.g. slow-storage=5ms (0ms for none)"
+                f"to every I/O, e.g. {syntax.name}=5ms (0ms for none)"
             )
         return f"{_seconds_text(ms)}ms"
     if syntax.arg == "iops":
-        return _iops(given, value)
+        return _iops(given, syntax.name, value)
     return value
 
 
-def _iops(given: str, value: str) -> str:
+def _iops(given: str, name: str, value: str) -> str:
     """cap-iops's N, checked: ASCII digits, above 0, at most MAX_IOPS (its digits counted
     before int() reads them: int() refuses more than 4300)."""
     digits = value.lstrip("0")
     if not _DIGITS.fullmatch(value) or not digits:
         raise ValueError(
             f"{quote(given)}: {quote(value)} is not a number of I/O operations per second; "
-            "write a whole number above 0, e.g. cap-iops=200"
+            f"write a whole number above 0, e.g. {name}=200"
         )
     if len(digits) > len(str(MAX_IOPS)) or int(digits) > MAX_IOPS:
         raise ValueError(
-            f"{quote(given)}: cap-iops takes at most {MAX_IOPS} (the kernel's I/O cgroup "
-            "keeps an IOPS limit in 32 bits); write a smaller N, e.g. cap-iops=200"
+            f"{quote(given)}: {name} takes at most {MAX_IOPS} (the kernel's I/O cgroup "
+            f"keeps an IOPS limit in 32 bits); write a smaller N, e.g. {name}=200"
         )
     return digits
 
 
-def _exec_argv(given: str, text: str) -> tuple[str, ...]:
+def _exec_argv(given: str, syntax: ActionSyntax, text: str) -> tuple[str, ...]:
+    name = syntax.name
     try:
         argv = tuple(shlex.split(text))
     except ValueError as e:  # "No closing quotation"
         raise ValueError(
-            f"{quote(given)}: the command after exec= cannot be split into words ({e}); "
-            "quote with ' or \", or use a plan table: exec = [...]"
+            f"{quote(given)}: the command after {name}= cannot be split into words ({e}); "
+            f"quote with ' or \", or use a plan table: {name} = [...]"
         ) from None
     if not argv or not argv[0]:
-        raise ValueError(f"{quote(given)}: exec needs a command; write exec=ARGV")
+        raise ValueError(f"{quote(given)}: {name} needs a command; write {syntax.usage}")
     return argv
 
 
-def _exec_event(given: str, at_s: float, argv: tuple[str, ...]) -> EventSpec:
-    return EventSpec(at_s=at_s, action="exec", argv=argv, given=given)
+def _exec_event(given: str, at_s: float, syntax: ActionSyntax, argv: tuple[str, ...]) -> EventSpec:
+    return EventSpec(at_s=at_s, action=syntax.name, argv=argv, given=given, kind=syntax.arg)
 
 
 # --- checks against the step ------------------------------------------------------------------

@@ -20,9 +20,9 @@ from howfast.event_marks import marks_from_section
 from howfast.events.base import EventContext
 from howfast.events.registry import actions
 from howfast.events.schedule import EventSchedule
-from howfast.eventspec import parse_event
 from howfast.machine.pgbin import choose_install
 from howfast.model import JSONValue
+from howfast.plugin.events import parse_event
 from howfast.store import open_store
 from howfast.targets.base import Connection
 from howfast.targets.emulated.build import Limits

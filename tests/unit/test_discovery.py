@@ -32,7 +32,7 @@ def _forget() -> None:
     workloads.reset()
     samplers.sampler_plugins.cache_clear()
     kinds.kinds.cache_clear()
-    events.actions.cache_clear()
+    events.reset()
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_two_event_modules_of_one_name_are_refused(
         "from howfast.events.crash import Crash\n\nACTION = Crash()\n"
     )
     monkeypatch.setattr(events_package, "__path__", [*events_package.__path__, str(tmp_path)])
-    events.actions.cache_clear()
+    events.reset()
     try:
         with pytest.raises(HowfastError, match=r"event action 'crash' is defined twice: by "
                            r"module howfast\.events\.crash and by module "
@@ -110,7 +110,7 @@ def test_two_event_modules_of_one_name_are_refused(
             events.actions()
     finally:
         monkeypatch.undo()
-        events.actions.cache_clear()
+        events.reset()
         sys.modules.pop("howfast.events.crash_again", None)
     assert "crash" in events.actions()
 

@@ -9,8 +9,8 @@ import pytest
 
 from howfast.analysis.groups import matching_params
 from howfast.errors import PlanError, UsageError
-from howfast.eventspec import parse_event
 from howfast.plans import Overrides, expand, load_plan
+from howfast.plugin.events import parse_event
 
 STEP = (
     'steps = [{{workload = "pgbench", modes = ["tpcb-like"], clients = [1], duration = "20s"{}}}]'

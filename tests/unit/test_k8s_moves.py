@@ -12,8 +12,8 @@ import pytest
 
 from howfast.design import DesignOptions
 from howfast.events.checks import refusals
-from howfast.eventspec import event_from_text
 from howfast.machine.pgbin import PgInstall
+from howfast.plugin.events import event_from_text
 from howfast.targets import registry
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import moves

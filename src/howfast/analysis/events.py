@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from howfast.analysis.loadrecord import BIN_S, Gap, HistoryCount, LoadRecord, SegmentFacts
 from howfast.event_marks import EventMark, marks_from_section
 from howfast.model import JSONValue
+from howfast.plugin.events import disturbs_service
 from howfast.units import plain_number
 
 BASELINE_S = 30
@@ -259,7 +260,7 @@ def _cuts(marks: Sequence[EventMark], load: LoadRecord) -> dict[int, float]:
     cuts: dict[int, float] = {}
     for mark in marks:
         gap = event_gap(mark, load.gaps)
-        if not mark.disturbs_service or gap is None or not gap.closed:
+        if not disturbs_service(mark.action) or gap is None or not gap.closed:
             continue
         free = _free_stretches(spans, gap.t0, gap.t1)
         if free:

@@ -29,8 +29,8 @@ from howfast.design import (
     parse_sync,
 )
 from howfast.errors import UsageError
-from howfast.eventspec import parse_event
 from howfast.plans import Overrides, parse_int_list, parse_set_option
+from howfast.plugin.events import event_help, parse_event
 from howfast.service.requests import (
     LiveMetrics,
     RunRequest,
@@ -238,9 +238,7 @@ class RunOptions:
     "events",
     multiple=True,
     metavar="AT:ACTION",
-    help="During every pgbench step, at AT into its load: checkpoint, restart, crash, "
-    "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D], failover[=STANDBY], "
-    "delete-pod, move[=NODE], drain=NODE[,for=D] (repeatable; docs/events.md).",
+    help=event_help(),  # every registered action's form (plugin/events.py)
 )
 @click.option(
     "--sample-interval",

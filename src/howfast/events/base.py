@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from howfast.cancel import NEVER, CancelToken
-from howfast.eventspec import ACTIONS, EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Connection, Target
 
@@ -57,12 +57,33 @@ KIND_WORDS = {
 
 
 class EventAction(ABC):
-    name: ClassVar[str]
+    """An event action, declared whole by its module: how it is written (`syntax`, which the
+    parser, `--event`'s help and the readers of a run get through plugin/events.py), what it
+    does (`summary`, its entry in docs/events.md: `docs`), what it needs of a target
+    (`requires`, said in words by `needs`), what it does to the primary, and how it is applied
+    and verified. Nothing else names it: checks.py and the schedule ask these."""
+
+    syntax: ClassVar[ActionSyntax]
+    summary: ClassVar[str] = ""  # one line: what it does
+    docs: ClassVar[str] = "docs/events.md"  # its entry: "docs/events.md#restart"
     requires: ClassVar[tuple[type, ...]] = ()  # capabilities (targets/capabilities.py)
+    # What `missing` says an action needs, in words.
+    needs: ClassVar[str] = "more than this target can do"
+    # It acts on the server howfast started (after a failover, the dead old primary).
+    on_old_primary: ClassVar[bool] = False
+    # It makes another server the primary: the old one is gone for the events after it.
+    replaces_primary: ClassVar[bool] = False
+
+    name: ClassVar[str]  # the syntax's, set for each subclass that declares one
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "syntax" in cls.__dict__:
+            cls.name = cls.syntax.name
 
     @property
     def disturbs_service(self) -> bool:
-        return ACTIONS[self.name].disturbs_service
+        return self.syntax.disturbs_service
 
     def missing(self, target: Target) -> str | None:
         """Why this target cannot take the action for want of a capability; None when it has
@@ -72,9 +93,6 @@ class EventAction(ABC):
             return None
         kind = KIND_WORDS.get(target.kind, f"a {target.kind} target")
         return f"{self.name} needs {self.needs}, and {kind} is not one"
-
-    # What `missing` says an action needs, in words.
-    needs: ClassVar[str] = "more than this target can do"
 
     def refusal(self, target: Target, spec: EventSpec) -> str | None:
         """Beyond capabilities: why this event cannot apply to this target (checked before

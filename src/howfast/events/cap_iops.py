@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from howfast.events.base import Applied, EventAction, EventContext, Verified
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.iolimits import iops_cap_files
 from howfast.model import JSONValue
 from howfast.targets.capabilities import IoCappable
@@ -23,7 +23,10 @@ V1_NOTE = "cgroup v1: buffered writeback is not throttled (charged to no cgroup)
 
 
 class CapIops(EventAction):
-    name = "cap-iops"
+    syntax = ActionSyntax("cap-iops", "iops", arg_required=True, takes_for=True, order=60)
+    summary = "the server's read and write IOPS capped"
+    docs = "docs/events.md#the-actions"
+    on_old_primary = True
     requires = (IoCappable,)
 
     def missing(self, target: object) -> str | None:

@@ -8,7 +8,7 @@ import time
 from howfast.errors import HowfastError
 from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.events.serverlog import CHECKPOINT_DONE, LogPoint, first_with
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
@@ -29,7 +29,9 @@ def requested(conn: Connection) -> int:
 
 
 class Checkpoint(EventAction):
-    name = "checkpoint"
+    syntax = ActionSyntax("checkpoint", order=10)
+    summary = "CHECKPOINT on the primary"
+    docs = "docs/events.md#the-actions"
 
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
         conn = ctx.primary()

@@ -1,10 +1,12 @@
-"""Whether a target can take a step's events, checked before any target starts."""
+"""Whether a target can take a step's events, checked before any target starts: from what
+each action declares (events/base.py), no list of actions here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from howfast.events.registry import NOT_YET, actions
+from howfast.events.base import EventAction
+from howfast.events.registry import actions
 from howfast.eventspec import EventSpec
 from howfast.targets.base import Target
 
@@ -18,23 +20,28 @@ def refusals(target: Target, specs: Sequence[EventSpec]) -> list[str]:
         action = known.get(spec.action)
         reason: str | None
         if action is None:
-            reason = NOT_YET.get(spec.action, f"{spec.action} is not an action of this version")
+            reason = f"{spec.action} is not an action of this version"
         else:
             reason = action.missing(target) or action.refusal(target, spec)
         if reason is not None:
             problems.append(f"{target.name}: event {spec.text}: {reason}")
-    problems += [f"{target.name}: {p}" for p in after_failover(specs)]
+    problems += [f"{target.name}: {p}" for p in after_failover(specs, known)]
     return problems
 
 
-# Actions that act on the server howfast started, which after a failover is dead: a restart
-# would start the old primary again beside the promoted one.
-ON_THE_OLD_PRIMARY = ("restart", "crash", "cap-iops", "slow-storage", "failover")
+def after_failover(
+    specs: Sequence[EventSpec], known: Mapping[str, EventAction] | None = None
+) -> list[str]:
+    """A failover (an action that `replaces_primary`) is the last event of a step that acts
+    on the server (`on_old_primary`: a restart would start the old primary again beside the
+    promoted one): why not, per event."""
+    known = actions() if known is None else known
 
+    def declares(spec: EventSpec, flag: str) -> bool:
+        action = known.get(spec.action)
+        return action is not None and bool(getattr(action, flag))
 
-def after_failover(specs: Sequence[EventSpec]) -> list[str]:
-    """A failover is the last event of a step that acts on the server: why not, per event."""
-    failovers = sorted((s for s in specs if s.action == "failover"), key=lambda s: s.at_s)
+    failovers = sorted((s for s in specs if declares(s, "replaces_primary")), key=lambda s: s.at_s)
     if not failovers:
         return []
     first = failovers[0]
@@ -42,5 +49,5 @@ def after_failover(specs: Sequence[EventSpec]) -> list[str]:
         f"event {s.text}: after a failover the old primary is gone and no standby is left: "
         f"{s.action} cannot follow it in the same step"
         for s in specs
-        if s is not first and s.action in ON_THE_OLD_PRIMARY and s.at_s >= first.at_s
+        if s is not first and declares(s, "on_old_primary") and s.at_s >= first.at_s
     ]

@@ -6,12 +6,15 @@ from __future__ import annotations
 from howfast.events import identity
 from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.events.serverlog import CRASHED, REDO_DONE, LogPoint
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.targets.capabilities import Crashable, HasServerIdentity
 
 
 class Crash(EventAction):
-    name = "crash"
+    syntax = ActionSyntax("crash", disturbs_service=True, order=30)
+    summary = "SIGKILL of the postmaster, then start: crash recovery"
+    docs = "docs/events.md#the-actions"
+    on_old_primary = True
     needs = "a server howfast started and holds (a directory or an emulated volume)"
     requires = (Crashable, HasServerIdentity)
 

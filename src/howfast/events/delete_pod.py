@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from howfast.events import pods
 from howfast.events.base import Applied, EventAction, EventContext, Verified
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.targets.base import Target
 from howfast.targets.capabilities import PodRecreatable
 
 
 class DeletePod(EventAction):
-    name = "delete-pod"
+    syntax = ActionSyntax("delete-pod", disturbs_service=True, order=80)
+    summary = "the server's pod deleted and made again"
+    docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"
     requires = (PodRecreatable,)
 

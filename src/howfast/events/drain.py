@@ -12,14 +12,18 @@ from collections.abc import Mapping
 from howfast.errors import Aborted, HowfastError
 from howfast.events import pods
 from howfast.events.base import Applied, EventAction, EventContext, Verified
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Target
 from howfast.targets.capabilities import Drainable, PodRecreatable
 
 
 class Drain(EventAction):
-    name = "drain"
+    syntax = ActionSyntax(
+        "drain", "node", arg_required=True, takes_for=True, disturbs_service=True, order=100
+    )
+    summary = "a node cordoned, the server's pod evicted from it"
+    docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"
     requires = (Drainable, PodRecreatable)
 

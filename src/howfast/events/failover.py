@@ -5,11 +5,9 @@ postmaster gone."""
 
 from __future__ import annotations
 
-import psycopg
-
 from howfast.errors import HowfastError
 from howfast.events.base import Applied, EventAction, EventContext, Verified
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.store.liveness import pid_exists
 from howfast.targets import pgquery
@@ -28,7 +26,11 @@ def standby_of(target: Target, spec: EventSpec) -> str | None:
 
 
 class Failover(EventAction):
-    name = "failover"
+    syntax = ActionSyntax("failover", "standby", disturbs_service=True, order=70)
+    summary = "the primary dies and a standby is promoted"
+    docs = "docs/events.md#the-actions"
+    on_old_primary = True
+    replaces_primary = True
     needs = "standbys howfast started on this machine (a directory or an emulated volume)"
     requires = (Promotable, HasCurrentPrimary)
 
@@ -87,6 +89,8 @@ def standby_seen(conn: Connection, name: str) -> dict[str, JSONValue]:
     """The standby's row of the primary's pg_stat_replication: its state, sync state and how
     many bytes of WAL the primary had written that it had not flushed; `not connected` when
     it has no row; `unknown` (with why) when the primary did not answer."""
+    import psycopg  # here: finding the actions (`--event`'s help) must not load the driver
+
     try:
         with pgquery.connect(conn, timeout_s=5) as db:
             states = parse_state(db.execute(STATE_QUERY).fetchall())

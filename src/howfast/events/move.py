@@ -10,14 +10,16 @@ from __future__ import annotations
 from howfast.errors import HowfastError
 from howfast.events import pods
 from howfast.events.base import Applied, EventAction, EventContext, Verified
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.targets.base import Target
 from howfast.targets.capabilities import PodRecreatable
 from howfast.targets.k8s.moves import destination
 
 
 class Move(EventAction):
-    name = "move"
+    syntax = ActionSyntax("move", "node", disturbs_service=True, order=90)
+    summary = "the server's pod made again on another node"
+    docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"
     requires = (PodRecreatable,)
 

@@ -1,35 +1,28 @@
-"""The actions this version can apply, one module per action in this package, each with a
+"""The actions this version can apply: one module per action in this package, each with a
 module-level `ACTION` (like the samplers' plug-ins), or installed apart by a distribution's
-entry point in the `howfast.events` group (found as workloads are: plugin/discovery.py; two
-actions of one name are refused, naming both)."""
+entry point in the `howfast.events` group. Found once, by the plug-in layer
+(plugin/events.py, through plugin/discovery.py: two actions of one name are refused, naming
+both), which also gives their syntax to the parser and `--event`'s help; here they are what
+applies them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
 
+from howfast.errors import HowfastError
 from howfast.events.base import EventAction
-from howfast.plugin.discovery import Discovery, discover
-
-# Actions of the grammar (eventspec.ACTIONS) that no module applies yet, with why: an event
-# naming one is refused before anything starts.
-NOT_YET: Mapping[str, str] = {}
+from howfast.plugin import events as declared_events
 
 
-def _name(action: EventAction) -> str:
-    return action.name
-
-
-DISCOVERY = Discovery(
-    noun="event action",
-    cls=EventAction,
-    package="howfast.events",
-    attribute="ACTION",
-    group="howfast.events",  # actions installed apart: [project.entry-points."howfast.events"]
-    name_of=_name,
-)
-
-
-@cache
 def actions() -> Mapping[str, EventAction]:
-    return discover(DISCOVERY)
+    """Every action, by name, in their declared order."""
+    found = declared_events.declared()
+    for name, action in found.items():
+        if not isinstance(action, EventAction):
+            raise HowfastError(f"event action {name!r} is not an EventAction: {action!r}")
+    return {name: action for name, action in found.items() if isinstance(action, EventAction)}
+
+
+def reset() -> None:
+    """Forget the actions found (a test that installs one)."""
+    declared_events.reset()

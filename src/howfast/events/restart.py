@@ -6,12 +6,15 @@ from __future__ import annotations
 from howfast.events import identity
 from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.events.serverlog import SHUT_DOWN, LogPoint
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.targets.capabilities import HasServerIdentity, Restartable
 
 
 class Restart(EventAction):
-    name = "restart"
+    syntax = ActionSyntax("restart", disturbs_service=True, order=20)
+    summary = "fast shutdown of the server, then start"
+    docs = "docs/events.md#the-actions"
+    on_old_primary = True
     needs = "a server howfast started and holds (a directory or an emulated volume)"
     requires = (Restartable, HasServerIdentity)
 

@@ -23,7 +23,7 @@ from howfast.events.exec_env import (
     redact_output,
 )
 from howfast.events.process_group import GRACE_S, ExecGroup
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Target
 from howfast.targets.leftovers.exec_groups import forget_group, record_group
@@ -47,7 +47,10 @@ def _tail(path: Path, secrets: list[str]) -> str:
 
 
 class RunCommand(EventAction):
-    name = "exec"
+    # A user's command may do anything: its effect on the service is not known.
+    syntax = ActionSyntax("exec", "argv", arg_required=True, may_disturb_service=True, order=40)
+    summary = "the user's command, on this machine, never through a shell"
+    docs = "docs/events.md#the-actions"
 
     def __init__(self, environ: Mapping[str, str] | None = None, grace_s: float = GRACE_S) -> None:
         self._environ = environ  # howfast's environment; None: os.environ when applied

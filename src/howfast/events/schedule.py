@@ -21,6 +21,7 @@ from howfast.event_marks import EventMark
 from howfast.events.base import Applied, EventAction, EventContext
 from howfast.eventspec import EventSpec
 from howfast.model import JSONValue
+from howfast.plugin.events import disturbs_service
 
 # After the service came back, failures are still the event's (samplers, the load).
 GRACE_S = 2.0
@@ -72,11 +73,11 @@ class EventSchedule:
         """An action that cuts the service is applying, or its service came back less than
         GRACE_S ago."""
         with self._lock:
-            if self._in_flight is not None and self._in_flight.syntax.disturbs_service:
+            if self._in_flight is not None and disturbs_service(self._in_flight.action):
                 return True
             now = self.now()
             return any(
-                m.disturbs_service and m.back_s is not None and now - m.back_s < GRACE_S
+                disturbs_service(m.action) and m.back_s is not None and now - m.back_s < GRACE_S
                 for m in self._marks.values()
             )
 

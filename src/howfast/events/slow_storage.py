@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from howfast.events.base import Applied, EventAction, EventContext, Verified
-from howfast.eventspec import EventSpec
+from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.targets.base import Target
 from howfast.targets.capabilities import StorageSlowable
@@ -22,7 +22,10 @@ AT_LEAST = 0.5
 
 
 class SlowStorage(EventAction):
-    name = "slow-storage"
+    syntax = ActionSyntax("slow-storage", "latency", arg_required=True, takes_for=True, order=50)
+    summary = "an emulated volume's added latency changed"
+    docs = "docs/events.md#the-actions"
+    on_old_primary = True
     requires = (StorageSlowable,)
 
     def missing(self, target: Target) -> str | None:

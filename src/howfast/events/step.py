@@ -12,9 +12,10 @@ from howfast.events import checks
 from howfast.events.base import EventContext
 from howfast.events.registry import actions
 from howfast.events.schedule import EventSchedule
-from howfast.eventspec import EventSpec, event_from_text, step_refusals
+from howfast.eventspec import EventSpec, step_refusals
 from howfast.model import JSONValue, StepSpec
 from howfast.plans.model import MAX_ADDED_LATENCY_MS
+from howfast.plugin.events import event_from_text
 from howfast.targets.base import Connection, Target
 
 

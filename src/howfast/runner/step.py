@@ -14,6 +14,7 @@ from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, progress_line
+from howfast.events.registry import actions
 from howfast.events.schedule import EventSchedule
 from howfast.events.step import schedule_for, step_events
 from howfast.hosts.base import Host
@@ -180,7 +181,11 @@ def _step_context(
 
 
 def follows_failover(spec: StepSpec) -> bool:
-    return any(e.action == "failover" for e in step_events(spec.params))
+    """Whether the step has an event that makes another server the primary (a failover)."""
+    known = actions()
+    return any(
+        e.action in known and known[e.action].replaces_primary for e in step_events(spec.params)
+    )
 
 
 def with_sampled(outcome: StepOutcome, part: SampledPart | None) -> StepOutcome:

@@ -21,9 +21,9 @@ from pathlib import Path
 from howfast.events.base import EventContext
 from howfast.events.registry import actions
 from howfast.events.schedule import EventSchedule
-from howfast.eventspec import parse_event
 from howfast.machine.pgbin import choose_install
 from howfast.model import JSONValue
+from howfast.plugin.events import parse_event
 from howfast.targets import pgquery
 from howfast.targets.local import LocalTarget
 from howfast.targets.replicas.spec import ReplicaSpec

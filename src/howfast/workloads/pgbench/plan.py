@@ -22,9 +22,9 @@ from pydantic import (
 )
 
 from howfast.errors import UsageError
-from howfast.eventspec import plan_event
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepRecord, StepSpec
+from howfast.plugin.events import plan_event
 from howfast.plugin.fields import (
     Duration,
     PositiveInt,

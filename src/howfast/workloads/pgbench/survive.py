@@ -33,6 +33,7 @@ from howfast.cancel import NEVER, CancelToken
 from howfast.event_marks import EventMark
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.model import JSONValue
+from howfast.plugin.events import may_disturb_service
 from howfast.targets.base import Connection
 from howfast.workloads.pgbench import build
 
@@ -232,7 +233,7 @@ def failure_without_event(
     lo = segment.started_epoch - origin_epoch
     hi = (segment.ended_epoch or segment.started_epoch) - origin_epoch
     for mark in marks:
-        if mark.applied_s is None or not (mark.disturbs_service or mark.action == "exec"):
+        if mark.applied_s is None or not may_disturb_service(mark.action):
             continue
         back = mark.back_s if mark.back_s is not None else mark.undone_s
         until = math.inf if back is None else back + grace_s
