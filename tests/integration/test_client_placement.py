@@ -14,7 +14,7 @@ import pytest
 from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import choose_install
 from howfast.targets import pgquery
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalOptions, LocalTarget
 from howfast.workloads.pgbench import rtt
 from tests.integration.conftest import TINY_PLAN, Howfast, postgres_pids_under
 
@@ -24,7 +24,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def tcp_target(target_dir: Path) -> Iterator[LocalTarget]:
     target = LocalTarget(
-        target_dir, choose_install(), client="tcp", settings={"log_connections": "on"}
+        target_dir,
+        choose_install(),
+        settings={"log_connections": "on"},
+        options=LocalOptions(client="tcp"),
     )
     try:
         yield target
