@@ -40,7 +40,7 @@ def test_over_tcp_pgbench_reaches_loopback_with_a_password(
 ) -> None:
     server = tcp_target.start()
     placed = tcp_target.client()
-    assert placed.record == {"placement": "tcp", "address": f"127.0.0.1:{tcp_target.port}"}
+    assert placed.record == {"placement": "tcp", "address": f"127.0.0.1:{tcp_target.server.port}"}
     # the probe as a step runs it, through the client's connection
     install = tcp_target.install
     invocation = rtt.rtt_invocation(install.program("pgbench") or "pgbench", placed.connection)
@@ -58,9 +58,9 @@ def test_over_tcp_pgbench_reaches_loopback_with_a_password(
         assert db.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)
     with pytest.raises(psycopg.OperationalError, match="password"):
         psycopg.connect(
-            host="127.0.0.1", port=tcp_target.port, user=server.user, dbname="postgres"
+            host="127.0.0.1", port=tcp_target.server.port, user=server.user, dbname="postgres"
         ).close()
-    assert not any(tcp_target.run_dir.glob("client-password*"))  # type: ignore[union-attr]
+    assert not any(tcp_target.dirs.run_dir.glob("client-password*"))  # type: ignore[union-attr]
 
 
 def test_runs_store_the_round_trip_and_the_placement(howfast: Howfast, target_dir: Path) -> None:

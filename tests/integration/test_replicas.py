@@ -65,7 +65,7 @@ def test_a_standby_streams_synchronously_and_goes_away(
     assert standby.connection is not None
     with pgquery.connect(standby.connection) as db:
         assert db.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
-    (record,) = primary.standby_records()
+    (record,) = primary.record().standbys
     assert record["name"] == "standby_1" and record["sync_state"] == "sync"
     assert str(record["version"]).split(".")[0].isdigit()
     token = primary.token
