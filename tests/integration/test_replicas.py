@@ -83,7 +83,9 @@ def test_two_standbys_in_standby_dirs_with_sync_off(target_dir: Path) -> None:
     other.mkdir()
     other.chmod(0o755)
     target = LocalTarget(
-        target_dir, choose_install(), replicas=ReplicaSpec(2, "off"),
+        target_dir,
+        choose_install(),
+        replicas=ReplicaSpec(2, "off"),
         standbys=StandbyPlacement(dirs=(other,)),
     )
     try:
@@ -114,7 +116,11 @@ def test_a_standby_that_cannot_connect_names_itself_and_its_log(target_dir: Path
     assert conn is not None and target.dirs.run_dir is not None
     user = server_user()
     standby = LocalStandby(
-        "standby_1", target.install, user, target.dirs.cluster_dir / "standby_1", target.dirs.run_dir
+        "standby_1",
+        target.install,
+        user,
+        target.dirs.cluster_dir / "standby_1",
+        target.dirs.run_dir,
     )
     try:
         standby.build(conn)

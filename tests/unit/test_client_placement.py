@@ -53,16 +53,23 @@ def test_tcp_asks_a_password_over_tcp_and_keeps_the_socket_trusted() -> None:
     assert "--auth=trust" not in argv
     assert "--auth-local=trust" in argv and "--auth-host=scram-sha-256" in argv
     (pwfile,) = [a for a in argv if a.startswith("--pwfile=")]
-    assert target.client_access.password is not None and target.client_access.password not in " ".join(argv)
+    assert (
+        target.client_access.password is not None
+        and target.client_access.password not in " ".join(argv)
+    )
     assert pwfile.endswith("/client-password")
     # two targets never share a password
-    assert LocalTarget(Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp")).client_access.password != (
-        target.client_access.password
-    )
+    assert LocalTarget(
+        Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp")
+    ).client_access.password != (target.client_access.password)
 
 
 def test_dry_run_shows_the_tcp_connection() -> None:
-    planned = LocalTarget(Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp")).planned().connection
+    planned = (
+        LocalTarget(Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp"))
+        .planned()
+        .connection
+    )
     assert planned is not None and planned.host == "127.0.0.1"
     socket = LocalTarget(Path("/mnt/a"), INSTALL).planned().connection
     assert socket is not None and socket.host.startswith("/")

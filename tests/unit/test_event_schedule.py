@@ -289,13 +289,17 @@ def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standby
     from howfast.targets.replicas.spec import ReplicaSpec
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    one = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/a"), replicas=ReplicaSpec(1, "on"))
+    one = LocalTarget(
+        tmp_path, install, options=LocalOptions(name="/data/a"), replicas=ReplicaSpec(1, "on")
+    )
     assert one.promotable_standbys() == ("standby_1",)
     assert checks.refusals(one, [parse_event("5s:failover")]) == []
     assert checks.refusals(one, [parse_event("5s:failover=standby_1")]) == []
     (unknown,) = checks.refusals(one, [parse_event("5s:failover=standby_2")])
     assert unknown.endswith("there is no standby_2 to promote (the standbys: standby_1)")
-    two = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/b"), replicas=ReplicaSpec(2, "on"))
+    two = LocalTarget(
+        tmp_path, install, options=LocalOptions(name="/data/b"), replicas=ReplicaSpec(2, "on")
+    )
     (refused,) = checks.refusals(two, [parse_event("5s:failover")])
     assert refused.endswith(
         "failover with more than one standby is not available yet (the others would have to "
@@ -303,7 +307,9 @@ def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standby
     )
     # the load follows the promoted standby by the servers' sockets: not over TCP (yet)
     tcp = LocalTarget(
-        tmp_path, install, replicas=ReplicaSpec(1, "on"),
+        tmp_path,
+        install,
+        replicas=ReplicaSpec(1, "on"),
         options=LocalOptions(name="/data/c", client="tcp"),
     )
     (over_tcp,) = checks.refusals(tcp, [parse_event("5s:failover")])
@@ -316,7 +322,9 @@ def test_nothing_that_acts_on_the_server_may_follow_a_failover_in_its_step(tmp_p
     from howfast.targets.replicas.spec import ReplicaSpec
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    one = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/a"), replicas=ReplicaSpec(1, "on"))
+    one = LocalTarget(
+        tmp_path, install, options=LocalOptions(name="/data/a"), replicas=ReplicaSpec(1, "on")
+    )
     texts = ["2s:restart", "4s:failover", "5s:checkpoint", "6s:crash", "7s:failover"]
     refused = checks.refusals(one, [parse_event(t) for t in texts])
     assert refused == [

@@ -65,13 +65,20 @@ class VolumeStorage:
     """The volume `limits` asks for, `size_bytes` large, in `workspace` of `directory`."""
 
     def __init__(
-        self, directory: Path, install: PgInstall, limits: Limits, size_bytes: int, *, token: str
+        self,
+        directory: Path,
+        install: PgInstall,
+        limits: Limits,
+        size_bytes: int,
+        *,
+        token: str,
+        keep: bool,
     ) -> None:
         self.directory = directory.absolute()
         self.install = install
         self.limits = limits
         self.size_bytes = size_bytes
-        self.keep = False  # --keep, refused: the volume goes away at the end
+        self.keep = keep  # refused: the volume, and a cluster on it, go away at the end
         self.token = token
         self.workspace = self.directory / f"howfast-vol-{token}"
         self.emulation: dict[str, object] = {

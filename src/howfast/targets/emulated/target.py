@@ -57,9 +57,8 @@ class EmulatedTarget(LocalTarget, StorageSlowable):
         if replicas is not None:  # its standbys live on the same volume, inside the cluster
             name += f" with {replicas.describe()}"
         self.volume_part = VolumeStorage(
-            directory, install, limits, size_bytes, token=secrets.token_hex(4)
+            directory, install, limits, size_bytes, token=secrets.token_hex(4), keep=keep
         )
-        self.volume_part.keep = keep
         super().__init__(
             directory,
             install,
