@@ -272,8 +272,9 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     local = LocalTarget(Path("/mnt/a"), INSTALL)
     emulated = registry.make_targets(["/mnt/a"], options(local=DirectoryOptions(
         tuple(parse({"storage_latency": "1ms"}, "/a")["local"].variants))))[0]  # type: ignore[attr-defined]  # fmt: skip
-    member = FleetMember(Path("/mnt/a/x"), INSTALL, name="m", scenario="s", klass="c", index=1,
-                         limits=None, device=None, support=None, settings={})  # type: ignore[arg-type]  # fmt: skip
+    member = FleetMember(Path("/mnt/a/x"), INSTALL, options=LocalOptions(name="m"), scenario="s",
+                         klass="c", index=1, limits=None, device=None, support=None,  # type: ignore[arg-type]
+                         settings={})  # fmt: skip
     found = {
         "local": describe_capabilities(local),
         "emulated": describe_capabilities(emulated),

@@ -85,7 +85,7 @@ class FleetMember(LocalTarget, FleetInstance):
         directory: Path,
         install: PgInstall,
         *,
-        name: str,
+        options: LocalOptions,
         scenario: str,
         klass: str,
         index: int,
@@ -93,14 +93,9 @@ class FleetMember(LocalTarget, FleetInstance):
         device: FleetDevice | None,
         support: CgroupSupport,
         settings: dict[str, str],
-        checksums: bool = False,
     ) -> None:
-        super().__init__(
-            directory,
-            install,
-            settings=settings,
-            options=LocalOptions(checksums=checksums, name=name),
-        )
+        """`options`: the instance's name and checksums (a fleet takes no other)."""
+        super().__init__(directory, install, settings=settings, options=options)
         self.scenario = scenario
         self.klass = klass
         self.index = index
@@ -259,7 +254,9 @@ def scenario_members(
         FleetMember(
             workspace / f"{scenario.name}-{klass.name}-{n}",
             install,
-            name=f"{directory} {scenario.name}/{klass.name}-{n}",
+            options=LocalOptions(
+                checksums=checksums, name=f"{directory} {scenario.name}/{klass.name}-{n}"
+            ),
             scenario=scenario.name,
             klass=klass.name,
             index=n,
@@ -267,7 +264,6 @@ def scenario_members(
             device=device,
             support=support,
             settings=settings,
-            checksums=checksums,
         )
         for klass in scenario.classes
         for n in range(1, klass.count + 1)
