@@ -14,7 +14,7 @@ import pytest
 from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import choose_install
 from howfast.targets import pgquery
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalOptions, LocalTarget
 from howfast.workloads.pgbench import rtt
 from tests.integration.conftest import TINY_PLAN, Howfast, postgres_pids_under
 
@@ -24,7 +24,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def tcp_target(target_dir: Path) -> Iterator[LocalTarget]:
     target = LocalTarget(
-        target_dir, choose_install(), client="tcp", settings={"log_connections": "on"}
+        target_dir,
+        choose_install(),
+        settings={"log_connections": "on"},
+        options=LocalOptions(client="tcp"),
     )
     try:
         yield target
@@ -37,7 +40,7 @@ def test_over_tcp_pgbench_reaches_loopback_with_a_password(
 ) -> None:
     server = tcp_target.start()
     placed = tcp_target.client()
-    assert placed.record == {"placement": "tcp", "address": f"127.0.0.1:{tcp_target.port}"}
+    assert placed.record == {"placement": "tcp", "address": f"127.0.0.1:{tcp_target.server.port}"}
     # the probe as a step runs it, through the client's connection
     install = tcp_target.install
     invocation = rtt.rtt_invocation(install.program("pgbench") or "pgbench", placed.connection)
@@ -55,9 +58,9 @@ def test_over_tcp_pgbench_reaches_loopback_with_a_password(
         assert db.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)
     with pytest.raises(psycopg.OperationalError, match="password"):
         psycopg.connect(
-            host="127.0.0.1", port=tcp_target.port, user=server.user, dbname="postgres"
+            host="127.0.0.1", port=tcp_target.server.port, user=server.user, dbname="postgres"
         ).close()
-    assert not any(tcp_target.run_dir.glob("client-password*"))  # type: ignore[union-attr]
+    assert not any(tcp_target.dirs.run_dir.glob("client-password*"))  # type: ignore[union-attr]
 
 
 def test_runs_store_the_round_trip_and_the_placement(howfast: Howfast, target_dir: Path) -> None:

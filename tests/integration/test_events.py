@@ -144,8 +144,8 @@ def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
     started: tuple[LocalTarget, Connection], tmp_path: Path
 ):
     target, conn = started
-    if target.io_account is None:
-        pytest.skip(f"no I/O cgroup here: {target.io_account_note}")
+    if target.cgroups.io_account is None:
+        pytest.skip(f"no I/O cgroup here: {target.cgroups.io_account_note}")
     outcome, _ = step(target, conn, tmp_path, ["4s:cap-iops=20,for=4s"], 12, clients=1)
     assert outcome.status == "completed", outcome.error
     (mark,) = marks_from_section(outcome.sections["events"])

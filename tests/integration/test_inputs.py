@@ -470,7 +470,7 @@ def test_a_start_time_out_shows_the_server_log(target_dir: Path, monkeypatch: py
 
     elsewhere = shared_tmpdir("howfast-socket-")
     elsewhere.chmod(0o777)
-    monkeypatch.setattr(local, "START_TIMEOUT_S", 3)
+    monkeypatch.setattr("howfast.targets.local.server.START_TIMEOUT_S", 3)
     target = local.LocalTarget(
         target_dir,
         choose_install(),

@@ -19,7 +19,7 @@ from howfast.errors import HowfastError
 from howfast.machine.pgbin import choose_install
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalTarget, StandbyPlacement
 from howfast.targets.osuser import server_user
 from howfast.targets.replicas.local import LocalStandby
 from howfast.targets.replicas.set import ReplicaSet
@@ -54,7 +54,7 @@ def test_a_standby_streams_synchronously_and_goes_away(
     assert conn is not None
     (standby,) = primary.standbys()
     assert isinstance(standby, LocalStandby)
-    assert standby.data_dir.is_relative_to(primary.cluster_dir)
+    assert standby.data_dir.is_relative_to(primary.dirs.cluster_dir)
     with pgquery.connect(conn) as db:
         row = db.execute(
             "SELECT application_name, state, sync_state FROM pg_stat_replication"
@@ -65,7 +65,7 @@ def test_a_standby_streams_synchronously_and_goes_away(
     assert standby.connection is not None
     with pgquery.connect(standby.connection) as db:
         assert db.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
-    (record,) = primary.standby_records()
+    (record,) = primary.record().standbys
     assert record["name"] == "standby_1" and record["sync_state"] == "sync"
     assert str(record["version"]).split(".")[0].isdigit()
     token = primary.token
@@ -83,7 +83,10 @@ def test_two_standbys_in_standby_dirs_with_sync_off(target_dir: Path) -> None:
     other.mkdir()
     other.chmod(0o755)
     target = LocalTarget(
-        target_dir, choose_install(), replicas=ReplicaSpec(2, "off"), standby_dirs=[other]
+        target_dir,
+        choose_install(),
+        replicas=ReplicaSpec(2, "off"),
+        standbys=StandbyPlacement(dirs=(other,)),
     )
     try:
         target.check(will_init=True)
@@ -110,10 +113,14 @@ def test_a_standby_that_cannot_connect_names_itself_and_its_log(target_dir: Path
     connected, and quotes its log; stop() leaves nothing."""
     target = LocalTarget(target_dir, choose_install())
     conn = target.start()
-    assert conn is not None and target.run_dir is not None
+    assert conn is not None and target.dirs.run_dir is not None
     user = server_user()
     standby = LocalStandby(
-        "standby_1", target.install, user, target.cluster_dir / "standby_1", target.run_dir
+        "standby_1",
+        target.install,
+        user,
+        target.dirs.cluster_dir / "standby_1",
+        target.dirs.run_dir,
     )
     try:
         standby.build(conn)

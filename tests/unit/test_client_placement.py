@@ -19,7 +19,7 @@ from howfast.targets.base import Connection
 from howfast.targets.capabilities import HasClient
 from howfast.targets.kind import TargetOptions
 from howfast.targets.kinds.directory import local_client
-from howfast.targets.local import LocalTarget, client_placement
+from howfast.targets.local import LocalOptions, LocalTarget, client_placement
 from howfast.workloads.base import StepOutcome
 
 INSTALL = PgInstall(bindir=Path("/nonexistent"), version="15", source="test")
@@ -46,23 +46,30 @@ def test_tcp_placement_dials_loopback_with_the_password_in_the_environment_only(
 
 
 def test_tcp_asks_a_password_over_tcp_and_keeps_the_socket_trusted() -> None:
-    socket_argv = LocalTarget(Path("/mnt/a"), INSTALL)._initdb_argv()
+    socket_argv = LocalTarget(Path("/mnt/a"), INSTALL).server.initdb_argv()
     assert "--auth=trust" in socket_argv
-    target = LocalTarget(Path("/mnt/a"), INSTALL, client="tcp")
-    argv = target._initdb_argv()
+    target = LocalTarget(Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp"))
+    argv = target.server.initdb_argv()
     assert "--auth=trust" not in argv
     assert "--auth-local=trust" in argv and "--auth-host=scram-sha-256" in argv
     (pwfile,) = [a for a in argv if a.startswith("--pwfile=")]
-    assert target._tcp_password is not None and target._tcp_password not in " ".join(argv)
+    assert (
+        target.client_access.password is not None
+        and target.client_access.password not in " ".join(argv)
+    )
     assert pwfile.endswith("/client-password")
     # two targets never share a password
-    assert LocalTarget(Path("/mnt/a"), INSTALL, client="tcp")._tcp_password != (
-        target._tcp_password
-    )
+    assert LocalTarget(
+        Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp")
+    ).client_access.password != (target.client_access.password)
 
 
 def test_dry_run_shows_the_tcp_connection() -> None:
-    planned = LocalTarget(Path("/mnt/a"), INSTALL, client="tcp").planned().connection
+    planned = (
+        LocalTarget(Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp"))
+        .planned()
+        .connection
+    )
     assert planned is not None and planned.host == "127.0.0.1"
     socket = LocalTarget(Path("/mnt/a"), INSTALL).planned().connection
     assert socket is not None and socket.host.startswith("/")
@@ -84,9 +91,9 @@ def test_pod_placements_are_for_k8s(client: str) -> None:
 def test_the_query_places_the_client_and_wins_over_the_option() -> None:
     options = TargetOptions(INSTALL, design=DesignOptions(client="socket"))
     (target,) = registry.make_targets(["/mnt/a?client=tcp"], options)
-    assert isinstance(target, LocalTarget) and target.client_mode == "tcp"
+    assert isinstance(target, LocalTarget) and target.client_access.mode == "tcp"
     (plain,) = registry.make_targets(["/mnt/a"], options)
-    assert isinstance(plain, LocalTarget) and plain.client_mode == "socket"
+    assert isinstance(plain, LocalTarget) and plain.client_access.mode == "socket"
 
 
 def test_a_dsn_target_refuses_client() -> None:
@@ -96,10 +103,10 @@ def test_a_dsn_target_refuses_client() -> None:
 
 
 def test_client_side_workloads_get_the_placements_connection() -> None:
-    target = LocalTarget(Path("/mnt/a"), INSTALL, client="tcp")
+    target = LocalTarget(Path("/mnt/a"), INSTALL, options=LocalOptions(client="tcp"))
     assert isinstance(target, HasClient)
-    target.connection = replace(SERVER)
-    target.port = SERVER.port
+    target.server.connection = replace(SERVER)
+    target.server.port = SERVER.port
     tcp = client_connection(target, "pgbench", SERVER)
     assert tcp is not None and tcp.host == "127.0.0.1" and tcp.password is not None
     # fio is not a database client; without a server there is nothing to place

@@ -22,7 +22,7 @@ from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue
 from howfast.plugin.events import action_syntaxes, parse_event
 from howfast.targets.dsn import DsnTarget
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalOptions, LocalTarget
 
 
 class Recorder(EventAction):
@@ -143,7 +143,7 @@ def test_every_action_of_the_grammar_is_applied_by_its_module():
 
 def test_checks_refuse_what_a_target_cannot_take_before_anything_starts(tmp_path: Path):
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    local = LocalTarget(tmp_path, install, name="/data/a")
+    local = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/a"))
     dsn = DsnTarget("postgresql://app@db.example/app", name="postgresql://db.example/app")
     specs = [parse_event(t) for t in ("1s:restart", "2s:crash", "3s:checkpoint")]
     assert checks.refusals(local, specs) == []
@@ -257,7 +257,7 @@ def test_a_runs_events_are_refused_once_each_with_the_step_or_the_target_named(t
     from howfast.model import StepSpec
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    local = LocalTarget(tmp_path, install, name="/data/a")
+    local = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/a"))
     dsn = DsnTarget("postgresql://app@db.example/app", name="postgresql://db.example/app")
     events: list[JSONValue] = ["3s:restart", "30s:checkpoint"]
     steps = [
@@ -289,13 +289,17 @@ def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standby
     from howfast.targets.replicas.spec import ReplicaSpec
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    one = LocalTarget(tmp_path, install, name="/data/a", replicas=ReplicaSpec(1, "on"))
+    one = LocalTarget(
+        tmp_path, install, options=LocalOptions(name="/data/a"), replicas=ReplicaSpec(1, "on")
+    )
     assert one.promotable_standbys() == ("standby_1",)
     assert checks.refusals(one, [parse_event("5s:failover")]) == []
     assert checks.refusals(one, [parse_event("5s:failover=standby_1")]) == []
     (unknown,) = checks.refusals(one, [parse_event("5s:failover=standby_2")])
     assert unknown.endswith("there is no standby_2 to promote (the standbys: standby_1)")
-    two = LocalTarget(tmp_path, install, name="/data/b", replicas=ReplicaSpec(2, "on"))
+    two = LocalTarget(
+        tmp_path, install, options=LocalOptions(name="/data/b"), replicas=ReplicaSpec(2, "on")
+    )
     (refused,) = checks.refusals(two, [parse_event("5s:failover")])
     assert refused.endswith(
         "failover with more than one standby is not available yet (the others would have to "
@@ -303,7 +307,10 @@ def test_failover_is_refused_for_a_standby_the_design_lacks_and_with_two_standby
     )
     # the load follows the promoted standby by the servers' sockets: not over TCP (yet)
     tcp = LocalTarget(
-        tmp_path, install, name="/data/c", replicas=ReplicaSpec(1, "on"), client="tcp"
+        tmp_path,
+        install,
+        replicas=ReplicaSpec(1, "on"),
+        options=LocalOptions(name="/data/c", client="tcp"),
     )
     (over_tcp,) = checks.refusals(tcp, [parse_event("5s:failover")])
     assert over_tcp.endswith(
@@ -315,7 +322,9 @@ def test_nothing_that_acts_on_the_server_may_follow_a_failover_in_its_step(tmp_p
     from howfast.targets.replicas.spec import ReplicaSpec
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    one = LocalTarget(tmp_path, install, name="/data/a", replicas=ReplicaSpec(1, "on"))
+    one = LocalTarget(
+        tmp_path, install, options=LocalOptions(name="/data/a"), replicas=ReplicaSpec(1, "on")
+    )
     texts = ["2s:restart", "4s:failover", "5s:checkpoint", "6s:crash", "7s:failover"]
     refused = checks.refusals(one, [parse_event(t) for t in texts])
     assert refused == [
@@ -329,15 +338,15 @@ def test_the_old_primary_is_never_started_again_after_a_failover(tmp_path: Path)
     from howfast.errors import HowfastError
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    target = LocalTarget(tmp_path, install, name="/data/a")
-    target.promoted = "standby_1"  # what fail_over() leaves
+    target = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/a"))
+    target.takeover.promoted = "standby_1"  # what fail_over() leaves
     for act in (target.restart, target.crash, lambda: target.fail_over("standby_1")):
         with pytest.raises(HowfastError, match="the old primary is never started again"):
             act()
     # nothing to rebuild from: the promoted standby is not one of this target's
     with pytest.raises(HowfastError, match="the promoted standby_1 is not a standby of this"):
         target.restore_design()
-    target.promoted = None
+    target.takeover.promoted = None
     assert target.restore_design() is None  # no failover: nothing to rebuild
 
 
@@ -348,9 +357,9 @@ def test_a_promoted_server_is_not_restarted_crashed_or_capped(tmp_path: Path):
     from howfast.targets.replicas.local import LocalStandby
 
     install = PgInstall(bindir=tmp_path, version="15.0", source="test")
-    target = LocalTarget(tmp_path, install, name="/data/a")
+    target = LocalTarget(tmp_path, install, options=LocalOptions(name="/data/a"))
     user = OsUser("postgres", os.getuid(), os.getgid())
-    target.serving = LocalStandby("standby_1", install, user, tmp_path / "s", tmp_path)
+    target.takeover.serving = LocalStandby("standby_1", install, user, tmp_path / "s", tmp_path)
     for act in (target.restart, target.crash, lambda: target.cap_iops(100)):
         with pytest.raises(HowfastError, match="the primary is the promoted standby_1"):
             act()

@@ -18,12 +18,7 @@ MAX_LINES = 80
 MAX_PARAMETERS = 10
 
 # (file relative to src/, function's qualified name): allowed for now.
-ALLOWED_WIDE = {
-    # being split (issue 36 item 2)
-    ("howfast/targets/local.py", "LocalTarget.__init__"),
-    ("howfast/targets/emulated/target.py", "EmulatedTarget.__init__"),
-    ("howfast/targets/fleet.py", "FleetMember.__init__"),
-}
+ALLOWED_WIDE = {}
 ALLOWED_LONG: set[tuple[str, str]] = set()
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

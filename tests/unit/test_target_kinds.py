@@ -35,7 +35,7 @@ from howfast.targets.k8s.spec import K8sOptions, parse_target
 from howfast.targets.k8s.target import K8sTarget, K8sVolumeTarget
 from howfast.targets.kind import OptionContext, RunShape, TargetOptions
 from howfast.targets.kinds.directory import DirectoryOptions
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalOptions, LocalTarget
 from howfast.targets.path import PathTarget
 
 INSTALL = PgInstall(bindir=Path("/nonexistent"), version="15", source="test")
@@ -272,8 +272,9 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     local = LocalTarget(Path("/mnt/a"), INSTALL)
     emulated = registry.make_targets(["/mnt/a"], options(local=DirectoryOptions(
         tuple(parse({"storage_latency": "1ms"}, "/a")["local"].variants))))[0]  # type: ignore[attr-defined]  # fmt: skip
-    member = FleetMember(Path("/mnt/a/x"), INSTALL, name="m", scenario="s", klass="c", index=1,
-                         limits=None, device=None, support=None, settings={})  # type: ignore[arg-type]  # fmt: skip
+    member = FleetMember(Path("/mnt/a/x"), INSTALL, options=LocalOptions(name="m"), scenario="s",
+                         klass="c", index=1, limits=None, device=None, support=None,  # type: ignore[arg-type]
+                         settings={})  # fmt: skip
     found = {
         "local": describe_capabilities(local),
         "emulated": describe_capabilities(emulated),
@@ -292,8 +293,11 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     assert found == {
         # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
         "local": [*SERVER_HERE, "Keepable", *events, *failover, "IoCappable", "HasClient"],
+        # a local target on a volume storage part: Keepable as every local target, its
+        # kept_message() None (--keep is refused on a volume)
         "emulated": [
             *SERVER_HERE,
+            "Keepable",
             *events,
             *failover,
             "StorageSlowable",
@@ -348,14 +352,14 @@ def test_the_base_names_no_capability_so_isinstance_tells() -> None:
 
 
 def test_a_planned_target_says_what_start_runs_and_creates(tmp_path: Path) -> None:
-    local = LocalTarget(tmp_path, INSTALL, checksums=True)
+    local = LocalTarget(tmp_path, INSTALL, options=LocalOptions(checksums=True))
     planned = local.planned()
     assert [what for what, _ in planned.start] == [
         "initdb, as the server's OS user",
         "the server, in its own session",
     ]
     assert "--data-checksums" in planned.start[0][1] and planned.objects == ()
-    assert planned.scratch_dir == local.cluster_dir and not local.cluster_dir.exists()
+    assert planned.scratch_dir == local.dirs.cluster_dir and not local.dirs.cluster_dir.exists()
     spec, kube = k8s_spec()
     pod = K8sTarget(spec, kube).planned()  # type: ignore[arg-type]
     assert [o["kind"] for o in pod.objects] == ["Secret", "ConfigMap", "PersistentVolumeClaim",
@@ -400,7 +404,7 @@ def test_adding_a_target_kind_is_one_module(
             from pathlib import Path
 
             from howfast.targets.kind import OptionSpec, TargetKind, refuse_unused
-            from howfast.targets.local import LocalTarget
+            from howfast.targets.local import LocalOptions, LocalTarget
 
 
             class MemKind(TargetKind):
@@ -424,7 +428,7 @@ def test_adding_a_target_kind_is_one_module(
                 def create(self, text, options):
                     root = options.kind_options[self.name]
                     return [LocalTarget(root / text.removeprefix("mem://"), options.install,
-                                        name=text)]
+                                        options=LocalOptions(name=text))]
 
 
             KIND = MemKind()
@@ -443,7 +447,7 @@ def test_adding_a_target_kind_is_one_module(
         parsed = parse({"mem_root": str(tmp_path)}, "mem://a", "/mnt/b")
         (target, other) = registry.make_targets(["mem://a", "/mnt/b"], options(**parsed))
         assert target.name == "mem://a" and isinstance(other, LocalTarget)
-        assert target.planned().scratch_dir == tmp_path / "a" / target.cluster_dir.name  # type: ignore[attr-defined]
+        assert target.planned().scratch_dir == tmp_path / "a" / target.dirs.cluster_dir.name  # type: ignore[attr-defined]
         assert registry.local_install(["mem://a"]) == "server"
         with pytest.raises(UsageError, match="or a mem://NAME \\(all in memory\\)"):
             registry.fleet_place(["postgresql://u@h/db"], options())

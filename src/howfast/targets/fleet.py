@@ -36,7 +36,7 @@ from howfast.targets.claim import Claim, check_directory, claim_directory
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.fleet_base import FleetInstance
 from howfast.targets.leftovers import registry
-from howfast.targets.local import LocalTarget, check_earlier_clusters
+from howfast.targets.local import LocalOptions, LocalTarget, check_earlier_clusters
 from howfast.targets.osuser import check_reachable, server_user
 
 
@@ -85,7 +85,7 @@ class FleetMember(LocalTarget, FleetInstance):
         directory: Path,
         install: PgInstall,
         *,
-        name: str,
+        options: LocalOptions,
         scenario: str,
         klass: str,
         index: int,
@@ -93,9 +93,9 @@ class FleetMember(LocalTarget, FleetInstance):
         device: FleetDevice | None,
         support: CgroupSupport,
         settings: dict[str, str],
-        checksums: bool = False,
     ) -> None:
-        super().__init__(directory, install, settings=settings, checksums=checksums, name=name)
+        """`options`: the instance's name and checksums (a fleet takes no other)."""
+        super().__init__(directory, install, settings=settings, options=options)
         self.scenario = scenario
         self.klass = klass
         self.index = index
@@ -110,16 +110,16 @@ class FleetMember(LocalTarget, FleetInstance):
             group.create()  # removed by stop(), which runs whatever happens
             registry.own_cgroup(group.path)
             # Its counters count on cgroup v1 too: LocalTarget.start turns counting on.
-            self.io_cgroup = group
+            self.cgroups.io_cgroup = group
         return super().start()
 
     def stop(self) -> None:
         try:
             super().stop()
         finally:
-            if self.io_cgroup is not None:
-                self.io_cgroup.remove()
-                self.io_cgroup = None
+            if self.cgroups.io_cgroup is not None:
+                self.cgroups.io_cgroup.remove()
+                self.cgroups.io_cgroup = None
 
     def fleet_params(self) -> dict[str, JSONValue]:
         limits = {k: v for k, v in vars(self.limits).items() if v}
@@ -130,9 +130,9 @@ class FleetMember(LocalTarget, FleetInstance):
 
     def counters(self) -> IoCounters | None:
         """What this instance's server has asked of the device so far (None: not counted)."""
-        if self.io_cgroup is None or self.device is None:
+        if self.cgroups.io_cgroup is None or self.device is None:
             return None
-        return self.io_cgroup.counters(self.device.devnum)
+        return self.cgroups.io_cgroup.counters(self.device.devnum)
 
     def record(self) -> TargetRecord:
         record = super().record()
@@ -140,7 +140,7 @@ class FleetMember(LocalTarget, FleetInstance):
             **self.identity(),
             "limits": {k: v for k, v in vars(self.limits).items() if v},
             "limits_device": self.device.devnum if self.device else None,
-            "cgroup": str(self.io_cgroup.path) if self.io_cgroup else None,
+            "cgroup": str(self.cgroups.io_cgroup.path) if self.cgroups.io_cgroup else None,
         }
         return record
 
@@ -254,7 +254,9 @@ def scenario_members(
         FleetMember(
             workspace / f"{scenario.name}-{klass.name}-{n}",
             install,
-            name=f"{directory} {scenario.name}/{klass.name}-{n}",
+            options=LocalOptions(
+                checksums=checksums, name=f"{directory} {scenario.name}/{klass.name}-{n}"
+            ),
             scenario=scenario.name,
             klass=klass.name,
             index=n,
@@ -262,7 +264,6 @@ def scenario_members(
             device=device,
             support=support,
             settings=settings,
-            checksums=checksums,
         )
         for klass in scenario.classes
         for n in range(1, klass.count + 1)

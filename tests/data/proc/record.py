@@ -19,7 +19,7 @@ from pathlib import Path
 from howfast.machine.pgbin import choose_install
 from howfast.samplers.pgstats import build_query, choose_views
 from howfast.targets import pgquery
-from howfast.targets.local import LocalTarget
+from howfast.targets.local import LocalOptions, LocalTarget
 
 HERE = Path(__file__).parent
 
@@ -29,7 +29,7 @@ def main(data: Path, wal: Path) -> None:
     target = LocalTarget(
         data,
         install,
-        wal_dir=wal,
+        options=LocalOptions(wal_dir=wal),
         settings={"shared_buffers": "64MB", "max_wal_size": "48MB", "wal_init_zero": "off"},
     )
     target.check(will_init=True)
@@ -69,10 +69,10 @@ def main(data: Path, wal: Path) -> None:
             (HERE / "meminfo-recorded.txt").write_text(Path("/proc/meminfo").read_text())
             load.wait()
             db.execute("CHECKPOINT")  # a requested one: immediate force wait
-        assert target.server_log is not None
+        assert target.server.server_log is not None
         lines = [
             line
-            for line in target.server_log.read_text().splitlines()
+            for line in target.server.server_log.read_text().splitlines()
             if "checkpoint starting:" in line or "checkpoint complete:" in line
         ]
         (HERE.parent / "checkpoints" / f"pg{major}-recorded.log").write_text(

@@ -151,7 +151,7 @@ class DirectoryKind(TargetKind):
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:
         from howfast.targets.emulated.target import EmulatedTarget
-        from howfast.targets.local import LocalTarget
+        from howfast.targets.local import LocalOptions, LocalTarget, StandbyPlacement
         from howfast.targets.replicas.spec import replica_spec
 
         storage = _storage(options)
@@ -180,16 +180,17 @@ class DirectoryKind(TargetKind):
                 LocalTarget(
                     directory,
                     options.install,
-                    wal_dir=options.wal_dir,
                     settings=options.settings,
-                    keep=options.keep,
-                    checksums=options.checksums,
-                    memory_limit=options.memory_limit,
                     replicas=replicas,
-                    standby_dirs=standby_dirs,
-                    standby_storage=standby_storage,
-                    name=name,
-                    client=client,
+                    options=LocalOptions(
+                        wal_dir=options.wal_dir,
+                        keep=options.keep,
+                        checksums=options.checksums,
+                        name=name,
+                        memory_limit=options.memory_limit,
+                        client=client,
+                    ),
+                    standbys=StandbyPlacement(dirs=tuple(standby_dirs), storage=standby_storage),
                 )
             ]
         if standby_dirs:
@@ -207,11 +208,11 @@ class DirectoryKind(TargetKind):
                 size_bytes=storage.size_bytes,
                 settings=options.settings,
                 keep=options.keep,
-                checksums=options.checksums,
-                memory_limit=options.memory_limit,
+                options=LocalOptions(
+                    checksums=options.checksums, memory_limit=options.memory_limit, client=client
+                ),
                 replicas=replicas,
                 standby_storage=standby_storage,
-                client=client,
             )
             for limits in storage.variants
         ]
