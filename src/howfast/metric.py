@@ -70,8 +70,12 @@ BANDWIDTH = Bounds("a bandwidth in MB/s", 0, 1e7)  # 10 TB/s
 LATENCY_MS = Bounds("a latency in ms", 0, 7 * _DAY_MS)  # a week: past it, nothing answered
 LATENCY_US = Bounds("a latency in µs", 0, 7 * _DAY_MS * 1000)
 SECONDS = Bounds("a duration in seconds", 0, 1e8)  # three years
-BYTES = Bounds("a size in bytes", 0, LARGEST, integer=True)
-COUNT = Bounds("a count", 0, LARGEST, integer=True)
+# Sizes and counts are not required whole: those read from Prometheus are increase()s, which
+# extrapolate (a fio step's 7340032.5 bytes written), and a stored figure refused by a rule
+# is hidden when the run is read
+BYTES = Bounds("a size in bytes", 0, LARGEST)
+COUNT = Bounds("a count", 0, LARGEST)
+WHOLE_COUNT = Bounds("a count", 0, LARGEST, integer=True)  # what a tool counted itself
 HOW_MANY = Bounds("a number of clients, jobs or repetitions", 1, 2**31 - 1, integer=True)
 PERCENT = Bounds("a percentage", 0, 100)
 # Any other figure: finite, and small enough that sums and ratios of them stay finite.
@@ -104,7 +108,7 @@ _EXACT: dict[str, Bounds] = {
             "curve_rates",
             "instance",
         ),
-        COUNT,
+        WHOLE_COUNT,
     ),
     **dict.fromkeys(("fillfactor", "rwmixread"), PERCENT),
 }
