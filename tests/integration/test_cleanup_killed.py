@@ -13,6 +13,7 @@ it. Root only: the servers run as their own OS user, as in test_failover.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -172,8 +173,10 @@ def test_a_run_killed_while_its_server_is_down_for_a_restart(
         os.kill(proc.pid, signal.SIGSTOP)
         held = time.monotonic()
         while time.monotonic() - held < 3 and not pid_file.exists():
-            if not postgres_pids_under(data_dir):
-                caught = True  # the old server is gone and no new one was launched
+            # the old server is gone and no new one was launched: none is running, and no
+            # child of the held run (pg_ctl, or a fork not yet pg_ctl) goes on to start one
+            if not postgres_pids_under(data_dir) and not _children_but_pgbench(proc.pid):
+                caught = True
                 break
             time.sleep(0.05)
         if not caught:
@@ -278,3 +281,22 @@ def test_a_run_records_what_it_owns_and_its_file_goes_when_it_ends(
     out = howfast("cleanup", "--local", "--pid", str(proc.pid), "--yes", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["local"]["leftovers"] == []
     assert (cluster / "data" / "PG_VERSION").exists()  # kept
+
+
+def _children_but_pgbench(pid: int) -> list[int]:
+    """The children of `pid` other than its load (pgbench): SIGSTOP holds `pid` alone, and a
+    child it had just started (a restart's pg_ctl) would still start a server after it."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            # pid (comm) state ppid ...: comm may hold spaces, so read after its last ')'
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+            # a zombie (the restart's `pg_ctl stop`, done, not yet reaped by the held run)
+            # starts nothing
+            if int(ppid) == pid and comm != "pgbench" and state != "Z":
+                found.append(int(entry.name))
+    return found
