@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.pod import ExecResult, PodDescription, PodHost
+from howfast.hosts.podshell import PodShells
 from howfast.machine.memory import cap_problem
 from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
@@ -511,6 +512,7 @@ class K8sPodTarget(Target, HasStorage, HasPods):
 
     def stop(self) -> None:
         """Delete every object of this run (by its label), wait until they are gone."""
+        self._api.shells.close()
         if self.forward is not None:
             self.forward.close()
             self.forward = None
@@ -715,6 +717,7 @@ class K8sTarget(
         if not cluster.wait_pod_gone(namespace, name, uid, POD_GRACE_S + 60, cancel):
             raise HowfastError(f"pod {name} was still there {POD_GRACE_S + 60} s after deletion")
         gone = time.monotonic()
+        self._api.shells.close(name)  # their sessions ended with the pod
         with self._objects:
             if not self._started:
                 raise HowfastError(f"{self.name}: stopping: the pod is not made again")
@@ -822,17 +825,24 @@ class K8sVolumeTarget(K8sPodTarget):
 
 
 class RunningPod:
-    """The cluster's exec for a target's pod, refused while the pod is not running (before
-    start, after stop), as the target's own execs are (exec_place)."""
+    """The cluster's exec for a target's pods, refused while the pod is not running (before
+    start, after stop), as the target's own execs are (exec_place). Short commands run in
+    long-lived shells (hosts/podshell.py), which stop() closes; the tools' own sessions
+    (exec_stream) are one-off."""
 
     def __init__(self, target: K8sPodTarget) -> None:
         self.target = target
+        self.shells = PodShells(self._open_shell)
+
+    def _open_shell(self, namespace: str, pod: str, container: str) -> Any:
+        cluster, _, _ = self.target.exec_place()
+        return cluster.exec_shell(namespace, pod, container)
 
     def exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
     ) -> ExecResult:
-        cluster, _, _ = self.target.exec_place()
-        return cluster.exec(namespace, pod, container, command, timeout_s=timeout_s)
+        self.target.exec_place()
+        return self.shells.exec(namespace, pod, container, command, timeout_s=timeout_s)
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
         cluster, _, _ = self.target.exec_place()

@@ -1,0 +1,221 @@
+"""Long-lived shells in a pod's containers, so that a short command (a sampler's reading, a
+work directory made or collected) costs a write and a read on an open exec session rather
+than a session of its own: opening one goes through the API server, the kubelet and the
+container runtime (a TLS handshake, a websocket, a `runc exec`), 0.1-0.3 s each on the lab.
+
+    shells = PodShells(open_shell)      # open_shell(namespace, pod, container): a session
+    out = shells.exec(namespace, pod, container, ["cat", "/proc/stat"], timeout_s=10)
+    shells.close()                      # when the pod goes (or close(pod) for one pod)
+
+Each shell is `/bin/sh` reading commands on its stdin. A command runs as
+`/bin/sh -c SCRIPT </dev/null` (the script quoted whole, so that nothing in it can reach the
+shell that reads the next one, nor read the commands after it), then the shell prints a
+marker with the exit status on stdout and a marker on stderr: the output before the markers
+is the command's, exactly. A shell serves one command at a time; commands that overlap (the
+samplers' threads, the step's own) each get a shell of their own, opened when none is idle,
+and at most KEEP_IDLE of them stay open per container.
+
+A session that fails (the pod deleted by an event, the API server gone) is dropped; a command
+that got no answer at all from a shell found idle is sent once more on a new shell (every
+command sent here can run twice: reads, mkdir, writing the same inputs, rm). A command that
+outlives its time-out drops its shell, as a one-off exec session would be closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from howfast.errors import HowfastError
+from howfast.hosts.pod import ExecResult
+
+KEEP_IDLE = 4  # shells kept open per container between commands
+READ_SLICE_S = 1.0  # how long one wait for output blocks (a time-out is checked between)
+
+
+class ShellSession(Protocol):
+    """What a shell needs of an exec session with stdin (the client's WSClient)."""
+
+    def is_open(self) -> bool: ...
+    def update(self, timeout: float = 0) -> None: ...
+    def peek_stdout(self, timeout: float = 0) -> str: ...
+    def read_stdout(self, timeout: float | None = None) -> str: ...
+    def peek_stderr(self, timeout: float = 0) -> str: ...
+    def read_stderr(self, timeout: float | None = None) -> str: ...
+    def write_stdin(self, data: str) -> None: ...
+    def close(self) -> None: ...
+
+
+OpenShell = Callable[[str, str, str], ShellSession]  # (namespace, pod, container) -> session
+
+
+def command_text(script: str, marker: str) -> str:
+    """What the long-lived shell is sent for one script: run it in a shell of its own with
+    no stdin, then mark the end of its output on both streams (stdout with the status)."""
+    return (
+        f"/bin/sh -c {shlex.quote(script)} </dev/null; "
+        f"printf '\\n%s %s\\n' {marker} \"$?\"; printf '\\n%s\\n' {marker} >&2\n"
+    )
+
+
+def script_of(command: list[str]) -> str:
+    """An argv as a shell script that runs exactly it (found on PATH as exec finds it)."""
+    return shlex.join(command)
+
+
+@dataclass
+class Reply:
+    """The output read so far for one command, and whether both markers came."""
+
+    marker: str
+    out: str = ""
+    err: str = ""
+
+    def done(self) -> ExecResult | None:
+        """The command's result once both of its markers are in; None before."""
+        status = re.search(rf"\n{re.escape(self.marker)} (\d+)\n\Z", self.out)
+        err_end = f"\n{self.marker}\n"
+        if status is None or not self.err.endswith(err_end):
+            return None
+        return ExecResult(
+            int(status.group(1)), self.out[: status.start()], self.err[: -len(err_end)]
+        )
+
+    def anything(self) -> bool:
+        return bool(self.out or self.err)
+
+    def partial(self) -> ExecResult:
+        """What a shell said before its session ended mid-command, as a one-off exec's
+        result reads when the API server cuts it (status -1)."""
+        out = self.out.split(f"\n{self.marker} ")[0]
+        err = self.err.split(f"\n{self.marker}\n")[0]
+        return ExecResult(-1, out, err)
+
+
+class PodShell:
+    """One long-lived shell; used by one thread at a time (PodShells hands it out)."""
+
+    def __init__(self, session: ShellSession) -> None:
+        self.session = session
+        self.marker = f"howfast-end-{secrets.token_hex(8)}"
+
+    def alive(self) -> bool:
+        """Whether the session is still open, after reading what it has pending (a close
+        frame the API server sent while it was idle)."""
+        try:
+            self.session.update(timeout=0)
+            return bool(self.session.is_open())
+        except Exception:
+            return False
+
+    def run(self, script: str, timeout_s: float, what: str) -> tuple[ExecResult, bool]:
+        """(result, whether the shell can serve another command). Raises HowfastError after
+        `timeout_s` without the end of the output (the shell is then unusable)."""
+        reply = Reply(self.marker)
+        self.session.write_stdin(command_text(script, self.marker))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._drain(reply)
+            result = reply.done()
+            if result is not None:
+                return result, True
+            if not self.session.is_open():
+                self._drain(reply)
+                result = reply.done()
+                return (reply.partial(), False) if result is None else (result, False)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise HowfastError(f"{what}: no answer in {timeout_s:g} s")
+            self.session.update(timeout=min(READ_SLICE_S, remaining))
+
+    def _drain(self, reply: Reply) -> None:
+        if self.session.peek_stdout():
+            reply.out += self.session.read_stdout()
+        if self.session.peek_stderr():
+            reply.err += self.session.read_stderr()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.session.close()
+
+
+class PodShells:
+    """The idle shells of each container, opened on demand (see the module's docstring)."""
+
+    def __init__(self, open_shell: OpenShell, keep_idle: int = KEEP_IDLE) -> None:
+        self.open_shell = open_shell
+        self.keep_idle = keep_idle
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, str, str], list[PodShell]] = {}
+        self._generation = 0  # close() bumps it: shells in use then are not kept after
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
+    ) -> ExecResult:
+        """Run a short command in the container; its whole output (as a one-off exec)."""
+        key = (namespace, pod, container)
+        what = f"{' '.join(command[:3])} in pod {pod}"
+        script = script_of(command)
+        for attempt in (1, 2):
+            shell, reused, generation = self._take(key)
+            try:
+                result, reusable = shell.run(script, timeout_s, what)
+            except HowfastError:
+                shell.close()
+                raise
+            except Exception as exc:  # the session broke while being written to or read
+                shell.close()
+                if reused and attempt == 1:
+                    continue  # an idle shell whose session had died: once more, on a new one
+                raise HowfastError(f"{what}: the exec session failed: {exc}") from None
+            if not reusable:
+                shell.close()
+                if reused and attempt == 1 and result.stdout == result.stderr == "":
+                    continue  # it ended without a word: a dead idle shell, not the command
+                return result
+            self._give_back(key, shell, generation)
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _take(self, key: tuple[str, str, str]) -> tuple[PodShell, bool, int]:
+        """An idle shell of the container that is still alive, else a new one."""
+        while True:
+            with self._lock:
+                generation = self._generation
+                idle = self._idle.get(key)
+                shell = idle.pop() if idle else None
+            if shell is None:
+                return PodShell(self.open_shell(*key)), False, generation
+            if shell.alive():
+                return shell, True, generation
+            shell.close()
+
+    def _give_back(self, key: tuple[str, str, str], shell: PodShell, generation: int) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if generation == self._generation and len(idle) < self.keep_idle:
+                idle.append(shell)
+                return
+        shell.close()
+
+    def close(self, pod: str | None = None) -> None:
+        """Close the idle shells (of one pod, or all); shells in use are closed when their
+        command ends."""
+        with self._lock:
+            if pod is None:
+                self._generation += 1
+                closing = [s for shells in self._idle.values() for s in shells]
+                self._idle.clear()
+            else:
+                keys = [k for k in self._idle if k[1] == pod]
+                closing = [s for k in keys for s in self._idle.pop(k)]
+                self._generation += 1
+        for shell in closing:
+            shell.close()

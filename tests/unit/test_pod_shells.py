@@ -1,0 +1,213 @@
+"""Long-lived shells in a pod's containers (hosts/podshell.py), driven here over a real
+/bin/sh on this machine: the fake is only the websocket between, a session with the
+client's WSClient methods over the shell's pipes (no cluster runs in the unit tests; the lab
+tests run the same code against a kubelet)."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import threading
+import time
+
+import pytest
+
+from howfast.errors import HowfastError
+from howfast.hosts.pod import ExecResult
+from howfast.hosts.podshell import PodShells, Reply, command_text
+
+
+class PipeSession:
+    """A /bin/sh here, read and written as the client's WSClient is (update, peek, read)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            ["/bin/sh"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.streams = {self.proc.stdout.fileno(): "out", self.proc.stderr.fileno(): "err"}
+        self.buffers = {"out": b"", "err": b""}
+        self.ended: set[str] = set()
+        self.closed = False
+
+    def is_open(self) -> bool:
+        return not self.closed and len(self.ended) < 2
+
+    def update(self, timeout: float = 0) -> None:
+        live = [fd for fd, name in self.streams.items() if name not in self.ended]
+        if self.closed or not live:
+            return
+        readable, _, _ = select.select(live, [], [], timeout)
+        for fd in readable:
+            data = os.read(fd, 65536)
+            if data:
+                self.buffers[self.streams[fd]] += data
+            else:
+                self.ended.add(self.streams[fd])
+
+    def _take(self, name: str) -> str:
+        data, self.buffers[name] = self.buffers[name], b""
+        return data.decode()
+
+    def peek_stdout(self, timeout: float = 0) -> str:
+        return self.buffers["out"].decode()
+
+    def read_stdout(self, timeout: float | None = None) -> str:
+        return self._take("out")
+
+    def peek_stderr(self, timeout: float = 0) -> str:
+        return self.buffers["err"].decode()
+
+    def read_stderr(self, timeout: float | None = None) -> str:
+        return self._take("err")
+
+    def write_stdin(self, data: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data.encode())
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()  # the shell reads EOF and exits, as the kubelet's does
+        self.proc.wait(timeout=10)
+
+
+class Opener:
+    """Opens PipeSessions and remembers them, with the (namespace, pod, container) asked."""
+
+    def __init__(self) -> None:
+        self.sessions: list[PipeSession] = []
+        self.asked: list[tuple[str, str, str]] = []
+
+    def __call__(self, namespace: str, pod: str, container: str) -> PipeSession:
+        self.asked.append((namespace, pod, container))
+        session = PipeSession()
+        self.sessions.append(session)
+        return session
+
+
+@pytest.fixture
+def opener() -> Opener:
+    made = Opener()
+    yield made
+    for session in made.sessions:
+        session.close()
+
+
+def sh(shells: PodShells, script: str, timeout_s: float = 10, pod: str = "p") -> ExecResult:
+    return shells.exec("ns", pod, "tools", ["/bin/sh", "-c", script], timeout_s=timeout_s)
+
+
+def test_a_command_gets_exactly_its_output_and_status(opener: Opener) -> None:
+    shells = PodShells(opener)
+    out = sh(shells, "printf 'a\\nb'; printf 'oops' >&2; exit 3")
+    assert out == ExecResult(3, "a\nb", "oops")
+    out = sh(shells, "printf 'line\\n\\n'")  # trailing newlines are the command's
+    assert out == ExecResult(0, "line\n\n", "")
+    argv = shells.exec("ns", "p", "tools", ["printf", "%s|", "it's", "a b"], timeout_s=10)
+    assert argv == ExecResult(0, "it's|a b|", "")  # an argv runs as exec would run it
+
+
+def test_one_shell_serves_successive_commands(opener: Opener) -> None:
+    shells = PodShells(opener)
+    for n in range(5):
+        assert sh(shells, f"echo {n}").stdout == f"{n}\n"
+    assert len(opener.sessions) == 1
+    assert opener.asked == [("ns", "p", "tools")]
+    sh(shells, "true", pod="other")  # another pod (or container): a shell of its own
+    assert opener.asked[-1] == ("ns", "other", "tools")
+
+
+def test_a_script_cannot_reach_the_shell_that_reads_the_next_one(opener: Opener) -> None:
+    """exit, a quote left open in a here-document, cd, a command that reads its stdin (it
+    gets /dev/null, not the commands after it), a multi-line script."""
+    shells = PodShells(opener)
+    assert sh(shells, "cd /; exit 7").returncode == 7
+    assert sh(shells, "cat; echo read-nothing").stdout == "read-nothing\n"
+    assert sh(shells, "cat <<'EOF'\nit's \"x\n$HOME\nEOF").stdout == "it's \"x\n$HOME\n"
+    assert sh(shells, "pwd").stdout.strip() == os.getcwd()  # the cd stayed in its shell
+    assert len(opener.sessions) == 1
+
+
+def test_overlapping_commands_get_shells_of_their_own(opener: Opener) -> None:
+    shells = PodShells(opener, keep_idle=1)
+    started = threading.Barrier(3)
+    results: list[str] = []
+
+    def slow(n: int) -> None:
+        started.wait()
+        results.append(sh(shells, f"sleep 0.3; echo {n}").stdout)
+
+    threads = [threading.Thread(target=slow, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == ["0\n", "1\n", "2\n"]
+    assert len(opener.sessions) == 3
+    open_ones = [s for s in opener.sessions if not s.closed]
+    assert len(open_ones) == 1  # keep_idle: the others were closed once done
+    sh(shells, "true")
+    assert len(opener.sessions) == 3  # the kept one served it
+
+
+def test_a_dead_idle_shell_is_replaced_and_the_command_runs_once(opener: Opener) -> None:
+    shells = PodShells(opener)
+    sh(shells, "true")
+    opener.sessions[0].proc.kill()  # the pod deleted under an idle shell
+    opener.sessions[0].proc.wait()
+    out = sh(shells, "echo again")
+    assert out == ExecResult(0, "again\n", "")
+    assert len(opener.sessions) == 2
+
+
+def test_a_command_past_its_time_out_fails_and_drops_its_shell(opener: Opener) -> None:
+    shells = PodShells(opener)
+    with pytest.raises(HowfastError, match=r"no answer in 0\.3 s"):
+        sh(shells, "sleep 5", timeout_s=0.3)
+    assert opener.sessions[0].closed
+    assert sh(shells, "echo fresh").stdout == "fresh\n"
+    assert len(opener.sessions) == 2
+
+
+def test_close_ends_the_idle_shells(opener: Opener) -> None:
+    shells = PodShells(opener)
+    sh(shells, "true", pod="a")
+    sh(shells, "true", pod="b")
+    shells.close("a")
+    assert [s.closed for s in opener.sessions] == [True, False]
+    shells.close()
+    assert all(s.closed and s.proc.returncode is not None for s in opener.sessions)
+
+
+def test_a_shell_in_use_while_closing_is_not_kept(opener: Opener) -> None:
+    shells = PodShells(opener)
+    done = threading.Event()
+
+    def slow() -> None:
+        sh(shells, "sleep 0.3")
+        done.set()
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not opener.sessions and time.monotonic() < deadline:
+        time.sleep(0.01)
+    shells.close()  # the target stops while a command is still running
+    thread.join()
+    assert done.is_set() and opener.sessions[0].closed
+
+
+def test_the_reply_is_complete_only_with_both_markers() -> None:
+    reply = Reply("M")
+    reply.out = "x\nM 0\n"
+    assert reply.done() is None  # stderr's marker not in yet
+    reply.err = "e\nM\n"
+    assert reply.done() == ExecResult(0, "x", "e")
+    cut = Reply("M", out="half", err="")
+    assert cut.partial() == ExecResult(-1, "half", "")
+    assert "</dev/null" in command_text("echo 'q'", "M")
