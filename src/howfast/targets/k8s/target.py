@@ -48,6 +48,7 @@ from howfast.targets.capabilities import (
     PodRecreatable,
     Restartable,
     ServerIdentity,
+    StopsAside,
 )
 from howfast.targets.k8s import client_manifests as cm
 from howfast.targets.k8s import facts, moves
@@ -67,7 +68,7 @@ RESTART_TIMEOUT_S = 300
 POD_GRACE_S = 30  # the server pod's terminationGracePeriodSeconds (manifests.py)
 
 
-class K8sPodTarget(Target, HasStorage, HasPods):
+class K8sPodTarget(Target, HasStorage, HasPods, StopsAside):
     """A pod howfast creates on volumes of a StorageClass: its objects, its lifecycle, its
     host. K8sTarget runs PostgreSQL in it; K8sVolumeTarget only the storage probes."""
 
@@ -504,6 +505,11 @@ class K8sPodTarget(Target, HasStorage, HasPods):
                 if time.monotonic() > deadline:
                     raise HowfastError(f"{self.name}: the server does not answer: {exc}") from None
                 time.sleep(0.3)
+
+    def stops_aside(self) -> bool:
+        """Beside the next target's start, unless a drain may have cordoned a node: its
+        pods would be scheduled around that node until stop() uncordons it."""
+        return not self.drains and not self.cordoned_nodes
 
     def exec_place(self) -> tuple[Cluster, str, str]:
         if self.cluster is None or self.pod is None:
