@@ -10,12 +10,20 @@ import select
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from howfast.errors import HowfastError
-from howfast.hosts.pod import ExecResult
+from howfast.hosts.base import Invocation
+from howfast.hosts.pod import ExecResult, PodHost
 from howfast.hosts.podshell import PodShells, Reply, command_text
+from howfast.targets.k8s.spec import K8sOptions, parse_target
+from howfast.targets.k8s.target import K8sTarget
+from tests.unit.test_pod_description import Finished
 
 
 class PipeSession:
@@ -91,7 +99,7 @@ class Opener:
 
 
 @pytest.fixture
-def opener() -> Opener:
+def opener() -> Iterator[Opener]:
     made = Opener()
     yield made
     for session in made.sessions:
@@ -211,3 +219,40 @@ def test_the_reply_is_complete_only_with_both_markers() -> None:
     cut = Reply("M", out="half", err="")
     assert cut.partial() == ExecResult(-1, "half", "")
     assert "</dev/null" in command_text("echo 'q'", "M")
+
+
+class ShellsHere:
+    """A pod's exec as RunningPod gives it (targets/k8s/target.py): short commands in the
+    long-lived shells, the tool in a session of its own (here: a process run to its end)."""
+
+    def __init__(self, opener: Opener) -> None:
+        self.shells = PodShells(opener)
+
+    def exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
+    ) -> ExecResult:
+        return self.shells.exec(namespace, pod, container, command, timeout_s=timeout_s)
+
+    def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
+        return Finished(subprocess.run(command, capture_output=True, text=True, timeout=60))
+
+
+def test_a_pod_host_s_tool_runs_with_its_files_made_and_collected_by_the_shells(
+    tmp_path: Path, opener: Opener
+) -> None:
+    planned = K8sTarget(parse_target("k8s://fast"), K8sOptions()).planned_pod()
+    host = PodHost(replace(planned, work_dir=str(tmp_path / "work")), ShellsHere(opener))
+    for n in (1, 2):
+        work = tmp_path / "here" / "run" / f"step-{n}"
+        work.mkdir(parents=True)
+        made = Invocation(
+            ("sh", "-c", "cat in.txt > out.txt; echo said; echo note >&2"),
+            inputs={"in.txt": f"it's {n}\n"},
+            outputs=("out.txt",),
+        )
+        result = host.run(made, work)
+        assert (result.returncode, result.stdout, result.stderr) == (0, "said\n", "note\n")
+        assert result.files["out.txt"].read_text() == f"it's {n}\n"
+        assert not (tmp_path / "work" / "here" / "run" / f"step-{n}").exists()  # removed after
+    assert host.free_bytes(tmp_path) is not None
+    assert len(opener.sessions) == 1  # made, collected, removed, asked: all in one shell
