@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from howfast.errors import HowfastError
+from howfast.cancel import CancelToken
+from howfast.errors import Aborted, HowfastError
 from howfast.hosts.base import Invocation
 from howfast.hosts.pod import ExecResult, PodHost
-from howfast.hosts.podshell import PodShells, Reply, command_text
+from howfast.hosts.podshell import PodShells, Reply, command_text, releasable
 from howfast.targets.k8s.spec import K8sOptions, parse_target
 from howfast.targets.k8s.target import K8sTarget
-from tests.unit.test_pod_description import Finished
 
 
 class PipeSession:
@@ -214,16 +214,16 @@ def test_the_reply_is_complete_only_with_both_markers() -> None:
     reply = Reply("M")
     reply.out = "x\nM 0\n"
     assert reply.done() is None  # stderr's marker not in yet
-    reply.err = "e\nM\n"
-    assert reply.done() == ExecResult(0, "x", "e")
+    reply.err = "eM\n"
+    assert reply.done() == ExecResult(0, "x\n", "e")
     cut = Reply("M", out="half", err="")
     assert cut.partial() == ExecResult(-1, "half", "")
     assert "</dev/null" in command_text("echo 'q'", "M")
 
 
 class ShellsHere:
-    """A pod's exec as RunningPod gives it (targets/k8s/target.py): short commands in the
-    long-lived shells, the tool in a session of its own (here: a process run to its end)."""
+    """A pod's exec as RunningPod gives it (targets/k8s/target.py): commands and tools in
+    the long-lived shells."""
 
     def __init__(self, opener: Opener) -> None:
         self.shells = PodShells(opener)
@@ -234,7 +234,7 @@ class ShellsHere:
         return self.shells.exec(namespace, pod, container, command, timeout_s=timeout_s)
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
-        return Finished(subprocess.run(command, capture_output=True, text=True, timeout=60))
+        return self.shells.stream(namespace, pod, container, command)
 
 
 def test_a_pod_host_s_tool_runs_with_its_files_made_and_collected_by_the_shells(
@@ -255,4 +255,59 @@ def test_a_pod_host_s_tool_runs_with_its_files_made_and_collected_by_the_shells(
         assert result.files["out.txt"].read_text() == f"it's {n}\n"
         assert not (tmp_path / "work" / "here" / "run" / f"step-{n}").exists()  # removed after
     assert host.free_bytes(tmp_path) is not None
-    assert len(opener.sessions) == 1  # made, collected, removed, asked: all in one shell
+    assert len(opener.sessions) == 1  # made, run, collected, removed, asked: one shell
+
+
+def pod_host(tmp_path: Path, opener: Opener) -> PodHost:
+    planned = K8sTarget(parse_target("k8s://fast"), K8sOptions()).planned_pod()
+    return PodHost(replace(planned, work_dir=str(tmp_path / "work")), ShellsHere(opener))
+
+
+def test_a_tool_s_lines_come_as_it_prints_them_without_the_markers(
+    tmp_path: Path, opener: Opener
+) -> None:
+    host = pod_host(tmp_path, opener)
+    work = tmp_path / "step"
+    work.mkdir()
+    lines: list[tuple[float, str]] = []
+    began = time.monotonic()
+    script = "printf 'one\\n' >&2; sleep 0.5; printf 'two\\n\\n' >&2; printf out; exit 4"
+    result = host.run(
+        Invocation(("sh", "-c", script)),
+        work,
+        on_line=lambda line: lines.append((time.monotonic() - began, line)),
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (4, "out", "one\ntwo\n\n")
+    assert [line for _, line in lines] == ["one", "two", ""]  # as a one-off session gives them
+    assert lines[0][0] < lines[1][0]  # the first line came before the tool's end
+    no_newline = host.run(Invocation(("sh", "-c", "printf last >&2")), work, on_line=print)
+    assert no_newline.stderr == "last"
+    assert len(opener.sessions) == 1
+
+
+def test_an_interrupted_tool_is_stopped_and_its_shell_dropped(
+    tmp_path: Path, opener: Opener
+) -> None:
+    host = pod_host(tmp_path, opener)
+    work = tmp_path / "step"
+    work.mkdir()
+    cancel = CancelToken()
+    script = "trap 'echo stopped >&2; exit 130' INT; echo ready >&2; while :; do sleep 0.05; done"
+
+    def on_line(line: str) -> None:
+        if line == "ready":
+            cancel.cancel("SIGINT")
+
+    with pytest.raises(Aborted):
+        host.run(Invocation(("sh", "-c", script)), work, cancel=cancel, on_line=on_line)
+    running = opener.sessions[0]
+    assert running.closed  # dropped: never handed out mid-command
+    assert host.run(Invocation(("echo", "next")), work).stdout == "next\n"
+
+
+def test_only_what_cannot_be_a_marker_is_released() -> None:
+    marker = "howfast-end-1"
+    assert releasable("abc\n", marker) == 4  # a whole line at once
+    assert releasable("abc\nhow", marker) == 4  # maybe the marker's beginning: held
+    assert releasable("abc\nhox", marker) == 7
+    assert releasable("abchowfast-end-1 0\n", marker) == 3

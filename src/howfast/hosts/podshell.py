@@ -1,19 +1,22 @@
-"""Long-lived shells in a pod's containers, so that a short command (a sampler's reading, a
-work directory made or collected) costs a write and a read on an open exec session rather
-than a session of its own: opening one goes through the API server, the kubelet and the
+"""Long-lived shells in a pod's containers, so that a command (a sampler's reading, a work
+directory made or collected, a tool's run) costs a write and a read on an open exec session
+rather than a session of its own: opening one goes through the API server, the kubelet and the
 container runtime (a TLS handshake, a websocket, a `runc exec`), 0.1-0.3 s each on the lab.
 
     shells = PodShells(open_shell)      # open_shell(namespace, pod, container): a session
     out = shells.exec(namespace, pod, container, ["cat", "/proc/stat"], timeout_s=10)
+    running = shells.stream(namespace, pod, container, argv)   # read as PodHost.run reads
     shells.close()                      # when the pod goes (or close(pod) for one pod)
 
 Each shell is `/bin/sh` reading commands on its stdin. A command runs as
 `/bin/sh -c SCRIPT </dev/null` (the script quoted whole, so that nothing in it can reach the
 shell that reads the next one, nor read the commands after it), then the shell prints a
-marker with the exit status on stdout and a marker on stderr: the output before the markers
-is the command's, exactly. A shell serves one command at a time; commands that overlap (the
-samplers' threads, the step's own) each get a shell of their own, opened when none is idle,
-and at most KEEP_IDLE of them stay open per container.
+marker with the exit status on stdout and a marker on stderr, right after the command's
+output (no newline of their own before them): the output before the markers is the
+command's, exactly, and a line it ends with a newline can be handed on at once. A shell
+serves one command at a time; commands that overlap (the samplers' threads, the step's own)
+each get a shell of their own, opened when none is idle, and at most KEEP_IDLE of them stay
+open per container. A tool interrupted while it runs (Ctrl-C, a time-out) drops its shell.
 
 A session that fails (the pod deleted by an event, the API server gone) is dropped; a command
 that got no answer at all from a shell found idle is sent once more on a new shell (every
@@ -24,6 +27,7 @@ outlives its time-out drops its shell, as a one-off exec session would be closed
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import secrets
 import shlex
@@ -61,7 +65,7 @@ def command_text(script: str, marker: str) -> str:
     no stdin, then mark the end of its output on both streams (stdout with the status)."""
     return (
         f"/bin/sh -c {shlex.quote(script)} </dev/null; "
-        f"printf '\\n%s %s\\n' {marker} \"$?\"; printf '\\n%s\\n' {marker} >&2\n"
+        f"printf '%s %s\\n' {marker} \"$?\"; printf '%s\\n' {marker} >&2\n"
     )
 
 
@@ -80,8 +84,8 @@ class Reply:
 
     def done(self) -> ExecResult | None:
         """The command's result once both of its markers are in; None before."""
-        status = re.search(rf"\n{re.escape(self.marker)} (\d+)\n\Z", self.out)
-        err_end = f"\n{self.marker}\n"
+        status = re.search(rf"{re.escape(self.marker)} (\d+)\n\Z", self.out)
+        err_end = f"{self.marker}\n"
         if status is None or not self.err.endswith(err_end):
             return None
         return ExecResult(
@@ -94,8 +98,8 @@ class Reply:
     def partial(self) -> ExecResult:
         """What a shell said before its session ended mid-command, as a one-off exec's
         result reads when the API server cuts it (status -1)."""
-        out = self.out.split(f"\n{self.marker} ")[0]
-        err = self.err.split(f"\n{self.marker}\n")[0]
+        out = self.out.split(self.marker)[0]
+        err = self.err.split(self.marker)[0]
         return ExecResult(-1, out, err)
 
 
@@ -184,6 +188,24 @@ class PodShells:
             return result
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
+    def stream(self, namespace: str, pod: str, container: str, command: list[str]) -> ShellCommand:
+        """A command in a shell, read as it runs (a tool: its progress on stderr), through
+        the methods PodHost.run reads a one-off exec session with."""
+        key = (namespace, pod, container)
+        for attempt in (1, 2):
+            shell, reused, generation = self._take(key)
+            try:
+                shell.session.write_stdin(command_text(script_of(command), shell.marker))
+            except Exception as exc:
+                shell.close()
+                if reused and attempt == 1:
+                    continue  # an idle shell whose session had died: once more, on a new one
+                raise HowfastError(f"exec in pod {pod}: the exec session failed: {exc}") from None
+            return ShellCommand(
+                shell, functools.partial(self._give_back, key, generation=generation)
+            )
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
     def _take(self, key: tuple[str, str, str]) -> tuple[PodShell, bool, int]:
         """An idle shell of the container that is still alive, else a new one."""
         while True:
@@ -219,3 +241,84 @@ class PodShells:
                 self._generation += 1
         for shell in closing:
             shell.close()
+
+
+def releasable(text: str, marker: str) -> int:
+    """How much of `text` is surely the command's: all before its marker, or before a tail
+    that may be the marker's beginning (it comes in pieces). A line that ends in a newline
+    is released at once: the marker begins with no newline of its own."""
+    found = text.find(marker)
+    if found >= 0:
+        return found
+    for start in range(max(0, len(text) - len(marker) + 1), len(text)):
+        if marker.startswith(text[start:]):
+            return start
+    return len(text)
+
+
+class ShellCommand:
+    """One command running in a shell, read as a one-off exec session is (is_open, update,
+    peek_ and read_stdout and _stderr, returncode, close): its output without the markers,
+    released as it comes. Closed once done, the shell goes back to its pool; closed before
+    (a tool interrupted, a time-out), the shell is dropped."""
+
+    def __init__(self, shell: PodShell, give_back: Callable[[PodShell], None]) -> None:
+        self.shell = shell
+        self.give_back = give_back
+        self.reply = Reply(shell.marker)
+        self.result: ExecResult | None = None
+        self.ended = False  # the session ended before the command's markers came
+        self.closed = False
+        self.sent_out = 0
+        self.sent_err = 0
+
+    def is_open(self) -> bool:
+        return self.result is None and not self.ended
+
+    def update(self, timeout: float = 0) -> None:
+        if not self.is_open():
+            return
+        try:
+            self.shell.session.update(timeout=timeout)
+            self.shell._drain(self.reply)
+            self.result = self.reply.done()
+            if self.result is None and not self.shell.session.is_open():
+                self.ended = True
+        except Exception:  # the session broke: what came is kept, the status is unknown
+            self.ended = True
+
+    def _limit(self, text: str, marker: str, done: str | None) -> int:
+        return len(done) if done is not None else releasable(text, marker)
+
+    def peek_stdout(self, timeout: float = 0) -> str:
+        done = self.result.stdout if self.result is not None else None
+        end = self._limit(self.reply.out, self.shell.marker, done)
+        return self.reply.out[self.sent_out : end]
+
+    def read_stdout(self, timeout: float | None = None) -> str:
+        text = self.peek_stdout()
+        self.sent_out += len(text)
+        return text
+
+    def peek_stderr(self, timeout: float = 0) -> str:
+        done = self.result.stderr if self.result is not None else None
+        end = self._limit(self.reply.err, self.shell.marker, done)
+        return self.reply.err[self.sent_err : end]
+
+    def read_stderr(self, timeout: float | None = None) -> str:
+        text = self.peek_stderr()
+        self.sent_err += len(text)
+        return text
+
+    @property
+    def returncode(self) -> int | None:
+        return self.result.returncode if self.result is not None else None
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.result is not None and not self.ended:
+            self.give_back(self.shell)
+        else:
+            self.shell.close()

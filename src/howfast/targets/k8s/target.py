@@ -832,9 +832,8 @@ class K8sVolumeTarget(K8sPodTarget):
 
 class RunningPod:
     """The cluster's exec for a target's pods, refused while the pod is not running (before
-    start, after stop), as the target's own execs are (exec_place). Short commands run in
-    long-lived shells (hosts/podshell.py), which stop() closes; the tools' own sessions
-    (exec_stream) are one-off."""
+    start, after stop), as the target's own execs are (exec_place). Commands and the tools
+    run in long-lived shells (hosts/podshell.py), which stop() closes."""
 
     def __init__(self, target: K8sPodTarget) -> None:
         self.target = target
@@ -851,5 +850,5 @@ class RunningPod:
         return self.shells.exec(namespace, pod, container, command, timeout_s=timeout_s)
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
-        cluster, _, _ = self.target.exec_place()
-        return cluster.exec_stream(namespace, pod, container, command)
+        self.target.exec_place()
+        return self.shells.stream(namespace, pod, container, command)
