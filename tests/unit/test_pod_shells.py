@@ -19,6 +19,7 @@ import pytest
 
 from howfast.cancel import CancelToken
 from howfast.errors import Aborted, HowfastError
+from howfast.hosts import podshell
 from howfast.hosts.base import Invocation
 from howfast.hosts.pod import ExecResult, PodHost
 from howfast.hosts.podshell import PodShells, Reply, command_text, releasable
@@ -171,6 +172,14 @@ def test_a_dead_idle_shell_is_replaced_and_the_command_runs_once(opener: Opener)
     out = sh(shells, "echo again")
     assert out == ExecResult(0, "again\n", "")
     assert len(opener.sessions) == 2
+
+
+def test_a_shell_idle_too_long_is_not_used_again(opener: Opener, monkeypatch) -> None:
+    shells = PodShells(opener)
+    sh(shells, "true")
+    monkeypatch.setattr(podshell, "MAX_IDLE_S", -1.0)  # as if it had waited past the limit
+    assert sh(shells, "echo new").stdout == "new\n"
+    assert len(opener.sessions) == 2 and opener.sessions[0].closed
 
 
 def test_a_command_past_its_time_out_fails_and_drops_its_shell(opener: Opener) -> None:

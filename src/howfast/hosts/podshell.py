@@ -41,6 +41,9 @@ from howfast.errors import HowfastError
 from howfast.hosts.pod import ExecResult
 
 KEEP_IDLE = 4  # shells kept open per container between commands
+# A shell idle for longer is closed rather than used: a connection that a proxy dropped
+# without a word would only show it by a command's time-out.
+MAX_IDLE_S = 60.0
 READ_SLICE_S = 1.0  # how long one wait for output blocks (a time-out is checked between)
 
 
@@ -109,10 +112,13 @@ class PodShell:
     def __init__(self, session: ShellSession) -> None:
         self.session = session
         self.marker = f"howfast-end-{secrets.token_hex(8)}"
+        self.idle_since = time.monotonic()
 
     def alive(self) -> bool:
         """Whether the session is still open, after reading what it has pending (a close
-        frame the API server sent while it was idle)."""
+        frame the API server sent while it was idle), and was not idle too long."""
+        if time.monotonic() - self.idle_since > MAX_IDLE_S:
+            return False
         try:
             self.session.update(timeout=0)
             return bool(self.session.is_open())
@@ -223,6 +229,7 @@ class PodShells:
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if generation == self._generation and len(idle) < self.keep_idle:
+                shell.idle_since = time.monotonic()
                 idle.append(shell)
                 return
         shell.close()
