@@ -6,7 +6,9 @@ with /bin/sh on this machine."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -257,6 +259,46 @@ class FakeCluster:
         if command[:2] == ["/bin/sh", "-c"] and command[2].startswith("stat -f -c %T"):
             return ExecResult(0, "ext2/ext3\n", "")
         return ExecResult(1, "", "not here")
+
+    def exec_shell(self, namespace: str, pod: str, container: str) -> AnsweringShell:
+        return AnsweringShell(lambda argv: self.exec(namespace, pod, container, argv, timeout_s=1))
+
+
+class AnsweringShell:
+    """A long-lived shell session (hosts/podshell.py) whose commands `answer` answers as
+    the fake's execs: each command's argv is read back from the text the shell is sent."""
+
+    def __init__(self, answer: Callable[[list[str]], ExecResult]) -> None:
+        self.answer = answer
+        self.out = self.err = ""
+
+    def write_stdin(self, data: str) -> None:
+        words = shlex.split(data)  # /bin/sh -c SCRIPT </dev/null; printf FORMAT MARKER ...
+        script, marker = words[2], words[6]
+        done = self.answer(shlex.split(script))
+        self.out += f"{done.stdout}\n{marker} {done.returncode}\n"
+        self.err += f"{done.stderr}\n{marker}\n"
+
+    def is_open(self) -> bool:
+        return True
+
+    def update(self, timeout: float = 0) -> None: ...
+
+    def peek_stdout(self, timeout: float = 0) -> str:
+        return self.out
+
+    def read_stdout(self, timeout: float | None = None) -> str:
+        out, self.out = self.out, ""
+        return out
+
+    def peek_stderr(self, timeout: float = 0) -> str:
+        return self.err
+
+    def read_stderr(self, timeout: float | None = None) -> str:
+        err, self.err = self.err, ""
+        return err
+
+    def close(self) -> None: ...
 
 
 def test_a_running_pod_s_record_names_its_volumes_file_systems() -> None:

@@ -21,6 +21,7 @@ from howfast.model import StepRecord, StepSpec
 from howfast.observer import RunObserver
 from howfast.plans.until import Block, UntilRule
 from howfast.plugin import registry
+from howfast.runner.aside import StoppingAside
 from howfast.runner.interleaved import InterleavedRun, planned_steps
 from howfast.runner.signals import SignalGuard
 from howfast.runner.step import StepEnvironment
@@ -31,7 +32,7 @@ from howfast.sizing import REGIMES
 from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.targets.base import Target
-from howfast.targets.capabilities import HoldsDirectoryLock
+from howfast.targets.capabilities import HoldsDirectoryLock, StopsAside
 
 
 @dataclass
@@ -108,10 +109,33 @@ class Runner:
         )
 
     def _targets(self, run_id: int) -> int:
-        """Each target's session in turn; how many steps failed."""
+        """Each target's session in turn; how many steps failed. A target that stops aside
+        (StopsAside, Kubernetes) is stopped while the next one starts, and that stop has
+        ended before the next target's first step."""
         failed = 0
-        for session in self._sessions(run_id):
-            failed += session.run()
+        sessions = self._sessions(run_id)
+        aside: StoppingAside | None = None
+        try:
+            for position, session in enumerate(sessions):
+                try:
+                    session.open()
+                    if aside is not None:
+                        aside.wait()
+                        aside = None
+                    session.run_steps()
+                except BaseException:
+                    session.close()
+                    raise
+                target = session.env.target
+                last = position == len(sessions) - 1
+                if not last and isinstance(target, StopsAside) and target.stops_aside():
+                    aside = session.close_aside()
+                else:
+                    session.close()
+                failed += session.failed
+        finally:
+            if aside is not None:
+                aside.wait()
         return failed
 
     def _interleaved(self, run_id: int) -> int:

@@ -15,6 +15,7 @@ from howfast.analysis.memory_storage import memory_storage_warning
 from howfast.errors import HowfastError
 from howfast.model import JSONValue, StepRecord, StepSpec, TargetRecord
 from howfast.observer import StepRef
+from howfast.runner.aside import StoppingAside
 from howfast.runner.step import (
     StepEnvironment,
     execute_step,
@@ -83,11 +84,15 @@ class TargetSession:
         """Run every step; return how many failed. Always stops the target."""
         try:
             self.open()
-            for offset, spec in enumerate(self.steps):
-                self.run_step(spec, self.first_index + offset, self.total_steps)
+            self.run_steps()
         finally:
             self.close()
         return self.failed
+
+    def run_steps(self) -> None:
+        """Every step of the plan, in order, on the opened target."""
+        for offset, spec in enumerate(self.steps):
+            self.run_step(spec, self.first_index + offset, self.total_steps)
 
     def open(self) -> bool:
         """Start the target; False (and `start_error`) when it did not come up: its steps are
@@ -192,6 +197,21 @@ class TargetSession:
         """Put back the plan's settings and stop the target; safe to call at any point."""
         if self.work_root is None:
             return
+        self._put_back_settings()
+        work_root, self.work_root = self.work_root, None
+        self._stop(work_root)
+
+    def close_aside(self) -> StoppingAside:
+        """close(), with the target's stop in a thread of its own (a StopsAside target): the
+        caller starts the next target meanwhile, and waits for this stop before that one's
+        first step."""
+        if self.work_root is None:
+            return StoppingAside(list, self.env.observer)
+        self._put_back_settings()
+        work_root, self.work_root = self.work_root, None
+        return StoppingAside(lambda: self._stopped(work_root), self.env.observer)
+
+    def _put_back_settings(self) -> None:
         if self.in_force and self.sampling is not None:
             # a kept cluster keeps the plan's settings, not the last step's
             try:
@@ -199,8 +219,6 @@ class TargetSession:
             except HowfastError as exc:
                 self.env.observer.message(f"warning: {exc}")
             self.in_force = {}
-        work_root, self.work_root = self.work_root, None
-        self._stop(work_root)
 
     def _with_server_log(self, error: str | None) -> str:
         target = self.env.target
@@ -217,14 +235,22 @@ class TargetSession:
     def _stop(self, work_root: Path) -> None:
         env = self.env
         with env.guard.critical():
-            try:
-                env.target.stop()
-            except Exception as exc:  # report, and still remove the work directory
-                env.observer.message(f"warning: stopping {env.target.name} failed: {exc}")
-            shutil.rmtree(work_root, ignore_errors=True)
-            kept = env.target.kept_message() if isinstance(env.target, Keepable) else None
-            if kept:
-                env.observer.message(kept)
+            for message in self._stopped(work_root):
+                env.observer.message(message)
+
+    def _stopped(self, work_root: Path) -> list[str]:
+        """Stop the target and remove the work directory; what to tell the user."""
+        target = self.env.target
+        messages = []
+        try:
+            target.stop()
+        except Exception as exc:  # report, and still remove the work directory
+            messages.append(f"warning: stopping {target.name} failed: {exc}")
+        shutil.rmtree(work_root, ignore_errors=True)
+        kept = target.kept_message() if isinstance(target, Keepable) else None
+        if kept:
+            messages.append(kept)
+        return messages
 
 
 def apply_settings(target: Target, settings: dict[str, str]) -> str | None:

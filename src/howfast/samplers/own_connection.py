@@ -21,8 +21,9 @@ def open_own(
     connection = ctx.current_connection()
     if connection is None:
         raise RuntimeError("no server")
-    db = pgquery.connect(connection, timeout_s=CONNECT_TIMEOUT_S)
+    # Named from the start: the samplers connect side by side, and one counting the other
+    # sessions (pgstats) must not count another's before it is named.
+    db = pgquery.connect(connection, timeout_s=CONNECT_TIMEOUT_S, application_name=application)
     db.autocommit = True
-    db.execute(f"SET application_name = '{application}'")
     db.execute(f"SET statement_timeout = '{statement_timeout}'")
     return db, connection

@@ -11,9 +11,11 @@ the step's outcome.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from howfast.hosts.base import Host
 from howfast.machine.devices import RoleDevice, resolve_roles
@@ -28,6 +30,7 @@ from howfast.targets.capabilities import HasLocalStandbys, HasStorage
 # A sampler more (such as --prometheus's) for each sampled step, given the target and the
 # devices behind its roles; None: nothing to add for this target.
 SamplerFactory = Callable[[Target, list[RoleDevice]], Sampler | None]
+T = TypeVar("T")
 
 
 class TargetSampling:
@@ -127,9 +130,12 @@ class StepSampling:
         self.result: SamplerResult | None = None
 
     def start(self) -> None:
-        assert self.ctx is not None
-        for sampler in self.samplers:
-            sampler.start(self.ctx)
+        """Every sampler's first reading at once, each in a thread: on a pod each one waits
+        on the API server (an exec, a connection through the port-forward), and one after
+        the other they held the step up for the sum of those waits."""
+        ctx = self.ctx
+        assert ctx is not None
+        side_by_side([functools.partial(sampler.start, ctx) for sampler in self.samplers])
 
     def track_process(self, pid: int) -> None:
         """The workload started its load generator (pgbench): watch its CPU."""
@@ -141,8 +147,8 @@ class StepSampling:
             return
         self.ctx.stopping_at = self.ctx.now()
         merged = SamplerResult(warnings=list(self.notes))
-        for sampler in self.samplers:
-            merged.merge(sampler.stop())
+        for result in side_by_side([sampler.stop for sampler in self.samplers]):
+            merged.merge(result)  # in the samplers' order, whichever stopped first
         self.result = merged
 
     def part(self) -> SampledPart | None:
@@ -159,6 +165,33 @@ class StepSampling:
         sections["io"]["interval_s"] = self.ctx.interval_s
         sections["io"]["sampled_s"] = self.ctx.now()  # the step's length, when none was planned
         return SampledPart(dict(r.series), dict(r.metrics), tuple(r.warnings), sections)
+
+
+def side_by_side(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Each call in a thread of its own (the first in this one); their results in order,
+    once all have returned. What one raised is raised here, after the others ended."""
+    results: list[T | None] = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def call(index: int) -> None:
+        try:
+            results[index] = calls[index]()
+        except BaseException as exc:  # raised by the caller's thread, below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=call, args=(i,), name="howfast-sampler-call", daemon=True)
+        for i in range(1, len(calls))
+    ]
+    for thread in threads:
+        thread.start()
+    if calls:
+        call(0)
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results  # type: ignore[return-value]  # every slot filled: no call raised
 
 
 def _roles_section(

@@ -121,6 +121,18 @@ class Keepable(Protocol):
 
 
 @runtime_checkable
+class StopsAside(Protocol):
+    """A target whose stop may run in a thread while the run's next target starts (issue
+    34): what it deletes is its own alone (found by its run's labels) and stopping it is
+    mostly waiting (deletions to finish). The runner waits for that stop before the next
+    target's first step, so that nothing of it runs while a step measures."""
+
+    def stops_aside(self) -> bool:
+        """Whether this run's stop may go beside the next start (False, for instance, when
+        stopping uncordons nodes, which the next target's pods would be scheduled around)."""
+
+
+@runtime_checkable
 class HasPods(Protocol):
     """A target whose tools run in a Kubernetes pod: the pod's frozen description and the
     cluster's exec, from which a PodHost is made (hosts/pod.py). Issue 28's client and standby

@@ -51,12 +51,17 @@ KEY_SETTINGS = (
 PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
 
 
-def connect(conn: Connection, timeout_s: int = 10) -> psycopg.Connection[tuple[object, ...]]:
+def connect(
+    conn: Connection, timeout_s: int = 10, *, application_name: str | None = None
+) -> psycopg.Connection[tuple[object, ...]]:
     """A connection in autocommit; `timeout_s` unless the target's own connection text sets
-    connect_timeout (`?connect_timeout=5`), which is the user's to choose."""
+    connect_timeout (`?connect_timeout=5`), which is the user's to choose. `application_name`:
+    the session's from its start (pg_stat_activity shows it before any statement)."""
     import psycopg
 
     kwargs: dict[str, str | int] = {"connect_timeout": timeout_s, **conn.psycopg_kwargs()}
+    if application_name is not None:
+        kwargs["application_name"] = application_name
     try:
         return psycopg.connect(**kwargs, autocommit=True)  # type: ignore[arg-type]
     except psycopg.Error as exc:

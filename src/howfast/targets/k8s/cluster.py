@@ -656,6 +656,31 @@ class Cluster:
             ),
         )
 
+    def exec_shell(self, namespace: str, pod: str, container: str) -> Any:
+        """A long-lived /bin/sh in the container, reading commands on its stdin (the
+        client's WSClient; hosts/podshell.py writes and reads it)."""
+        from kubernetes.stream import stream
+
+        api = self._stream_api()
+        doing = f"exec in pod {pod}"
+        return _open_within(
+            doing,
+            lambda: self.call(
+                doing,
+                stream,
+                api.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=container,
+                command=["/bin/sh"],
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            ),
+        )
+
     def port_forward(self, namespace: str, pod: str, port: int) -> Any:
         """A port-forward session to one port of the pod (the client's PortForward)."""
         from kubernetes.stream import portforward

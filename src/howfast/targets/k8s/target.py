@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError, UsageError
 from howfast.hosts.pod import ExecResult, PodDescription, PodHost
+from howfast.hosts.podshell import PodShells
 from howfast.machine.memory import cap_problem
 from howfast.model import JSONValue, TargetRecord
 from howfast.targets import pgquery
@@ -47,6 +48,7 @@ from howfast.targets.capabilities import (
     PodRecreatable,
     Restartable,
     ServerIdentity,
+    StopsAside,
 )
 from howfast.targets.k8s import client_manifests as cm
 from howfast.targets.k8s import facts, moves
@@ -66,7 +68,7 @@ RESTART_TIMEOUT_S = 300
 POD_GRACE_S = 30  # the server pod's terminationGracePeriodSeconds (manifests.py)
 
 
-class K8sPodTarget(Target, HasStorage, HasPods):
+class K8sPodTarget(Target, HasStorage, HasPods, StopsAside):
     """A pod howfast creates on volumes of a StorageClass: its objects, its lifecycle, its
     host. K8sTarget runs PostgreSQL in it; K8sVolumeTarget only the storage probes."""
 
@@ -504,6 +506,11 @@ class K8sPodTarget(Target, HasStorage, HasPods):
                     raise HowfastError(f"{self.name}: the server does not answer: {exc}") from None
                 time.sleep(0.3)
 
+    def stops_aside(self) -> bool:
+        """Beside the next target's start, unless a drain may have cordoned a node: its
+        pods would be scheduled around that node until stop() uncordons it."""
+        return not self.drains and not self.cordoned_nodes
+
     def exec_place(self) -> tuple[Cluster, str, str]:
         if self.cluster is None or self.pod is None:
             raise HowfastError(f"{self.name}: the pod is not running")
@@ -511,6 +518,7 @@ class K8sPodTarget(Target, HasStorage, HasPods):
 
     def stop(self) -> None:
         """Delete every object of this run (by its label), wait until they are gone."""
+        self._api.shells.close()
         if self.forward is not None:
             self.forward.close()
             self.forward = None
@@ -715,6 +723,7 @@ class K8sTarget(
         if not cluster.wait_pod_gone(namespace, name, uid, POD_GRACE_S + 60, cancel):
             raise HowfastError(f"pod {name} was still there {POD_GRACE_S + 60} s after deletion")
         gone = time.monotonic()
+        self._api.shells.close(name)  # their sessions ended with the pod
         with self._objects:
             if not self._started:
                 raise HowfastError(f"{self.name}: stopping: the pod is not made again")
@@ -822,18 +831,24 @@ class K8sVolumeTarget(K8sPodTarget):
 
 
 class RunningPod:
-    """The cluster's exec for a target's pod, refused while the pod is not running (before
-    start, after stop), as the target's own execs are (exec_place)."""
+    """The cluster's exec for a target's pods, refused while the pod is not running (before
+    start, after stop), as the target's own execs are (exec_place). Commands and the tools
+    run in long-lived shells (hosts/podshell.py), which stop() closes."""
 
     def __init__(self, target: K8sPodTarget) -> None:
         self.target = target
+        self.shells = PodShells(self._open_shell)
+
+    def _open_shell(self, namespace: str, pod: str, container: str) -> Any:
+        cluster, _, _ = self.target.exec_place()
+        return cluster.exec_shell(namespace, pod, container)
 
     def exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
     ) -> ExecResult:
-        cluster, _, _ = self.target.exec_place()
-        return cluster.exec(namespace, pod, container, command, timeout_s=timeout_s)
+        self.target.exec_place()
+        return self.shells.exec(namespace, pod, container, command, timeout_s=timeout_s)
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
-        cluster, _, _ = self.target.exec_place()
-        return cluster.exec_stream(namespace, pod, container, command)
+        self.target.exec_place()
+        return self.shells.stream(namespace, pod, container, command)
