@@ -16,7 +16,7 @@ from howfast.hosts.base import Host
 from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue, StepSpec, TargetRecord
-from howfast.runner import Runner
+from howfast.runner import Runner, RunSettings
 from howfast.store import open_store
 from howfast.targets.base import PlannedTarget, Target
 from howfast.targets.capabilities import StopsAside
@@ -110,15 +110,14 @@ def run(targets: list[Target], log: Log, tmp_path: Path, monkeypatch) -> tuple[s
     observer = Messages()
     spec = StepSpec("pgbench", {"mode": "select-only", "clients": 1, "duration_s": 1})
     with open_store(str(tmp_path / "r.db")) as store:
-        runner = Runner(
+        settings = RunSettings(
             store,
-            targets,
             [spec, spec],
             plan_name="t",
             install=PgInstall(bindir=tmp_path, version="15", source="test"),
             observer=observer,
-            sample_interval_s=None,
         )
+        runner = Runner(settings, targets, sample_interval_s=None)
         result = runner.execute()
     return result.status, observer
 
