@@ -32,7 +32,8 @@ def bindir() -> Path | None:
     return next((d for d in reversed(candidates) if (d / "postgres").exists()), None)
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The PIDs whose parent is `pid` (zombies too)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
@@ -42,7 +43,8 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """`pid` runs: it exists and is no zombie."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
@@ -126,13 +128,13 @@ class Postmaster:
         after 10 s); start again: crash recovery. Seconds it took."""
         began = time.monotonic()
         assert self.proc is not None
-        children = _children(self.proc.pid)
+        kids = children(self.proc.pid)
         self.proc.kill()
         self.proc.wait(timeout=60)
         deadline = time.monotonic() + 10
-        while any(_alive(c) for c in children):
+        while any(alive(c) for c in kids):
             if time.monotonic() > deadline:
-                for child in children:
+                for child in kids:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(child, signal.SIGKILL)
             time.sleep(0.02)
@@ -149,7 +151,7 @@ class Postmaster:
     def close(self) -> None:
         """Stop the server by its PID (immediate shutdown), wait for its processes, remove it."""
         if self.proc is not None and self.proc.poll() is None:
-            children = _children(self.proc.pid)
+            kids = children(self.proc.pid)
             self.proc.send_signal(signal.SIGQUIT)
             try:
                 self.proc.wait(timeout=30)
@@ -157,7 +159,7 @@ class Postmaster:
                 self.proc.kill()
                 self.proc.wait()
             deadline = time.monotonic() + 10
-            while any(_alive(c) for c in children) and time.monotonic() < deadline:
+            while any(alive(c) for c in kids) and time.monotonic() < deadline:
                 time.sleep(0.05)
         shutil.rmtree(self.base, ignore_errors=True)
 

@@ -32,6 +32,7 @@ from tests.integration.conftest import (
     wait_for,
 )
 from tests.integration.test_cleanup import mentions, shm_dirs
+from tests.pgprocess import alive, children
 
 pytestmark = pytest.mark.integration
 
@@ -284,19 +285,13 @@ def test_a_run_records_what_it_owns_and_its_file_goes_when_it_ends(
 
 
 def _children_but_pgbench(pid: int) -> list[int]:
-    """The children of `pid` other than its load (pgbench): SIGSTOP holds `pid` alone, and a
-    child it had just started (a restart's pg_ctl) would still start a server after it."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    """The running children of `pid` other than its load (pgbench): SIGSTOP holds `pid`
+    alone, and a child it had just started (a restart's pg_ctl) would still start a server
+    after it. A zombie (the restart's `pg_ctl stop`, done, not reaped by the held run) starts
+    nothing."""
+    found = []
+    for child in children(pid):
         with contextlib.suppress(OSError):
-            stat = (entry / "stat").read_text()
-            # pid (comm) state ppid ...: comm may hold spaces, so read after its last ')'
-            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-            state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
-            # a zombie (the restart's `pg_ctl stop`, done, not yet reaped by the held run)
-            # starts nothing
-            if int(ppid) == pid and comm != "pgbench" and state != "Z":
-                found.append(int(entry.name))
+            if alive(child) and Path(f"/proc/{child}/comm").read_text().strip() != "pgbench":
+                found.append(child)
     return found

@@ -20,6 +20,7 @@ from howfast.targets.leftovers.machine import read_snapshot
 from howfast.targets.leftovers.remove import remove
 from tests.conftest import PgServer
 from tests.integration.conftest import Howfast
+from tests.pgprocess import alive
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +34,6 @@ modes = ["select-only"]
 clients = [1]
 duration = "30s"
 """
-
-
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2] in "ZX"
 
 
 def _wait(condition, within_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -67,7 +60,7 @@ def test_cleanup_stops_the_exec_group_a_killed_run_left(
 
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    assert not _gone(grandchild) and not _gone(leader)  # nothing stopped them
+    assert alive(grandchild) and alive(leader)  # nothing stopped them
 
     snapshot = read_snapshot(candidate_directories)
     ours = [
@@ -80,5 +73,5 @@ def test_cleanup_stops_the_exec_group_a_killed_run_left(
     assert private.state == GONE and private.actions[0].op == "stop-exec-groups"
     remove(ours)
     assert all(x.removed for x in ours), [(x.kind, x.path, x.error) for x in ours]
-    _wait(lambda: _gone(grandchild) and _gone(leader), 10, "the group outlived cleanup")
+    _wait(lambda: not alive(grandchild) and not alive(leader), 10, "the group outlived cleanup")
     assert not work_root.exists()

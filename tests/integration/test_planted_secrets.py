@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import PgServer
 from tests.integration.conftest import Howfast
+from tests.pgprocess import alive
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +41,6 @@ modes = ["tpcb-like"]
 clients = [1]
 duration = "4s"
 """
-
-
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2] in "ZX"
 
 
 def _exec_facts(document: object) -> list[dict[str, Any]]:
@@ -101,9 +94,9 @@ def test_a_password_planted_in_each_path_appears_nowhere(
     # the grandchild outlived its shell, not the run
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5  # init collects it at its own pace
-    while not _gone(grandchild) and time.monotonic() < deadline:
+    while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _gone(grandchild)
+    assert not alive(grandchild)
 
     listed = howfast("results", "list", "--json")
     run_id = str(json.loads(listed.stdout)[0]["id"])
