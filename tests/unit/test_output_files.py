@@ -296,3 +296,29 @@ def test_a_file_that_cannot_keep_its_owner_is_refused_not_taken_over(scratch: Pa
     assert os.waitstatus_to_exitcode(status) == 2
     assert path.read_text() == "root's\n" and path.stat().st_uid == 0
     assert [p.name for p in scratch.iterdir()] == ["out.csv"]
+
+
+@pytest.mark.parametrize("special", ["fifo", "device"])
+def test_a_store_that_is_not_a_regular_file_is_refused_and_left_alone(
+    tmp_path: Path, special: str
+) -> None:
+    """`--store` is a file howfast writes too: a FIFO or a device is refused before SQLite
+    opens it (it wrote into it and left a journal file beside it), and stays as it was."""
+    from howfast.cli import main
+
+    path = tmp_path / "store"
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    before = path.lstat()
+    assert main(["results", "list", "--store", str(path)]) == 2
+    after = path.lstat()
+    assert (after.st_ino, after.st_mode, after.st_rdev) == (
+        before.st_ino,
+        before.st_mode,
+        before.st_rdev,
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]

@@ -149,6 +149,12 @@ def _sqlite_location(path: Path, origin: str) -> StoreLocation:
     path = path.expanduser().resolve()
     if path.is_dir():
         raise UsageError(f"{origin} {path} is a directory", hint="name a file, e.g. results.db")
+    if path.exists() and not path.is_file():  # resolve() followed any link
+        # SQLite would write into a device or a FIFO, and leave its journal beside it
+        raise UsageError(
+            f"{origin} {path} is not a regular file (a device, a FIFO or a socket)",
+            hint="name a SQLite file or a new name, e.g. results.db",
+        )
     if not path.parent.is_dir():
         raise UsageError(
             f"{origin} {path}: directory {path.parent} does not exist",
