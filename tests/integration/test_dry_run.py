@@ -167,3 +167,15 @@ def test_a_probes_dry_run_refuses_the_directories_the_probe_refuses(
             assert f"probe directory {directory} {said}" in out.stderr
         assert dry.stderr.splitlines()[-1] == real.stderr.splitlines()[-1]
     assert list(full.iterdir()) == [full / "data"] and not (tmp_path / "missing").exists()
+
+
+def test_dry_run_masks_a_password_in_an_event_command(howfast: Howfast, target_dir: Path) -> None:
+    """An exec event's command line is the user's text, printed back by --dry-run (text and
+    JSON), which is pasted into tickets: a connection password in it is masked there."""
+    plan = howfast.plan(TINY_PLAN)
+    event = "0.5s:exec=echo postgresql://u:Dry-pw-9Q@db.example/app"
+    for json_flag in ((), ("--json",)):
+        out = howfast("run", str(plan), "--target", str(target_dir), "--event", event,
+                      "--dry-run", *json_flag)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "postgresql://u:" in out.stdout and "Dry-pw-9Q" not in out.stdout + out.stderr

@@ -3,9 +3,12 @@ finished run (table or JSON) and the exit status."""
 
 from __future__ import annotations
 
+import io
+
 from howfast.cli.context import CliEnv
 from howfast.errors import ExitStatus
 from howfast.model import RunRecord
+from howfast.redact import redact_dsn, redact_nested
 from howfast.service.prepared import FinishedRun, PreparedRun, ProgressDisplay
 from howfast.store.base import Store
 
@@ -18,10 +21,14 @@ EXIT_FOR_STATUS = {
 
 def print_dry_run(env: CliEnv, prepared: PreparedRun, as_json: bool) -> int:
     """--dry-run: what each target would run, as data or as commands one would type."""
+    # what the user typed (an exec event's command line) may hold a connection password:
+    # the dry run is pasted into tickets, so it shows every connection string masked
     if as_json:
-        env.print_json(prepared.dry_run_document())
+        env.print_json(redact_nested(prepared.dry_run_document()))
     else:
-        prepared.write_dry_run(env.stdout)
+        text = io.StringIO()
+        prepared.write_dry_run(text)
+        env.stdout.write(redact_dsn(text.getvalue()))
     return 0
 
 
