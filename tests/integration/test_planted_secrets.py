@@ -29,7 +29,8 @@ ENV_PW = "envPlanted-8Wz"
 URI_PW = "uriPlanted-2Jm"
 KEYWORD_PW = "kwPlanted-6Rt"
 INCLUSTER_PW = "icPlanted-3Vb"
-PLANTED = (DSN_PW, ENV_PW, URI_PW, KEYWORD_PW, INCLUSTER_PW)
+ARGV_PW = "argvPlanted-8Kd"  # in the exec event's own command line, as typed
+PLANTED = (DSN_PW, ENV_PW, URI_PW, KEYWORD_PW, INCLUSTER_PW, ARGV_PW)
 
 PLAN = """
 [[steps]]
@@ -88,7 +89,8 @@ def test_a_password_planted_in_each_path_appears_nowhere(
     plan = howfast.plan(PLAN)
     outputs: list[str] = []
 
-    run = howfast("run", str(plan), "--target", planted_role, "--event", f"1s:exec={script}")
+    event = f"1s:exec={script} postgresql://argv:{ARGV_PW}@db.example/x"
+    run = howfast("run", str(plan), "--target", planted_role, "--event", event)
     outputs += [run.stdout, run.stderr]
     assert run.returncode == 0, run.stderr
     # the grandchild outlived its shell, not the run

@@ -125,8 +125,11 @@ class CliEnv:
         self.stdout.flush()
 
     def info(self, text: str) -> None:
-        """A line (or several) on stderr; control characters in it are shown as escapes."""
-        self.err.print(printable(text, keep="\n\t"))
+        """A line (or several) on stderr; control characters in it are shown as escapes, and
+        connection passwords masked (an event's text is the user's command line)."""
+        from howfast.redact import redact_dsn
+
+        self.err.print(printable(redact_dsn(text), keep="\n\t"))
 
 
 # Commands take the environment `main` was given (click's context object); a command called

@@ -135,7 +135,8 @@ class SqlStore(Store):
             if self.schema_version >= RESOLVED_VERSION and not step.legacy:
                 values["resolved"] = step.resolved
             if step.sections:  # left NULL otherwise, as for steps stored before v2
-                values["sections"] = step.sections
+                # an event's text in its marks is the user's, as typed (see params)
+                values["sections"] = redact_nested(step.sections)
             result = conn.execute(insert(steps).values(**values))
             step_id = _new_id(result)
             for name, points in step.series.items():
