@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from howfast.errors import HowfastError
-from howfast.targets.k8s import cluster as cluster_module
+from howfast.targets.k8s import clusterapi
 from howfast.targets.k8s.cluster import Cluster
 
 
@@ -62,9 +62,9 @@ def test_calls_to_a_silent_api_server_fail_within_their_limits(
     silent_server: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, silent_server)))
-    monkeypatch.setattr(cluster_module, "REQUEST_TIMEOUT_S", (1.0, 1.5))
-    monkeypatch.setattr(cluster_module, "WATCH_TIMEOUT_S", (1.0, 1.5))
-    monkeypatch.setattr(cluster_module, "STREAM_OPEN_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(clusterapi, "REQUEST_TIMEOUT_S", (1.0, 1.5))
+    monkeypatch.setattr(clusterapi, "WATCH_TIMEOUT_S", (1.0, 1.5))
+    monkeypatch.setattr(clusterapi, "STREAM_OPEN_TIMEOUT_S", 2.0)
     cluster = Cluster()
 
     started = time.monotonic()

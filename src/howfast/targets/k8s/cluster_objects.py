@@ -1,0 +1,237 @@
+"""What Cluster creates and deletes: a run's objects, found by their labels (cleanup by
+label: never anything unlabelled), waited for until they and their volumes are gone; a pod's
+eviction and a node's cordon (the drain events)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from howfast.errors import HowfastError
+from howfast.targets.k8s import clusterapi, manifests
+from howfast.targets.k8s.cluster_reads import ClusterReads
+from howfast.targets.k8s.clusterapi import _events
+
+
+class ClusterObjects(ClusterReads):
+    """Creating, listing by label and deleting howfast's objects."""
+
+    def create(self, manifest: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        kind = manifest["kind"]
+        namespace = manifest["metadata"]["namespace"]
+        creators: dict[str, Callable[..., Any]] = {
+            "Secret": self.core.create_namespaced_secret,
+            "ConfigMap": self.core.create_namespaced_config_map,
+            "PersistentVolumeClaim": self.core.create_namespaced_persistent_volume_claim,
+            "Pod": self.core.create_namespaced_pod,
+            "Service": self.core.create_namespaced_service,
+            "NetworkPolicy": self.networking.create_namespaced_network_policy,
+        }
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        created = self.call(
+            f"creating {kind} {manifest['metadata']['name']} in namespace {namespace}",
+            creators[kind],
+            namespace,
+            manifest,
+            **kwargs,
+        )
+        return self.plain(created)
+
+    LISTED = ("Pod", "PersistentVolumeClaim", "ConfigMap", "Service", "NetworkPolicy", "Secret")
+    OWNED_ONLY = ("Service", "NetworkPolicy")
+
+    def list_labelled(self, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
+        """Every object of the kinds howfast creates that carries the labels, pods first."""
+        out: list[dict[str, Any]] = []
+        for kind in self.LISTED:
+            snake = {
+                "Pod": "pod",
+                "PersistentVolumeClaim": "persistent_volume_claim",
+                "ConfigMap": "config_map",
+                "Service": "service",
+                "NetworkPolicy": "network_policy",
+                "Secret": "secret",
+            }[kind]
+            api = self.networking if kind == "NetworkPolicy" else self.core
+            if namespace is None:
+                fn = getattr(api, f"list_{snake}_for_all_namespaces")
+                args: tuple[Any, ...] = ()
+            else:
+                fn = getattr(api, f"list_namespaced_{snake}")
+                args = (namespace,)
+            try:
+                found = fn(*args, label_selector=label_selector)
+            except self.k8s.client.exceptions.ApiException as exc:
+                # Services and NetworkPolicies (pod-mode standbys and client pods) are owned
+                # by the run's Secret: a Role older than them may not list them, and the
+                # garbage collector removes them with the Secret anyway.
+                if exc.status == 403 and kind in self.OWNED_ONLY:
+                    continue
+                raise self._error(exc, f"listing {kind}s") from None
+            except Exception as exc:
+                raise HowfastError(
+                    f"listing {kind}s: cannot reach the API server {self.host}: {exc}"
+                ) from None
+            for item in found.items:
+                obj = self.plain(item)
+                obj["kind"] = kind
+                obj.pop("data", None)  # never keep a Secret's content around
+                obj.pop("stringData", None)
+                out.append(obj)
+        return out
+
+    def delete(self, kind: str, name: str, namespace: str, grace_s: int | None = None) -> None:
+        deleters: dict[str, Callable[..., Any]] = {
+            "Secret": self.core.delete_namespaced_secret,
+            "ConfigMap": self.core.delete_namespaced_config_map,
+            "PersistentVolumeClaim": self.core.delete_namespaced_persistent_volume_claim,
+            "Pod": self.core.delete_namespaced_pod,
+            "Service": self.core.delete_namespaced_service,
+            "NetworkPolicy": self.networking.delete_namespaced_network_policy,
+        }
+        kwargs: dict[str, Any] = {"propagation_policy": "Background"}
+        if grace_s is not None:
+            kwargs["grace_period_seconds"] = grace_s
+        try:
+            deleters[kind](name, namespace, **kwargs)
+        except self.k8s.client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise self._error(exc, f"deleting {kind} {name}") from None
+
+    def evict(self, name: str, namespace: str, grace_s: int) -> None:
+        """Evict a pod through the Eviction API, as `kubectl drain` does (disruption budgets
+        are honoured; howfast's pods have none)."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"gracePeriodSeconds": grace_s},
+        }
+        self.call(
+            f"evicting pod {name}", self.core.create_namespaced_pod_eviction, name, namespace, body
+        )
+
+    def set_cordon(self, node: str, cordoned: bool, annotation: tuple[str, str]) -> None:
+        """Mark a node unschedulable (or schedulable again), with the annotation that says
+        who did (removed when uncordoning)."""
+        key, value = annotation
+        patch = {
+            "spec": {"unschedulable": cordoned or None},
+            "metadata": {"annotations": {key: value if cordoned else None}},
+        }
+        self.call(f"{'cordoning' if cordoned else 'uncordoning'} node {node}",
+                  self.core.patch_node, node, patch)  # fmt: skip
+
+    def delete_run(
+        self, namespace: str, token: str, *, timeout_s: float = 180.0, grace_s: int = 10
+    ) -> list[str]:
+        """Delete every object labelled with the run's token, then wait (with watches) until
+        they and the PersistentVolumes bound to their claims are gone. Returns warnings:
+        what is still there after the time-out, and volumes a Retain class keeps."""
+        label = manifests.selector(token)
+        objects = self.list_labelled(namespace, label)
+        volumes = [
+            str(o["spec"]["volumeName"])
+            for o in objects
+            if o["kind"] == "PersistentVolumeClaim" and (o.get("spec") or {}).get("volumeName")
+        ]
+        for obj in objects:  # only what carries the run's labels: never anything else
+            meta = obj["metadata"]
+            grace = grace_s if obj["kind"] == "Pod" else None
+            self.delete(obj["kind"], meta["name"], meta["namespace"], grace)
+        warnings = []
+        deadline = time.monotonic() + timeout_s
+        for kind in ("Pod", "PersistentVolumeClaim"):
+            left = self._wait_gone(namespace, kind, label, deadline)
+            if left:
+                warnings.append(f"{kind}s still being deleted: {', '.join(left)}")
+        # A claim bound while it was being deleted (Ctrl-C while a volume is provisioned:
+        # seen in the lab) had no volume name when listed; its volume names it.
+        claims = {
+            str(o["metadata"]["name"]) for o in objects if o["kind"] == "PersistentVolumeClaim"
+        }
+        volumes += [v for v in self.volumes_of(namespace, claims) if v not in volumes]
+        for volume in volumes:
+            pv = self.read("PersistentVolume", volume)
+            if pv is None:
+                continue
+            policy = (pv.get("spec") or {}).get("persistentVolumeReclaimPolicy")
+            if policy == "Delete":
+                if not self._wait_pv_gone(volume, deadline):
+                    warnings.append(f"PersistentVolume {volume} is still being deleted")
+            else:
+                warnings.append(
+                    f"PersistentVolume {volume} was kept: its reclaim policy is {policy}; "
+                    f"delete it (and its data) with `kubectl delete pv {volume}`"
+                )
+        return warnings
+
+    def volumes_of(self, namespace: str, claims: set[str]) -> list[str]:
+        """The PersistentVolumes bound to these claims of the namespace ([] when PVs cannot
+        be listed)."""
+        if not claims:
+            return []
+        try:
+            found = self.core.list_persistent_volume()
+        except Exception:
+            return []
+        out = []
+        for pv in found.items:
+            ref = pv.spec.claim_ref if pv.spec else None
+            if ref is not None and ref.namespace == namespace and ref.name in claims:
+                out.append(str(pv.metadata.name))
+        return out
+
+    def _wait_gone(self, namespace: str, kind: str, label: str, deadline: float) -> list[str]:
+        lister = {
+            "Pod": self.core.list_namespaced_pod,
+            "PersistentVolumeClaim": self.core.list_namespaced_persistent_volume_claim,
+        }[kind]
+        while True:
+            watch = self.k8s.watch.Watch()
+            found = lister(namespace, label_selector=label)
+            left = {item.metadata.name for item in found.items}
+            remaining = deadline - time.monotonic()
+            if not left or remaining <= 0:
+                return sorted(left)
+            stream = watch.stream(
+                lister,
+                namespace,
+                label_selector=label,
+                resource_version=found.metadata.resource_version,
+                timeout_seconds=max(1, int(min(remaining, 10))),
+                _request_timeout=(
+                    clusterapi.WATCH_TIMEOUT_S[0],
+                    clusterapi.WATCH_TIMEOUT_S[1] + 10,
+                ),
+            )
+            for event in _events(stream, self.k8s):
+                if event["type"] == "DELETED":
+                    left.discard(event["object"].metadata.name)
+                    if not left:
+                        watch.stop()
+                        return []
+
+    def _wait_pv_gone(self, name: str, deadline: float) -> bool:
+        while time.monotonic() < deadline:
+            watch = self.k8s.watch.Watch()
+            found = self.core.list_persistent_volume(field_selector=f"metadata.name={name}")
+            if not found.items:
+                return True
+            remaining = deadline - time.monotonic()
+            stream = watch.stream(
+                self.core.list_persistent_volume,
+                field_selector=f"metadata.name={name}",
+                resource_version=found.metadata.resource_version,
+                timeout_seconds=max(1, int(min(remaining, 10))),
+                _request_timeout=(
+                    clusterapi.WATCH_TIMEOUT_S[0],
+                    clusterapi.WATCH_TIMEOUT_S[1] + 10,
+                ),
+            )
+            for event in _events(stream, self.k8s):
+                if event["type"] == "DELETED":
+                    watch.stop()
+                    return True
+        return False

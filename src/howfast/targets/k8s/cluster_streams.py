@@ -1,0 +1,217 @@
+"""Cluster's streams into a pod: exec (a short command, a long-lived shell) and a
+port-forward for the SQL howfast itself sends (statistics views, ALTER SYSTEM). The tools
+never go through the port-forward: they run in the pod (hosts/pod.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from howfast.errors import HowfastError
+from howfast.hosts.pod import ExecResult
+from howfast.targets.k8s.clusterapi import ClusterApi, _open_within
+
+
+class ClusterStreams(ClusterApi):
+    """Exec and port-forward sessions (the client's WSClient and PortForward)."""
+
+    def _stream_api(self) -> Any:
+        """A CoreV1Api on an API client of its own: kubernetes.stream swaps its client's
+        request function while a stream connects, so a shared client would send other
+        threads' REST calls through a websocket."""
+        client = self.k8s.client.ApiClient(configuration=self.api_client.configuration)
+        return self.k8s.client.CoreV1Api(client)
+
+    def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
+        """An exec session (the client's WSClient), not yet read."""
+        from kubernetes.stream import stream
+
+        api = self._stream_api()
+        doing = f"exec in pod {pod}"
+        return _open_within(
+            doing,
+            lambda: self.call(
+                doing,
+                stream,
+                api.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=container,
+                command=command,
+                stdin=False,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            ),
+        )
+
+    def exec_shell(self, namespace: str, pod: str, container: str) -> Any:
+        """A long-lived /bin/sh in the container, reading commands on its stdin (the
+        client's WSClient; hosts/podshell.py writes and reads it)."""
+        from kubernetes.stream import stream
+
+        api = self._stream_api()
+        doing = f"exec in pod {pod}"
+        return _open_within(
+            doing,
+            lambda: self.call(
+                doing,
+                stream,
+                api.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=container,
+                command=["/bin/sh"],
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            ),
+        )
+
+    def port_forward(self, namespace: str, pod: str, port: int) -> Any:
+        """A port-forward session to one port of the pod (the client's PortForward)."""
+        from kubernetes.stream import portforward
+
+        api = self._stream_api()
+        return _open_within(
+            f"port-forward to pod {pod}",
+            lambda: portforward(
+                api.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
+            ),
+        )
+
+    def exec(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        command: list[str],
+        *,
+        timeout_s: float = 60.0,
+    ) -> ExecResult:
+        """Run a short command in a container; its whole output."""
+        session = self.exec_stream(namespace, pod, container, command)
+        out: list[str] = []
+        err: list[str] = []
+        try:
+            deadline = time.monotonic() + timeout_s
+            while session.is_open():
+                session.update(timeout=1)
+                if session.peek_stdout():
+                    out.append(session.read_stdout())
+                if session.peek_stderr():
+                    err.append(session.read_stderr())
+                if time.monotonic() > deadline:
+                    raise HowfastError(
+                        f"{' '.join(command[:3])} in pod {pod}: no answer in {timeout_s:g} s"
+                    )
+            out.append(session.read_stdout() or "")
+            err.append(session.read_stderr() or "")
+            code = session.returncode
+        finally:
+            session.close()
+        return ExecResult(int(code if code is not None else -1), "".join(out), "".join(err))
+
+
+class PortForward:
+    """127.0.0.1:PORT here, forwarded to 127.0.0.1:PORT in the pod through the API server
+    (each connection its own port-forward stream). Only for howfast's own SQL."""
+
+    def __init__(
+        self, cluster: ClusterStreams, namespace: str, pod: str, listener: socket.socket
+    ) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.pod = pod
+        self.listener = listener
+        self.port = int(listener.getsockname()[1])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True, name="howfast-pf")
+
+    @staticmethod
+    def reserve() -> socket.socket:
+        """A listening socket on a free loopback port: the port PostgreSQL will use too."""
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        return listener
+
+    @staticmethod
+    def free_port() -> int:
+        """A loopback port free now (host mode: a server's port on this machine; the lab's
+        nodes are this machine). Another process may take it before the server binds it:
+        that server then fails to start, and its log says why."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return int(probe.getsockname()[1])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            self.listener.close()
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.5)
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            forward = self.cluster.port_forward(self.namespace, self.pod, self.port)
+            remote = forward.socket(self.port)
+            remote.setblocking(True)
+        except Exception:
+            client.close()
+            return
+        try:
+            _pump(client, remote, self._stop)
+        finally:
+            for s in (client, remote):
+                with contextlib.suppress(OSError):
+                    s.close()
+            with contextlib.suppress(Exception):
+                forward.close()
+
+
+def _pump(a: socket.socket, b: socket.socket, stop: threading.Event) -> None:
+    peers = {a: b, b: a}
+    while not stop.is_set():
+        readable, _, _ = select.select(list(peers), [], [], 0.5)
+        for sock in readable:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            peers[sock].sendall(data)
+
+
+@contextlib.contextmanager
+def forwarded(
+    cluster: ClusterStreams, namespace: str, pod: str, listener: socket.socket
+) -> Iterator[PortForward]:
+    forward = PortForward(cluster, namespace, pod, listener)
+    forward.start()
+    try:
+        yield forward
+    finally:
+        forward.close()

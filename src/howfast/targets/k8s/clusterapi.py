@@ -1,0 +1,188 @@
+"""The Kubernetes API client howfast talks through (the base of Cluster, cluster.py):
+kubeconfig resolution, every REST call bounded in time, the API's errors turned into
+messages. The limits are read from this module when used (the silent-server test sets them).
+
+Objects go in and come out as plain dicts (camelCase, as in YAML), so that the pure builders
+and readers (manifests.py, facts.py) never see the client's classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from howfast.errors import Aborted, HowfastError, UsageError
+
+WATCH_CHUNK_S = 5  # a watch is re-opened this often, to look at the cancel token and deadline
+# Client-side limits, so that an API server (or a kubelet behind it) that stops answering
+# fails a call with a message instead of blocking howfast for ever: (connect, read) seconds.
+REQUEST_TIMEOUT_S = (10.0, 60.0)
+# the server ends a watch chunk first; a watch silent for longer is given up and read again
+WATCH_TIMEOUT_S = (10.0, WATCH_CHUNK_S + 10.0)
+STREAM_OPEN_TIMEOUT_S = 60.0  # an exec's or port-forward's websocket handshake
+
+
+def _kubernetes() -> Any:
+    try:
+        import kubernetes
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise HowfastError(f"the kubernetes client library is missing: {exc}") from None
+    return kubernetes
+
+
+def _kubeconfig() -> str | None:
+    """KUBECONFIG as it is now (the client library reads it once, when it is imported);
+    None: the library's default, ~/.kube/config."""
+    return os.environ.get("KUBECONFIG") or None
+
+
+def kubeconfig_namespace(context: str | None) -> str | None:
+    """The namespace of the kubeconfig context (KUBECONFIG, ~/.kube/config), without any
+    network access; None when there is no kubeconfig or the context names none."""
+    k8s = _kubernetes()
+    try:
+        contexts, active = k8s.config.list_kube_config_contexts(config_file=_kubeconfig())
+    except Exception:  # no kubeconfig, or one that cannot be read: the caller decides
+        return None
+    chosen = active
+    if context is not None:
+        chosen = next((c for c in contexts or [] if c.get("name") == context), None)
+    if not chosen:
+        return None
+    namespace = (chosen.get("context") or {}).get("namespace")
+    return str(namespace) if namespace else None
+
+
+class ClusterApi:
+    """One API client for one kubeconfig context, and how a call is made through it."""
+
+    def __init__(self, context: str | None = None) -> None:
+        k8s = _kubernetes()
+        try:
+            self.api_client = k8s.config.new_client_from_config(
+                config_file=_kubeconfig(), context=context
+            )
+        except Exception as exc:
+            try:  # inside a pod: its service account
+                k8s.config.load_incluster_config()
+                self.api_client = k8s.client.ApiClient()
+            except Exception:
+                raise UsageError(
+                    f"cannot load a kubeconfig{f' context {context!r}' if context else ''}: {exc}",
+                    "set KUBECONFIG or write ~/.kube/config; choose a context with --kube-context",
+                ) from None
+        self.k8s = k8s
+        _bound_requests(self.api_client)
+        self.core = k8s.client.CoreV1Api(self.api_client)
+        self.storage = k8s.client.StorageV1Api(self.api_client)
+        self.networking = k8s.client.NetworkingV1Api(self.api_client)
+        self.context = context
+        self.host = str(self.api_client.configuration.host)
+
+    # -- plain dicts in and out ---------------------------------------------------------
+    def plain(self, obj: Any) -> dict[str, Any]:
+        return dict(self.api_client.sanitize_for_serialization(obj))
+
+    def _error(self, exc: Exception, doing: str) -> HowfastError:
+        status = getattr(exc, "status", None)
+        body = getattr(exc, "body", None) or ""
+        message = str(exc)
+        with contextlib.suppress(Exception):
+            import json
+
+            message = json.loads(body).get("message") or message
+        if status == 403:
+            return HowfastError(
+                f"{doing}: forbidden: {message}",
+                "the Role in deploy/k8s/role.yaml lists what howfast needs in the namespace",
+            )
+        if status is None:
+            return HowfastError(f"{doing}: cannot reach the API server {self.host}: {message}")
+        return HowfastError(f"{doing}: {message}")
+
+    def call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except self.k8s.client.exceptions.ApiException as exc:
+            raise self._error(exc, doing) from None
+        except Exception as exc:  # urllib3's connection errors
+            if isinstance(exc, HowfastError | Aborted):
+                raise
+            raise HowfastError(f"{doing}: cannot reach the API server {self.host}: {exc}") from None
+
+
+def _bound_requests(api_client: Any) -> None:
+    """Every REST call of this client gets REQUEST_TIMEOUT_S unless it asks for its own
+    (the client's default is to wait for ever)."""
+    rest = api_client.rest_client
+    unbounded = rest.request
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("_request_timeout"):
+            kwargs["_request_timeout"] = REQUEST_TIMEOUT_S
+        return unbounded(*args, **kwargs)
+
+    rest.request = bounded
+
+
+def _open_within(doing: str, connect: Callable[[], Any]) -> Any:
+    """`connect()` (a websocket handshake, which the client makes without a time-out) in a
+    thread of its own, given STREAM_OPEN_TIMEOUT_S; a session that opens after we gave up
+    is closed."""
+    lock = threading.Lock()
+    outcome: dict[str, Any] = {}
+    opened = threading.Event()
+
+    def attempt() -> None:
+        try:
+            session = connect()
+        except BaseException as exc:  # handed to the caller
+            with lock:
+                outcome["error"] = exc
+            opened.set()
+            return
+        with lock:
+            if outcome.get("abandoned"):
+                with contextlib.suppress(Exception):
+                    session.close()
+                return
+            outcome["session"] = session
+        opened.set()
+
+    threading.Thread(target=attempt, daemon=True, name="howfast-stream-open").start()
+    opened.wait(STREAM_OPEN_TIMEOUT_S)
+    with lock:
+        if "error" in outcome:
+            raise outcome["error"]
+        if "session" in outcome:
+            return outcome["session"]
+        outcome["abandoned"] = True
+    raise HowfastError(
+        f"{doing}: the API server did not open the stream within {STREAM_OPEN_TIMEOUT_S:g} s"
+    )
+
+
+def _events(stream: Iterator[dict[str, Any]], k8s: Any) -> Iterator[dict[str, Any]]:
+    """A watch's events; a watch the server ends with an error (an expired or too new
+    resource version, a time-out) or that stops answering just ends: the caller lists and
+    watches again, within its own deadline."""
+    import urllib3
+
+    try:
+        yield from stream
+    except k8s.client.exceptions.ApiException as exc:
+        if exc.status not in (410, 504, 500):
+            raise
+        time.sleep(0.5)
+    except urllib3.exceptions.HTTPError as exc:
+        # urllib3 gives up on a silent server with MaxRetryError(reason=ReadTimeoutError)
+        reason = getattr(exc, "reason", None) or exc
+        if not isinstance(
+            reason, urllib3.exceptions.ReadTimeoutError | urllib3.exceptions.ProtocolError
+        ):
+            raise
+        time.sleep(0.5)

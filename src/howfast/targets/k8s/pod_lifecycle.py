@@ -1,0 +1,199 @@
+"""A pod target's lifecycle: start() creates the run's objects owner first and waits for
+the pod, its standbys and its client pod; stop() deletes everything carrying the run's label
+and waits until it is gone."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from howfast.errors import HowfastError, UsageError
+from howfast.targets import pgquery
+from howfast.targets.base import Connection
+from howfast.targets.k8s import client_manifests as cm
+from howfast.targets.k8s import manifests as m
+from howfast.targets.k8s.cluster import Cluster, PortForward
+from howfast.targets.k8s.pod_checks import PodChecksFacet
+from howfast.targets.k8s.standby import PodStandby, wait_streaming
+
+
+class PodLifecycleFacet(PodChecksFacet):
+    """Creating the run's objects, and deleting them."""
+
+    def start(self) -> Connection | None:
+        from howfast.store import liveness
+
+        cluster = self.connect()
+        # pod mode: the forward's port is the server's in its pod; host mode: no forward
+        listener: socket.socket | None = None
+        if self.server and self.mode == "pod":
+            listener = PortForward.reserve()
+            self.port = int(listener.getsockname()[1])
+        elif self.server:
+            self.port = PortForward.free_port()
+        plan = self.plan(None, json.dumps(liveness.this_process().document()))
+        password = secrets.token_urlsafe(24)
+        try:
+            self._started = True
+            owner = cluster.create(m.owner_secret(plan, password))
+            ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
+            for manifest in m.dependents(plan, ref):
+                if manifest["kind"] == "Pod":
+                    self.pod_manifest = manifest
+                self._create(cluster, manifest)
+            claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+            self.pod = cluster.wait_pod_ready(
+                self.namespace, plan.name, claims, self.options.start_timeout_s
+            )
+            node_name = (self.pod.get("spec") or {}).get("nodeName")
+            self.node = cluster.read("Node", str(node_name)) if node_name else None
+            if self.drains or any(move for _, move in self.recreations):  # bound: before a step
+                pinned = self.volumes_pinned()
+                if pinned is not None:
+                    what = "a move" if any(m for _, m in self.recreations) else "a drain"
+                    raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
+            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
+                cluster.create(
+                    cm.client_pod(plan, self.mode, ref, node=self.client_node, avoid=self.drains)
+                )
+        except BaseException:
+            if listener is not None:
+                listener.close()
+            raise
+        if not self.server:
+            return None
+        if listener is not None:
+            self.forward = PortForward(cluster, self.namespace, plan.name, listener)
+            self.forward.start()
+        self.connection = Connection(
+            host="127.0.0.1",
+            port=int(self.port),
+            user=m.SUPERUSER,
+            dbname="postgres",
+            password=password,
+        )
+        self._wait_sql(30.0)
+        self.password = password  # in memory only: the client's Connection carries it
+        if self.spec.replicas:
+            self._start_standbys(cluster, ref)
+        if self.client_mode == "pod":
+            self._wait_client(cluster, plan)
+        return self.connection
+
+    def _wait_client(self, cluster: Cluster, plan: m.Plan) -> None:
+        """The client pod Ready, and the primary reachable from it (pg_isready, 30 s)."""
+        name = cm.client_pod_name(plan)
+        try:
+            self.client_pod = cluster.wait_pod_ready(
+                self.namespace, name, [], self.options.start_timeout_s
+            )
+        except HowfastError as exc:
+            raise HowfastError(f"the client pod did not start: {exc}") from None
+        node_name = (self.client_pod.get("spec") or {}).get("nodeName")
+        self.client_pod_node = cluster.read("Node", str(node_name)) if node_name else None
+        address = self.primary_address()
+        probe = (
+            f"{m.PATH_SETUP}; i=0; until pg_isready -q -h {address.host} -p {address.port} "
+            f"-U {m.SUPERUSER} -t 2; do i=$((i+1)); [ $i -ge 15 ] && exit 1; sleep 1; done"
+        )
+        out = cluster.exec(self.namespace, name, m.TOOLS, ["/bin/sh", "-c", probe], timeout_s=60)
+        if out.returncode != 0:
+            raise HowfastError(
+                f"the client pod cannot reach {address.text}: pg_isready failed for 30 s "
+                "(no pod network? give --client same-pod, or HOWFAST_K8S_NETWORK=host in a "
+                "test lab)"
+            )
+
+    def _start_standbys(self, cluster: Cluster, owner: Mapping[str, str]) -> None:
+        """Standby pods once the primary is Ready, one after the other (each base backup
+        reads the primary's whole volume), then until every one streams and has caught up."""
+        assert self.connection is not None
+        ports: list[int | str] | None = None
+        if self.mode == "host":
+            ports = [PortForward.free_port() for _ in range(self.spec.replicas)]
+        for plan in self.standby_plans(ports):
+            standby = PodStandby(plan, cluster)
+            self.standby_pods.append(standby)
+            standby.create(owner)
+            standby.wait_ready(self.options.start_timeout_s)
+        self.senders = wait_streaming(self.standby_pods, self.connection, self.spec.sync)
+
+    def _create(self, cluster: Cluster, manifest: dict[str, Any]) -> None:
+        """Create one object; a NetworkPolicy this user may not create is a warning (the
+        servers' password still guards their port)."""
+        try:
+            cluster.create(manifest)
+        except HowfastError as exc:
+            if manifest["kind"] != "NetworkPolicy" or "forbidden" not in str(exc):
+                raise
+            self.warnings.append(
+                "no NetworkPolicy (forbidden): any pod of the cluster can reach the servers' "
+                "port (password-protected)"
+            )
+
+    def start_warnings(self) -> tuple[str, ...]:
+        return tuple(self.warnings)
+
+    def _wait_sql(self, timeout_s: float) -> None:
+        """Until the server answers through the forward (a restart may still be ending)."""
+        assert self.connection is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with pgquery.connect(self.connection, timeout_s=5) as db:
+                    db.execute("SELECT 1")
+                return
+            except HowfastError as exc:
+                if time.monotonic() > deadline:
+                    raise HowfastError(f"{self.name}: the server does not answer: {exc}") from None
+                time.sleep(0.3)
+
+    def stops_aside(self) -> bool:
+        """Beside the next target's start, unless a drain may have cordoned a node: its
+        pods would be scheduled around that node until stop() uncordons it."""
+        return not self.drains and not self.cordoned_nodes
+
+    def exec_place(self) -> tuple[Cluster, str, str]:
+        if self.cluster is None or self.pod is None:
+            raise HowfastError(f"{self.name}: the pod is not running")
+        return self.cluster, self.namespace, f"howfast-{self.token}"
+
+    def stop(self) -> None:
+        """Delete every object of this run (by its label), wait until they are gone."""
+        self._api.shells.close()
+        if self.forward is not None:
+            self.forward.close()
+            self.forward = None
+        self.connection = None
+        with self._objects:  # an event's pod is made before this, or not at all
+            if not self._started or self.cluster is None:
+                return
+            self._started = False
+        warnings = []
+        for node in sorted(self.cordoned_nodes):  # a drain's window the schedule did not end
+            try:
+                self.uncordon(node)
+            except HowfastError as exc:
+                warnings.append(f"node {node} is still cordoned: {exc}")
+        warnings += self.cluster.delete_run(self.namespace, self.token)
+        self.pod = None
+        self.standby_pods = []
+        self.client_pod = None
+        self.pod_manifest = None
+        self.password = None
+        if warnings:
+            raise HowfastError("; ".join(warnings))
+
+    def scratch_dir(self) -> Path | None:
+        return None if self.pod is None else self._scratch()
+
+    def storage_paths(self) -> dict[str, Path]:
+        if self.pod is None:
+            return {}
+        wal = m.WAL_DIR if self.spec.wal else f"{m.PGDATA}/pg_wal"
+        return {"data": Path(m.PGDATA), "wal": Path(wal)}
