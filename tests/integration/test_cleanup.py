@@ -6,6 +6,7 @@ as in use."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -173,6 +174,19 @@ def test_a_killed_runs_server_is_listed_with_its_stop_command_and_stopped_only_w
     # pgbench starts a moment after the step's line (later on a loaded machine): kill the run
     # once its pgbench runs, as a killed run's tool is one of the things to be found
     pgbench = _wait_for_tool(proc.pid, "pgbench")
+    # held until it is listed: once its howfast is killed, pgbench's next progress line goes
+    # to a pipe nobody reads, and SIGPIPE ends it (on a loaded machine, before the listing)
+    os.kill(pgbench, signal.SIGSTOP)
+    try:
+        _list_then_remove(howfast, target_dir, proc, plan, pgbench)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pgbench, signal.SIGCONT)
+
+
+def _list_then_remove(
+    howfast: Howfast, target_dir: Path, proc: subprocess.Popen[str], plan: Path, pgbench: int
+) -> None:
     (cluster,) = target_dir.glob("howfast-*")
     token = cluster.name.removeprefix("howfast-")
     servers = postgres_pids_under(cluster)
@@ -200,6 +214,7 @@ def test_a_killed_runs_server_is_listed_with_its_stop_command_and_stopped_only_w
     listed_dirs = {Path(x["path"]).name for x in privates}
     assert listed_dirs == set(shm_dirs(*mine))
     assert not any(x["removed"] for x in leftovers(listed))
+    os.kill(pgbench, signal.SIGCONT)  # listed: it may go its way now
     # Listing stops nothing. Only the server's own processes are compared: an autovacuum
     # worker or the killed howfast's sampling sessions may have ended since, and others begun.
     assert lasting <= set(postgres_pids_under(cluster))
