@@ -29,6 +29,16 @@ class ClusterStreams(ClusterApi):
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
         """An exec session (the client's WSClient), not yet read."""
+        return self._exec(namespace, pod, container, command, stdin=False)
+
+    def exec_shell(self, namespace: str, pod: str, container: str) -> Any:
+        """A long-lived /bin/sh in the container, reading commands on its stdin (the
+        client's WSClient; hosts/podshell.py writes and reads it)."""
+        return self._exec(namespace, pod, container, ["/bin/sh"], stdin=True)
+
+    def _exec(
+        self, namespace: str, pod: str, container: str, command: list[str], *, stdin: bool
+    ) -> Any:
         from kubernetes.stream import stream
 
         api = self._stream_api()
@@ -43,32 +53,7 @@ class ClusterStreams(ClusterApi):
                 namespace,
                 container=container,
                 command=command,
-                stdin=False,
-                stdout=True,
-                stderr=True,
-                tty=False,
-                _preload_content=False,
-            ),
-        )
-
-    def exec_shell(self, namespace: str, pod: str, container: str) -> Any:
-        """A long-lived /bin/sh in the container, reading commands on its stdin (the
-        client's WSClient; hosts/podshell.py writes and reads it)."""
-        from kubernetes.stream import stream
-
-        api = self._stream_api()
-        doing = f"exec in pod {pod}"
-        return _open_within(
-            doing,
-            lambda: self.call(
-                doing,
-                stream,
-                api.connect_get_namespaced_pod_exec,
-                pod,
-                namespace,
-                container=container,
-                command=["/bin/sh"],
-                stdin=True,
+                stdin=stdin,
                 stdout=True,
                 stderr=True,
                 tty=False,
