@@ -1,4 +1,4 @@
-"""Failure objectives as people write them: `--slo rto=10s,rpo=0` (docs/events.md#trials-the-statistics).
+"""Failure objectives as people write them: `--slo rto=10s,rpo=0` (docs/events.md, trials).
 
 `rto`: the longest outage a trial may have (a duration: "10s", "500ms", "0"); `rpo`: the
 most acknowledged commits a trial may lose (a count: "0", "5"; howfast counts commits, not
@@ -20,6 +20,7 @@ from howfast.rates import SLO_METRICS
 from howfast.units import quote
 
 FAILURE_KEYS = ("rto", "rpo")
+RUN_KEY = "slo"  # where `run --slo rto=...` is kept: a key of the run's environment
 _DURATION = re.compile(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(ms|s|m|min|h)?")
 _SECONDS = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 _COUNT = re.compile(r"[-+]?\d+")

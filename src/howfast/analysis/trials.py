@@ -32,11 +32,11 @@ from howfast.analysis.stats import ALPHA
 from howfast.errors import UsageError
 from howfast.model import JSONValue, RunRecord, StepRecord
 from howfast.plugin.events import disturbs_service
-from howfast.slo import FailureSlo, parse_failure_slo
+from howfast.slo import RUN_KEY, FailureSlo, parse_failure_slo
 
 CONFIDENCE = 0.95
 PERCENTILE_METHOD = "nearest rank"
-SLO_KEY = "slo"  # where `run --slo rto=...` is kept: the run's environment
+SLO_KEY = RUN_KEY
 SLO_SOURCE_KEY = "slo_source"  # set when the run is read with --slo (never stored)
 
 
@@ -45,7 +45,7 @@ class Trial:
     """One trial's figures; None where its events did not give one."""
 
     number: int  # 1..N: the repetition
-    step_id: int
+    step_id: int | None
     events: tuple[str, ...]
     downtime_s: float | None
     down_to_end: bool  # no service until the step's end: the outage lasted at least this
@@ -58,7 +58,7 @@ class Trial:
     def document(self) -> dict[str, JSONValue]:
         return {
             "trial": self.number,
-            "step": str(self.step_id),
+            "step": None if self.step_id is None else str(self.step_id),
             "events": list(self.events),
             "downtime_s": _round(self.downtime_s, 3),
             "downtime_until_end": self.down_to_end,
