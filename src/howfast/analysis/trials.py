@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from howfast.analysis.events import EventFigures, step_figures
-from howfast.analysis.groups import StepGroup, group_steps
+from howfast.analysis.groups import StepGroup, group_steps, params_key
 from howfast.analysis.stats import ALPHA
 from howfast.errors import UsageError
 from howfast.model import JSONValue, RunRecord, StepRecord
@@ -525,3 +525,53 @@ def compare_loss(a: TrialsSummary, b: TrialsSummary) -> LossComparison:
 
     result = fisher_exact([[ka, na - ka], [kb, nb - kb]], alternative="two-sided")
     return LossComparison((ka, na), (kb, nb), float(result.pvalue))
+
+
+def _side(name: str, summary: TrialsSummary) -> dict[str, JSONValue]:
+    ci = summary.p_loss_ci95
+    return {
+        "side": name,
+        "run": str(summary.run_id),
+        "target": summary.target,
+        "trials": len(summary.trials),
+        "trials_counted": len(summary.counted),
+        "trials_with_loss": summary.with_loss,
+        "p_loss": _round(summary.p_loss, 4),
+        "p_loss_ci95": [round(ci[0], 4), round(ci[1], 4)] if ci else None,
+        "lost_commits_max": summary.lost_max,
+        "downtime_p95_s": _round(summary.downtime.p95, 3),
+        "recovery_p95_s": _round(summary.recovery.p95, 2),
+        "slo": summary.slo.outcome if summary.slo else None,
+        "line": f"{name}: {summary.loss_line()}",
+    }
+
+
+def compare_trials(runs: Sequence[RunRecord], names: Sequence[str]) -> list[dict[str, JSONValue]]:
+    """The baseline's tests with trials matched in the other runs (target position, workload,
+    test params), each with its sides and, for each run after the first, whether its
+    probability of loss differs from the baseline's (`compare_loss`)."""
+    per_run = [{(t.target_index, t.workload, params_key(t.workload, t.params)): t
+                for t in run_trials(r)} for r in runs]  # fmt: skip
+    found: list[dict[str, JSONValue]] = []
+    for key, base in per_run[0].items():
+        others = [by_key.get(key) for by_key in per_run[1:]]
+        if not any(others):
+            continue
+        sides: list[JSONValue] = [_side(names[0], base)]
+        differences: list[JSONValue] = [None]
+        for name, other in zip(names[1:], others, strict=True):
+            sides.append(_side(name, other) if other else None)
+            differences.append(
+                compare_loss(base, other).document(names[0], name) if other else None
+            )
+        found.append(
+            {
+                "target_index": base.target_index,
+                "workload": base.workload,
+                "label": base.label,
+                "params": dict(base.params),
+                "sides": sides,
+                "differences": differences,
+            }
+        )
+    return found

@@ -6,13 +6,14 @@ commits per trial. Formatting only: the figures are analysis/trials.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.console import RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from howfast.analysis.trials import Trial, TrialsSummary
+from howfast.model import JSONValue
 from howfast.report.charts import Chart, ChartIds, Trace
 from howfast.report.figures import DASH
 from howfast.report.tables import Cell, Table
@@ -89,9 +90,7 @@ def trials_table(summary: TrialsSummary, index: int) -> Table:
     table = Table(f"trials-{index}", title(summary), columns)
     for trial in summary.trials:
         texts = trial_cells(trial, outcomes.get(trial.number) if outcomes else None)
-        table.rows.append(
-            [Cell(t, numeric=0 < i < len(COLUMNS)) for i, t in enumerate(texts)]
-        )
+        table.rows.append([Cell(t, numeric=0 < i < len(COLUMNS)) for i, t in enumerate(texts)])
     return table
 
 
@@ -146,3 +145,19 @@ def trials_blocks(
         blocks += summary.lines()
         blocks += trials_charts(summary, charts)
     return blocks
+
+
+def compare_lines(found: Sequence[Mapping[str, JSONValue]]) -> list[str]:
+    """`compare` and the report's comparison: per test with trials on both sides, each side's
+    loss line, then whether the probabilities of loss differ."""
+    lines: list[str] = []
+    for test in found:
+        lines.append(f"Trials of {test.get('label')}:")
+        sides, differences = test.get("sides"), test.get("differences")
+        for side in sides if isinstance(sides, list) else []:
+            if isinstance(side, dict):
+                lines.append(f"  {side.get('line')}")
+        for difference in differences if isinstance(differences, list) else []:
+            if isinstance(difference, dict):
+                lines.append(f"  {difference.get('statement')}")
+    return lines
