@@ -203,22 +203,16 @@ class SloVerdict:
         missed = [c for c in self.checks if c.outcome == "missed"]
         unknown = [c for c in self.checks if c.outcome == "cannot tell"]
 
-        def named(checks: Sequence[TrialCheck]) -> str:
-            return "; ".join(f"trial {c.trial} ({', '.join(c.reasons)})" for c in checks)
+        def named(checks: Sequence[TrialCheck]) -> list[str]:
+            return [f"trial {c.trial} ({', '.join(c.reasons)})" for c in checks]
 
         if self.outcome == "pass":
             return f"{head}: passed: all {n} trials met it"
-        parts = []
-        if missed:
-            parts.append(f"failed: {len(missed)} of {n} trials missed it: {named(missed)}")
-        if unknown:
-            parts.append(f"cannot tell for {named(unknown)}")
-        if self.failed_trials:
-            which = ", ".join(str(t) for t in self.failed_trials)
-            parts.append(f"cannot tell for trial {which} (the step failed)")
+        untold = [*named(unknown), *(f"trial {t} (the step failed)" for t in self.failed_trials)]
         if not missed:
-            parts[0] = "cannot tell: " + parts[0].removeprefix("cannot tell ")
-        return f"{head}: " + "; ".join(parts)
+            return f"{head}: cannot tell: " + "; ".join(untold or ["no trial"])
+        line = f"{head}: failed: {len(missed)} of {n} trials missed it: " + "; ".join(named(missed))
+        return line + ("; cannot tell for " + "; ".join(untold) if untold else "")
 
     def document(self) -> dict[str, JSONValue]:
         return {
