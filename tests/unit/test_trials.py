@@ -278,3 +278,18 @@ def test_the_store_keeps_run_slo_in_the_runs_environment(tmp_path: Path) -> None
         store.close()
     assert run is not None and run.environment == {"hostname": "h", "slo": "rto=10s,rpo=0"}
     assert stored_slo(run) == FailureSlo(10.0, 0)
+
+
+def test_run_slo_sends_the_failure_objectives_to_the_run_and_the_latency_one_to_the_steps():
+    from howfast.cli.run import run_request_of
+    from tests.unit.test_run_options import given
+
+    both = run_request_of(given(slo="p99=10ms,rto=5s,rpo=0"))
+    assert both.overrides.slo == "p99=10ms"
+    assert both.failure_slo == FailureSlo(5.0, 0)
+    latency = run_request_of(given(slo="p99=10ms"))
+    assert latency.overrides.slo == "p99=10ms" and latency.failure_slo is None
+    failure = run_request_of(given(slo="rpo=0"))
+    assert failure.overrides.slo is None and failure.failure_slo == FailureSlo(None, 0)
+    with pytest.raises(UsageError, match='unknown key "rtt"'):
+        run_request_of(given(slo="rtt=5s"))
