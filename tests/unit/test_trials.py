@@ -13,13 +13,13 @@ from rich.console import Console
 
 from howfast.analysis.compare import compare_runs
 from howfast.analysis.trials import (
-    compare_loss,
     nearest_rank,
     run_trials,
     stored_slo,
     wilson_interval,
     with_slo,
 )
+from howfast.analysis.trials_compare import compare_loss
 from howfast.cli import main
 from howfast.errors import UsageError
 from howfast.exports.runfile import parse_run_file

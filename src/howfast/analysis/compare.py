@@ -19,7 +19,7 @@ from howfast.analysis.groups import StepGroup, group_steps
 from howfast.analysis.metrics import KEY_METRICS, metric
 from howfast.analysis.replication import design_document, design_rows, shows_designs
 from howfast.analysis.stats import ALPHA, CONFIDENCE, Stats, t_quantile, welch
-from howfast.analysis.trials import compare_trials
+from howfast.analysis.trials_compare import compare_trials
 from howfast.model import JSONValue, RunRecord
 from howfast.until_rule import MIN_REPETITIONS
 
