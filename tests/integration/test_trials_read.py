@@ -59,15 +59,21 @@ def test_repeated_failovers_read_as_trials_with_the_stored_slo_and_a_given_one(
         assert trial["downtime_s"] == event["downtime_s"] > 0
         assert trial["lost_commits"] == event["lost_commits"] == 0
     assert trials["downtime_max_s"] == max(t["downtime_s"] for t in trials["per_trial"])
-    # each failover took well under a minute here: the stored objectives are met
+    # Each failover took well under a minute here and lost no commit proven: no trial missed
+    # the stored objectives. A client cut during its COMMIT whose row is not found may have
+    # lost an acknowledged commit or not (lost at most 1): rpo=0 then cannot be told.
     assert trials["slo"]["source"] == "stored with the run"
-    assert trials["slo"]["outcome"] == "pass", trials["slo"]["line"]
+    untold = [t["trial"] for t in trials["per_trial"] if t["lost_commits_max"] > 0]
+    outcomes = [t["outcome"] for t in trials["slo"]["trials"]]
+    assert outcomes == ["cannot tell" if n in untold else "met" for n in (1, 2)]
+    assert trials["slo"]["outcome"] == ("cannot tell" if untold else "pass")
 
     run_id = doc["id"]
     shown = howfast("results", "show", run_id)
     assert shown.returncode == 0, shown.stderr
     assert "commits lost in 0 of 2 trials (P = 0.00, 95% CI 0.00–0.66)" in shown.stdout
-    assert "SLO rto=60s,rpo=0: passed: all 2 trials met it" in shown.stdout
+    said = "cannot tell: trial" if untold else "passed: all 2 trials met it"
+    assert f"SLO rto=60s,rpo=0: {said}" in shown.stdout
 
     # an outage of more than a millisecond misses rto=1ms: each trial is named
     tight = howfast("results", "show", run_id, "--slo", "rto=1ms", "--json")
@@ -81,8 +87,8 @@ def test_repeated_failovers_read_as_trials_with_the_stored_slo_and_a_given_one(
     assert bad.returncode == 2 and 'unknown key "mttr"' in bad.stderr
 
     report = tmp_path / "trials.md"
-    made = howfast("report", run_id, "-o", str(report), "--slo", "rpo=0")
+    made = howfast("report", run_id, "-o", str(report), "--slo", "rto=60s")  # not the stored
     assert made.returncode == 0, made.stderr
     text = report.read_text()
-    assert "## Trials" in text and "SLO rpo=0: passed: all 2 trials met it" in text
+    assert "## Trials" in text and "SLO rto=60s: passed: all 2 trials met it" in text
     assert "lost commits per trial](" in text  # its chart, as a PNG beside the report
