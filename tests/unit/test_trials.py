@@ -293,3 +293,12 @@ def test_run_slo_sends_the_failure_objectives_to_the_run_and_the_latency_one_to_
     assert failure.overrides.slo is None and failure.failure_slo == FailureSlo(None, 0)
     with pytest.raises(UsageError, match='unknown key "rtt"'):
         run_request_of(given(slo="rtt=5s"))
+
+
+def test_trials_without_a_recovery_figure_say_so(runs) -> None:
+    """A failover too early in the load (fewer than 3 s before it) has no recovery figure."""
+    bare = [dataclasses.replace(t, recovery_s=None) for t in run_trials(runs[1])[0].trials]
+    found = dataclasses.replace(run_trials(runs[1])[0], trials=tuple(bare))
+    assert "recovery: no figure in any trial" in found.lines()
+    assert found.document()["recovery_p95_s"] is None
+    assert found.document()["recovery_missing"] == 4

@@ -356,6 +356,8 @@ class TrialsSummary:
                     f"{name}: p50 {_s(s.p50 or 0)}, p95 {_s(s.p95 or 0)}, max {_s(s.max or 0)}"
                     + (f" ({missing} trials without a figure)" if missing else "")
                 )
+            elif self.trials:  # the events' lines say why (too few seconds before...)
+                spreads.append(f"{name}: no figure in any trial")
         if spreads and len(self.trials) < 20:
             spreads.append("(p95 by nearest rank: below 20 trials it is the max)")
         out += spreads
