@@ -19,6 +19,7 @@ from howfast.analysis.groups import StepGroup, group_steps
 from howfast.analysis.metrics import KEY_METRICS, metric
 from howfast.analysis.replication import design_document, design_rows, shows_designs
 from howfast.analysis.stats import ALPHA, CONFIDENCE, Stats, t_quantile, welch
+from howfast.analysis.trials_compare import compare_trials
 from howfast.model import JSONValue, RunRecord
 from howfast.until_rule import MIN_REPETITIONS
 
@@ -147,6 +148,9 @@ class Comparison:
     # Each run's designs (analysis/replication.py), where a run has standbys or is the
     # replication plan: {"run", "target", "design", "tps": {clients: tps}, ...}
     designs: list[dict[str, JSONValue]] = field(default_factory=list)
+    # Tests with trials in the baseline and another run: their loss counts compared by an
+    # exact test (analysis/trials.py `compare_trials`)
+    trials: list[dict[str, JSONValue]] = field(default_factory=list)
 
     def document(self) -> dict[str, JSONValue]:
         return {
@@ -169,6 +173,7 @@ class Comparison:
             "warnings": self.warnings,
             "durability": self.durability,
             "designs": self.designs,
+            "trials": self.trials,
         }
 
 
@@ -364,6 +369,7 @@ def compare_runs(runs: Sequence[RunRecord], *, targets: Sequence[str] | None = N
         if shows_designs(r, rows := design_rows(r))
         for row in rows
     ]
+    comparison.trials = compare_trials(runs, [r.name for r in comparison.runs])
     per_run = [{g.key: g for g in group_steps(r)} for r in runs]
     keys = list(dict.fromkeys(k for groups in per_run for k in groups))
     for key in keys:

@@ -7,12 +7,14 @@ import click
 from howfast.analysis import steady
 from howfast.analysis.compare import compare_runs, compare_targets
 from howfast.analysis.gate import evaluate, parse_threshold
+from howfast.analysis.trials import with_slo
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.cli.options import json_option, parse_run_id, slo_option, store_option
 from howfast.cli.stores import open_results
 from howfast.errors import UsageError
 from howfast.report.compare_view import comparison_view
 from howfast.service.reading import read_runs
+from howfast.slo import FailureSlo
 
 
 @click.command("compare")
@@ -26,6 +28,7 @@ from howfast.service.reading import read_runs
     "difference is significant, 3 when that cannot be judged (one repetition); repeatable. "
     "E.g. 'tps<-5%', 'latency_p99_ms>+10%'.",
 )
+@slo_option
 @store_option
 @json_option
 @pass_env
@@ -33,6 +36,7 @@ def compare_command(
     env: CliEnv,
     run_ids: tuple[str, ...],
     fail_if: tuple[str, ...],
+    slo: FailureSlo | None,
     store: str | None,
     as_json: bool,
 ) -> int:
@@ -61,6 +65,7 @@ def compare_command(
         runs = read_runs(db, ids, series=steady.SERIES, for_people=not as_json)
     finally:
         db.close()
+    runs = [with_slo(run, slo) for run in runs]  # trials judged by the objectives given
     if len(runs) == 1:
         if len(runs[0].targets) < 2:
             raise UsageError(

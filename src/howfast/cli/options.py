@@ -89,6 +89,21 @@ store_option = click.option(
     help="Results store: a SQLite file path, sqlite:///path or postgresql://... "
     "[default: $HOWFAST_STORE, else howfast.db in your data directory]",
 )
+
+
+def _failure_slo(ctx: click.Context | None, param: click.Parameter | None, value: Any) -> Any:
+    from howfast.slo import parse_failure_slo
+
+    return None if value is None else parse_failure_slo(value)
+
+
+slo_option = click.option(
+    "--slo",
+    metavar="rto=10s,rpo=0",
+    callback=_failure_slo,
+    help="Failure objectives every trial must meet (rto: the longest outage, rpo: the most "
+    "commits lost), instead of the ones stored with the run (run --slo).",
+)
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout."
 )

@@ -7,13 +7,15 @@ from datetime import UTC, datetime
 
 import click
 
+from howfast.analysis.trials import with_slo
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.options import output_value, parse_run_id, say_where, store_option
+from howfast.cli.options import output_value, parse_run_id, say_where, slo_option, store_option
 from howfast.cli.stores import open_results
 from howfast.exports.output import write_output
 from howfast.outfile import OutputFile
 from howfast.report.output import FORMATS, html_report, report_format, series_to_read, write_report
 from howfast.service.reading import derived, printable_run, stored_runs
+from howfast.slo import FailureSlo
 
 
 @click.command("report")
@@ -34,6 +36,7 @@ from howfast.service.reading import derived, printable_run, stored_runs
     type=click.Choice(FORMATS, case_sensitive=False),
     help="The format, when the file's suffix does not tell it (needed with -o -).",
 )
+@slo_option
 @store_option
 @pass_env
 def report_command(
@@ -41,6 +44,7 @@ def report_command(
     run_ids: tuple[str, ...],
     output: OutputFile | None,
     fmt: str | None,
+    slo: FailureSlo | None,
     store: str | None,
 ) -> int:
     """Write an HTML or Markdown report of runs: tables and charts.
@@ -62,7 +66,7 @@ def report_command(
     try:
         runs = [printable_run(run) for run in stored_runs(db, ids)]
         names = series_to_read(runs)
-        runs = [derived(db, run, names) for run in runs]
+        runs = [with_slo(derived(db, run, names), slo) for run in runs]
     finally:
         db.close()
     generated = _minute(env.clock.now())

@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.options import json_option, parse_run_id, store_option
+from howfast.cli.options import json_option, parse_run_id, slo_option, store_option
 from howfast.cli.stores import list_runs, open_results
 from howfast.errors import UsageError
 from howfast.report.run_list import run_list
+from howfast.slo import FailureSlo
 from howfast.store.liveness import still_running
 
 
@@ -54,12 +55,21 @@ def list_command(env: CliEnv, store: str | None, as_json: bool) -> int:
 @click.option(
     "--series", is_flag=True, help="With --json: include per-second series and histograms."
 )
+@slo_option
 @pass_env
-def show_command(env: CliEnv, run_id: str, store: str | None, as_json: bool, series: bool) -> int:
+def show_command(
+    env: CliEnv,
+    run_id: str,
+    store: str | None,
+    as_json: bool,
+    series: bool,
+    slo: FailureSlo | None,
+) -> int:
     """Show one run: its result tables, environment and steps."""
     # Reading and showing a run loads the analysis and every workload's report part, which
     # `results list` and `delete` never need (a command's start-up time is its imports).
     from howfast.analysis import steady
+    from howfast.analysis.trials import with_slo
     from howfast.report import terminal
     from howfast.service.reading import read_run, run_document
 
@@ -73,6 +83,7 @@ def show_command(env: CliEnv, run_id: str, store: str | None, as_json: bool, ser
         db.close()
     if run is None:
         raise UsageError(f"no run {rid} in the store", "see `howfast results list`")
+    run = with_slo(run, slo)  # its trials judged by the objectives given
     if as_json:
         env.print_json(run_document(run, with_series=series))
     else:

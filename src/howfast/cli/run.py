@@ -39,6 +39,7 @@ from howfast.service.requests import (
     UntilOptions,
 )
 from howfast.service.run import RunService
+from howfast.slo import split_slo
 from howfast.units import parse_duration, parse_size
 from howfast.workloads.pgbench.plan import parse_modes
 
@@ -229,9 +230,10 @@ class RunOptions:
 )
 @click.option(
     "--slo",
-    metavar="p99=10ms",
+    metavar="p99=10ms|rto=10s,rpo=0",
     help="A latency objective (avg, p50, p90, p95, p99, p99.9): each step says "
-    "whether it was met, a rate curve the highest rate that met it.",
+    "whether it was met, a rate curve the highest rate that met it. Failure objectives "
+    "(rto: the longest outage, rpo: the most commits lost) judge every trial of an event.",
 )
 @click.option(
     "--event",
@@ -334,6 +336,7 @@ def run_request_of(options: RunOptions) -> RunRequest:
         until=UntilOptions(options.until, options.budget),
         live_metrics=LiveMetrics(options.metrics_port, options.metrics_address),
         dry_run=options.dry_run,
+        failure_slo=split_slo(options.slo)[1] if options.slo else None,
     )
 
 
@@ -349,7 +352,7 @@ def _overrides(options: RunOptions) -> Overrides:
         settings=dict(parse_set_option(s) for s in options.sets),
         rate=options.rate,
         rates=_parse_rates(options.rates) if options.rates else None,
-        slo=options.slo,
+        slo=split_slo(options.slo)[0] if options.slo else None,  # the latency part
         dataset=options.dataset,
         events=tuple(parse_event(e) for e in options.events) if options.events else None,
     )

@@ -12,7 +12,7 @@ from howfast.analysis.compare import CANNOT_JUDGE, Comparison, Difference, Match
 from howfast.analysis.groups import StepGroup
 from howfast.analysis.metrics import HEADLINE_METRICS, with_unit
 from howfast.analysis.stats import Stats
-from howfast.report import figures, replication_view
+from howfast.report import figures, replication_view, trials_view
 
 VERDICT_STYLES = {"better": "green", "worse": "red"}
 
@@ -171,6 +171,7 @@ def comparison_view(c: Comparison) -> RenderableType:
     notes = _Notes()
     parts: list[RenderableType] = [*durability_lines(c), *why_lines(c)]
     parts += replication_view.compare_parts(c.designs)  # issue 28: the designs of each run
+    parts += [Text(line) for line in trials_view.compare_lines(c.trials)]  # issue 38
     if c.tests:
         for other in range(1, len(c.runs)):
             parts += [comparison_table(c, other, notes), *statement_lines(c, other)]

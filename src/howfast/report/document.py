@@ -10,7 +10,7 @@ from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
 from howfast.analysis.overview import Overview, Placed
 from howfast.analysis.steady import MIN_POINTS, STEADY_BAND
 from howfast.plugin.registry import find
-from howfast.report import charts, tables
+from howfast.report import charts, tables, trials_view
 from howfast.report.charts import Chart, ChartIds, io_per_second, per_second, wait_profiles
 from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
@@ -95,6 +95,7 @@ def build(view: Overview) -> ReportDocument:
         blocks: list[Block] = [tables.comparison_table(view.comparison)]
         if view.comparison.environment:
             blocks.append(tables.environment_diff_table(view.comparison))
+        blocks += trials_view.compare_lines(view.comparison.trials)  # loss probabilities
         blocks += [f"Warning: {w}" for w in view.comparison.warnings]
         sections.append(Section("comparison", "Comparison", blocks))
     for report in reports:

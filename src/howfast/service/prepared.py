@@ -44,6 +44,7 @@ class PreparedRun:
     fleet: PreparedFleet | None = None
     until: tuple[UntilRule, tuple[Block, ...]] | None = None
     label: str | None = None
+    slo: str | None = None  # --slo rto=...,rpo=...: the run's failure objectives, stored
     sampling: SamplingOptions = dataclasses.field(default_factory=SamplingOptions)
     extra_samplers: tuple[SamplerFactory, ...] = ()  # --prometheus's
     live_metrics: LiveMetrics | None = None  # None: no live exporter

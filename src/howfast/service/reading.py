@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from howfast.analysis.derive import derive_run, series_needed
 from howfast.analysis.fleet import fleet_figures, fleet_verdicts, is_fleet
+from howfast.analysis.trials import run_trials
 from howfast.analysis.until import until_summary
 from howfast.errors import UsageError
 from howfast.model import JSONValue, RunRecord
@@ -112,6 +113,9 @@ def run_document(run: RunRecord, *, with_series: bool = False) -> dict[str, JSON
     until = until_summary(run)
     if until is not None:
         doc["until"] = until.document()
+    trials = run_trials(run)
+    if trials:  # tests whose event was repeated (docs/json.md#trials)
+        doc["trials"] = [t.document() for t in trials]
     if is_fleet(run):
         figures = fleet_figures(run)
         doc["fleet"] = {

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from howfast.cancel import CancelToken
 from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.design import DesignOptions
+from howfast.slo import FailureSlo
 
 if TYPE_CHECKING:
     from howfast.plugin.overrides import Overrides
@@ -103,6 +104,7 @@ class RunRequest:
     until: UntilOptions = field(default_factory=UntilOptions)
     live_metrics: LiveMetrics = field(default_factory=LiveMetrics)
     dry_run: bool = False
+    failure_slo: FailureSlo | None = None  # --slo rto=...,rpo=...: stored with the run
 
 
 @dataclass(frozen=True)

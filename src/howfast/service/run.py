@@ -25,8 +25,8 @@ from howfast.errors import UsageError
 from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
-from howfast.model import StepSpec
-from howfast.observer import RunObserver
+from howfast.model import StepRecord, StepSpec
+from howfast.observer import RunObserver, StepRef
 from howfast.plans import Overrides, Plan, effective_settings, expand, load_plan
 from howfast.plans.expand import expand_blocks
 from howfast.plans.fleet import FleetScenario
@@ -38,6 +38,7 @@ from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
 from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
 from howfast.service.stores import open_results
+from howfast.slo import RUN_KEY
 from howfast.store.base import Store
 from howfast.targets import registry as target_kinds
 from howfast.targets.kind import OptionContext, RunShape, TargetOptions
@@ -83,6 +84,7 @@ class RunService:
             steps=steps,
             targets=(),
             label=request.label,
+            slo=request.failure_slo.text if request.failure_slo else None,
             live_metrics=live,
         )
         if any(s.params.get("events") for s in steps) and (rule or plan.fleet is not None):
@@ -196,6 +198,9 @@ class RunService:
                 if live
                 else observer
             )
+            if prepared.slo is not None:  # kept with the run as soon as it exists
+                slo = _StoresSlo(db, prepared.slo)
+                run_observer = FanOut(run_observer, slo, names=["storing --slo with the run"])
             result = self._runner(prepared, db, run_observer).execute()
             # Not after Ctrl-C: then the exporter stops at once.
             linger_s = LINGER_S if result.status != "aborted" else 0.0
@@ -240,6 +245,29 @@ class RunService:
         server = observer.serve(live.port, live.address)
         self.env.info(f"serving Prometheus metrics on {server.url} while the run lasts")
         return observer
+
+
+class _StoresSlo:
+    """Stores `run --slo rto=...,rpo=...` in the run's environment when the run is created
+    (analysis/trials.py reads it): a run-level setting, not a step's."""
+
+    def __init__(self, db: Store, slo: str) -> None:
+        self.db, self.slo = db, slo
+
+    def run_started(self, run_id: int, steps: int, targets: int) -> None:
+        self.db.add_run_environment(run_id, {RUN_KEY: self.slo})
+
+    def step_started(self, step: StepRef, expected_s: float | None) -> None:
+        pass
+
+    def step_progress(self, step: StepRef, t: float, values: dict[str, float]) -> None:
+        pass
+
+    def step_finished(self, step: StepRef, record: StepRecord) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        pass
 
 
 def _prometheus_samplers(url: str) -> list[SamplerFactory]:

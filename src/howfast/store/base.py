@@ -48,6 +48,11 @@ class Store(ABC):
         million points, held as arrays: too many to hold as Samples)."""
 
     @abstractmethod
+    def add_run_environment(self, run_id: int, facts: Mapping[str, JSONValue]) -> None:
+        """Add these keys to the run's environment (what a run was asked to judge itself
+        by: `run --slo rto=...`), the ones already there kept."""
+
+    @abstractmethod
     def finish_run(self, run_id: int, status: str, finished_at: str) -> None:
         """Set the final status: completed, failed or aborted."""
 

@@ -153,6 +153,14 @@ class SqlStore(Store):
                 conn.execute(insert(histograms), histogram_rows)
             return step_id
 
+    def add_run_environment(self, run_id: int, facts: Mapping[str, JSONValue]) -> None:
+        with self._errors("write to"), write_transaction(self._engine) as conn:
+            found = conn.execute(select(runs.c.environment).where(runs.c.id == run_id)).first()
+            if found is None:
+                raise HowfastError(f"no run {run_id} in the results store {self.location}")
+            environment = {**(found[0] or {}), **facts}
+            conn.execute(update(runs).where(runs.c.id == run_id).values(environment=environment))
+
     def finish_run(self, run_id: int, status: str, finished_at: str) -> None:
         if status not in FINAL_RUN_STATUSES:
             raise ValueError(f"a run finishes as one of {FINAL_RUN_STATUSES}, not {status!r}")

@@ -17,9 +17,10 @@ from howfast.analysis.metrics import with_unit
 from howfast.analysis.overview import Overview, Placed
 from howfast.analysis.steady import steady_state
 from howfast.analysis.summary import TargetSummary
+from howfast.analysis.trials import run_trials
 from howfast.model import JSONValue, RunRecord, StepRecord
 from howfast.rates import rate_label
-from howfast.report import events_view, figures, rate_section, rate_table
+from howfast.report import events_view, figures, rate_section, rate_table, trials_view
 from howfast.report.charts import (
     Chart,
     ChartIds,
@@ -317,7 +318,12 @@ class PgbenchReport(WorkloadReport):
     def run_terminal(self, run: RunRecord) -> list[RenderableType]:
         steps = [s for s in run.steps if s.workload == NAME]
         # then the events during steps (docs/events.md): a table and a verdict line each
-        return [*rate_table.rate_parts(steps), *events_view.events_parts(run)]
+        # then each test's trials (a repeated event step): their table and summary
+        return [
+            *rate_table.rate_parts(steps),
+            *events_view.events_parts(run),
+            *trials_view.trials_parts(run_trials(run)),
+        ]
 
     def sections(self, slot: Slot, view: Overview, charts: ChartIds) -> list[Section]:
         if slot is not Slot.TESTS:
@@ -344,6 +350,9 @@ class PgbenchReport(WorkloadReport):
             rows = [row for run in view.runs for row in events_view.event_rows(run)]
             blocks: list[Table | Chart | str] = [events, *events_view.verdict_lines(rows)]
             sections.append(Section("events", "Events during steps", blocks))
+        trials = [t for run in view.runs for t in run_trials(run)]
+        if trials:  # issue 38: each test's trials, their summary and charts
+            sections.append(Section("trials", "Trials", trials_view.trials_blocks(trials, charts)))
         return sections
 
     def warmup_text(self, params: Mapping[str, JSONValue]) -> str:
