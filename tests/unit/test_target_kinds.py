@@ -289,7 +289,8 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     }
     events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     # issue 29: failover (refused before start without --replicas 1, and for fleets)
-    failover = ["HasCurrentPrimary", "HasStandbys", "Promotable"]
+    # issue 38: partition (its standbys replicate over loopback TCP of their own)
+    failover = ["HasCurrentPrimary", "HasStandbys", "Promotable", "Partitionable"]
     assert found == {
         # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
         "local": [*SERVER_HERE, "Keepable", *events, *failover, "IoCappable", "HasClient"],

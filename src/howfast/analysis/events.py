@@ -479,7 +479,7 @@ def _label(mark: EventMark) -> str:
     elif mark.action == "exec":
         text = "exec"
     elif mark.action == "partition":
-        standby = args.partition("=")[2].partition(",")[0] or mark.facts.get("standby")
+        standby = args.partition(",")[0].partition("=")[2] or mark.facts.get("standby")
         text = f"partition of {standby or 'the standby'}"
     else:
         text = args.partition(",")[0]

@@ -395,6 +395,7 @@ CAPABILITIES: tuple[type, ...] = (
     HasCurrentPrimary,
     HasStandbys,
     Promotable,
+    Partitionable,
     PodRecreatable,
     Drainable,
     StorageSlowable,
