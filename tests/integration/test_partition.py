@@ -68,9 +68,7 @@ def _filter_rules() -> set[str]:
     save = subprocess.run(
         [f"{IPTABLES}-save", "-t", "filter"], capture_output=True, text=True, check=True
     ).stdout
-    return {
-        line.split(" [")[0] for line in save.splitlines() if line and not line.startswith("#")
-    }
+    return {line.split(" [")[0] for line in save.splitlines() if line and not line.startswith("#")}
 
 
 def _same_filter(before: set[str]) -> None:
@@ -230,9 +228,7 @@ def _wait_for_chain(timeout_s: float = 30) -> list[str]:
     raise AssertionError("no chain of howfast's appeared")
 
 
-def test_ctrl_c_during_the_partition_removes_the_filter(
-    howfast: Howfast, target_dir: Path
-) -> None:
+def test_ctrl_c_during_the_partition_removes_the_filter(howfast: Howfast, target_dir: Path) -> None:
     before = _filter_rules()
     plan = howfast.plan(EVENT_STEP.format(duration="20s"))
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",

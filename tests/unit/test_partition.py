@@ -149,10 +149,10 @@ def test_the_scram_verifier_is_the_rfc_one() -> None:
     assert head == "4096:W22ZaJ0SNY7soEsUEjb6gQ=="
     stored, server = (base64.b64decode(k) for k in keys.split(":"))
     auth = (
-        "n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-        "s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)"
-        "hNlF$k0"
-    ).encode()
+        b"n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)"
+        b"hNlF$k0"
+    )
     signature = hmac.new(server, auth, hashlib.sha256).digest()
     assert base64.b64encode(signature).decode() == "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert len(stored) == 32

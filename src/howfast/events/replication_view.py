@@ -22,12 +22,8 @@ from howfast.targets.base import Connection
 from howfast.targets.replicas.builders import STATE_QUERY
 from howfast.targets.replicas.state import parse_state
 
-SYNCREP_QUERY = (
-    "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE wait_event = 'SyncRep'"
-)
-RECEIVED_QUERY = (
-    "SELECT pg_wal_lsn_diff(coalesce(pg_last_wal_receive_lsn(), '0/0'), '0/0')::bigint"
-)
+SYNCREP_QUERY = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE wait_event = 'SyncRep'"
+RECEIVED_QUERY = "SELECT pg_wal_lsn_diff(coalesce(pg_last_wal_receive_lsn(), '0/0'), '0/0')::bigint"
 WATCH_EVERY_S = 0.5
 
 

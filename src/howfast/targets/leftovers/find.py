@@ -352,8 +352,8 @@ def packet_filters(
 # shared memory (a server that shuts down removes its own) and its cluster's directory,
 # processes before their cgroups.
 ORDER = (
-    "packet filter", "tool", "volume", "server", "shared memory", "cluster", "fleet", "private directory",
-    "cgroup", "lock file",
+    "packet filter", "tool", "volume", "server", "shared memory", "cluster", "fleet",
+    "private directory", "cgroup", "lock file",
 )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from howfast.errors import HowfastError, UsageError
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue
+from howfast.targets import pgquery
 from howfast.targets.base import Connection
 from howfast.targets.capabilities import StandbyMember
 from howfast.targets.claim import check_directory
@@ -20,7 +21,6 @@ from howfast.targets.local.earlier import check_earlier_clusters
 from howfast.targets.local.options import StandbyPlacement
 from howfast.targets.local.server import START_TIMEOUT_S
 from howfast.targets.osuser import OsUser, check_reachable
-from howfast.targets import pgquery
 from howfast.targets.replicas.builders import (
     HBA_FIRST,
     primary_replication_settings,

@@ -137,9 +137,7 @@ class LocalTarget(
             # the standbys' loopback addresses, beside 127.0.0.1 with --client tcp
             client = self.client_access.listen_settings().get("listen_addresses")
             listen = [client] if client else []
-            replication["listen_addresses"] = ",".join(
-                listen + self.standby_set.listen_addresses()
-            )
+            replication["listen_addresses"] = ",".join(listen + self.standby_set.listen_addresses())
             hba_first = self.standby_set.hba_first()
         connection, warnings = self.server.start({**replication, **self.settings}, hba_first)
         self.warnings += warnings

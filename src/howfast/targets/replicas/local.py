@@ -6,10 +6,11 @@ connection, distinct from the load's, is what a `partition` event cuts.
 
 Its data directory is on the storage under test: inside the primary's cluster directory by
 default (removed with it), or in a directory of its own under `--standby-dir`. Its socket and
-log go to the primary's private run directory, its port is free on loopback only
-(it listens on the replication addresses only, to be reached once promoted). It runs as the server's OS user, never root, in its own session
-(a terminal's Ctrl-C reaches howfast, which stops it by PID) and in an I/O accounting cgroup
-of its own, so its writes can be told from the primary's.
+log go to the primary's private run directory, its port is free on loopback (it listens on
+the design's replication addresses only, to be reached once promoted). It runs as the
+server's OS user, never root, in its own session (a terminal's Ctrl-C reaches howfast, which
+stops it by PID) and in an I/O accounting cgroup of its own, so its writes can be told from
+the primary's.
 """
 
 from __future__ import annotations
