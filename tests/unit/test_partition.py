@@ -24,7 +24,10 @@ from howfast.plugin.events import event_from_text
 from howfast.targets import registry
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.kind import TargetOptions
-from howfast.targets.leftovers.registry import parse_record
+from howfast.store import liveness
+from howfast.targets.leftovers.find import find
+from howfast.targets.leftovers.machine import RegistryFile, Snapshot
+from howfast.targets.leftovers.registry import Owned, Record, parse_record
 from howfast.targets.local import LocalTarget
 from howfast.targets.replicas import builders
 from howfast.targets.replicas.spec import ReplicaSpec
@@ -201,3 +204,29 @@ def test_the_verdict_says_what_the_primary_did_and_what_a_failover_lost_by_it() 
     # a cut lifted before the kill explains nothing
     healed = _mark(1, "1s:partition,for=2s", 1.0, standby="standby_1", undo={"lifted_s": 3.0})
     assert partition_cause(failover, [healed, failover]) is None
+
+
+def _record(state: str, *items: Owned) -> RegistryFile:
+    writer = liveness.Writer("host", "boot", 3170, 100, "pid:[1]")
+    record = Record("/root/.local/state/howfast/owned/host-3170-100.jsonl", writer, items)
+    return RegistryFile(record.path, record, state, items)
+
+
+def test_cleanup_removes_a_gone_runs_chain_and_leaves_a_live_ones() -> None:
+    chain = Owned("packet filter", "HOWFAST-P-0123abcd")
+    cluster = Owned("directory", "/mnt/a/howfast-0123abcd", role="cluster")
+    (gone,) = find(Snapshot(registry=[_record("gone", cluster, chain)]))
+    assert (gone.kind, gone.path, gone.state, gone.removable) == (
+        "packet filter", "HOWFAST-P-0123abcd", "gone", True,
+    )  # fmt: skip
+    assert [a.op for a in gone.actions] == ["remove-packet-filter"]
+    (alive,) = find(Snapshot(registry=[_record("alive", chain)]))
+    assert alive.state == "in use" and not alive.removable
+    # only what the process or the directories asked about made
+    assert find(Snapshot(registry=[_record("gone", chain)]), pid=4242) == []
+    assert [x.path for x in find(Snapshot(registry=[_record("gone", chain)]), pid=3170)] == [
+        "HOWFAST-P-0123abcd"
+    ]
+    assert find(Snapshot(registry=[_record("gone", cluster, chain)]), scope=["/mnt/b"]) == []
+    scoped = find(Snapshot(registry=[_record("gone", cluster, chain)]), scope=["/mnt/a"])
+    assert "HOWFAST-P-0123abcd" in [x.path for x in scoped]
