@@ -21,10 +21,10 @@ from howfast.machine import packetfilter
 from howfast.machine.packetfilter import Cut
 from howfast.machine.pgbin import PgInstall
 from howfast.plugin.events import event_from_text
+from howfast.store import liveness
 from howfast.targets import registry
 from howfast.targets.k8s.spec import K8sOptions
 from howfast.targets.kind import TargetOptions
-from howfast.store import liveness
 from howfast.targets.leftovers.find import find
 from howfast.targets.leftovers.machine import RegistryFile, Snapshot
 from howfast.targets.leftovers.registry import Owned, Record, parse_record
