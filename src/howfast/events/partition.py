@@ -19,7 +19,7 @@ import atexit
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from howfast.errors import HowfastError
 from howfast.events import replication_view as view
@@ -121,7 +121,7 @@ class Partition(EventAction):
         watcher = view.Watcher(
             reading,
             deadline=deadline,
-            at_deadline=lambda: lift("lifted_at_load_end_s"),
+            at_deadline=lambda: _quietly(lift, "lifted_at_load_end_s"),
         )
         watcher.start()
 
@@ -214,6 +214,12 @@ def _streaming_again(
             }
         ctx.cancel.wait(POLL_S)
     return {"streaming_again": "not waited for (cancelled)"}
+
+
+def _quietly(lift: Callable[[str], None], when: str) -> None:
+    """In the watcher's thread: a lift that failed is tried again by the undo."""
+    with contextlib.suppress(HowfastError):
+        lift(when)
 
 
 def _remove(packets: PacketFilter, chain: str) -> bool:
