@@ -99,6 +99,7 @@ class Partition(EventAction):
             raise
         cut_at = time.monotonic()
         lifted: dict[str, JSONValue] = {}
+        lifted_at: list[float] = []  # monotonic: "streaming again" counts from there
 
         def lift(when: str) -> None:
             with _lock:
@@ -107,6 +108,7 @@ class Partition(EventAction):
             dropped = packets.dropped(chain)
             if _remove(packets, chain):
                 lifted.update({when: round(ctx.now(), 6), "dropped_packets": dropped})
+                lifted_at.append(time.monotonic())
 
         def reading() -> view.Reading:
             """Of the primary that was cut: after a failover, the promoted standby is no
@@ -135,7 +137,8 @@ class Partition(EventAction):
                 "at_lift": at_end.document() if at_end is not None else None,
                 "chain_left": packets.chain_exists(chain),
             }
-            facts.update(_streaming_again(ctx, target, standby, cut))
+            since = lifted_at[0] if lifted_at else time.monotonic()
+            facts.update(_streaming_again(ctx, target, standby, cut, since))
             return facts
 
         facts: dict[str, JSONValue] = {
@@ -187,7 +190,7 @@ def _growth(a: int | None, b: int | None) -> int | None:
 
 
 def _streaming_again(
-    ctx: EventContext, target: Partitionable, standby: str, cut: Cut
+    ctx: EventContext, target: Partitionable, standby: str, cut: Cut, since: float
 ) -> dict[str, JSONValue]:
     """After the lift: how long until the primary sees the standby streaming and flushed to
     where the primary's WAL was at the lift. Not waited for when the primary is no longer the
@@ -197,6 +200,8 @@ def _streaming_again(
         return {"streaming_again": "the primary changed during the cut (a failover)"}
     began = time.monotonic()
     conn = target.connection_now()
+    # where the primary's WAL stands now (at the lift, or later when the cut was lifted at
+    # the load's planned end): the standby has streamed again once it has flushed that
     target_lsn = view.read(conn, standby, None).current_lsn
     while not ctx.cancel.cancelled:
         now = view.read(conn, standby, None)
@@ -206,7 +211,7 @@ def _streaming_again(
             and flushed is not None
             and (target_lsn is None or flushed >= target_lsn)
         ):
-            return {"streaming_again_s": round(time.monotonic() - began, 3)}
+            return {"streaming_again_s": round(time.monotonic() - since, 3)}
         if time.monotonic() - began > STREAMING_AGAIN_TIMEOUT_S:
             return {
                 "streaming_again": f"not within {STREAMING_AGAIN_TIMEOUT_S:g} s",
