@@ -36,6 +36,8 @@ if [[ $PURPOSE == test ]]; then
         compgen -G '/usr/lib/*/nbdkit/plugins/nbdkit-python-plugin.so' >/dev/null ||
         APT_PACKAGES+=(nbdkit-plugin-python)
     command -v nbdfuse >/dev/null || APT_PACKAGES+=(libnbd-bin)
+    # partition events cut a standby's replication with iptables (tests/integration).
+    command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || APT_PACKAGES+=(iptables)
     # Prometheus and node_exporter for tests/integration/test_prometheus.py, which starts its
     # own instances on loopback ports; the system services are never started (below).
     [[ -x /usr/bin/prometheus ]] || APT_PACKAGES+=(prometheus)

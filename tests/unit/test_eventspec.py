@@ -163,7 +163,7 @@ def test_the_grammar_lists_every_action():
     actions = action_syntaxes()
     assert set(actions) == {
         "checkpoint", "restart", "crash", "failover", "delete-pod", "move", "drain",
-        "slow-storage", "cap-iops", "exec",
+        "slow-storage", "cap-iops", "exec", "partition",
     }  # fmt: skip
     for syntax in actions.values():
         assert syntax.usage in grammar()

@@ -223,7 +223,7 @@ def test_doctor_lists_this_machine_s_checks_then_the_cluster_s(
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     names = [c.name for c in registry.kind_checks()]
     assert names[:3] == ["cgroup memory limit", "cgroup I/O throttling", "emulated volumes"]
-    assert names[3:] == ["user", "loop devices", "drop_caches", "tmpfs for logs"]
+    assert names[3:] == ["user", "loop devices", "drop_caches", "tmpfs for logs", "iptables"]
     (tmp_path / "config").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "config"))
     with_cluster = [c.name for c in registry.kind_checks()]
@@ -289,7 +289,8 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
     }
     events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     # issue 29: failover (refused before start without --replicas 1, and for fleets)
-    failover = ["HasCurrentPrimary", "HasStandbys", "Promotable"]
+    # issue 38: partition (its standbys replicate over loopback TCP of their own)
+    failover = ["HasCurrentPrimary", "HasStandbys", "Promotable", "Partitionable"]
     assert found == {
         # a local primary has standbys when asked (--replicas; standbys() is [] otherwise)
         "local": [*SERVER_HERE, "Keepable", *events, *failover, "IoCappable", "HasClient"],

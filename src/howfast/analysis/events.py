@@ -81,6 +81,7 @@ class EventFigures:
     failed_connects: int = 0
     lost: LostCommits | None = None
     lost_note: str | None = None  # why lost commits are not given for this event
+    cause: str | None = None  # another event that explains this one's loss (a partition)
 
     def document(self) -> dict[str, JSONValue]:
         m = self.mark
@@ -454,6 +455,7 @@ def figures(
                 failed_connects=sum(1 for s in segments if not s.ran),
                 lost=lost_commits,
                 lost_note=lost_note,
+                cause=partition_cause(mark, marks),
             )
         )
     return out
@@ -476,6 +478,9 @@ def _label(mark: EventMark) -> str:
         text = f"slow-storage +{latency}"
     elif mark.action == "exec":
         text = "exec"
+    elif mark.action == "partition":
+        standby = args.partition(",")[0].partition("=")[2] or mark.facts.get("standby")
+        text = f"partition of {standby or 'the standby'}"
     else:
         text = args.partition(",")[0]
     window = args.partition(",for=")[2]
@@ -508,6 +513,56 @@ def promotion_note(mark: EventMark, lost: LostCommits | None) -> str | None:
     if lost is not None and lost.lost_max == 0:
         return None
     return f"{name} was {sync} when promoted, {behind:,} bytes of WAL behind"
+
+
+def _dict(value: object) -> Mapping[str, JSONValue]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def partition_notes(mark: EventMark) -> list[str]:
+    """What the primary did while a partition cut its standby off (docs/events.md#partitions):
+    commits waiting on SyncRep (a synchronous standby: an outage), or the standby's lag
+    growing (asynchronous); then how long it took to stream again after the cut."""
+    if mark.action != "partition":
+        return []
+    undo = _dict(mark.facts.get("undo"))
+    sync = _dict(mark.facts.get("before")).get("sync_state")
+    standby = mark.facts.get("standby") or "the standby"
+    notes = []
+    waiting, behind = undo.get("syncrep_waiting_max"), undo.get("unflushed_bytes_max")
+    if sync in ("sync", "quorum") and isinstance(waiting, int):
+        notes.append(f"commits waited on SyncRep ({waiting} backends at most)")
+    elif isinstance(behind, int):
+        notes.append(f"{standby} up to {behind:,} bytes of WAL behind")
+    again = undo.get("streaming_again_s")
+    if isinstance(again, int | float):
+        notes.append(f"streaming again {_s(float(again))} s after the cut")
+    elif isinstance(undo.get("streaming_again"), str):
+        notes.append(f"streaming again: {undo['streaming_again']}")
+    return notes
+
+
+def partition_cause(mark: EventMark, marks: Sequence[EventMark]) -> str | None:
+    """For a failover that promoted a standby a partition had cut off (from before the kill
+    to after it): what that standby never received."""
+    promoted = mark.facts.get("promoted")
+    if mark.applied_s is None or not isinstance(promoted, str):
+        return None
+    for other in marks:
+        if other.action != "partition" or other.facts.get("standby") != promoted:
+            continue
+        undo = _dict(other.facts.get("undo"))
+        lifted = undo.get("lifted_s", undo.get("lifted_at_load_end_s", other.undone_s))
+        began = other.applied_s
+        if began is None or began > mark.applied_s:
+            continue
+        if isinstance(lifted, int | float) and lifted < mark.applied_s:
+            continue
+        return (
+            f"{promoted} was cut off by the partition at {plain_number(other.at_s)} s: "
+            "the commits since never reached it"
+        )
+    return None
 
 
 def event_line(fig: EventFigures) -> str:
@@ -551,6 +606,9 @@ def event_line(fig: EventFigures) -> str:
     promoted = promotion_note(mark, fig.lost)
     if promoted:
         parts.append(promoted)
+    parts += partition_notes(mark)
+    if fig.cause:
+        parts.append(fig.cause)
     line = f"{label}: " + ", ".join(parts)
     if mark.verified is False:
         line += f"; not verified: {mark.problem or 'no evidence'}"

@@ -270,6 +270,23 @@ class Promotable(Protocol):
 
 
 @runtime_checkable
+class Partitionable(Protocol):
+    """(issue 38) A primary whose standbys replicate over TCP connections of their own on
+    this machine's loopback (standby_1 from 127.0.0.2): a packet filter can cut one and no
+    other connection (the `partition` event)."""
+
+    def partitionable_standbys(self) -> tuple[str, ...]:
+        """The standbys it has or will have at start, by name: known before start."""
+
+    def replication_cut(self, standby: str) -> tuple[str, int] | None:
+        """(address, port) of `standby`'s replication connection now: its own loopback
+        address, the current primary's port; None when there is no such standby."""
+
+    def standby_connection(self, standby: str) -> Connection | None:
+        """howfast's SQL connection to `standby` (to read its walreceiver), once started."""
+
+
+@runtime_checkable
 class PodRecreatable(Protocol):
     """(issue 29) A target whose server pod can be deleted and made again (same claims),
     on the same node or another: K8sTarget (delete-pod, move events)."""
@@ -378,6 +395,7 @@ CAPABILITIES: tuple[type, ...] = (
     HasCurrentPrimary,
     HasStandbys,
     Promotable,
+    Partitionable,
     PodRecreatable,
     Drainable,
     StorageSlowable,

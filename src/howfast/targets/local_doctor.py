@@ -136,5 +136,27 @@ def emulated_volume_checks() -> list[Check]:
     ]
 
 
+def packet_filter_checks() -> list[Check]:
+    """`partition` events cut a standby's replication with iptables (root)."""
+    from howfast.machine.packetfilter import INSTALL_HINT, PacketFilter
+
+    packets = PacketFilter()
+    why = packets.unusable()
+    return [
+        Check(
+            "iptables",
+            why is None,
+            f"{packets.program}: usable" if why is None else why,
+            None if why is None else "partition events (a standby's replication cut)",
+            None if why is None else ("run as root" if packets.program else INSTALL_HINT),
+        ),
+    ]
+
+
 def local_checks() -> list[Check]:
-    return [*cgroup_checks(), *emulated_volume_checks(), *system_checks()]
+    return [
+        *cgroup_checks(),
+        *emulated_volume_checks(),
+        *system_checks(),
+        *packet_filter_checks(),
+    ]

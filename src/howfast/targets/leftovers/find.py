@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from howfast.machine.packetfilter import HOOK
 from howfast.targets.leftovers import names
 from howfast.targets.leftovers.groups import (
     CLUSTER_PROGRAMS,
@@ -33,6 +34,7 @@ from howfast.targets.leftovers.groups import (
     private_state,
     process_key,
     program,
+    registry_state,
 )
 from howfast.targets.leftovers.machine import CgroupDir, PrivateDir, Process, Snapshot
 from howfast.targets.leftovers.registry import Owned
@@ -44,7 +46,7 @@ class Action:
 
     op: str  # a key of remove.ACTIONS: stop-server, stop-process, kill-servers, no-processes,
     #          umount, detach-loop, detach-loops, unmount-fuse, rmtree, rmdir-cgroup, unlink,
-    #          stop-exec-groups, remove-sysv, unlink-dsm
+    #          stop-exec-groups, remove-sysv, unlink-dsm, remove-packet-filter
     path: str = ""
     pid: int | None = None
     ticks: int | None = None
@@ -54,7 +56,7 @@ class Action:
 @dataclass
 class Leftover:
     kind: str  # server, tool, volume, cluster, fleet, private directory, cgroup, lock file,
-    #            shared memory
+    #            shared memory, packet filter
     path: str
     run: str  # what ties it to its run: a name, a PID
     state: str  # gone, in use, unknown, kept
@@ -316,12 +318,42 @@ class Describer:
         )  # fmt: skip
 
 
-# The order the remover takes them in: a volume before the server on it (its volume is taken
-# down first), a server before its shared memory (a server that shuts down removes its own)
-# and its cluster's directory, processes before their cgroups.
+def packet_filters(
+    snapshot: Snapshot, scope: list[str] | None = None, pid: int | None = None
+) -> list[Leftover]:
+    """The iptables chains of `partition` events (machine/packetfilter.py) that registry
+    files name and that are still there: removed once their howfast is gone. With `scope`,
+    those of the howfast processes that made something in it; with `pid`, that process's."""
+    found = []
+    for record in snapshot.registry:
+        writer = record.record.writer
+        if pid is not None and (writer is None or writer.pid != pid):
+            continue
+        if scope is not None and not any(
+            names.is_within(i.path, s)
+            for i in record.record.items
+            if i.kind == "directory"
+            for s in scope
+        ):
+            continue
+        state, why = registry_state(record)
+        run = f"howfast PID {writer.pid}" if writer else "-"
+        for item in record.present:
+            if item.kind != "packet filter":
+                continue
+            details = [f"iptables chain, jumped to from {HOOK}: drops a partition's packets"]
+            found.append(Leftover("packet filter", item.path, run, state, why, details, None,
+                                  [Action("remove-packet-filter", item.path)]))  # fmt: skip
+    return found
+
+
+# The order the remover takes them in: the network first (a partition's packet filter), a
+# volume before the server on it (its volume is taken down first), a server before its
+# shared memory (a server that shuts down removes its own) and its cluster's directory,
+# processes before their cgroups.
 ORDER = (
-    "tool", "volume", "server", "shared memory", "cluster", "fleet", "private directory",
-    "cgroup", "lock file",
+    "packet filter", "tool", "volume", "server", "shared memory", "cluster", "fleet",
+    "private directory", "cgroup", "lock file",
 )  # fmt: skip
 
 
@@ -343,6 +375,7 @@ def find(
         for leftover in describer.describe(group):
             leftover.directories = sorted({d for d in group.directories if d in known})
             found.append(leftover)
+    found += packet_filters(snapshot, scope, pid)
     if scope is None and pid is None:
         found += [
             Leftover(

@@ -325,6 +325,8 @@ def still_there(item: registry.Owned, sysv: dict[int, SysvSegment]) -> bool:
             item.key,
             item.postmaster,
         )
+    if item.kind == "packet filter":  # an iptables chain, asked by its name
+        return registry.exists(item)
     return os.path.lexists(item.path)
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from howfast.machine import packetfilter
 from howfast.model import JSONValue
 from howfast.store import liveness
 
@@ -45,7 +46,8 @@ def registry_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Owned:
-    """One thing a howfast process owns. `kind`: directory, cgroup, sysv, dsm."""
+    """One thing a howfast process owns. `kind`: directory, cgroup, sysv, dsm, packet filter
+    (an iptables chain of howfast's: its name in `path`)."""
 
     kind: str
     path: str = ""  # a directory's, a cgroup's, a dsm file's; a sysv segment's: its shmid
@@ -77,6 +79,8 @@ def _owned(doc: Mapping[str, object]) -> Owned | None:
         return Owned("directory", text["directory"], role=text.get("role", ""))
     if "cgroup" in text:
         return Owned("cgroup", text["cgroup"], data_dir=text.get("data_dir", ""))
+    if "iptables_chain" in text and packetfilter.is_ours(text["iptables_chain"]):
+        return Owned("packet filter", text["iptables_chain"])
     postmaster, ticks = _int(doc.get("postmaster")), _int(doc.get("ticks"))
     data_dir = text.get("data_dir", "")
     dsm = text.get("dsm", "")
@@ -196,6 +200,11 @@ def own_cgroup(path: Path, data_dir: Path | None = None) -> None:
     _registry.write(doc, Owned("cgroup", str(path)))
 
 
+def own_packet_filter(chain: str) -> None:
+    """Before it is made: an iptables chain of howfast's (a `partition` event's cut)."""
+    _registry.write({"iptables_chain": chain}, Owned("packet filter", chain))
+
+
 def forget(path: Path) -> None:
     """`path` outlives this run on purpose (a cluster kept with --keep)."""
     _registry.write({"forget": str(Path(path).absolute())}, None)
@@ -230,6 +239,8 @@ def exists(item: Owned, sysv_ids: Iterable[int] | None = None) -> bool:
     if item.kind == "sysv":
         ids = set(sysv_ids) if sysv_ids is not None else set(sysv_segment_ids())
         return item.shmid in ids
+    if item.kind == "packet filter":
+        return packetfilter.PacketFilter().chain_exists(item.path)
     return os.path.lexists(item.path)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from howfast.errors import HowfastError, UsageError
 from howfast.machine.cgroup import remove_if_abandoned
+from howfast.machine.packetfilter import PacketFilter
 from howfast.store import liveness
 from howfast.targets.claim import Claim
 from howfast.targets.dirlock import DirectoryLock, lock_directory
@@ -349,6 +350,16 @@ def unlink_dsm(action: Action) -> None:
         raise HowfastError(f"cannot remove {action.path}: {exc.strerror}") from None
 
 
+def remove_packet_filter(action: Action) -> None:
+    """A `partition` event's iptables chain, and the jump to it: by its name, which howfast's
+    chains alone have (nothing else of the packet filter is touched)."""
+    packets = PacketFilter()
+    why = packets.unusable()
+    if why is not None:
+        raise HowfastError(f"cannot remove the iptables chain {action.path}: {why}")
+    packets.remove(action.path)
+
+
 def forget_finished(files: list[RegistryFile]) -> list[str]:
     """The registry files of howfast processes that are gone and of which nothing is left
     (all taken down): removed. Returns their paths."""
@@ -401,4 +412,5 @@ ACTIONS = {
     "unlink": unlink_lock,
     "remove-sysv": remove_sysv,
     "unlink-dsm": unlink_dsm,
+    "remove-packet-filter": remove_packet_filter,
 }

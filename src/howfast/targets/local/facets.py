@@ -26,6 +26,7 @@ from howfast.targets.capabilities import (
     HasServerLog,
     HasStandbys,
     IoCappable,
+    Partitionable,
     Promotable,
     Restartable,
     ServerIdentity,
@@ -36,6 +37,7 @@ from howfast.targets.local.client import ClientAccess
 from howfast.targets.local.server import START_TIMEOUT_S, PrimaryServer
 from howfast.targets.local.standbys import LocalStandbys
 from howfast.targets.local.takeover import Takeover
+from howfast.targets.replicas.local import LocalStandby
 
 
 class ServerFacet(
@@ -145,7 +147,7 @@ class ServerFacet(
         return self.cgroups.iops_since(t)
 
 
-class StandbyFacet(HasStandbys, HasLocalStandbys, HasCurrentPrimary, Promotable):
+class StandbyFacet(HasStandbys, HasLocalStandbys, HasCurrentPrimary, Promotable, Partitionable):
     """What the standbys part and the failover part answer."""
 
     server: PrimaryServer
@@ -180,3 +182,18 @@ class StandbyFacet(HasStandbys, HasLocalStandbys, HasCurrentPrimary, Promotable)
 
     def restore_design(self) -> Mapping[str, JSONValue] | None:
         return self.takeover.restore_design()
+
+    def partitionable_standbys(self) -> tuple[str, ...]:
+        return self.promotable_standbys()
+
+    def replication_cut(self, standby: str) -> tuple[str, int] | None:
+        found = self.standby_set.replication_link(standby) if self.standby_set else None
+        if found is None or self.server.connection is None:
+            return None
+        return found, self.server.connection.port
+
+    def standby_connection(self, standby: str) -> Connection | None:
+        for member in self.standbys():
+            if member.name == standby and isinstance(member, LocalStandby):
+                return member.connection
+        return None

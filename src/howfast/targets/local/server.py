@@ -71,10 +71,15 @@ class PrimaryServer:
         self.port = 0  # set by start(): the port the server listens on
         self.server_log: Path | None = None
 
-    def start(self, settings: Mapping[str, str]) -> tuple[Connection, list[str]]:
-        """initdb, `settings` over howfast's in postgresql.conf, the cgroups, the server;
-        its connection and warnings."""
+    def start(
+        self, settings: Mapping[str, str], hba_first: str = ""
+    ) -> tuple[Connection, list[str]]:
+        """initdb, `settings` over howfast's in postgresql.conf, `hba_first` before initdb's
+        lines of pg_hba.conf, the cgroups, the server; its connection and warnings."""
         self._initdb()
+        if hba_first:
+            hba = self.dirs.data_dir / "pg_hba.conf"
+            hba.write_text(hba_first + hba.read_text())  # its owner and mode kept
         assert self.dirs.run_dir is not None
         # The user's --set wins over howfast's replication settings, on purpose.
         in_force = {

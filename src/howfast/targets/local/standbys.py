@@ -12,6 +12,7 @@ from pathlib import Path
 from howfast.errors import HowfastError, UsageError
 from howfast.machine.pgbin import PgInstall
 from howfast.model import JSONValue
+from howfast.targets import pgquery
 from howfast.targets.base import Connection
 from howfast.targets.capabilities import StandbyMember
 from howfast.targets.claim import check_directory
@@ -20,12 +21,26 @@ from howfast.targets.local.earlier import check_earlier_clusters
 from howfast.targets.local.options import StandbyPlacement
 from howfast.targets.local.server import START_TIMEOUT_S
 from howfast.targets.osuser import OsUser, check_reachable
-from howfast.targets.replicas.builders import primary_replication_settings, slot_keep_bytes
-from howfast.targets.replicas.local import LocalStandby
+from howfast.targets.replicas.builders import (
+    HBA_FIRST,
+    primary_replication_settings,
+    replication_address,
+    replication_listen,
+    replication_role_sql,
+    scram_verifier,
+    slot_keep_bytes,
+)
+from howfast.targets.replicas.local import LocalStandby, ReplicationAccess
 from howfast.targets.replicas.set import ReplicaSet
 from howfast.targets.replicas.spec import ReplicaSpec
 
 Step = tuple[str, tuple[str, ...]]
+# wal_sender_timeout on the primary, wal_receiver_timeout on the standbys (default 60 s): a
+# replication connection that carried nothing that long (a partition) is given up on both
+# sides, the walreceiver connects again (every 5 s, each try given 5 s: CONNECT_TIMEOUT_S)
+# and finds the slot free, so a cut of any length streams again within about 10 s of its
+# end; a short cut resumes on the same connection at TCP's next retransmission.
+REPLICATION_TIMEOUT = "10s"
 
 
 class LocalStandbys:
@@ -42,6 +57,9 @@ class LocalStandbys:
         self.dirs = dirs
         self.replica_set: ReplicaSet | None = None
         self._locked: set[Path] = set()
+        # The replication role's password: in memory, and in each standby's passfile in the
+        # private run directory; the server has only its SCRAM verifier.
+        self._replication_password = secrets.token_urlsafe(24)
 
     def check_inputs(self, keep: bool) -> None:
         """The options that cannot go together and the standby directories, read only."""
@@ -77,6 +95,24 @@ class LocalStandbys:
             check_reachable(user, directory)
         return warnings
 
+    def listen_addresses(self) -> list[str]:
+        """The loopback addresses the primary listens on for its standbys (one each)."""
+        return replication_listen(self.spec.count)
+
+    def hba_first(self) -> str:
+        """pg_hba.conf's first lines: TCP on loopback asks for a password."""
+        return HBA_FIRST
+
+    def replication_link(self, name: str) -> str | None:
+        """The loopback address standby `name` reaches its primary on; None: no such one."""
+        names = self.spec.names
+        return replication_address(names.index(name) + 1) if name in names else None
+
+    def _make_replication_role(self, primary: Connection) -> None:
+        verifier = scram_verifier(self._replication_password, secrets.token_bytes(16))
+        with pgquery.connect(primary, timeout_s=10) as db:
+            db.execute(replication_role_sql(verifier).encode())
+
     def other_dirs(self) -> list[Path]:
         return list(dict.fromkeys(self.dirs_given))
 
@@ -87,7 +123,10 @@ class LocalStandbys:
             free = os.statvfs(wal).f_bavail * os.statvfs(wal).f_frsize
         except OSError:
             free = None
-        return primary_replication_settings(self.spec, slot_keep_bytes(free))
+        return {
+            **primary_replication_settings(self.spec, slot_keep_bytes(free)),
+            "wal_sender_timeout": REPLICATION_TIMEOUT,
+        }
 
     def member(
         self, i: int, name: str, user: OsUser, run_dir: Path, rebuilt: int = 0
@@ -108,8 +147,21 @@ class LocalStandbys:
         storage = self.storage(parent) if self.storage else None
         # its own token: a cgroup a killed howfast left is found by its name's shape
         cgroup = f"howfast-standby-{secrets.token_hex(4)}"
+        access = ReplicationAccess(
+            replication_address(i + 1),
+            tuple(self.listen_addresses()),
+            self._replication_password,
+            receiver_timeout=REPLICATION_TIMEOUT,
+        )
         return LocalStandby(
-            name, self.install, user, root, run_dir, cgroup_name=cgroup, storage=storage
+            name,
+            self.install,
+            user,
+            root,
+            run_dir,
+            cgroup_name=cgroup,
+            storage=storage,
+            replication=access,
         )
 
     def start(
@@ -122,6 +174,7 @@ class LocalStandbys:
             if directory not in (self.dirs.directory, self.dirs.wal_root):
                 self.dirs.claim(directory)
         assert self.dirs.run_dir is not None
+        self._make_replication_role(primary)
         members = [
             self.member(i, name, user, self.dirs.run_dir) for i, name in enumerate(self.spec.names)
         ]

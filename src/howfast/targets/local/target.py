@@ -130,8 +130,16 @@ class LocalTarget(
             self.dirs.check_reachable(user)
         others = self.standby_set.other_dirs() if self.standby_set else []
         self.warnings += self.dirs.create(user, others)
-        replication = self.standby_set.replication_settings() if self.standby_set else {}
-        connection, warnings = self.server.start({**replication, **self.settings})
+        replication: dict[str, str] = {}
+        hba_first = ""
+        if self.standby_set is not None:
+            replication = self.standby_set.replication_settings()
+            # the standbys' loopback addresses, beside 127.0.0.1 with --client tcp
+            client = self.client_access.listen_settings().get("listen_addresses")
+            listen = [client] if client else []
+            replication["listen_addresses"] = ",".join(listen + self.standby_set.listen_addresses())
+            hba_first = self.standby_set.hba_first()
+        connection, warnings = self.server.start({**replication, **self.settings}, hba_first)
         self.warnings += warnings
         if self.standby_set is not None:
             self.standby_set.start(connection, user, self.takeover.put_in_force)

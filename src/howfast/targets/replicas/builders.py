@@ -3,6 +3,9 @@ replication settings, the SQL that reads and sets replication. Tested on their o
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from pathlib import PurePath
 
 from howfast.targets.base import Connection
@@ -55,6 +58,7 @@ def primary_conninfo(name: str, primary: Connection, passfile: str | None = None
         "port": str(primary.port),
         "user": primary.user,
         "application_name": name,
+        **primary.options,
     }
     if passfile:
         parts["passfile"] = passfile
@@ -81,6 +85,69 @@ def standby_conf(
         "primary_slot_name": name,
         "synchronous_standby_names": "",
     }
+
+
+# -- replication over TCP on loopback (a local target's standbys) ---------------------------
+# Each standby reaches its primary on a loopback address of its own (standby_1: 127.0.0.2),
+# which the primary (and every standby, which may be promoted) listens on: its packets are
+# told apart from the load's (a socket, or 127.0.0.1 with --client tcp) and from the other
+# standbys', so that a `partition` event can drop them alone (machine/packetfilter.py).
+REPLICATION_ROLE = "howfast_replication"
+SCRAM_ITERATIONS = 4096
+
+
+def replication_address(index: int) -> str:
+    """Where standby `index` (1 for standby_1) reaches its primary."""
+    if not 1 <= index <= 253:
+        raise ValueError(f"no loopback replication address for standby {index}")
+    return f"127.0.0.{1 + index}"
+
+
+def replication_listen(count: int) -> list[str]:
+    """The addresses every server of a design of `count` standbys listens on."""
+    return [replication_address(i) for i in range(1, count + 1)]
+
+
+# First in pg_hba.conf: TCP on loopback always asks for a password. initdb's own host lines
+# (trust without --client tcp) name 127.0.0.1 only, and a client reaching 127.0.0.2 from
+# 127.0.0.1 would match them: these come before. The replication role has a random password
+# (in memory and in each standby's passfile only); howfast's superuser has none without
+# --client tcp, so it cannot log in over TCP.
+HBA_FIRST = (
+    "# set by howfast: replication over TCP on loopback, with a password\n"
+    f"host replication {REPLICATION_ROLE} 127.0.0.0/8 scram-sha-256\n"
+    "host replication all 127.0.0.0/8 scram-sha-256\n"
+    "host all all 127.0.0.0/8 scram-sha-256\n"
+)
+
+
+def scram_verifier(password: str, salt: bytes, iterations: int = SCRAM_ITERATIONS) -> str:
+    """The SCRAM-SHA-256 verifier PostgreSQL stores for `password` (RFC 5802/7677, as libpq's
+    PQencryptPasswordConn makes it): the password itself never reaches the server."""
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    stored_key = hashlib.sha256(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
+
+
+def replication_role_sql(verifier: str) -> str:
+    """The role the standbys log in as (a verifier has no quote: base64, `$`, `:`)."""
+    assert "'" not in verifier
+    return f"CREATE ROLE {REPLICATION_ROLE} WITH LOGIN REPLICATION PASSWORD '{verifier}'"
+
+
+def pgpass_line(address: str, port: int, password: str) -> str:
+    """A passfile's line for the replication role (`:` and `\\` escaped)."""
+
+    def esc(value: str) -> str:
+        return value.replace("\\", "\\\\").replace(":", "\\:")
+
+    return f"{esc(address)}:{port}:*:{REPLICATION_ROLE}:{esc(password)}\n"
 
 
 def slot_keep_bytes(free_bytes: int | None) -> int:

@@ -1,13 +1,16 @@
-"""A standby on this machine: a base backup of a local primary, started as a hot standby that
-streams from it over the primary's Unix socket (no TCP, no password: initdb's pg_hba trusts
-local replication connections).
+"""A standby on this machine: a base backup of a local primary (over its Unix socket: initdb's
+pg_hba trusts local replication connections), started as a hot standby that streams from it
+over TCP on a loopback address of its own (standby_1: 127.0.0.2, `ReplicationAccess`), as
+the replication role with a password in a passfile of the private run directory. Its own
+connection, distinct from the load's, is what a `partition` event cuts.
 
 Its data directory is on the storage under test: inside the primary's cluster directory by
 default (removed with it), or in a directory of its own under `--standby-dir`. Its socket and
-log go to the primary's private run directory, its port is free on loopback only
-(listen_addresses is empty). It runs as the server's OS user, never root, in its own session
-(a terminal's Ctrl-C reaches howfast, which stops it by PID) and in an I/O accounting cgroup
-of its own, so its writes can be told from the primary's.
+log go to the primary's private run directory, its port is free on loopback (it listens on
+the design's replication addresses only, to be reached once promoted). It runs as the
+server's OS user, never root, in its own session (a terminal's Ctrl-C reaches howfast, which
+stops it by PID) and in an I/O accounting cgroup of its own, so its writes can be told from
+the primary's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -35,11 +39,17 @@ from howfast.targets.base import Connection, PlannedConnection
 from howfast.targets.leftovers import registry
 from howfast.targets.local_server import conf_line, free_port, processes_in
 from howfast.targets.osuser import OsUser
-from howfast.targets.replicas.builders import basebackup_argv, standby_conf
+from howfast.targets.replicas.builders import (
+    REPLICATION_ROLE,
+    basebackup_argv,
+    pgpass_line,
+    standby_conf,
+)
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 10
 LOG_LINES = 10
+CONNECT_TIMEOUT_S = 5
 
 
 def stop_group(proc: subprocess.Popen[str], timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -58,6 +68,17 @@ def stop_group(proc: subprocess.Popen[str], timeout_s: float = STOP_TIMEOUT_S) -
         except PermissionError:
             pass
         time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class ReplicationAccess:
+    """How a standby reaches its primary over TCP: `address` (its own), as the replication
+    role with `password`; `listen` the addresses every server of the design listens on."""
+
+    address: str
+    listen: tuple[str, ...]
+    password: str = field(repr=False)
+    receiver_timeout: str = "60s"  # wal_receiver_timeout
 
 
 class StandbyStorage(Protocol):
@@ -93,8 +114,10 @@ class LocalStandby:
         cgroup_name: str | None = None,
         io_cgroup: IoCgroup | None = None,
         storage: StandbyStorage | None = None,
+        replication: ReplicationAccess | None = None,
     ) -> None:
         self.name = name
+        self.replication = replication
         self.install = install
         self.user = user
         self.storage = storage
@@ -160,6 +183,16 @@ class LocalStandby:
             )
         self.port = free_port()
         conf = standby_conf(self.name, self.port, str(self.run_dir), primary)
+        if self.replication is not None:
+            conf = standby_conf(
+                self.name,
+                self.port,
+                str(self.run_dir),
+                self._replication_primary(primary),
+                passfile=str(self._write_passfile(primary.port)),
+                listen_addresses=",".join(self.replication.listen),
+            )
+            conf["wal_receiver_timeout"] = self.replication.receiver_timeout
         with (self.data_dir / "postgresql.auto.conf").open("a") as auto:
             auto.write("\n# set by howfast: this copy runs as a standby\n")
             for key, value in conf.items():
@@ -168,6 +201,32 @@ class LocalStandby:
         signal_file.touch()
         if self.user.uid != os.geteuid():
             os.chown(signal_file, self.user.uid, self.user.gid)
+
+    def _replication_primary(self, primary: Connection) -> Connection:
+        assert self.replication is not None
+        # connect_timeout: a walreceiver that reconnects while its packets are dropped (a
+        # partition) gives up after 5 s and tries again, instead of waiting out the
+        # kernel's SYN retries (about two minutes)
+        return replace(
+            primary,
+            host=self.replication.address,
+            user=REPLICATION_ROLE,
+            password=None,
+            options={"connect_timeout": str(CONNECT_TIMEOUT_S)},
+        )
+
+    def _write_passfile(self, port: int) -> Path:
+        """The replication role's password, for libpq (0600, the server's user's), in the
+        private run directory: removed with it."""
+        assert self.replication is not None
+        path = self.run_dir / f"{self.name}.pgpass"
+        path.unlink(missing_ok=True)  # a rebuilt standby writes it again
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(pgpass_line(self.replication.address, port, self.replication.password))
+        if self.user.uid != os.geteuid():
+            os.chown(path, self.user.uid, self.user.gid)
+        return path
 
     def _base_backup(self, primary: Connection) -> subprocess.CompletedProcess[str]:
         """pg_basebackup, in a session of its own. In the main thread: a Ctrl-C raises there,
