@@ -63,7 +63,7 @@ class Overrides:
             if self.repeat is not None:
                 raise UsageError(
                     "give --repeat or --trials, not both: each trial is stored as a repetition "
-                    "of its step, and steps without events run once"
+                    "of its step (the plan's `repeat` still applies to steps without events)"
                 )
         if self.clients is not None:
             check_list("--clients", self.clients)
