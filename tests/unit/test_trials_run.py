@@ -20,7 +20,10 @@ from howfast.plugin.trials import MAX_TRIALS, TAIL_S, check_trials, window_s
 from howfast.runner.trials import figures_text, trial_line
 from howfast.service.trials import refusals, refuse_without_events
 
-STEP = 'steps = [{{workload = "pgbench", modes = ["tpcb-like"], clients = [1, 2], duration = "60s"{}}}]'
+STEP = (
+    'steps = [{{workload = "pgbench", modes = ["tpcb-like"], clients = [1, 2], '
+    'duration = "60s"{}}}]'
+)
 
 
 def plan(tmp_path: Path, extra: str = "", top: str = "") -> Path:
