@@ -159,7 +159,9 @@ class LocalStandby:
                 f"{out.returncode}): {said or 'no output'}"
             )
         self.port = free_port()
-        conf = standby_conf(self.name, self.port, str(self.run_dir), primary)
+        conf = standby_conf(
+            self.name, self.port, str(self.run_dir), primary, syncfs=self.install.major >= 14
+        )
         with (self.data_dir / "postgresql.auto.conf").open("a") as auto:
             auto.write("\n# set by howfast: this copy runs as a standby\n")
             for key, value in conf.items():
