@@ -107,6 +107,8 @@ class RunService:
         refused += trials.refusals(targets, steps)
         if refused:
             raise UsageError("; ".join(refused))
+        for line in trials.uneven_first_trial(targets, steps, made.design.standby_latency_ms):
+            self.env.info(line)
         return dataclasses.replace(
             prepared,
             targets=tuple(targets),

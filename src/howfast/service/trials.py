@@ -12,6 +12,7 @@ from howfast.events.registry import actions
 from howfast.events.step import step_events
 from howfast.model import StepSpec
 from howfast.targets.base import Target
+from howfast.targets.capabilities import Promotable, StorageSlowable
 
 
 def asked_trials(option: int | None, plan_trials: int | None) -> tuple[int, str] | None:
@@ -77,3 +78,32 @@ def refusals(targets: Sequence[Target], steps: Sequence[StepSpec]) -> list[str]:
                     "started; run them as separate steps or runs"
                 )
     return list(dict.fromkeys(problems))
+
+
+def uneven_first_trial(
+    targets: Sequence[Target], steps: Sequence[StepSpec], standby_latency_ms: float | None
+) -> list[str]:
+    """Warnings for failover trials whose first trial would run on other storage than the
+    next ones: a primary in a plain directory with its standby on an emulated volume
+    (--standby-latency). After a failover the promoted standby, on its volume (given the
+    primary's added latency, 0 ms), is the primary of the next trials."""
+    if standby_latency_ms is None:
+        return []
+    known = actions()
+    failover_trials = any(
+        "trials" in s.params
+        and any(
+            e.action in known and known[e.action].replaces_primary for e in step_events(s.params)
+        )
+        for s in steps
+    )
+    if not failover_trials:
+        return []
+    return [
+        f"warning: {t.name}: after the first trial's failover the primary runs on the promoted "
+        "standby's emulated volume (at +0 ms), the first trial in the directory itself: give "
+        "--storage-latency 0ms to put the primary on an emulated volume from the start, and "
+        "every trial on the same storage"
+        for t in targets
+        if isinstance(t, Promotable) and not isinstance(t, StorageSlowable)
+    ]

@@ -74,6 +74,10 @@ class StandbyStorage(Protocol):
     def undelay(self) -> None:
         """Nothing waits out a delay any more (it is being taken down)."""
 
+    def set_latency(self, ms: float) -> None:
+        """The latency every I/O waits from now on (a promoted standby's volume takes the
+        primary's: docs/events.md, after a failover)."""
+
     def teardown(self) -> None: ...
 
     def record(self) -> dict[str, JSONValue]: ...
