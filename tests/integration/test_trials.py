@@ -68,6 +68,8 @@ def _check_trials(out_stderr: str, doc: dict[str, object], n: int) -> list[dict[
     for later in trials[1:]:  # every trial after the first starts from the rebuilt design
         restored = later["resolved"]["design_restored"]
         assert restored["standby"] == "standby_1" and restored["primary"] == "standby_1"
+        # the promoted standby's volume took the primary's latency (+0 ms), the new one +2 ms
+        assert restored["primary_added_latency_ms"] == 0.0
     lines = TRIAL_LINE.findall(out_stderr)
     assert [(int(i), int(total)) for i, total, _ in lines] == [(i, n) for i in range(1, n + 1)]
     for (_, _, text), event in zip(lines, events, strict=True):
@@ -96,7 +98,9 @@ def _behind_at_the_kill(howfast: Howfast, run_id: int) -> list[int]:
 def _slower() -> list[str]:
     if available().name is None:
         pytest.skip("no emulated volumes here (nbdkit): the standby cannot be made slower")
-    return ["--standby-latency", "2ms"]
+    # the primary on an emulated volume too (+0 ms): every trial on the same storage, the
+    # promoted standby's volume taking the primary's latency after each failover
+    return ["--standby-latency", "2ms", "--storage-latency", "0ms"]
 
 
 @pytest.mark.emulated  # the standby on a 2 ms volume (nbdkit, nbdfuse, loop devices)
