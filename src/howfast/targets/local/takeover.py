@@ -127,6 +127,7 @@ class Takeover:
         removed = self._remove_killed_primary()
         self.serving = promoted  # stop() stops it from now on
         self.server.connection = promoted.connection
+        latency = self._primary_latency_on(promoted)  # before the base backup reads it
         removed_s = time.monotonic() - began
         # promote() emptied synchronous_standby_names by ALTER SYSTEM, and its copied
         # standby block empties it too: both go, the design is written in postgresql.conf
@@ -142,7 +143,6 @@ class Takeover:
             promoted.connection, promoted, member, timeout_s=START_TIMEOUT_S
         )
         self.promoted = None
-        latency = self._primary_latency_on(promoted)
         states = standbys.replica_set.sync_states()
         return {
             "primary": promoted.name,
