@@ -197,3 +197,20 @@ def test_what_trials_refuse_exits_2_and_creates_nothing(
     assert said in out.stderr and "Traceback" not in out.stderr
     assert list(target_dir.iterdir()) == []
     assert not howfast.store.exists() or "trial" not in out.stdout
+
+
+def test_failover_trials_with_a_slower_standby_warn_when_the_primary_is_a_directory(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """After the first trial's failover the primary runs on the promoted standby's emulated
+    volume: in a plain directory the first trial would run on other storage than the next."""
+    slower = _slower()
+    plain = howfast("run", "failover-trials", "--target", str(target_dir), "--trials", "2",
+                    "--standby-latency", "2ms", "--dry-run")  # fmt: skip
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "--storage-latency 0ms" in " ".join(plain.stderr.split())
+    even = howfast("run", "failover-trials", "--target", str(target_dir), "--trials", "2",
+                   *slower, "--dry-run")  # fmt: skip
+    assert even.returncode == 0, even.stderr[-2000:]
+    assert "after the first trial's failover" not in " ".join(even.stderr.split())
+    assert list(target_dir.iterdir()) == []
