@@ -77,8 +77,8 @@ QUICK_PROBE = [fio("randrw-4k-qd1", 128 * 1024**2, 5), fio("wal-fsync", 128 * 10
 
 def test_builtin_plans_are_listed_with_descriptions() -> None:
     plans = dict(list_builtin_plans())
-    names = ["checkpoints", "fleet", "latency", "quick", "rate-curve", "regimes", "replication",
-             "sweep"]  # fmt: skip
+    names = ["checkpoints", "failover-trials", "fleet", "latency", "quick", "rate-curve",
+             "regimes", "replication", "sweep"]  # fmt: skip
     assert list(plans) == names == builtin_plan_names()
     assert "two minutes" in plans["quick"]
     assert "30 minutes" in plans["sweep"]
@@ -137,7 +137,10 @@ def test_missing_plan_file_names_it_and_lists_the_builtins(tmp_path: Path) -> No
     with pytest.raises(PlanError) as caught:
         load_plan(str(missing))
     assert f"no such plan file: {missing}" in str(caught.value)
-    builtins = "checkpoints, fleet, latency, quick, rate-curve, regimes, replication, sweep"
+    builtins = (
+        "checkpoints, failover-trials, fleet, latency, quick, rate-curve, regimes, replication, "
+        "sweep"
+    )
     assert f"built-in plans: {builtins}" in str(caught.value)
 
 

@@ -142,9 +142,18 @@ def test_the_base_backup_streams_wal_and_creates_the_slot() -> None:
         "/usr/bin/pg_basebackup",
         "-D", "/d/s1/data",
         "-h", "/dev/shm/howfast-run-x", "-p", "5433", "-U", "howfast",
-        "-X", "stream", "-c", "fast", "-C", "-S", "standby_1", "--no-password",
+        "-X", "stream", "-c", "fast", "-C", "-S", "standby_1", "--no-password", "--no-sync",
     ]  # fmt: skip
     assert "-R" not in argv  # howfast writes its own primary_conninfo
+
+
+def test_a_standby_syncs_its_copy_once_at_start_with_syncfs_when_it_can() -> None:
+    # the copy is not synced by pg_basebackup (--no-sync): the standby's first start syncs
+    # its data directory, as one syncfs() from PostgreSQL 14 on (an fsync per file before)
+    assert standby_conf("s", 1, "/r", PRIMARY, syncfs=True)["recovery_init_sync_method"] == (
+        "syncfs"
+    )
+    assert "recovery_init_sync_method" not in standby_conf("s", 1, "/r", PRIMARY)
 
 
 def test_a_standby_conf_holds_no_password_and_no_sync_names() -> None:

@@ -60,6 +60,7 @@ class RunOptions:
     duration: str | None
     modes: str | None
     repeat: int | None
+    trials: int | None
     until: str | None
     budget: str | None
     wal_dir: Path | None
@@ -131,6 +132,14 @@ class RunOptions:
     "--repeat",
     type=int,
     help="Run each measuring step N times (with --until: at least N times).",
+)
+@click.option(
+    "--trials",
+    type=int,
+    metavar="N",
+    help="Run each pgbench step that has events as N short trials (a window of load to the "
+    "last event plus 8 s, the design restored between them): how often an event loses "
+    "commits, and its outage's spread. See docs/events.md.",
 )
 @click.option(
     "--until",
@@ -349,6 +358,7 @@ def _overrides(options: RunOptions) -> Overrides:
         duration_s=parse_duration(duration, "--duration") if duration else None,
         modes=parse_modes(modes, "--modes") if modes else None,
         repeat=options.repeat,
+        trials=options.trials,
         settings=dict(parse_set_option(s) for s in options.sets),
         rate=options.rate,
         rates=_parse_rates(options.rates) if options.rates else None,

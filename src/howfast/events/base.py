@@ -73,6 +73,12 @@ class EventAction(ABC):
     on_old_primary: ClassVar[bool] = False
     # It makes another server the primary: the old one is gone for the events after it.
     replaces_primary: ClassVar[bool] = False
+    # It can act on a standby that an earlier trial's failover promoted and kept as the
+    # primary (--trials): False for what a target does only to the primary it started.
+    acts_on_promoted: ClassVar[bool] = True
+    # Why its trials (--trials) would not each start from the same state (it leaves the
+    # server somewhere howfast does not put it back from between trials); None: they do.
+    trials_refusal: ClassVar[str | None] = None
 
     name: ClassVar[str]  # the syntax's, set for each subclass that declares one
 

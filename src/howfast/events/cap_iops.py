@@ -28,6 +28,7 @@ class CapIops(EventAction):
     docs = "docs/events.md#the-actions"
     on_old_primary = True
     requires = (IoCappable,)
+    acts_on_promoted = False  # refused on a promoted standby (targets/local/takeover.py)
 
     def missing(self, target: object) -> str | None:
         if isinstance(target, IoCappable):

@@ -17,6 +17,7 @@ class Crash(EventAction):
     on_old_primary = True
     needs = "a server howfast started and holds (a directory or an emulated volume)"
     requires = (Crashable, HasServerIdentity)
+    acts_on_promoted = False  # refused on a promoted standby (targets/local/takeover.py)
 
     def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
         target = ctx.target

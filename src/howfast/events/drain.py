@@ -26,6 +26,10 @@ class Drain(EventAction):
     docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"
     requires = (Drainable, PodRecreatable)
+    trials_refusal = (
+        "drain leaves the server's pod on another node, and howfast does not move it back "
+        "between trials: a next trial would not start from the same state"
+    )
 
     def refusal(self, target: Target, spec: EventSpec) -> str | None:
         assert isinstance(target, Drainable) and spec.arg is not None

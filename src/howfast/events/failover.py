@@ -87,8 +87,12 @@ class Failover(EventAction):
 
 def standby_seen(conn: Connection, name: str) -> dict[str, JSONValue]:
     """The standby's row of the primary's pg_stat_replication: its state, sync state and how
-    many bytes of WAL the primary had written that it had not flushed; `not connected` when
-    it has no row; `unknown` (with why) when the primary did not answer."""
+    many bytes of WAL the primary had written that it had not flushed (`unflushed_bytes`), not
+    written (`unwritten_bytes`: not even in its OS's cache) and not been sent
+    (`unsent_bytes`); `not connected` when it has no row; `unknown` (with why) when the
+    primary did not answer. Only the primary dies in a failover: what the standby received,
+    flushed or not, it keeps, so an acknowledged commit can be lost only while its WAL is
+    unsent (docs/events.md)."""
     import psycopg  # here: finding the actions (`--event`'s help) must not load the driver
 
     try:
@@ -99,8 +103,17 @@ def standby_seen(conn: Connection, name: str) -> dict[str, JSONValue]:
     state = states.get(name)
     if state is None:
         return {"state": "not connected"}
-    behind = None if state.flush_lsn is None else max(0, state.current_lsn - state.flush_lsn)
-    return {"state": state.state, "sync_state": state.sync_state, "unflushed_bytes": behind}
+
+    def behind(lsn: int | None) -> int | None:
+        return None if lsn is None else max(0, state.current_lsn - lsn)
+
+    return {
+        "state": state.state,
+        "sync_state": state.sync_state,
+        "unflushed_bytes": behind(state.flush_lsn),
+        "unwritten_bytes": behind(state.write_lsn),
+        "unsent_bytes": behind(state.sent_lsn),
+    }
 
 
 def _int(value: object) -> int | None:

@@ -22,6 +22,10 @@ class Move(EventAction):
     docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"
     requires = (PodRecreatable,)
+    trials_refusal = (
+        "move leaves the server's pod on another node, and howfast does not move it back "
+        "between trials: a next trial would not start from the same state"
+    )
 
     def refusal(self, target: Target, spec: EventSpec) -> str | None:
         assert isinstance(target, PodRecreatable)

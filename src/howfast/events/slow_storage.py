@@ -27,6 +27,7 @@ class SlowStorage(EventAction):
     docs = "docs/events.md#the-actions"
     on_old_primary = True
     requires = (StorageSlowable,)
+    acts_on_promoted = False  # the volume it slows is the first primary's, not a promoted one's
 
     def missing(self, target: Target) -> str | None:
         if isinstance(target, StorageSlowable):

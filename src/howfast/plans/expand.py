@@ -27,7 +27,12 @@ def expand(plan: Plan, overrides: Overrides | None = None) -> list[StepSpec]:
     for plugin in registry.plugins().values():
         plugin.check_overrides(overrides)
     # The scale later steps record: the override, else the latest pgbench-init above them.
-    ctx = ExpandContext(overrides, overrides.repeat or plan.repeat, scale=overrides.scale)
+    ctx = ExpandContext(
+        overrides,
+        overrides.repeat or plan.repeat,
+        scale=overrides.scale,
+        trials=overrides.trials or plan.trials,
+    )
     specs: list[StepSpec] = []
     for step in plan.steps:
         specs += registry.plugin(step.workload).expand(step, ctx)

@@ -27,6 +27,7 @@ from howfast.plugin.fields import (
     setting_name,
     setting_value,
 )
+from howfast.plugin.trials import MAX_TRIALS
 from howfast.plugin.workload import StepModel
 from howfast.units import duration_seconds, quote
 
@@ -109,6 +110,9 @@ class Plan(BaseModel):
     name: str = ""  # defaults to the built-in's name or the file's stem
     description: str = ""
     repeat: PositiveInt = 1
+    # Run each pgbench step that has events as this many short trials (--trials overrides;
+    # plugin/trials.py, docs/events.md)
+    trials: Annotated[int, Field(ge=2, le=MAX_TRIALS)] | None = None
     # Repeat each measuring test until its 95% interval is this narrow ("ci=2%"), within a
     # time budget (plans/until.py); --until and --budget override
     until: Annotated[str, AfterValidator(check_until)] | None = None

@@ -10,6 +10,7 @@ from typing import Any
 from howfast.errors import UsageError
 from howfast.eventspec import EventSpec
 from howfast.plugin.fields import no_duplicates, setting_name, setting_value
+from howfast.plugin.trials import check_trials
 from howfast.rates import parse_slo
 from howfast.sizing import dataset_value
 from howfast.units import duration_seconds, whole_seconds
@@ -35,6 +36,8 @@ class Overrides:
     dataset: str | None = None  # --dataset: a regime or size for every pgbench-init step
     # --event AT:ACTION: these events during every pgbench step, instead of the plan's
     events: tuple[EventSpec, ...] | None = None
+    # --trials N: every pgbench step with events run as N short trials (plugin/trials.py)
+    trials: int | None = None
 
     def __post_init__(self) -> None:
         if self.dataset is not None:
@@ -55,6 +58,13 @@ class Overrides:
             raise UsageError(f"--scale must be 1 or more, got {self.scale}")
         if self.repeat is not None and self.repeat < 1:
             raise UsageError(f"--repeat must be 1 or more, got {self.repeat}")
+        if self.trials is not None:
+            check_trials(self.trials)
+            if self.repeat is not None:
+                raise UsageError(
+                    "give --repeat or --trials, not both: each trial is stored as a repetition "
+                    "of its step (the plan's `repeat` still applies to steps without events)"
+                )
         if self.clients is not None:
             check_list("--clients", self.clients)
             if min(self.clients) < 1:

@@ -65,13 +65,18 @@ class ExpandContext:
     # The scale later steps record: --scale, else the latest pgbench-init's (None: unknown,
     # e.g. a dataset whose scale is computed on the target).
     scale: int | None = None
+    # --trials (or the plan's `trials`): how many trials each pgbench step with events runs
+    # (plugin/trials.py); None: such steps repeat as the others do
+    trials: int | None = None
 
-    def repeated(self, workload: str, **params: JSONValue) -> list[StepSpec]:
-        """`repeat` steps with these params, numbered from 1."""
+    def repeated(
+        self, workload: str, *, times: int | None = None, **params: JSONValue
+    ) -> list[StepSpec]:
+        """`repeat` (or `times`: a step's trials) steps with these params, numbered from 1."""
         # A fresh copy per spec: a consumer that edits one step's params must not edit another's.
         return [
             StepSpec(workload, copy.deepcopy(params), repetition=r)
-            for r in range(1, self.repeat + 1)
+            for r in range(1, (times or self.repeat) + 1)
         ]
 
 
@@ -80,7 +85,8 @@ class ExpandContext:
 COMMON_TEST_PARAMS = ("settings", "warmup")
 # Params any step may have that never make two steps different tests: which repetition it
 # was, the `--until` rule it repeated under, whether its settings were applied (the runner),
-# a fleet instance's place and own I/O (fleets), and the design rebuilt after a failover.
+# a fleet instance's place and own I/O (fleets), the design rebuilt after a failover, and how
+# many trials (--trials) it was one of.
 COMMON_OTHER_PARAMS = (
     "repetition",
     "until",
@@ -94,6 +100,8 @@ COMMON_OTHER_PARAMS = (
     "own_write_ios",
     "own_io_seconds",
     "design_restored",
+    # how many trials the step was one of (--trials): each trial is a repetition of one test
+    "trials",
 )
 
 

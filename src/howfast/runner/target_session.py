@@ -24,6 +24,7 @@ from howfast.runner.step import (
     store_step,
     unloaded_reason,
 )
+from howfast.runner.trials import trial_line
 from howfast.samplers.session import SamplerFactory, TargetSampling
 from howfast.targets.base import Connection, Target
 from howfast.targets.capabilities import (
@@ -118,7 +119,15 @@ class TargetSession:
         return True
 
     def run_step(self, spec: StepSpec, index: int, total: int) -> StepRecord:
-        """One step (number `index` of `total` in the run, for progress), stored at once."""
+        """One step (number `index` of `total` in the run, for progress), stored at once; a
+        trial (--trials) then says its figures in a line of its own."""
+        record = self._run_step(spec, index, total)
+        line = trial_line(record)
+        if line is not None:
+            self.env.observer.message(line)
+        return record
+
+    def _run_step(self, spec: StepSpec, index: int, total: int) -> StepRecord:
         env = self.env
         target = env.target
         workload = get_workload(spec.workload)

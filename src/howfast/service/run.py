@@ -33,7 +33,7 @@ from howfast.plans.fleet import FleetScenario
 from howfast.plans.load import setting_locations
 from howfast.plans.until import Block, UntilRule, make_rule
 from howfast.plugin import registry
-from howfast.service import probe
+from howfast.service import probe, trials
 from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
 from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
@@ -75,7 +75,10 @@ class RunService:
         plan = self._load_plan(request.plan, texts)
         live = _live_metrics(request.live_metrics, plan)
         rule = _until_rule_of(request, plan)
+        asked = trials.asked_trials(request.overrides.trials, plan.trials)
+        trials.refuse_with_until(asked, rule is not None)
         overrides, steps, blocks = _expanded(plan, request.overrides, rule)
+        trials.refuse_without_events(asked, plan.name, steps)
         made = self._target_options(request, plan, overrides)
         prepared = PreparedRun(
             command="howfast run",
@@ -103,8 +106,11 @@ class RunService:
         for target in targets:  # the same refusals for a run and its --dry-run (issue 35)
             target.check_inputs()
         refused = event_refusals(targets, steps)  # issue 29: before anything is created
+        refused += trials.refusals(targets, steps)
         if refused:
             raise UsageError("; ".join(refused))
+        for line in trials.uneven_first_trial(targets, steps, made.design.standby_latency_ms):
+            self.env.info(line)
         return dataclasses.replace(
             prepared,
             targets=tuple(targets),

@@ -66,6 +66,11 @@ class StandbyVolume:
         if self.volume is not None:
             self.volume.undelay()
 
+    def set_latency(self, ms: float) -> None:
+        if self.volume is not None:
+            self.volume.set_latency(ms)
+            self.emulation["latency_ms_now"] = ms
+
     def teardown(self) -> None:
         """Idempotent; raises only when something could not be taken down."""
         if self.volume is not None:

@@ -76,6 +76,7 @@ class EmulatedTarget(LocalTarget, StorageSlowable):
         )
         self.limits = limits
         self.workspace = self.volume_part.workspace
+        self.takeover.primary_latency_ms = limits.latency_ms  # after a failover (takeover.py)
 
     def added_latency_ms(self) -> float:
         assert self.volume_part.volume is not None

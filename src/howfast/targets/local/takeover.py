@@ -30,6 +30,10 @@ class Takeover:
         # now (the original primary's server is gone, its data directory removed)
         self.serving: LocalStandby | None = None
         self.rebuilds = 0  # how many times the design was rebuilt (the new standbys' names)
+        # The latency the primary's storage adds (an emulated target's, else 0): a promoted
+        # standby's own volume takes it, so that the primary and the standby keep the
+        # latencies the design gave them (its new standby's volume has the standby's).
+        self.primary_latency_ms = 0.0
 
     def _members(self) -> list[LocalStandby]:
         replica_set = self.standbys.replica_set if self.standbys is not None else None
@@ -123,6 +127,7 @@ class Takeover:
         removed = self._remove_killed_primary()
         self.serving = promoted  # stop() stops it from now on
         self.server.connection = promoted.connection
+        latency = self._primary_latency_on(promoted)  # before the base backup reads it
         removed_s = time.monotonic() - began
         # promote() emptied synchronous_standby_names by ALTER SYSTEM, and its copied
         # standby block empties it too: both go, the design is written in postgresql.conf
@@ -149,8 +154,17 @@ class Takeover:
             "old_primary_removed": removed,
             "seconds": round(time.monotonic() - began, 3),
             "old_primary_removed_s": round(removed_s, 3),
+            **({"primary_added_latency_ms": latency} if latency is not None else {}),
             **parts,
         }
+
+    def _primary_latency_on(self, promoted: LocalStandby) -> float | None:
+        """The promoted standby's own volume (--standby-latency) set to the primary's added
+        latency; None when it has no volume of its own."""
+        if promoted.storage is None:
+            return None
+        promoted.storage.set_latency(self.primary_latency_ms)
+        return self.primary_latency_ms
 
     def _remove_killed_primary(self) -> str:
         """The primary a failover killed: its shared memory freed (failover.tidy_killed), its

@@ -95,6 +95,10 @@ class StandbyStorage(Protocol):
     def undelay(self) -> None:
         """Nothing waits out a delay any more (it is being taken down)."""
 
+    def set_latency(self, ms: float) -> None:
+        """The latency every I/O waits from now on (a promoted standby's volume takes the
+        primary's: docs/events.md, after a failover)."""
+
     def teardown(self) -> None: ...
 
     def record(self) -> dict[str, JSONValue]: ...
@@ -182,8 +186,10 @@ class LocalStandby:
                 f"{out.returncode}): {said or 'no output'}"
             )
         self.port = free_port()
-        conf = standby_conf(self.name, self.port, str(self.run_dir), primary)
-        if self.replication is not None:
+        syncfs = self.install.major >= 14
+        if self.replication is None:
+            conf = standby_conf(self.name, self.port, str(self.run_dir), primary, syncfs=syncfs)
+        else:
             conf = standby_conf(
                 self.name,
                 self.port,
@@ -191,6 +197,7 @@ class LocalStandby:
                 self._replication_primary(primary),
                 passfile=str(self._write_passfile(primary.port)),
                 listen_addresses=",".join(self.replication.listen),
+                syncfs=syncfs,
             )
             conf["wal_receiver_timeout"] = self.replication.receiver_timeout
         with (self.data_dir / "postgresql.auto.conf").open("a") as auto:

@@ -24,7 +24,7 @@ from pydantic import (
 from howfast.errors import UsageError
 from howfast.metric import Metric
 from howfast.model import JSONValue, StepRecord, StepSpec
-from howfast.plugin.events import plan_event
+from howfast.plugin.events import event_from_text, plan_event
 from howfast.plugin.fields import (
     Duration,
     PositiveInt,
@@ -35,6 +35,7 @@ from howfast.plugin.fields import (
     one_or_list,
 )
 from howfast.plugin.overrides import Overrides, check_list
+from howfast.plugin.trials import window_s as trial_window_s
 from howfast.plugin.workload import ExpandContext, Program, StepModel, WorkloadPlugin
 from howfast.rates import parse_slo, rate_label
 from howfast.units import quote, whole_seconds
@@ -324,12 +325,14 @@ class PgbenchPlugin(WorkloadPlugin[PgbenchStep]):
                     if overrides.events is not None
                     else list(step.events)
                 )
+                trials = None
                 if events:
                     params["events"] = list(events)
                     if step.segment is not None:
                         params["segment"] = step.segment
+                    trials = _as_trials(params, events, ctx)
                 for rate_params in _rate_variants(step, ctx):
-                    runs = ctx.repeated("pgbench", **params, **rate_params)
+                    runs = ctx.repeated("pgbench", times=trials, **params, **rate_params)
                     for earlier in runs[:-1]:  # the curve is complete after its very last run
                         earlier.params.pop("curve_last", None)
                     measured += runs
@@ -417,6 +420,19 @@ def _settings_text(params: Mapping[str, JSONValue]) -> str:
     return ""
 
 
+def _as_trials(params: dict[str, JSONValue], events: list[str], ctx: ExpandContext) -> int | None:
+    """With --trials (or the plan's `trials`): the step becomes its trials, each a window of
+    load as long as plugin/trials.py says, which `trials` in its params records; None
+    without."""
+    if ctx.trials is None:
+        return None
+    params.pop("transactions", None)
+    specs = [event_from_text(text) for text in events]
+    params["duration_s"] = trial_window_s(specs, ctx.overrides.duration_s)
+    params["trials"] = ctx.trials
+    return ctx.trials
+
+
 def _warmup(step: PgbenchStep, measured: list[StepSpec]) -> list[StepSpec]:
     """One run of `warmup` seconds before a mode's measurements, at its largest client count
     (it fills the caches fastest). `warmup: true` in its params keeps it out of statistics."""
@@ -427,6 +443,7 @@ def _warmup(step: PgbenchStep, measured: list[StepSpec]) -> list[StepSpec]:
     params.pop("transactions", None)
     params["duration_s"] = int(step.warmup)
     params["warmup"] = True
+    params.pop("trials", None)  # a warm-up is not one of the trials
     return [StepSpec("pgbench", params)]
 
 

@@ -1,0 +1,216 @@
+"""Trials (`--trials N`, docs/events.md "Trials: running them") on real PostgreSQL: each
+pgbench step with events run as N short windows of load, stored as repetitions with
+`trials` in their params, the design rebuilt between failover trials, a line per trial.
+
+Loss must be observable when it exists (issue 38, item 3): an asynchronous standby on a
+volume 2 ms slower per I/O, 4 tpcb-like clients: the primary, asked just before the kill,
+had WAL the standby had not flushed. Measured on this machine before the test was written:
+behind at the kill in 6 of 6 trials (456 to 16,552 bytes), commits proven lost in 2 of them,
+at most lost (in doubt) in all 6; then 10 of 10 behind, 2 of 10 proven lost in
+benchmarks/failover-trials. With 4 trials, "behind in at least 1" fails only if the standby
+is caught up at all 4 kills, which none of the 16 measured was. Proven loss is not asserted:
+2 in 10 would miss all 4 trials about 4 times in 10 (docs/events.md: behind is not lost). A
+synchronous standby loses nothing acknowledged, in every trial."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from howfast.event_marks import marks_from_section
+from howfast.store import open_store
+from howfast.targets.emulated.volume import available
+from tests.integration.conftest import Howfast, postgres_pids_under
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 900  # 4 trials of a 12 s window and a rebuild each, on a loaded machine
+
+TRIAL_LINE = re.compile(r"^trial (\d+)/(\d+): (.*)$", re.MULTILINE)
+
+
+@pytest.fixture(autouse=True)
+def _root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the servers run as their own OS user")
+
+
+def _trials(doc: dict[str, object]) -> list[dict[str, object]]:
+    steps = doc["steps"]
+    assert isinstance(steps, list)
+    return [s for s in steps if s["workload"] == "pgbench" and "trials" in s["params"]]
+
+
+def _expected_line(event: dict[str, object]) -> str:
+    """The trial line runner/trials.py prints, from the event's stored figures."""
+    down = event["downtime_s"]
+    lost, most, doubt = event["lost_commits"], event["lost_commits_max"], event["in_doubt"]
+    assert isinstance(down, float | int)
+    text = f"{down:.1f} s down, {lost} lost"
+    return text if most == lost else f"{text} ({doubt} in doubt)"
+
+
+def _check_trials(out_stderr: str, doc: dict[str, object], n: int) -> list[dict[str, object]]:
+    """N completed trials, repetitions 1..N of one test with `trials: N`, each with a
+    verified failover and its line on stderr; their events, in order."""
+    trials = _trials(doc)
+    assert len(trials) == n
+    assert [t["params"].get("repetition", 1) for t in trials] == list(range(1, n + 1))
+    events = []
+    for trial in trials:
+        assert trial["status"] == "completed", trial["error"]
+        assert trial["params"]["trials"] == n and trial["params"]["duration_s"] == 12
+        (event,) = trial["events"]
+        assert event["verified"] is True, event["problem"]
+        events.append(event)
+    for later in trials[1:]:  # every trial after the first starts from the rebuilt design
+        restored = later["resolved"]["design_restored"]
+        assert restored["standby"] == "standby_1" and restored["primary"] == "standby_1"
+        # the promoted standby's volume took the primary's latency (+0 ms), the new one +2 ms
+        assert restored["primary_added_latency_ms"] == 0.0
+    lines = TRIAL_LINE.findall(out_stderr)
+    assert [(int(i), int(total)) for i, total, _ in lines] == [(i, n) for i in range(1, n + 1)]
+    for (_, _, text), event in zip(lines, events, strict=True):
+        assert text == _expected_line(event), event["line"]
+    return events
+
+
+def _behind_at_the_kill(howfast: Howfast, run_id: int) -> list[int]:
+    """Each trial's `standby_before.unflushed_bytes`: the WAL the dying primary had written
+    that its standby had not flushed, as the failover recorded it in the event's facts."""
+    store = open_store(str(howfast.store), reading=True)
+    run = store.get_run(run_id)
+    assert run is not None
+    behind = []
+    for step in run.steps:
+        if step.workload != "pgbench" or "trials" not in step.params:
+            continue
+        (mark,) = marks_from_section(step.sections["events"])  # type: ignore[arg-type]
+        seen = mark.facts["standby_before"]
+        assert isinstance(seen, dict) and seen["state"] == "streaming", seen
+        assert isinstance(seen["unflushed_bytes"], int), seen
+        # where the rest of the WAL stood: not written, not even sent (what can be lost)
+        assert isinstance(seen["unwritten_bytes"], int) and isinstance(seen["unsent_bytes"], int)
+        assert seen["unsent_bytes"] <= seen["unwritten_bytes"] <= seen["unflushed_bytes"], seen
+        print(f"at the kill: {seen}")
+        behind.append(seen["unflushed_bytes"])
+    return behind
+
+
+def _slower() -> list[str]:
+    if available().name is None:
+        pytest.skip("no emulated volumes here (nbdkit): the standby cannot be made slower")
+    # the primary on an emulated volume too (+0 ms): every trial on the same storage, the
+    # promoted standby's volume taking the primary's latency after each failover
+    return ["--standby-latency", "2ms", "--storage-latency", "0ms"]
+
+
+@pytest.mark.emulated  # the standby on a 2 ms volume (nbdkit, nbdfuse, loop devices)
+def test_async_failover_trials_find_the_standby_behind(howfast: Howfast, target_dir: Path) -> None:
+    out = howfast(
+        "run", "failover-trials", "--target", str(target_dir), "--sync", "off", *_slower(),
+        "--trials", "4", "--json", timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    events = _check_trials(out.stderr, doc, 4)
+    behind = _behind_at_the_kill(howfast, doc["id"])
+    for event, seen in zip(events, behind, strict=True):
+        print(f"{event['line']} | standby behind {seen} bytes")
+    # see the module's docstring for the bound: behind in 6 of 6 measured trials
+    assert sum(1 for b in behind if b > 0) >= 1, behind
+    # asynchronous: the count of what may be lost is given for every trial
+    assert all(isinstance(e["lost_commits_max"], int) for e in events)
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+@pytest.mark.emulated
+def test_sync_on_failover_trials_lose_nothing_in_any(howfast: Howfast, target_dir: Path) -> None:
+    out = howfast(
+        "run", "failover-trials", "--target", str(target_dir), "--sync", "on", *_slower(),
+        "--trials", "4", "--json", timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    events = _check_trials(out.stderr, json.loads(out.stdout), 4)
+    for event in events:
+        print(event["line"])
+        assert event["lost_commits"] == 0, event["line"]
+    assert postgres_pids_under(target_dir) == []
+    assert list(target_dir.iterdir()) == []
+
+
+CRASH_PLAN = """
+[[steps]]
+workload = "pgbench-init"
+scale = 1
+[[steps]]
+workload = "pgbench"
+modes = ["tpcb-like"]
+clients = [2]
+duration = "30s"
+"""
+
+
+def test_crash_trials_on_a_plain_directory_each_recover(howfast: Howfast, target_dir: Path) -> None:
+    """A crash cuts the service too; without standbys there is nothing to rebuild: each
+    trial is a window of 4 + 8 s (not the plan's 30 s) on the server that recovered."""
+    plan = howfast.plan(CRASH_PLAN)
+    out = howfast("run", str(plan), "--target", str(target_dir), "--trials", "2",
+                  "--event", "4s:crash", "--json", timeout=TIMEOUT_S)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    trials = _trials(json.loads(out.stdout))
+    assert len(trials) == 2
+    lines = TRIAL_LINE.findall(out.stderr)
+    assert [(i, n) for i, n, _ in lines] == [("1", "2"), ("2", "2")]
+    for trial, (_, _, text) in zip(trials, lines, strict=True):
+        assert trial["status"] == "completed", trial["error"]
+        assert trial["params"]["duration_s"] == 12
+        (event,) = trial["events"]
+        assert event["verified"] is True, event["problem"]
+        assert event["downtime_s"] > 0
+        assert event["lost_commits"] == 0, event["line"]  # a crash keeps what was flushed
+        assert text == _expected_line(event)
+        assert "design_restored" not in trial["resolved"]
+    assert postgres_pids_under(target_dir) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--trials", "3"], "has events"),
+        (["--trials", "1", "--event", "4s:crash"], "2 or more"),
+        (["--trials", "3", "--event", "4s:crash", "--until", "ci=5%"], "--until"),
+        (["--trials", "3", "--event", "3s:crash", "--event", "6s:failover", "--replicas", "1"],
+         "promoted standby"),
+    ],
+)  # fmt: skip
+def test_what_trials_refuse_exits_2_and_creates_nothing(
+    howfast: Howfast, target_dir: Path, args: list[str], said: str
+) -> None:
+    out = howfast("run", "quick", "--target", str(target_dir), *args)
+    assert out.returncode == 2, out.stderr
+    assert said in out.stderr and "Traceback" not in out.stderr
+    assert list(target_dir.iterdir()) == []
+    assert not howfast.store.exists() or "trial" not in out.stdout
+
+
+def test_failover_trials_with_a_slower_standby_warn_when_the_primary_is_a_directory(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """After the first trial's failover the primary runs on the promoted standby's emulated
+    volume: in a plain directory the first trial would run on other storage than the next."""
+    slower = _slower()
+    plain = howfast("run", "failover-trials", "--target", str(target_dir), "--trials", "2",
+                    "--standby-latency", "2ms", "--dry-run")  # fmt: skip
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "--storage-latency 0ms" in " ".join(plain.stderr.split())
+    even = howfast("run", "failover-trials", "--target", str(target_dir), "--trials", "2",
+                   *slower, "--dry-run")  # fmt: skip
+    assert even.returncode == 0, even.stderr[-2000:]
+    assert "after the first trial's failover" not in " ".join(even.stderr.split())
+    assert list(target_dir.iterdir()) == []
