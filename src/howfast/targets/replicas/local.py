@@ -80,6 +80,30 @@ class ReplicationAccess:
     password: str = field(repr=False)
     receiver_timeout: str = "60s"  # wal_receiver_timeout
 
+    def primary(self, primary: Connection) -> Connection:
+        """The primary as the standby reaches it: on its own address, as the role."""
+        # connect_timeout: a walreceiver that reconnects while its packets are dropped (a
+        # partition) gives up after 5 s and tries again, instead of waiting out the
+        # kernel's SYN retries (about two minutes)
+        return replace(
+            primary,
+            host=self.address,
+            user=REPLICATION_ROLE,
+            password=None,
+            options={"connect_timeout": str(CONNECT_TIMEOUT_S)},
+        )
+
+    def write_passfile(self, path: Path, port: int, user: OsUser) -> Path:
+        """The role's password, for libpq (0600, the server's user's), at `path` in the
+        private run directory: removed with it."""
+        path.unlink(missing_ok=True)  # a rebuilt standby writes it again
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(pgpass_line(self.address, port, self.password))
+        if user.uid != os.geteuid():
+            os.chown(path, user.uid, user.gid)
+        return path
+
 
 class StandbyStorage(Protocol):
     """Storage of its own for a standby (an emulated volume with added latency, emulating a
@@ -194,8 +218,12 @@ class LocalStandby:
                 self.name,
                 self.port,
                 str(self.run_dir),
-                self._replication_primary(primary),
-                passfile=str(self._write_passfile(primary.port)),
+                self.replication.primary(primary),
+                passfile=str(
+                    self.replication.write_passfile(
+                        self.run_dir / f"{self.name}.pgpass", primary.port, self.user
+                    )
+                ),
                 listen_addresses=",".join(self.replication.listen),
                 syncfs=syncfs,
             )
@@ -208,32 +236,6 @@ class LocalStandby:
         signal_file.touch()
         if self.user.uid != os.geteuid():
             os.chown(signal_file, self.user.uid, self.user.gid)
-
-    def _replication_primary(self, primary: Connection) -> Connection:
-        assert self.replication is not None
-        # connect_timeout: a walreceiver that reconnects while its packets are dropped (a
-        # partition) gives up after 5 s and tries again, instead of waiting out the
-        # kernel's SYN retries (about two minutes)
-        return replace(
-            primary,
-            host=self.replication.address,
-            user=REPLICATION_ROLE,
-            password=None,
-            options={"connect_timeout": str(CONNECT_TIMEOUT_S)},
-        )
-
-    def _write_passfile(self, port: int) -> Path:
-        """The replication role's password, for libpq (0600, the server's user's), in the
-        private run directory: removed with it."""
-        assert self.replication is not None
-        path = self.run_dir / f"{self.name}.pgpass"
-        path.unlink(missing_ok=True)  # a rebuilt standby writes it again
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(pgpass_line(self.replication.address, port, self.replication.password))
-        if self.user.uid != os.geteuid():
-            os.chown(path, self.user.uid, self.user.gid)
-        return path
 
     def _base_backup(self, primary: Connection) -> subprocess.CompletedProcess[str]:
         """pg_basebackup, in a session of its own. In the main thread: a Ctrl-C raises there,
