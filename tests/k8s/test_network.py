@@ -10,6 +10,7 @@ window just before, must not grow by anything like the lab traffic sent meanwhil
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import secrets
@@ -101,12 +102,15 @@ class Capture:
     interfaces: list[str]
     frames: int = 0
     leaked: list[str] = field(default_factory=list)
+    outgoing_only: bool = True
     drops: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> None:
         for name in self.interfaces:
+            if not _is_up(name):
+                continue  # an interface that is down sends nothing (its TX counter is watched)
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
             sock.bind((name, 0))
@@ -122,7 +126,11 @@ class Capture:
                     frame, addr = sock.recvfrom(65535)
                 except TimeoutError:
                     continue
-                if addr[2] == PACKET_OUTGOING:
+                except OSError as exc:  # the interface went down: it sends no more
+                    if exc.errno != errno.ENETDOWN:
+                        self.leaked.append(f"capture stopped: {exc}")
+                    break
+                if addr[2] == PACKET_OUTGOING or not self.outgoing_only:
                     self.frames += 1
                     why = _lab_frame(frame, self.marker)
                     if why:
@@ -152,6 +160,11 @@ def _lab_frame(frame: bytes, marker: bytes) -> str | None:
             if ipaddress.ip_address(raw) in LAB:
                 return f"ARP for {ipaddress.ip_address(raw)}"
     return None
+
+
+def _is_up(name: str) -> bool:
+    flags = int(Path(f"/sys/class/net/{name}/flags").read_text(), 16)
+    return bool(flags & 0x1)  # IFF_UP
 
 
 def _outside_interfaces() -> list[str]:
@@ -278,6 +291,10 @@ def test_pods_reach_pods_services_dns_and_the_api_server_and_nothing_leaves(
     assert outside, "no non-loopback interface to watch"
     capture = Capture(marker.encode(), outside)
     capture.start()
+    # The control: the same capture on the client's bridge must see the lab's frames, or
+    # finding none outside would prove nothing.
+    control = Capture(marker.encode(), [k8s_lab.node_bridges[two_nodes.first]], outgoing_only=False)
+    control.start()
     try:
         # a quiet window of the host's own traffic, then the same length with the lab's
         quiet_start = _tx_packets(outside)
@@ -295,6 +312,7 @@ def test_pods_reach_pods_services_dns_and_the_api_server_and_nothing_leaves(
         busy_s = time.monotonic() - t0
     finally:
         capture.stop()
+        control.stop()
     hello = "hello from the server pod"
     assert probe["pod"] == hello, probe  # the other node's pod, by its address
     assert probe["cluster_ip"] == hello, probe  # a ClusterIP (kube-proxy)
@@ -310,6 +328,7 @@ def test_pods_reach_pods_services_dns_and_the_api_server_and_nothing_leaves(
     # the API server, by the `kubernetes` Service's address and by its DNS name
     assert set(api.values()) == {f"v{k8s_lab.k8s_version}"}, api
     assert blast["sent"] == 3 * DATAGRAMS
+    assert any("marker" in why for why in control.leaked), "the control capture saw nothing"
     assert capture.drops == 0, "the capture missed frames: it proves nothing"
     assert capture.leaked == [], capture.leaked[:10]
     # TX counters: the lab sent 3 * DATAGRAMS datagrams (and the probes' traffic); had they
@@ -321,6 +340,6 @@ def test_pods_reach_pods_services_dns_and_the_api_server_and_nothing_leaves(
     print(
         f"TX on {outside}: {quiet} packets in 3 s quiet, {busy} in {busy_s:.1f} s of lab"
         f" traffic ({blast['sent']} datagrams + probes); {capture.frames} frames captured,"
-        " none of the lab's"
+        f" none of the lab's (on the bridge: {len(control.leaked)} of {control.frames})"
     )
     assert busy < expected_background + margin, (busy, quiet, busy_s)

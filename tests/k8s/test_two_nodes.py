@@ -210,7 +210,10 @@ def test_down_leaves_nothing_of_the_second_node(
 
     after_down = podnet.host_views()
     for view, lines in before_up.items():
-        assert after_down[view] == lines, view
+        # HOWFAST-P-*: chains howfast's own partition events make, which tests of other
+        # checkouts on this shared machine may add or remove meanwhile: not the lab's
+        changed = [ln for ln in set(lines) ^ set(after_down[view]) if "HOWFAST-P-" not in ln]
+        assert changed == [], (view, changed)
     assert podnet.lab_interfaces() == []
     assert podnet.IP_FORWARD.read_text().strip() == recorded["ip_forward"]
 

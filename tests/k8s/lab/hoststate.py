@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,7 @@ def restore_iptables(before: dict[str, dict[str, list[str]]]) -> None:
                 continue
             rules = run([tool, "-w", "5", "-t", table, "-S"], check=False).stdout.splitlines()
             for rule in rules:
-                words = rule.split()
+                words = shlex.split(rule)  # kube-proxy's rules carry quoted comments
                 if words[:1] == ["-A"] and "-j" in words and words[words.index("-j") + 1] in new:
                     run([tool, "-w", "5", "-t", table, "-D", *words[1:]], check=False)
             for chain in new:

@@ -220,15 +220,24 @@ def setup(paths: Paths, nodes: list[NodeSpec], net: dict[str, Any], record: Any)
         run(["ip", "link", "add", node.bridge, "type", "bridge", "nf_call_iptables", "1"])
         run(["ip", "addr", "add", f"{node.gateway}/24", "dev", node.bridge])
         run(["ip", "link", "set", node.bridge, "up"])
+        # A pod made again may get the address of one that is gone, and the host would send
+        # to the old MAC until its neighbour entry is checked (~5-30 s of lost packets, seen
+        # here): check a stale entry after 1 s. (These settings go with the bridge.)
+        neigh = Path("/proc/sys/net/ipv4/neigh", node.bridge)
+        (neigh / "delay_first_probe_time").write_text("1\n")
+        (neigh / "base_reachable_time_ms").write_text("5000\n")
     net["routes"] = routes(nodes)
     record()
     run(["ip", "route", "add", *net["routes"][1]])
     IP_FORWARD.write_text("1\n")  # restored by teardown (and among the watched sysctls)
-    (paths.run / "cni-ipam").mkdir(parents=True, exist_ok=True)
     for node in nodes:
         node.cni_conf_dir.mkdir(parents=True, exist_ok=True)
+        # leases per node: host-local hands out the addresses of a range in turn from the
+        # last one it gave, which a directory shared by two ranges would mix up (it then
+        # reuses the lowest free address at once)
+        (node.dir / "cni-ipam").mkdir(parents=True, exist_ok=True)
         (node.cni_conf_dir / "10-howfast-lab.conflist").write_text(
-            cni_conflist(node, paths.run / "cni-ipam")
+            cni_conflist(node, node.dir / "cni-ipam")
         )
     for name in CNI_PLUGINS:
         link = paths.run / "cni-bin" / name
