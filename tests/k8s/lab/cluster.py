@@ -1,13 +1,16 @@
-"""Start, stop and inspect the lab cluster: a real Kubernetes of one or two nodes on loopback.
+"""Start, stop and inspect the lab cluster: a real Kubernetes of one or two nodes on this machine.
 
-up():   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, three
-        local-path-provisioner processes, and per node a containerd and a kubelet (the second
-        node's with their own root, state, sockets, ports, certificates and cgroup root), each
-        a child in its own session, recorded by PID and start time in run/state.json before
-        anything else happens; host state is recorded first.
+up():   the pod network (podnet.py: a bridge per node, routes, safety nets), etcd,
+        kube-apiserver (on the first bridge's address), kube-controller-manager,
+        kube-scheduler, kube-proxy, three local-path-provisioner processes, and per node a
+        containerd and a kubelet (the second node's with their own root, state, sockets,
+        ports, certificates and cgroup root), each a child in its own session, recorded by PID
+        and start time in run/state.json before anything else happens; host state is recorded
+        first; then CoreDNS (coredns.py) as a DaemonSet.
 down(): stops all of it (by recorded PID; container shims by our socket paths; pod processes
         by the cgroups our kubelets made), unmounts everything below run/, removes the cgroups,
-        restores sysctls, iptables chains and host paths. Safe to call at any time, any number
+        the pod network, restores sysctls, iptables chains (and nftables tables) and host
+        paths. Safe to call at any time, any number
         of times; `up` calls it first when a previous session left state behind (e.g. it was
         SIGKILLed).
 lab():  a context manager for test sessions: up, yield the facts, and down in every case

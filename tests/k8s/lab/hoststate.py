@@ -1,7 +1,8 @@
 """What the cluster changes on the host, recorded before `up` and put back by `down`.
 
 - sysctls the kubelet sets (vm.overcommit_memory, kernel.panic, ...);
-- iptables chains (the kubelet is told not to make its KUBE-* chains; any it makes anyway go);
+- iptables chains: kube-proxy's KUBE-* chains (and any the kubelet makes) go, with the rules
+  that jump to them (the pod network's own, its bridges and routes: podnet.py);
 - host paths hard-coded in containerd, its shims, CNI and the kubelet (/run/containerd, ...);
 - the top-level kubepods cgroups the kubelet makes in each hierarchy, and the second node's
   cgroup root (made by `up` itself, see make_cgroup_root).
