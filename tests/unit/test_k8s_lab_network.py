@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.k8s.lab import config, coredns, podnet
 from tests.k8s.lab.config import Paths
 
-LAB = ipaddress.ip_network("198.18.0.0/15")
+LAB = ipaddress.IPv4Network("198.18.0.0/15")
 PRIVATE = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
 
 
@@ -26,7 +26,7 @@ def test_every_address_of_the_lab_is_in_the_benchmark_range() -> None:
     networks = [config.CLUSTER_CIDR, config.SERVICE_CIDR, config.LAB_RANGE]
     networks += [node.subnet for node in _nodes()]
     addresses += [node.gateway for node in _nodes()]
-    for net in map(ipaddress.ip_network, networks):
+    for net in map(ipaddress.IPv4Network, networks):
         assert net.subnet_of(LAB), net
         assert not any(net.overlaps(p) for p in PRIVATE), net
     for addr in map(ipaddress.ip_address, addresses):

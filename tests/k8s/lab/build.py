@@ -5,7 +5,9 @@ Sources, and nothing else: Debian packages (apt-get, debootstrap) and the Go mod
   replaces each k8s.io staging module by its published release (k8s.io/kubernetes itself
   replaces them with local paths, which `go install module@version` refuses).
 - local-path-provisioner: `go install` of its module.
-- pause and the lo-only CNI plugin: small Go programs in tests/k8s/lab/go.
+- CoreDNS: a wrapper module of its Go module with the lab's plugins only (coredns.py).
+- pause and the lo-only CNI plugin (no longer used by the lab, still built: another
+  checkout's lab code shares this cache): small Go programs in tests/k8s/lab/go.
 - The PostgreSQL 15 + pgbench + fio image: a debootstrap root filesystem, packed as an image.
 A cold build takes ~15 min on 2 cores; afterwards every step finds its output and takes no time.
 """

@@ -6,8 +6,8 @@ Kubernetes version, so that every clone and every session on a machine shares on
     ${XDG_CACHE_HOME:-$HOME/.cache}/howfast/k8s-lab/
         go/mod, go/build                 Go module and build caches (only needed to rebuild)
         k8s-1.34.4/
-            bin/                         kube-apiserver ... kubectl, local-path-provisioner,
-                                         lo-only (CNI plugin), pause
+            bin/                         kube-apiserver ... kubectl, kube-proxy, coredns,
+                                         local-path-provisioner, lo-only (unused), pause
             images/                      pause.tar, pgfio.tar (docker-archive tarballs) + stamps
             pki/                         CA, certificates, kubeconfigs
             gomod/                       the wrapper Go module that builds Kubernetes
