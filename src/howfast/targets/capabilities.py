@@ -20,7 +20,7 @@ others wait for their issues.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -359,6 +359,22 @@ class HasClient(Protocol):
         """After start."""
 
 
+@runtime_checkable
+class OperatorManaged(Protocol):
+    """(issue 37) A server an operator runs (`cnpg://`): delete-pod, failover, switchover and
+    restart are requests to the operator, which decides the outage; the target watches what
+    it does (its timeline) and says whether a primary serves again."""
+
+    def operator_refusal(self, action: str, arg: str | None) -> str | None:
+        """Why the operator cannot be asked `action` now (None: it can)."""
+
+    def operator_event(
+        self, action: str, arg: str | None, now: Callable[[], float]
+    ) -> Mapping[str, JSONValue]:
+        """Ask, then watch until a primary serves again (or a time-out): the facts, with
+        `back_s` (on `now`'s clock, None if it never came back), `timeline` and `serves`."""
+
+
 def describe_capabilities(target: object) -> list[str]:
     """The capabilities a target has, by name (for messages and tests)."""
     return [c.__name__ for c in CAPABILITIES if isinstance(target, c)]
@@ -383,4 +399,5 @@ CAPABILITIES: tuple[type, ...] = (
     StorageSlowable,
     IoCappable,
     HasClient,
+    OperatorManaged,
 )

@@ -12,6 +12,7 @@ from dataclasses import replace
 from howfast.checks import Check
 from howfast.errors import UsageError
 from howfast.targets.base import Target
+from howfast.targets.cnpg.spec import SCHEME as CNPG_SCHEME
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.k8s.spec import (
     DEFAULT_FIO_IMAGE,
@@ -34,7 +35,7 @@ class K8sKind(TargetKind):
     name = "k8s"
     order = 20
     usage = "a k8s://STORAGECLASS"
-    option_scope = "k8s:// targets"
+    option_scope = "k8s:// and cnpg:// targets"
     options = (
         OptionSpec(
             "namespace",
@@ -90,7 +91,9 @@ class K8sKind(TargetKind):
     def parse_options(
         self, values: Mapping[str, str | None], ctx: OptionContext
     ) -> K8sOptions | None:
-        if not any(self.matches(text) for text in ctx.targets):
+        # cnpg:// targets (issue 37) take the same cluster options (--namespace,
+        # --kube-context); their kind refuses the ones it has no use for
+        if not any(self.matches(text) or text.startswith(CNPG_SCHEME) for text in ctx.targets):
             refuse_unused(self, values)
             return None
         return K8sOptions.build(
