@@ -67,7 +67,7 @@ def test_each_kind_declares_its_options_for_the_commands_that_have_them() -> Non
 
 
 def test_options_given_without_a_target_of_their_kind_are_refused() -> None:
-    with pytest.raises(UsageError, match=r"^--namespace, --node: for k8s:// targets only$"):
+    with pytest.raises(UsageError, match=r"^--namespace, --node: for k8s:// and cnpg:// targets only$"):
         parse({"node": "n1", "namespace": "bench"}, "/mnt/a")
     assert parse({}, "/mnt/a") == {"local": DirectoryOptions()}  # a cluster on the directory
 
@@ -457,7 +457,7 @@ def test_adding_a_target_kind_is_one_module(
         monkeypatch.undo()
         registry.kinds.cache_clear()
         sys.modules.pop("howfast.targets.kinds.memdir", None)
-    assert [k.name for k in registry.kinds()] == ["dsn", "k8s", "local"]
+    assert [k.name for k in registry.kinds()] == ["dsn", "cnpg", "k8s", "local"]
 
 
 def test_the_runner_and_the_dry_run_ask_targets_no_attribute_by_name() -> None:

@@ -6,6 +6,7 @@ databases, the operator makes it from a Database resource and the owner marks it
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -36,13 +37,9 @@ def may_create(admin: Connection) -> bool:
     return bool(row and row[0])
 
 
-def create(
-    admin: Connection,
-    own: d.OwnDatabase,
-    api: CnpgApi,
-    resource: dict[str, Any],
-) -> Made:
-    """The database, marked as howfast's; refused when one of its name is not howfast's."""
+def create(admin: Connection, own: d.OwnDatabase, via_operator: Callable[[], None]) -> Made:
+    """The database, marked as howfast's; refused when one of its name is not howfast's.
+    `via_operator` makes it through the operator when the user may not create databases."""
     exists, comment = comment_of(admin, own.name)
     problem = d.refusal(own, exists, comment)
     if problem is not None:
@@ -54,12 +51,17 @@ def create(
             for statement in d.create_statements(own):
                 db.execute(statement.encode())
         return "sql"
-    api.create_database(dict(resource))
-    _wait_applied(api, str(resource["metadata"]["namespace"]), own)
+    via_operator()
     with pgquery.connect(replace(admin, dbname=own.name)) as db:
         for statement in d.mark_statements(own):
             db.execute(statement.encode())
     return "resource"
+
+
+def via_operator(api: CnpgApi, resource: dict[str, Any], own: d.OwnDatabase) -> None:
+    """The operator's Database resource, created and waited for until applied."""
+    api.create_database(resource)
+    _wait_applied(api, str(resource["metadata"]["namespace"]), own)
 
 
 def _wait_applied(api: CnpgApi, namespace: str, own: d.OwnDatabase) -> None:
@@ -79,10 +81,13 @@ def _wait_applied(api: CnpgApi, namespace: str, own: d.OwnDatabase) -> None:
     )
 
 
-def drop(admin: Connection, own: d.OwnDatabase, made: Made | None, api: CnpgApi, ns: str) -> None:
-    """Drop it if it is howfast's (its comment says this run's token); never another."""
+def drop(
+    admin: Connection, own: d.OwnDatabase, made: Made | None, delete_resource: Callable[[], None]
+) -> None:
+    """Drop it if it is howfast's (its comment says this run's token); never another. One
+    the operator made goes with its resource (reclaim policy: delete)."""
     if made == "resource":
-        api.delete_database(ns, d.resource_name(own.token))  # reclaim policy: delete
+        delete_resource()
         return
     exists, comment = comment_of(admin, own.name)
     if exists and d.is_ours(comment, own.token):

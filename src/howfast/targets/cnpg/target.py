@@ -149,7 +149,8 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged):
         ref = {"name": c.owner_name(self.token), "uid": str(owner["metadata"]["uid"])}
         resource = d.database_resource(self.own, layout.name, self.namespace, ref)
         primary = self.forwards.connection(layout.current_primary)
-        self.made = dbwork.create(primary, self.own, api, resource)
+        own = self.own
+        self.made = dbwork.create(primary, own, lambda: dbwork.via_operator(api, resource, own))
         self.connection = self.forwards.following(self._primary_now, self.own.name)
         self._start_client(cluster, obj, layout, choice.name, ref)
         return self.connection
@@ -197,7 +198,9 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged):
         if self.own is not None and self.forwards is not None and self.api is not None:
             try:
                 admin = self.forwards.connection(self._primary_now())
-                dbwork.drop(admin, self.own, self.made, self.api, self.namespace)
+                api, name = self.api, d.resource_name(self.token)
+                dbwork.drop(admin, self.own, self.made,
+                            lambda: api.delete_database(self.namespace, name))  # fmt: skip
             except HowfastError as exc:
                 problems.append(f"database {self.own.name} was not dropped: {exc}")
         if self.forwards is not None:
