@@ -28,6 +28,9 @@ EVIDENCE_KEYS = (
     "timeline_before",
     "timeline_after",
     "restarted",
+    "through",
+    "timeline",  # the operator's (targets/cnpg/timeline.py): in the event's document
+    "operator_events",
 )
 
 
