@@ -52,7 +52,8 @@ def test_schedulable_nodes_are_ready_uncordoned_and_untainted() -> None:
     not_ready["status"]["conditions"][0]["status"] = "False"
     nodes = [
         node("b"), node("a"), node("c", unschedulable=True), not_ready,
-        node("e", taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]),
+        node("e", taints=[{"key": "node-role.kubernetes.io/control-plane",
+                           "effect": "NoSchedule"}]),
         node("f", taints=[{"key": "x", "effect": "PreferNoSchedule"}]),
     ]  # fmt: skip
     assert c.schedulable(nodes) == ["a", "b", "f"]
@@ -72,7 +73,8 @@ def test_the_client_pod_runs_the_cluster_s_image_as_its_user_with_no_password_in
         "secretKeyRef": {"name": "pg-superuser", "key": "password"}}}]  # fmt: skip
     assert pod["spec"]["securityContext"]["runAsUser"] == 1001
     assert pod["spec"]["securityContext"]["runAsGroup"] == 26
-    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    affinity = pod["spec"]["affinity"]["nodeAffinity"]
+    terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n4"]
     assert "password" not in json.dumps(c.owner_secret("1a2b3c4d", "lab", "cnpg://lab/pg", ""))
     assert c.rw_address(layout) == "pg-rw.lab.svc"

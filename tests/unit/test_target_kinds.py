@@ -67,7 +67,8 @@ def test_each_kind_declares_its_options_for_the_commands_that_have_them() -> Non
 
 
 def test_options_given_without_a_target_of_their_kind_are_refused() -> None:
-    with pytest.raises(UsageError, match=r"^--namespace, --node: for k8s:// and cnpg:// targets only$"):
+    only = r"^--namespace, --node: for k8s:// and cnpg:// targets only$"
+    with pytest.raises(UsageError, match=only):
         parse({"node": "n1", "namespace": "bench"}, "/mnt/a")
     assert parse({}, "/mnt/a") == {"local": DirectoryOptions()}  # a cluster on the directory
 

@@ -84,9 +84,7 @@ def client_pod_name(token: str) -> str:
     return f"howfast-{token}-client"
 
 
-def owner_secret(
-    token: str, namespace: str, target: str, writer: str
-) -> dict[str, Any]:
+def owner_secret(token: str, namespace: str, target: str, writer: str) -> dict[str, Any]:
     """The owner of the run's objects: deleting it removes them (the garbage collector)."""
     annotations = {m.TARGET_ANNOTATION: target}
     if writer:

@@ -274,9 +274,7 @@ def layout(
     claims: Sequence[Mapping[str, Any]],
 ) -> ClusterLayout:
     """The cluster as its objects show it. UsageError when the object is not a Cluster."""
-    if cluster.get("kind") != "Cluster" or not str(cluster.get("apiVersion", "")).startswith(
-        GROUP
-    ):
+    if cluster.get("kind") != "Cluster" or not str(cluster.get("apiVersion", "")).startswith(GROUP):
         raise UsageError(f"not a CloudNativePG Cluster: {cluster.get('kind')!r}")
     name = str(_dig(cluster, "metadata", "name"))
     spec = cluster.get("spec") or {}

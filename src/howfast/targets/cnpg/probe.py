@@ -41,8 +41,8 @@ def probe_target(text: str, options: K8sOptions) -> Target:
     spec = parse_target(text)
     if spec.credentials != "auto" or spec.client_node is not None:
         raise UsageError(f"{text}: a probe has no client and uses no credentials: drop them")
-    namespace = spec.namespace or options.namespace or (
-        kubeconfig_namespace(options.context) or "default"
+    namespace = (
+        spec.namespace or options.namespace or (kubeconfig_namespace(options.context) or "default")
     )
     api = CnpgApi(Cluster(options.context))
     obj = api.read_cluster(namespace, spec.cluster)

@@ -54,8 +54,10 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged):
         self.options = options
         self.name = name or spec.text
         self.token = secrets.token_hex(4)
-        self.namespace = spec.namespace or options.namespace or (
-            kubeconfig_namespace(options.context) or "default"
+        self.namespace = (
+            spec.namespace
+            or options.namespace
+            or (kubeconfig_namespace(options.context) or "default")
         )
         self.client_node_asked = spec.client_node or options.node
         self.cluster: Cluster | None = None

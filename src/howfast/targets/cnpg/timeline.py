@@ -94,9 +94,7 @@ def timeline(observations: Sequence[Observation], old_primary: str) -> dict[str,
         if stamp is not None:  # the operator's instant, on the load's clock
             failing_s = min(failing.t, stamp - (failing.wall - failing.t))
     empty = _first(observations, lambda o: o.rw_pods is not None and not o.rw_pods)
-    moved = (
-        None if new is None else _first(observations, lambda o: o.rw_pods == (new,))
-    )
+    moved = None if new is None else _first(observations, lambda o: o.rw_pods == (new,))
     after = promoted or chosen
     healthy = (
         None
