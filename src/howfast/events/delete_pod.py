@@ -17,7 +17,7 @@ class DeletePod(OperatorAware):
     syntax = ActionSyntax("delete-pod", disturbs_service=True, order=80)
     summary = "the server's pod deleted and made again"
     docs = "docs/events.md#the-actions"
-    needs = "a server in a pod howfast created (a k8s:// target) or an operator runs (cnpg://)"
+    needs = "a server in a pod howfast created (a k8s:// target)"
     requires = (PodRecreatable,)
 
     def own_refusal(self, target: Target, spec: EventSpec) -> str | None:

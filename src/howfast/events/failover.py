@@ -32,10 +32,7 @@ class Failover(OperatorAware):
     docs = "docs/events.md#the-actions"
     on_old_primary = True
     replaces_primary = True
-    needs = (
-        "standbys howfast started on this machine (a directory or an emulated volume) or "
-        "an operator runs (cnpg://)"
-    )
+    needs = "standbys howfast started on this machine (a directory or an emulated volume)"
     requires = (Promotable, HasCurrentPrimary)
 
     def own_refusal(self, target: Target, spec: EventSpec) -> str | None:

@@ -16,10 +16,7 @@ class Restart(OperatorAware):
     summary = "fast shutdown of the server, then start"
     docs = "docs/events.md#the-actions"
     on_old_primary = True
-    needs = (
-        "a server howfast started and holds (a directory or an emulated volume) or an "
-        "operator runs (cnpg://)"
-    )
+    needs = "a server howfast started and holds (a directory or an emulated volume)"
     requires = (Restartable, HasServerIdentity)
 
     def own_apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
