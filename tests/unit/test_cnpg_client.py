@@ -80,3 +80,14 @@ def test_the_client_pod_runs_the_cluster_s_image_as_its_user_with_no_password_in
     assert c.rw_address(layout) == "pg-rw.lab.svc"
     description = c.client_description(plan)
     assert description.server_container is None and description.pod == "howfast-1a2b3c4d-client"
+
+
+def test_the_client_pod_pulls_its_image_as_the_cluster_s_pods_do_unless_the_run_says() -> None:
+    cluster = load("cluster-pg.json")
+    cluster["spec"]["imagePullPolicy"] = "Never"
+    plan = c.client_plan(cluster, pg(), token="1a2b3c4d", secret="s", node=None)
+    assert c.client_pod(plan, None)["spec"]["containers"][0]["imagePullPolicy"] == "Never"
+    plan = c.client_plan(cluster, pg(), token="1a2b3c4d", secret="s", node=None,
+                         pull_policy="Always")  # fmt: skip
+    assert c.client_pod(plan, None)["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+    assert "affinity" not in c.client_pod(plan, None)["spec"]  # no node: the scheduler's

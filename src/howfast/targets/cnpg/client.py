@@ -140,7 +140,8 @@ def client_plan(
         node=node,
         uid=_uid(cluster, "postgresUID"),
         gid=_uid(cluster, "postgresGID"),
-        pull_policy=pull_policy,
+        # the cluster's own policy unless the run says (HOWFAST_K8S_PULL_POLICY)
+        pull_policy=pull_policy or (cluster.get("spec") or {}).get("imagePullPolicy"),
         context=context,
     )
 
