@@ -91,3 +91,21 @@ def test_the_client_pod_pulls_its_image_as_the_cluster_s_pods_do_unless_the_run_
                          pull_policy="Always")  # fmt: skip
     assert c.client_pod(plan, None)["spec"]["containers"][0]["imagePullPolicy"] == "Always"
     assert "affinity" not in c.client_pod(plan, None)["spec"]  # no node: the scheduler's
+
+
+def test_an_instance_s_wal_is_on_its_wal_volume_when_its_pod_mounts_one() -> None:
+    from pathlib import Path
+
+    from howfast.samplers.instances import prefixed
+    from howfast.targets.cnpg.pods import instance_paths
+
+    pod = items("pods-pg.json")[0]
+    assert instance_paths(pod) == {
+        "data": Path("/var/lib/postgresql/data/pgdata"),
+        "wal": Path("/var/lib/postgresql/wal/pg_wal"),
+    }
+    pod["spec"]["containers"][0]["volumeMounts"] = pod["spec"]["containers"][0]["volumeMounts"][:1]
+    assert instance_paths(pod)["wal"] == Path("/var/lib/postgresql/data/pgdata/pg_wal")
+    assert list(prefixed("pg-1", {"pgio.wal.write_mbps": []})) == [
+        "instances.pg-1.pgio.wal.write_mbps"
+    ]

@@ -375,6 +375,26 @@ class OperatorManaged(Protocol):
         `back_s` (on `now`'s clock, None if it never came back), `timeline` and `serves`."""
 
 
+@dataclass(frozen=True)
+class InstanceView:
+    """(issue 37) One server of a design an operator runs, as a sampler reads it: its host
+    (its pod, by exec: /proc, its container's cgroup) and where its data and WAL are."""
+
+    name: str
+    primary: bool
+    host: Host
+    paths: Mapping[str, Path]  # "data", "wal" -> a directory in its server container
+
+
+@runtime_checkable
+class HasInstances(Protocol):
+    """(issue 37) A target whose servers are pods someone else made (`cnpg://`): every
+    instance, as it runs now (a pod the operator made again is a new view)."""
+
+    def instance_views(self) -> Sequence[InstanceView]:
+        """After start; read again each time (pods come and go)."""
+
+
 def describe_capabilities(target: object) -> list[str]:
     """The capabilities a target has, by name (for messages and tests)."""
     return [c.__name__ for c in CAPABILITIES if isinstance(target, c)]
@@ -400,4 +420,5 @@ CAPABILITIES: tuple[type, ...] = (
     IoCappable,
     HasClient,
     OperatorManaged,
+    HasInstances,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from howfast.errors import HowfastError
@@ -26,6 +26,8 @@ from howfast.targets.capabilities import (
     ClientPlacement,
     HasClient,
     HasCurrentPrimary,
+    HasInstances,
+    InstanceView,
     OperatorManaged,
 )
 from howfast.targets.cnpg import client as c
@@ -36,9 +38,9 @@ from howfast.targets.cnpg.api import CnpgApi
 from howfast.targets.cnpg.credentials import application_databases, choose_secret, published
 from howfast.targets.cnpg.forwards import InstanceForwards
 from howfast.targets.cnpg.ops import OperatorEvents
+from howfast.targets.cnpg.pods import instance_views, start_client
 from howfast.targets.cnpg.spec import CnpgSpec
 from howfast.targets.k8s import facts
-from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster, kubeconfig_namespace
 from howfast.targets.k8s.pod_shells import RunningPod
 from howfast.targets.k8s.spec import K8sOptions
@@ -46,7 +48,7 @@ from howfast.targets.k8s.spec import K8sOptions
 PORT = 5432
 
 
-class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged):
+class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInstances):
     kind = "cnpg"
 
     def __init__(self, spec: CnpgSpec, options: K8sOptions, *, name: str | None = None) -> None:
@@ -154,39 +156,20 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged):
         own = self.own
         self.made = dbwork.create(primary, own, lambda: dbwork.via_operator(api, resource, own))
         self.connection = self.forwards.following(self._primary_now, self.own.name)
-        self._start_client(cluster, obj, layout, choice.name, ref)
-        return self.connection
-
-    def _start_client(
-        self,
-        cluster: Cluster,
-        obj: Mapping[str, Any],
-        layout: disc.ClusterLayout,
-        secret: str,
-        owner: Mapping[str, str],
-    ) -> None:
-        nodes = c.schedulable(cluster.nodes())
-        self.client_node = c.choose_client_node(layout, nodes, self.client_node_asked)
+        self.client_node = c.choose_client_node(
+            layout, c.schedulable(cluster.nodes()), self.client_node_asked
+        )
         if self.client_node.beside is not None:
             self.warnings.append(f"the client pod runs on {self.client_node.node}: "
                                  f"{self.client_node.why}")  # fmt: skip
         self.client_plan = c.client_plan(
-            obj, layout, token=self.token, secret=secret, node=self.client_node.node,
+            obj, layout, token=self.token, secret=choice.name, node=self.client_node.node,
             pull_policy=self.options.pull_policy, context=self.options.context,
         )  # fmt: skip
-        cluster.create(c.client_pod(self.client_plan, owner))
-        self.client_pod = cluster.wait_pod_ready(
-            self.namespace, c.client_pod_name(self.token), [], self.options.start_timeout_s
+        self.client_pod = start_client(
+            cluster, self.client_plan, ref, c.rw_address(layout), self.options.start_timeout_s
         )
-        address = c.rw_address(layout)
-        probe = (
-            f"{m.PATH_SETUP}; i=0; until pg_isready -q -h {address} -p {PORT} -t 2; "
-            "do i=$((i+1)); [ $i -ge 15 ] && exit 1; sleep 1; done"
-        )
-        out = cluster.exec(self.namespace, c.client_pod_name(self.token), "tools",
-                           ["/bin/sh", "-c", probe], timeout_s=60)  # fmt: skip
-        if out.returncode != 0:
-            raise HowfastError(f"the client pod cannot reach {address}:{PORT} (pg_isready, 30 s)")
+        return self.connection
 
     def exec_place(self) -> tuple[Cluster, str, str]:
         if self.cluster is None or self.client_pod is None:
@@ -271,6 +254,13 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged):
             self.token, self.namespace, "THE_CLUSTER'S_IMAGE", "CLUSTER_SECRET", None
         )
         return PodHost(c.client_description(plan), self._api)
+
+    def instance_views(self) -> Sequence[InstanceView]:
+        """Every instance's pod as it runs now, for the samplers (read again each time)."""
+        if self.cluster is None or self.api is None:
+            return []
+        pods = self.api.instance_pods(self.namespace, self.spec.cluster)
+        return instance_views(self.cluster, pods, self._primary_now(), self.options.context)
 
     # -- the record ----------------------------------------------------------------------
     def record(self) -> TargetRecord:
