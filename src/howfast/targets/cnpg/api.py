@@ -77,6 +77,10 @@ class CnpgApi:
             f"{SERVICE_LABEL}={service}", f"listing the endpoints of Service {service}",
         )  # fmt: skip
 
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """An instance's pod (delete-pod: the operator makes it again and fails over)."""
+        self.kube.delete("Pod", name, namespace)
+
     def cluster_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
         found = self.kube.call(
             f"listing the events of Cluster {name}",

@@ -15,13 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from howfast.errors import HowfastError
 from howfast.model import JSONValue
 from howfast.targets.cnpg import operator as op
 from howfast.targets.cnpg import timeline as tl
-from howfast.targets.cnpg.api import CnpgApi
 from howfast.targets.cnpg.discovery import ClusterLayout
 
 ACTIONS = ("delete-pod", "failover", "switchover", "restart")
@@ -29,6 +28,16 @@ WATCH_INTERVAL_S = 0.25
 WATCH_TIMEOUT_S = 300.0  # the operator's own switchoverDelay default is 3600 s: ours is less
 AFTER_S = 10.0  # the watch goes on this long for the -rw Service to move, once a primary serves
 PATCH_ATTEMPTS = 5  # a 409 (the Cluster changed since read): read again, patch again
+
+
+class OperatorApi(Protocol):
+    """What the events ask of the API (api.py's CnpgApi)."""
+
+    def read_cluster(self, namespace: str, name: str) -> dict[str, Any]: ...
+    def rw_slices(self, namespace: str, service: str) -> list[dict[str, Any]]: ...
+    def cluster_events(self, namespace: str, name: str) -> list[dict[str, Any]]: ...
+    def patch_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,7 @@ class OperatorEvents:
 
     def __init__(
         self,
-        api: CnpgApi,
+        api: OperatorApi,
         namespace: str,
         name: str,
         layout: Callable[[], ClusterLayout],
@@ -116,7 +125,7 @@ class OperatorEvents:
 
     def _ask(self, action: str, promote: str | None, layout: ClusterLayout) -> None:
         if action == "delete-pod":
-            self.api.kube.delete("Pod", layout.current_primary, self.namespace)
+            self.api.delete_pod(self.namespace, layout.current_primary)
             return
         for attempt in range(PATCH_ATTEMPTS):
             cluster = self.api.read_cluster(self.namespace, self.name)
