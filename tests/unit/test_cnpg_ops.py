@@ -98,7 +98,8 @@ def test_a_switchover_asks_the_operator_then_watches_until_the_new_primary_serve
     assert isinstance(timeline, dict)
     assert timeline["new_primary"] == "pg-2" and timeline["rw_empty_s"] is not None
     assert timeline["target_chosen_s"] is not None and timeline["rw_moved_s"] is not None
-    assert timeline["promoted_s"] <= timeline["rw_moved_s"]  # type: ignore[operator]
+    promoted, moved = timeline["promoted_s"], timeline["rw_moved_s"]
+    assert isinstance(promoted, float) and isinstance(moved, float) and promoted <= moved
     assert verdict("switchover", facts) is None
 
 
