@@ -19,6 +19,7 @@ from typing import Any
 
 from howfast.errors import UsageError
 from howfast.hosts.pod import PodDescription
+from howfast.model import JSONValue
 from howfast.targets.cnpg.discovery import ClusterLayout
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
@@ -211,6 +212,23 @@ def client_description(plan: ClientPlan) -> PodDescription:
 def rw_address(layout: ClusterLayout) -> str:
     """The -rw Service's name in the cluster's DNS: the load follows the primary through it."""
     return f"{layout.rw_service}.{layout.namespace}.svc"
+
+
+def client_record(node: ClientNode | None, layout: ClusterLayout | None) -> dict[str, JSONValue]:
+    """The target record's `client`: where the client ran and how it reached the primary
+    ({} before start)."""
+    if node is None or layout is None:
+        return {}
+    primary = layout.instance(layout.current_primary)
+    return {
+        "placement": "pod",
+        "node": node.node,
+        "server_node": None if primary is None else primary.node,
+        "same_node": primary is not None and primary.node == node.node,
+        "address": f"{rw_address(layout)}:5432",
+        "network": "the pod network, through the -rw Service",
+        "why": node.why,
+    }
 
 
 def schedulable(nodes: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -132,25 +132,34 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         claims = api.instance_claims(self.namespace, self.spec.cluster)
         return obj, disc.layout(obj, pods, claims)
 
+    def _ready_cluster(
+        self, api: CnpgApi, owner: Mapping[str, str]
+    ) -> tuple[dict[str, Any], disc.ClusterLayout]:
+        """The Cluster, refused unless it has a Ready primary that is not changing (a
+        cluster howfast makes, made.py, is created and waited for here)."""
+        del owner  # the user's Cluster is not howfast's: nothing of it is owned
+        obj, layout = self._read(api)
+        problem = disc.not_ready(layout)
+        if problem is not None:
+            raise HowfastError(problem)
+        return obj, layout
+
     def start(self) -> Connection:
         from howfast.store import liveness
 
         cluster = self._cluster()
         self.api = api = CnpgApi(cluster)
-        obj, layout = self._read(api)
-        problem = disc.not_ready(layout)
-        if problem is not None:
-            raise HowfastError(problem)
+        writer = json.dumps(liveness.this_process().document())
+        self._started = True
+        owner = cluster.create(c.owner_secret(self.token, self.namespace, self.name, writer))
+        ref = {"name": c.owner_name(self.token), "uid": str(owner["metadata"]["uid"])}
+        obj, layout = self._ready_cluster(api, ref)
         self.layout = layout
         choice = choose_secret(obj, self.spec.credentials)
         login = published(api.read_secret(self.namespace, choice.name))
         admin = Connection("127.0.0.1", 0, login.user, login.dbname or "postgres", login.password)
         self.forwards = InstanceForwards(cluster, self.namespace, admin)
         self.own = d.own_database(self.token, login.user, application_databases(obj))
-        writer = json.dumps(liveness.this_process().document())
-        self._started = True
-        owner = cluster.create(c.owner_secret(self.token, self.namespace, self.name, writer))
-        ref = {"name": c.owner_name(self.token), "uid": str(owner["metadata"]["uid"])}
         resource = d.database_resource(self.own, layout.name, self.namespace, ref)
         primary = self.forwards.connection(layout.current_primary)
         own = self.own
@@ -231,21 +240,8 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         description = facts.pod_description(
             self.client_pod, None, planned=c.client_description(self.client_plan)
         )
-        return ClientPlacement(PodHost(description, self._api), connection, self.client_record())
-
-    def client_record(self) -> dict[str, JSONValue]:
-        if self.client_node is None or self.layout is None:
-            return {}
-        primary = self.layout.instance(self.layout.current_primary)
-        return {
-            "placement": "pod",
-            "node": self.client_node.node,
-            "server_node": None if primary is None else primary.node,
-            "same_node": primary is not None and primary.node == self.client_node.node,
-            "address": f"{c.rw_address(self.layout)}:{PORT}",
-            "network": "the pod network, through the -rw Service",
-            "why": self.client_node.why,
-        }
+        record = c.client_record(self.client_node, self.layout)
+        return ClientPlacement(PodHost(description, self._api), connection, record)
 
     def host(self) -> Host:
         """The client pod: the server's pods are the user's, and nothing of howfast runs in
@@ -282,7 +278,7 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         return TargetRecord(
             name=self.name, kind=self.kind, pg_version=version, settings=settings,
             device=device, location=f"{self.spec.text} (namespace {self.namespace})",
-            client=self.client_record(),
+            client=c.client_record(self.client_node, self.layout),
         )  # fmt: skip
 
     # -- events through the operator -----------------------------------------------------
