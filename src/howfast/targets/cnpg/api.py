@@ -98,6 +98,24 @@ class CnpgApi:
             GROUP, VERSION, namespace, "clusters", name, patch, _content_type=MERGE_PATCH,
         )  # fmt: skip
 
+    def create_cluster(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """A Cluster howfast makes (k8s://CLASS?operator=cnpg), never the user's."""
+        meta = manifest["metadata"]
+        created = self.kube.call(
+            f"creating Cluster {meta['name']} in namespace {meta['namespace']}",
+            self.custom.create_namespaced_custom_object,
+            GROUP, VERSION, meta["namespace"], "clusters", manifest,
+        )  # fmt: skip
+        return dict(created)
+
+    def delete_cluster(self, namespace: str, name: str) -> None:
+        """Only a Cluster howfast made (its caller checks the name is the run's)."""
+        try:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "clusters", name)
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if not self._not_found(exc):
+                raise self.kube._error(exc, f"deleting Cluster {name}") from None
+
     def create_database(self, manifest: dict[str, Any]) -> dict[str, Any]:
         meta = manifest["metadata"]
         created = self.kube.call(
