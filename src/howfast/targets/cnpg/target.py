@@ -244,8 +244,14 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         return ClientPlacement(PodHost(description, self._api), connection, record)
 
     def host(self) -> Host:
-        """The client pod: the server's pods are the user's, and nothing of howfast runs in
-        them (their facts are in the record, from the API)."""
+        """The server's machine: once started, the primary's pod (its /proc, its container's
+        cgroup and memory, read by exec; no tool runs there: the client-side ones run in the
+        client pod, and fio and pg_test_fsync have no directory here). Before, the client
+        pod as planned."""
+        if self.api is not None:
+            primary = next((v for v in self.instance_views() if v.primary), None)
+            if primary is not None:
+                return primary.host
         plan = self.client_plan or c.ClientPlan(
             self.token, self.namespace, "THE_CLUSTER'S_IMAGE", "CLUSTER_SECRET", None
         )
