@@ -193,3 +193,26 @@ def test_cleanup_leaves_the_user_s_cluster_and_removes_only_howfast_s(
     assert user_objects(kube, user_cluster) == before
     assert app_databases(kube, user_cluster) == databases
     wait_healthy(kube, user_cluster)
+
+
+def test_a_cluster_made_through_the_operator_is_run_on_then_gone(
+    tmp_path: Path,
+    howfast_env: dict[str, str],
+    kube: Kube,
+    k8s_lab: ClusterFacts,
+    operator_ready: None,
+) -> None:
+    """k8s://CLASS?operator=cnpg&instances=2&sync=on: the operator makes the Cluster,
+    the plan runs on it, and nothing of it is left (its pods, claims and volumes)."""
+    text = f"k8s://{k8s_lab.default_storage_class}?operator=cnpg&instances=2&sync=on"
+    out = run_howfast(howfast_env, "run", write_plan(tmp_path, PLAN), "--target", text,
+                      "--image", k8s_lab.pg_image, "--volume-size", "1Gi", "--json",
+                      timeout=900)  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "completed", out.stderr
+    (target,) = doc["targets"]
+    design = target["device"]["cnpg"]
+    assert design["made_by_howfast"] is True and design["instances"] == 2
+    assert design["replication"]["method"] == "any"
+    assert kube.get("cluster", "-A", "-l", "app.kubernetes.io/managed-by=howfast")["items"] == []
+    assert_clean(kube)
