@@ -52,7 +52,7 @@ def test_the_cluster_is_labelled_owned_and_synchronous_as_asked() -> None:
     made = mk.parse_made(TEXT)
     cluster = mk.cluster_manifest(
         made, "1a2b3c4d", "bench", {"name": "howfast-1a2b3c4d", "uid": "u"},
-        {"shared_buffers": "64MB"}, (None, "Never", "5Gi"),
+        {"shared_buffers": "64MB"}, mk.Pods("5Gi", None, "Never"),
     )  # fmt: skip
     assert cluster["apiVersion"] == "postgresql.cnpg.io/v1" and cluster["kind"] == "Cluster"
     assert cluster["metadata"]["name"] == "howfast-1a2b3c4d"
@@ -69,9 +69,11 @@ def test_the_cluster_is_labelled_owned_and_synchronous_as_asked() -> None:
     }
     off = mk.cluster_manifest(
         mk.parse_made("k8s://fast?operator=cnpg&sync=off"), "1a2b3c4d", "bench", None, {},
-        ("img:17", None, "1Gi"),
+        mk.Pods("1Gi", "img:17"),
     )  # fmt: skip
     assert "synchronous" not in off["spec"]["postgresql"] and off["spec"]["imageName"] == "img:17"
+    assert off["spec"]["postgresUID"] == off["spec"]["postgresGID"] == 999
+    assert "postgresUID" not in spec  # the operator's image: its own user
 
 
 def options(**kw: object) -> TargetOptions:

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 from howfast.design import unknown_key
 from howfast.errors import UsageError
 from howfast.targets.cnpg.discovery import API_VERSION
+from howfast.targets.k8s.manifests import PG_UID
 from howfast.targets.k8s.names import labels
 
 SCHEME = "k8s://"
@@ -89,20 +90,29 @@ def cluster_name(token: str) -> str:
     return f"howfast-{token}"
 
 
+@dataclass(frozen=True)
+class Pods:
+    """What the Cluster's pods run: `image` None is the operator's default image (its
+    postgres user, uid 26); an image of the user's (--image) is taken to be the official
+    image's layout, as k8s:// pods are (postgres uid 999: PG_UID)."""
+
+    size: str  # each volume's
+    image: str | None = None
+    pull_policy: str | None = None
+
+
 def cluster_manifest(
     made: MadeSpec,
     token: str,
     namespace: str,
     owner: Mapping[str, str] | None,
     settings: Mapping[str, str],
-    image: tuple[str | None, str | None, str],
+    pods: Pods,
 ) -> dict[str, Any]:
-    """The Cluster howfast makes (api/v1/cluster_types.go): `image` is (imageName or None
-    for the operator's default, imagePullPolicy or None, the volumes' size). Superuser
-    access on: howfast's database is made by SQL. Labelled, and owned by the run's Secret:
-    deleting it deletes the Cluster, whose pods and claims the operator's owner references
-    take with it."""
-    image_name, pull_policy, size = image
+    """The Cluster howfast makes (api/v1/cluster_types.go). Superuser access on: howfast's
+    database is made by SQL. Labelled, and owned by the run's Secret: deleting it deletes
+    the Cluster, whose pods and claims the operator's owner references take with it."""
+    image_name, pull_policy, size = pods.image, pods.pull_policy, pods.size
     parameters = dict(settings)
     postgresql: dict[str, Any] = {"parameters": parameters}
     if made.sync != "off":
@@ -118,6 +128,7 @@ def cluster_manifest(
         spec["walStorage"] = {"storageClass": made.wal_class, "size": size}
     if image_name:
         spec["imageName"] = image_name
+        spec["postgresUID"] = spec["postgresGID"] = PG_UID
     if pull_policy:
         spec["imagePullPolicy"] = pull_policy
     meta: dict[str, Any] = {

@@ -44,7 +44,7 @@ class CnpgMadeTarget(CnpgTarget):
         image = None if options.image == DEFAULT_IMAGE else options.image
         return mk.cluster_manifest(
             self.made_spec, self.token, self.namespace, owner, self.settings,
-            (image, options.pull_policy, options.volume_size),
+            mk.Pods(options.volume_size, image, options.pull_policy),
         )  # fmt: skip
 
     def planned(self) -> PlannedTarget:
