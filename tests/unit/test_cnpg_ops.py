@@ -114,3 +114,10 @@ def test_a_conflict_that_does_not_end_is_the_event_s_error() -> None:
     api = ScriptedApi(SWITCHOVER, conflicts=99)
     with pytest.raises(HowfastError, match="409"):
         events(api).run("failover", "pg-2", clock())
+
+
+def test_a_standby_that_is_not_there_is_refused_before_anything_is_asked() -> None:
+    api = ScriptedApi(SWITCHOVER)
+    with pytest.raises(HowfastError, match="pg-9 is not an instance of Cluster pg"):
+        events(api).run("failover", "pg-9", clock())
+    assert api.patches == [] and api.deleted == []

@@ -33,7 +33,7 @@ def drop_left(cluster: Cluster, namespace: str, token: str, target: str | None) 
             return []
         primary = str((obj.get("status") or {}).get("currentPrimary") or "")
         login = published(api.read_secret(ns, choose_secret(obj, spec.credentials).name))
-        admin = Connection("127.0.0.1", 0, login.user, login.dbname or "postgres", login.password)
+        admin = Connection("127.0.0.1", 0, login.user, d.ADMIN_DATABASE, login.password)
         forwards = InstanceForwards(cluster, ns, admin)
         try:
             dbwork.drop(forwards.connection(primary), d.OwnDatabase(token, login.user), "sql",

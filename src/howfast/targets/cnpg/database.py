@@ -19,6 +19,9 @@ from howfast.targets.cnpg.discovery import API_VERSION
 from howfast.targets.k8s.names import labels
 
 PREFIX = "howfast_"
+# where howfast's own SQL connects to make, find and drop its database: never the
+# application's (PUBLIC may connect to it by default, and it exists on every cluster)
+ADMIN_DATABASE = "postgres"
 MARK = "howfast: run "
 _TOKEN = re.compile(r"^[0-9a-f]{8}$")
 

@@ -87,6 +87,9 @@ class OperatorEvents:
 
     def run(self, action: str, arg: str | None, now: Callable[[], float]) -> dict[str, JSONValue]:
         before = self.layout()
+        refused = self.refusal(action, arg, before)  # the cluster as it is now
+        if refused is not None:
+            raise HowfastError(refused)
         old = before.current_primary
         old_serving = self.serving(old)
         promote = self._promotion(action, arg, before)

@@ -157,7 +157,7 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         self.layout = layout
         choice = choose_secret(obj, self.spec.credentials)
         login = published(api.read_secret(self.namespace, choice.name))
-        admin = Connection("127.0.0.1", 0, login.user, login.dbname or "postgres", login.password)
+        admin = Connection("127.0.0.1", 0, login.user, d.ADMIN_DATABASE, login.password)
         self.forwards = InstanceForwards(cluster, self.namespace, admin)
         self.own = d.own_database(self.token, login.user, application_databases(obj))
         resource = d.database_resource(self.own, layout.name, self.namespace, ref)
