@@ -29,7 +29,7 @@ _RUN_REFUSED = {
 class CnpgKind(TargetKind):
     name = "cnpg"
     order = 15  # before k8s:// (either scheme is distinct; order only sorts messages)
-    usage = "a cnpg://[NAMESPACE/]CLUSTER (a CloudNativePG cluster)"
+    usage = "a cnpg://[NAMESPACE/]CLUSTER"
     local_install = "none"
     design_keys = frozenset({"client_node"})
 
