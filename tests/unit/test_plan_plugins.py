@@ -376,7 +376,11 @@ class FakeTarget(SimpleNamespace):
 
 def test_samplers_watch_the_sampled_workloads_in_their_order() -> None:
     # instances: only on a target whose servers an operator runs (samplers/instances.py)
-    names = ["cpu", "diskstats", "serverio", "instances", "pgstats", "checkpoints", "cgroupmem"]
+    # instance-metrics too (samplers/instance_metrics.py)
+    names = [
+        "cpu", "diskstats", "serverio", "instances", "pgstats", "checkpoints",
+        "instance-metrics", "cgroupmem",
+    ]  # fmt: skip
     for workload in ("fio", "seqread"):
         assert [s.name for s in samplers_for(workload)] == names
     # Wait events are sampled during pgbench steps only.

@@ -394,6 +394,10 @@ class HasInstances(Protocol):
     def instance_views(self) -> Sequence[InstanceView]:
         """After start; read again each time (pods come and go)."""
 
+    def metrics_text(self, instance: str) -> str | None:
+        """The instance's own metrics endpoint's text (Prometheus exposition format); None
+        when its pod has none."""
+
 
 def describe_capabilities(target: object) -> list[str]:
     """The capabilities a target has, by name (for messages and tests)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from howfast.errors import HowfastError, UsageError
-from howfast.targets.cnpg.discovery import CLUSTER_LABEL, GROUP, VERSION
+from howfast.targets.cnpg.discovery import CLUSTER_LABEL, GROUP, VERSION, ClusterLayout, layout
 from howfast.targets.k8s.cluster import Cluster
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -46,6 +46,13 @@ class CnpgApi:
         except Exception as exc:
             raise HowfastError(f"reading Cluster {namespace}/{name}: {exc}") from None
         return dict(found)
+
+    def layout(self, namespace: str, name: str) -> tuple[dict[str, Any], ClusterLayout]:
+        """The Cluster, and what it is made of (discovery.py) from it, its pods and claims."""
+        obj = self.read_cluster(namespace, name)
+        pods = self.instance_pods(namespace, name)
+        claims = self.instance_claims(namespace, name)
+        return obj, layout(obj, pods, claims)
 
     def _labelled(self, fn: Any, namespace: str, selector: str, doing: str) -> list[dict[str, Any]]:
         found = self.kube.call(doing, fn, namespace, label_selector=selector)

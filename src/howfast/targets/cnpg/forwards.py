@@ -89,6 +89,19 @@ class InstanceForwards:
             return {}
         return {str(r[0]): (None if r[1] is None else int(str(r[1]))) for r in rows}
 
+    def metrics(self, instance: str, port: int) -> str:
+        """GET /metrics of the instance's exporter, through a forward made for it (3 s)."""
+        import urllib.request
+
+        forward = PortForward(self.cluster, self.namespace, instance, PortForward.reserve(), port)
+        forward.start()
+        try:
+            url = f"http://127.0.0.1:{forward.port}/metrics"  # loopback: the forward's end
+            with urllib.request.urlopen(url, timeout=3) as answer:
+                return str(answer.read().decode("utf-8", "replace"))
+        finally:
+            forward.close()
+
     def close(self) -> None:
         with self._lock:
             for forward in self._forwards.values():

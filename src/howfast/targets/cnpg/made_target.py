@@ -60,7 +60,7 @@ class CnpgMadeTarget(CnpgTarget):
         timeout = max(self.options.start_timeout_s, HEALTHY_TIMEOUT_S)
         deadline = time.monotonic() + timeout
         while True:
-            obj, layout = self._read(api)
+            obj, layout = api.layout(self.namespace, self.spec.cluster)
             ready = sum(1 for i in layout.instances if i.ready)
             if disc.not_ready(layout) is None and ready == self.made_spec.instances:
                 return obj, layout

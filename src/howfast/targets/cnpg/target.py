@@ -81,7 +81,7 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         """The Cluster exists and has a Ready primary that is not changing."""
         del will_init  # howfast's database is new: nothing of the user's is overwritten
         api = CnpgApi(self._cluster())
-        _, layout = self._read(api)
+        _, layout = api.layout(self.namespace, self.spec.cluster)
         problem = disc.not_ready(layout)
         if problem is not None:
             raise HowfastError(problem, "try again once `kubectl get cluster` says healthy")
@@ -126,19 +126,13 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
             self.cluster = Cluster(self.options.context)
         return self.cluster
 
-    def _read(self, api: CnpgApi) -> tuple[dict[str, Any], disc.ClusterLayout]:
-        obj = api.read_cluster(self.namespace, self.spec.cluster)
-        pods = api.instance_pods(self.namespace, self.spec.cluster)
-        claims = api.instance_claims(self.namespace, self.spec.cluster)
-        return obj, disc.layout(obj, pods, claims)
-
     def _ready_cluster(
         self, api: CnpgApi, owner: Mapping[str, str]
     ) -> tuple[dict[str, Any], disc.ClusterLayout]:
         """The Cluster, refused unless it has a Ready primary that is not changing (a
         cluster howfast makes, made.py, is created and waited for here)."""
         del owner  # the user's Cluster is not howfast's: nothing of it is owned
-        obj, layout = self._read(api)
+        obj, layout = api.layout(self.namespace, self.spec.cluster)
         problem = disc.not_ready(layout)
         if problem is not None:
             raise HowfastError(problem)
@@ -264,6 +258,16 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         pods = self.api.instance_pods(self.namespace, self.spec.cluster)
         return instance_views(self.cluster, pods, self._primary_now(), self.options.context)
 
+    def metrics_text(self, instance: str) -> str | None:
+        """The instance's exporter (port 9187), through a port-forward to its pod; None
+        when its pod declares no metrics port."""
+        if self.forwards is None or self.layout is None:
+            return None
+        known = self.layout.instance(instance)
+        if known is not None and known.metrics_port is None:
+            return None
+        return self.forwards.metrics(instance, disc.METRICS_PORT)
+
     # -- the record ----------------------------------------------------------------------
     def record(self) -> TargetRecord:
         device: dict[str, JSONValue] = {"kubernetes": {"namespace": self.namespace,
@@ -294,7 +298,7 @@ class CnpgTarget(Target, HasClient, HasCurrentPrimary, OperatorManaged, HasInsta
         forwards, api = self.forwards, self.api
 
         def layout() -> disc.ClusterLayout:
-            return self._read(api)[1]
+            return api.layout(self.namespace, self.spec.cluster)[1]
 
         def lags() -> Mapping[str, int | None]:
             return forwards.lags(self._primary_now())
