@@ -41,7 +41,6 @@ def test_a_cnpg_text_is_its_kind_s_and_takes_the_cluster_options() -> None:
     [
         ({"image": "x"}, {}, "--image \\(the client runs the cluster's own image\\)"),
         ({"volume_size": "1Gi"}, {}, "--volume-size: not for cnpg://lab/pg"),
-        ({}, {"settings": {"work_mem": "1MB"}}, "the Cluster's configuration is the operator's"),
         ({}, {"keep": True}, "--keep applies to directory targets"),
         ({}, {"checksums": True}, "--checksums"),
     ],
@@ -51,6 +50,13 @@ def test_what_has_no_meaning_on_an_operator_s_cluster_is_refused(
 ) -> None:
     with pytest.raises(UsageError, match=message):
         registry.make_targets(["cnpg://lab/pg"], options(values, **kw))
+
+
+def test_a_plan_s_settings_are_not_refused_and_not_applied() -> None:
+    from howfast.targets.capabilities import AppliesStepSettings, Restartable
+
+    (made,) = registry.make_targets(["cnpg://lab/pg"], options(settings={"work_mem": "1MB"}))
+    assert not isinstance(made, AppliesStepSettings) and not isinstance(made, Restartable)
 
 
 def test_standbys_of_howfast_s_own_are_refused_and_the_client_node_taken() -> None:

@@ -43,11 +43,8 @@ class CnpgKind(TargetKind):
         from howfast.targets.cnpg.target import CnpgTarget
 
         _refuse_local(options)
-        if options.settings:
-            raise UsageError(
-                f"{text}: --set/[settings]: the Cluster's configuration is the operator's "
-                "(spec.postgresql.parameters); howfast does not change it"
-            )
+        # --set and a plan's [settings] are not applied, as on any existing server: the
+        # Cluster's configuration is the operator's (the run says the target kept its own)
         if options.checksums:
             raise UsageError(f"{text}: --checksums: the cluster exists, initdb ran long ago")
         kube = _kube(options)
