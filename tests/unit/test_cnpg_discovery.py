@@ -91,3 +91,15 @@ def test_the_deprecated_role_label_alone_still_names_the_role() -> None:
 def test_an_object_that_is_not_a_cluster_is_refused() -> None:
     with pytest.raises(UsageError, match="not a CloudNativePG Cluster"):
         disc.layout({"apiVersion": "v1", "kind": "Pod"}, [], [])
+
+
+def test_a_probe_takes_the_class_of_the_volumes_asked_never_a_guess() -> None:
+    from howfast.targets.cnpg.probe import probe_class
+
+    assert probe_class(pg(), "data") == "fast"
+    assert probe_class(pg(), "wal") == "wal-class"
+    small = disc.layout(load("cluster-async.json"), [], [])
+    with pytest.raises(UsageError, match="has no WAL volume"):
+        probe_class(small, "wal")
+    with pytest.raises(UsageError, match="name no StorageClass"):
+        probe_class(small, "data")
