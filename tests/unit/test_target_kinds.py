@@ -287,6 +287,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
         "k8s fleet member": describe_capabilities(
             K8sFleetMember(spec, kube, name="m", scenario="s", klass="c", index=1, settings={})  # type: ignore[arg-type]
         ),
+        "cnpg": describe_capabilities(registry.make_targets(["cnpg://lab/pg"], options())[0]),
     }
     events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     # issue 29: failover (refused before start without --replicas 1, and for fleets)
@@ -328,6 +329,8 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             "HasClient",
         ],
         "k8s volume": ["HasStorage", "HasPods"],
+        # issue 37: the operator's events, every instance sampled; no storage of its own
+        "cnpg": ["HasCurrentPrimary", "HasClient", "OperatorManaged", "HasInstances"],
         "k8s fleet member": [  # a fleet takes no events
             "HasStorage",
             "HasServerLog",
