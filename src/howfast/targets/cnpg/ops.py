@@ -92,6 +92,8 @@ class OperatorEvents:
             raise HowfastError(refused)
         old = before.current_primary
         old_serving = self.serving(old)
+        if old_serving is None and action == "restart":  # a restart is told by a new start
+            raise HowfastError(f"the primary {old} does not answer: nothing to restart")
         promote = self._promotion(action, arg, before)
         applied_wall = time.time()
         self._ask(action, promote, before)
