@@ -121,3 +121,27 @@ def test_a_standby_that_is_not_there_is_refused_before_anything_is_asked() -> No
     with pytest.raises(HowfastError, match="pg-9 is not an instance of Cluster pg"):
         events(api).run("failover", "pg-9", clock())
     assert api.patches == [] and api.deleted == []
+
+
+RESTART = [
+    ("pg-1", "pg-1", "Primary instance is being restarted in-place", ("pg-1",)),
+    ("pg-1", "pg-1", "Primary instance is being restarted in-place", ()),
+    ("pg-1", "pg-1", HEALTHY, ("pg-1",)),
+]
+
+
+def test_a_restart_asks_an_in_place_restart_and_waits_for_a_new_start() -> None:
+    api = ScriptedApi(RESTART)
+    layout = disc.layout(load("cluster-pg.json"), items("pods-pg.json"), items("pvcs-pg.json"))
+
+    def serving(name: str) -> Serving | None:
+        if api.step in (0, 1):
+            return None  # restarting
+        return Serving(name, False, "later" if api.step >= 2 else "first", 1)
+
+    ops = OperatorEvents(api, "lab", "pg", lambda: layout, serving, lambda: {})
+    facts = ops.run("restart", None, clock())
+    (patch,) = api.patches
+    assert patch["status"]["phase"] == "Primary instance is being restarted in-place"
+    assert facts["new_primary"] == "pg-1" and facts["restarted"] is True
+    assert verdict("restart", facts) is None
