@@ -176,7 +176,7 @@ def test_the_target_kinds_declare_their_options_and_the_service_hands_them_over(
     assert list(directory.iterdir()) == []
     elsewhere = environment(tmp_path / "r.db")
     assert main(["run", "quick", "--target", str(directory), "--namespace", "b"], elsewhere) == 2
-    assert "--namespace: for k8s:// targets only" in err(elsewhere)
+    assert "--namespace: for k8s:// and cnpg:// targets only" in err(elsewhere)
 
 
 def test_probe_refuses_a_server_uri_it_used_to_take_for_a_directory(tmp_path: Path) -> None:

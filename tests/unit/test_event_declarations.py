@@ -37,17 +37,19 @@ def test_the_help_lists_every_action_in_its_declared_order() -> None:
     assert event_help() == (
         "During every pgbench step, at AT into its load: checkpoint, restart, crash, "
         "exec=ARGV, slow-storage=LATENCY[,for=D], cap-iops=N[,for=D], failover[=STANDBY], "
-        "partition[=STANDBY][,for=D], delete-pod, move[=NODE], drain=NODE[,for=D] "
-        "(repeatable; docs/events.md)."
+        "partition[=STANDBY][,for=D], switchover[=STANDBY], delete-pod, move[=NODE], "
+        "drain=NODE[,for=D] (repeatable; docs/events.md)."
     )
 
 
 def test_the_failover_rule_comes_from_what_the_actions_declare() -> None:
     on_old = {n for n, a in actions().items() if a.on_old_primary}
     # partition: after a failover no standby is left to cut off (issue 38)
-    assert on_old == {"restart", "crash", "cap-iops", "slow-storage", "failover", "partition"}
+    assert on_old == {
+        "restart", "crash", "cap-iops", "slow-storage", "failover", "partition", "switchover",
+    }  # fmt: skip
     replaces = {n for n, a in actions().items() if a.replaces_primary}
-    assert replaces == {"failover"}
+    assert replaces == {"failover", "switchover"}
     after = [parse_event(t) for t in ("5s:failover", "6s:checkpoint", "7s:restart", "8s:exec=true")]
     assert checks.after_failover(after) == [
         "event 7s:restart: after a failover the old primary is gone and no standby is left: "

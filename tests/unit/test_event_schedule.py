@@ -137,7 +137,7 @@ def test_every_action_of_the_grammar_is_applied_by_its_module():
     assert all(a.syntax is action_syntaxes()[name] for name, a in actions().items())
     assert set(actions()) == {
         "checkpoint", "restart", "crash", "exec", "cap-iops", "slow-storage", "failover",
-        "partition", "delete-pod", "move", "drain",
+        "partition", "switchover", "delete-pod", "move", "drain",
     }  # fmt: skip
 
 

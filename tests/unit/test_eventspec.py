@@ -162,13 +162,13 @@ def test_the_grammar_lists_every_action():
     # The grammar is the registered actions' (each declared by its module in events/).
     actions = action_syntaxes()
     assert set(actions) == {
-        "checkpoint", "restart", "crash", "failover", "delete-pod", "move", "drain",
-        "slow-storage", "cap-iops", "exec", "partition",
+        "checkpoint", "restart", "crash", "failover", "switchover", "delete-pod", "move",
+        "drain", "slow-storage", "cap-iops", "exec", "partition",
     }  # fmt: skip
     for syntax in actions.values():
         assert syntax.usage in grammar()
     assert {a for a, s in actions.items() if s.disturbs_service} == {
-        "restart", "crash", "failover", "delete-pod", "move", "drain",
+        "restart", "crash", "failover", "switchover", "delete-pod", "move", "drain",
     }  # fmt: skip
 
 

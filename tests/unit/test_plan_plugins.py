@@ -375,19 +375,24 @@ class FakeTarget(SimpleNamespace):
 
 
 def test_samplers_watch_the_sampled_workloads_in_their_order() -> None:
-    names = ["cpu", "diskstats", "serverio", "pgstats", "checkpoints", "cgroupmem"]
+    # instances: only on a target whose servers an operator runs (samplers/instances.py)
+    # instance-metrics too (samplers/instance_metrics.py)
+    names = [
+        "cpu", "diskstats", "serverio", "instances", "pgstats", "checkpoints",
+        "instance-metrics", "cgroupmem",
+    ]  # fmt: skip
     for workload in ("fio", "seqread"):
         assert [s.name for s in samplers_for(workload)] == names
     # Wait events are sampled during pgbench steps only.
     assert (
         [s.name for s in samplers_for("pgbench")]
         == [
-            *names[:3],
+            *names[:4],
             "standby-io",  # only on a primary with standbys (samplers/standbys.py)
-            names[3],
+            names[4],
             "waits",
             "replication",  # only on a primary with standbys (samplers/replication.py)
-            *names[4:],
+            *names[5:],
         ]
     )
     for workload in ("pgbench-init", "pg_test_fsync", "sysbench"):
@@ -434,7 +439,9 @@ def test_a_target_text_is_recognised_by_its_kind(text: str, kind: str) -> None:
 
 def test_an_unknown_target_is_refused_with_what_to_give() -> None:
     with pytest.raises(
-        UsageError, match="give a directory or a k8s://STORAGECLASS or a postgresql:// URI"
+        UsageError,
+        match=r"give a directory or a k8s://STORAGECLASS or a cnpg://\[NAMESPACE/\]CLUSTER or a "
+        "postgresql:// URI",
     ):
         kind_for("s3://bucket")
     options = TargetOptions(install=None)  # type: ignore[arg-type]

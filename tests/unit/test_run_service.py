@@ -125,7 +125,7 @@ def test_the_probe_eta_is_its_tools_declared_durations(service, dirs) -> None:
                 ("/tmp",),
                 target_options=TargetRunOptions(kind_values={"namespace": "bench"}),
             ),
-            "--namespace: for k8s:// targets only",
+            "--namespace: for k8s:// and cnpg:// targets only",
         ),
         (RunRequest("fleet", ("/tmp",), target_options=TargetRunOptions(keep=True)), "--keep"),
         (  # refused by the directory kind (targets/kinds/directory.py), not the service

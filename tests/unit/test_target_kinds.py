@@ -67,7 +67,8 @@ def test_each_kind_declares_its_options_for_the_commands_that_have_them() -> Non
 
 
 def test_options_given_without_a_target_of_their_kind_are_refused() -> None:
-    with pytest.raises(UsageError, match=r"^--namespace, --node: for k8s:// targets only$"):
+    only = r"^--namespace, --node: for k8s:// and cnpg:// targets only$"
+    with pytest.raises(UsageError, match=only):
         parse({"node": "n1", "namespace": "bench"}, "/mnt/a")
     assert parse({}, "/mnt/a") == {"local": DirectoryOptions()}  # a cluster on the directory
 
@@ -286,6 +287,7 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
         "k8s fleet member": describe_capabilities(
             K8sFleetMember(spec, kube, name="m", scenario="s", klass="c", index=1, settings={})  # type: ignore[arg-type]
         ),
+        "cnpg": describe_capabilities(registry.make_targets(["cnpg://lab/pg"], options())[0]),
     }
     events = ["HasServerIdentity", "Crashable"]  # issue 29: restart and crash events
     # issue 29: failover (refused before start without --replicas 1, and for fleets)
@@ -328,6 +330,8 @@ def test_each_target_has_the_capabilities_it_declares() -> None:
             "HasClient",
         ],
         "k8s volume": ["HasStorage", "HasPods"],
+        # issue 37: the operator's events, every instance sampled; no storage of its own
+        "cnpg": ["HasCurrentPrimary", "HasClient", "OperatorManaged", "HasInstances"],
         "k8s fleet member": [  # a fleet takes no events
             "HasStorage",
             "HasServerLog",
@@ -458,7 +462,7 @@ def test_adding_a_target_kind_is_one_module(
         monkeypatch.undo()
         registry.kinds.cache_clear()
         sys.modules.pop("howfast.targets.kinds.memdir", None)
-    assert [k.name for k in registry.kinds()] == ["dsn", "k8s", "local"]
+    assert [k.name for k in registry.kinds()] == ["dsn", "cnpg", "k8s", "local"]
 
 
 def test_the_runner_and_the_dry_run_ask_targets_no_attribute_by_name() -> None:

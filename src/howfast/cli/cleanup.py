@@ -226,10 +226,13 @@ def _k8s_part(
 
 
 def _remove_k8s(env: CliEnv, k8s: K8sPart, as_json: bool) -> None:
+    from howfast.targets.cnpg.cleanup import drop_left
     from howfast.targets.k8s.cleanup import remove
 
     assert k8s.cluster is not None
     for run in k8s.removable:
+        # a cnpg:// run's database first, while its owner Secret still names the target
+        k8s.warnings += drop_left(k8s.cluster, run.namespace, run.token, run.target)
         k8s.warnings += remove(k8s.cluster, run)
         k8s.removed.append(run)
         if not as_json:

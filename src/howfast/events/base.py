@@ -53,6 +53,7 @@ KIND_WORDS = {
     "dsn": "an existing server (a postgresql:// URI)",
     "path": "a directory probed with fio only",
     "k8s": "a k8s:// target",
+    "cnpg": "a cnpg:// target",
 }
 
 

@@ -6,7 +6,8 @@ postmaster gone."""
 from __future__ import annotations
 
 from howfast.errors import HowfastError
-from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.base import Applied, EventContext, Verified
+from howfast.events.operator import OperatorAware
 from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.model import JSONValue
 from howfast.store.liveness import pid_exists
@@ -25,7 +26,7 @@ def standby_of(target: Target, spec: EventSpec) -> str | None:
     return names[0] if names else None
 
 
-class Failover(EventAction):
+class Failover(OperatorAware):
     syntax = ActionSyntax("failover", "standby", disturbs_service=True, order=70)
     summary = "the primary dies and a standby is promoted"
     docs = "docs/events.md#the-actions"
@@ -34,7 +35,7 @@ class Failover(EventAction):
     needs = "standbys howfast started on this machine (a directory or an emulated volume)"
     requires = (Promotable, HasCurrentPrimary)
 
-    def refusal(self, target: Target, spec: EventSpec) -> str | None:
+    def own_refusal(self, target: Target, spec: EventSpec) -> str | None:
         assert isinstance(target, Promotable)
         names = target.promotable_standbys()
         if not names:
@@ -48,7 +49,7 @@ class Failover(EventAction):
             return f"there is no {spec.arg} to promote (the standbys: {', '.join(names)})"
         return target.failover_refusal()
 
-    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+    def own_apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
         target = ctx.target
         assert isinstance(target, Promotable) and isinstance(target, HasCurrentPrimary)
         standby = standby_of(target, spec)
@@ -63,7 +64,7 @@ class Failover(EventAction):
         back = ctx.now()
         return Applied(applied, back, facts=facts, before={"timeline": before[1]})
 
-    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
+    def own_verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
         target = ctx.target
         assert isinstance(target, HasCurrentPrimary)
         in_recovery, timeline = failover.primary_state(target.connection_now())

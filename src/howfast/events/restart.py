@@ -4,13 +4,14 @@ postmaster, wait, start). Verified by a new postmaster and the log's clean-shutd
 from __future__ import annotations
 
 from howfast.events import identity
-from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.base import Applied, EventContext, Verified
+from howfast.events.operator import OperatorAware
 from howfast.events.serverlog import SHUT_DOWN, LogPoint
 from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.targets.capabilities import HasServerIdentity, Restartable
 
 
-class Restart(EventAction):
+class Restart(OperatorAware):
     syntax = ActionSyntax("restart", disturbs_service=True, order=20)
     summary = "fast shutdown of the server, then start"
     docs = "docs/events.md#the-actions"
@@ -19,7 +20,7 @@ class Restart(EventAction):
     requires = (Restartable, HasServerIdentity)
     acts_on_promoted = False  # refused on a promoted standby (targets/local/takeover.py)
 
-    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+    def own_apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
         target = ctx.target
         assert isinstance(target, Restartable) and isinstance(target, HasServerIdentity)
         before = target.server_identity()
@@ -30,7 +31,7 @@ class Restart(EventAction):
         facts = {**identity.facts(before), **done}
         return Applied(applied, back, facts=facts, before={"id": before, "log": log})
 
-    def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
+    def own_verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified:
         return identity.verify_new_server(ctx, applied, SHUT_DOWN, "a clean shut-down")
 
 

@@ -20,7 +20,7 @@ others wait for their issues.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -376,6 +376,46 @@ class HasClient(Protocol):
         """After start."""
 
 
+@runtime_checkable
+class OperatorManaged(Protocol):
+    """(issue 37) A server an operator runs (`cnpg://`): delete-pod, failover, switchover and
+    restart are requests to the operator, which decides the outage; the target watches what
+    it does (its timeline) and says whether a primary serves again."""
+
+    def operator_refusal(self, action: str, arg: str | None) -> str | None:
+        """Why the operator cannot be asked `action` now (None: it can)."""
+
+    def operator_event(
+        self, action: str, arg: str | None, now: Callable[[], float]
+    ) -> Mapping[str, JSONValue]:
+        """Ask, then watch until a primary serves again (or a time-out): the facts, with
+        `back_s` (on `now`'s clock, None if it never came back), `timeline` and `serves`."""
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    """(issue 37) One server of a design an operator runs, as a sampler reads it: its host
+    (its pod, by exec: /proc, its container's cgroup) and where its data and WAL are."""
+
+    name: str
+    primary: bool
+    host: Host
+    paths: Mapping[str, Path]  # "data", "wal" -> a directory in its server container
+
+
+@runtime_checkable
+class HasInstances(Protocol):
+    """(issue 37) A target whose servers are pods someone else made (`cnpg://`): every
+    instance, as it runs now (a pod the operator made again is a new view)."""
+
+    def instance_views(self) -> Sequence[InstanceView]:
+        """After start; read again each time (pods come and go)."""
+
+    def metrics_text(self, instance: str) -> str | None:
+        """The instance's own metrics endpoint's text (Prometheus exposition format); None
+        when its pod has none."""
+
+
 def describe_capabilities(target: object) -> list[str]:
     """The capabilities a target has, by name (for messages and tests)."""
     return [c.__name__ for c in CAPABILITIES if isinstance(target, c)]
@@ -401,4 +441,6 @@ CAPABILITIES: tuple[type, ...] = (
     StorageSlowable,
     IoCappable,
     HasClient,
+    OperatorManaged,
+    HasInstances,
 )

@@ -9,7 +9,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from howfast.errors import HowfastError
@@ -108,16 +108,25 @@ class ClusterStreams(ClusterApi):
 
 class PortForward:
     """127.0.0.1:PORT here, forwarded to 127.0.0.1:PORT in the pod through the API server
-    (each connection its own port-forward stream). Only for howfast's own SQL."""
+    (each connection its own port-forward stream), or to `remote_port` there (a server
+    howfast did not start: a CloudNativePG instance's 5432). `pod` may be a function that
+    names the pod as each connection opens (an operator's current primary). Only for
+    howfast's own SQL."""
 
     def __init__(
-        self, cluster: ClusterStreams, namespace: str, pod: str, listener: socket.socket
+        self,
+        cluster: ClusterStreams,
+        namespace: str,
+        pod: str | Callable[[], str],
+        listener: socket.socket,
+        remote_port: int | None = None,
     ) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.pod = pod
         self.listener = listener
         self.port = int(listener.getsockname()[1])
+        self.remote_port = remote_port or self.port
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True, name="howfast-pf")
 
@@ -160,8 +169,9 @@ class PortForward:
 
     def _serve(self, client: socket.socket) -> None:
         try:
-            forward = self.cluster.port_forward(self.namespace, self.pod, self.port)
-            remote = forward.socket(self.port)
+            pod = self.pod() if callable(self.pod) else self.pod
+            forward = self.cluster.port_forward(self.namespace, pod, self.remote_port)
+            remote = forward.socket(self.remote_port)
             remote.setblocking(True)
         except Exception:
             client.close()

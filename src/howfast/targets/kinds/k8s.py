@@ -12,6 +12,8 @@ from dataclasses import replace
 from howfast.checks import Check
 from howfast.errors import UsageError
 from howfast.targets.base import Target
+from howfast.targets.cnpg.made import asks_operator
+from howfast.targets.cnpg.spec import SCHEME as CNPG_SCHEME
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.k8s.spec import (
     DEFAULT_FIO_IMAGE,
@@ -34,7 +36,7 @@ class K8sKind(TargetKind):
     name = "k8s"
     order = 20
     usage = "a k8s://STORAGECLASS"
-    option_scope = "k8s:// targets"
+    option_scope = "k8s:// and cnpg:// targets"
     options = (
         OptionSpec(
             "namespace",
@@ -90,7 +92,9 @@ class K8sKind(TargetKind):
     def parse_options(
         self, values: Mapping[str, str | None], ctx: OptionContext
     ) -> K8sOptions | None:
-        if not any(self.matches(text) for text in ctx.targets):
+        # cnpg:// targets (issue 37) take the same cluster options (--namespace,
+        # --kube-context); their kind refuses the ones it has no use for
+        if not any(self.matches(text) or text.startswith(CNPG_SCHEME) for text in ctx.targets):
             refuse_unused(self, values)
             return None
         return K8sOptions.build(
@@ -108,6 +112,8 @@ class K8sKind(TargetKind):
         from howfast.targets.k8s.spec import client_design, parse_target, with_run_design
         from howfast.targets.k8s.target import K8sTarget
 
+        if asks_operator(text):  # issue 37: a CloudNativePG cluster made on the class
+            return [_operator_cluster(text, options)]
         if options.wal_dir is not None:
             raise UsageError(
                 "--wal-dir applies to directory targets; for WAL on another StorageClass "
@@ -181,6 +187,27 @@ class K8sKind(TargetKind):
         from howfast.targets.k8s.doctor import kubeconfig_present, kubernetes_checks
 
         return kubernetes_checks() if kubeconfig_present() else []
+
+
+def _operator_cluster(text: str, options: TargetOptions) -> Target:
+    """k8s://CLASS?operator=cnpg&instances=N&sync=LEVEL: a Cluster made through the operator
+    (targets/cnpg/made.py); the design is the text's, the client the cnpg:// target's."""
+    from howfast.targets.cnpg.made import parse_made
+    from howfast.targets.cnpg.made_target import CnpgMadeTarget
+
+    design = options.design
+    if options.wal_dir is not None or options.keep or options.checksums:
+        raise UsageError(f"{text}: --wal-dir, --keep and --checksums are not for a cluster the "
+                         "operator makes (write ?wal=CLASS2 for a WAL volume)")  # fmt: skip
+    if design.replicas is not None:
+        raise UsageError(f"{text}: --replicas: the operator's cluster has instances=N (N-1 "
+                         "standbys) in the text")  # fmt: skip
+    if design.client not in (None, "pod"):
+        raise UsageError(f"{text}: --client {design.client}: the client runs in a pod of its own")
+    made = CnpgMadeTarget(parse_made(text, design.sync), _kube(options), settings=options.settings)
+    if design.client_node:
+        made.client_node_asked = design.client_node
+    return made
 
 
 def _kube(options: TargetOptions) -> K8sOptions:

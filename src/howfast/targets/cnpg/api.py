@@ -1,0 +1,171 @@
+"""The CloudNativePG objects through the Kubernetes API: a thin executor over targets/k8s's
+Cluster (its kubeconfig, bounded calls and messages). Reads the Cluster, its instance pods
+and claims, a secret, the -rw Service's EndpointSlices and the Cluster's events; patches the
+Cluster's status as the operator's plugin does (operator.py builds the patches); creates and
+deletes howfast's Database resources. Nothing here decides: discovery.py and operator.py do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from howfast.errors import HowfastError, UsageError
+from howfast.targets.cnpg.discovery import CLUSTER_LABEL, GROUP, VERSION, ClusterLayout, layout
+from howfast.targets.k8s.cluster import Cluster
+
+MERGE_PATCH = "application/merge-patch+json"
+SERVICE_LABEL = "kubernetes.io/service-name"
+
+
+class CnpgApi:
+    """One Cluster's API client, asked about CloudNativePG objects."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.kube = cluster
+        client = cluster.k8s.client
+        self.custom = client.CustomObjectsApi(cluster.api_client)
+        self.discovery = client.DiscoveryV1Api(cluster.api_client)
+
+    def _not_found(self, exc: Exception) -> bool:
+        return getattr(exc, "status", None) == 404
+
+    def read_cluster(self, namespace: str, name: str) -> dict[str, Any]:
+        """The Cluster; UsageError naming what is missing (the Cluster or the CRD)."""
+        try:
+            found = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, "clusters", name
+            )
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if self._not_found(exc):
+                raise UsageError(
+                    f"no CloudNativePG Cluster {name} in namespace {namespace}",
+                    "kubectl get clusters.postgresql.cnpg.io -A lists them (is the operator "
+                    "installed?)",
+                ) from None
+            raise self.kube._error(exc, f"reading Cluster {namespace}/{name}") from None
+        except Exception as exc:
+            raise HowfastError(f"reading Cluster {namespace}/{name}: {exc}") from None
+        return dict(found)
+
+    def layout(self, namespace: str, name: str) -> tuple[dict[str, Any], ClusterLayout]:
+        """The Cluster, and what it is made of (discovery.py) from it, its pods and claims."""
+        obj = self.read_cluster(namespace, name)
+        pods = self.instance_pods(namespace, name)
+        claims = self.instance_claims(namespace, name)
+        return obj, layout(obj, pods, claims)
+
+    def _labelled(self, fn: Any, namespace: str, selector: str, doing: str) -> list[dict[str, Any]]:
+        found = self.kube.call(doing, fn, namespace, label_selector=selector)
+        return [self.kube.plain(item) for item in found.items]
+
+    def instance_pods(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        return self._labelled(
+            self.kube.core.list_namespaced_pod, namespace, f"{CLUSTER_LABEL}={name}",
+            f"listing the pods of Cluster {name}",
+        )  # fmt: skip
+
+    def instance_claims(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        return self._labelled(
+            self.kube.core.list_namespaced_persistent_volume_claim, namespace,
+            f"{CLUSTER_LABEL}={name}", f"listing the claims of Cluster {name}",
+        )  # fmt: skip
+
+    def read_secret(self, namespace: str, name: str) -> dict[str, Any]:
+        """A secret with its data: kept in memory by the caller, never printed."""
+        secret = self.kube.call(
+            f"reading Secret {name} in namespace {namespace}",
+            self.kube.core.read_namespaced_secret, name, namespace,
+        )  # fmt: skip
+        return self.kube.plain(secret)
+
+    def rw_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
+        return self._labelled(
+            self.discovery.list_namespaced_endpoint_slice, namespace,
+            f"{SERVICE_LABEL}={service}", f"listing the endpoints of Service {service}",
+        )  # fmt: skip
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """An instance's pod (delete-pod: the operator makes it again and fails over)."""
+        self.kube.delete("Pod", name, namespace)
+
+    def cluster_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        found = self.kube.call(
+            f"listing the events of Cluster {name}",
+            self.kube.core.list_namespaced_event, namespace,
+            field_selector=f"involvedObject.kind=Cluster,involvedObject.name={name}",
+        )  # fmt: skip
+        return [self.kube.plain(item) for item in found.items]
+
+    def patch_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """A merge patch of the Cluster's status subresource (with its resourceVersion: the
+        API refuses it, 409, when the Cluster changed since it was read)."""
+        self.kube.call(
+            f"patching the status of Cluster {namespace}/{name}",
+            self.custom.patch_namespaced_custom_object_status,
+            GROUP, VERSION, namespace, "clusters", name, patch, _content_type=MERGE_PATCH,
+        )  # fmt: skip
+
+    def create_cluster(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """A Cluster howfast makes (k8s://CLASS?operator=cnpg), never the user's."""
+        meta = manifest["metadata"]
+        created = self.kube.call(
+            f"creating Cluster {meta['name']} in namespace {meta['namespace']}",
+            self.custom.create_namespaced_custom_object,
+            GROUP, VERSION, meta["namespace"], "clusters", manifest,
+        )  # fmt: skip
+        return dict(created)
+
+    def delete_cluster(self, namespace: str, name: str) -> None:
+        """Only a Cluster howfast made (its caller checks the name is the run's)."""
+        try:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "clusters", name)
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if not self._not_found(exc):
+                raise self.kube._error(exc, f"deleting Cluster {name}") from None
+
+    def create_database(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        meta = manifest["metadata"]
+        created = self.kube.call(
+            f"creating Database {meta['name']} in namespace {meta['namespace']}",
+            self.custom.create_namespaced_custom_object,
+            GROUP, VERSION, meta["namespace"], "databases", manifest,
+        )  # fmt: skip
+        return dict(created)
+
+    def read_database(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(
+                self.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "databases", name
+                )
+            )
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if self._not_found(exc):
+                return None
+            raise self.kube._error(exc, f"reading Database {name}") from None
+
+    def delete_database(self, namespace: str, name: str) -> None:
+        try:
+            self.custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, "databases", name
+            )
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if not self._not_found(exc):
+                raise self.kube._error(exc, f"deleting Database {name}") from None
+
+    def labelled_databases(self, namespace: str | None, selector: str) -> list[dict[str, Any]]:
+        """howfast's Database resources (by its labels); [] when the CRD is not installed."""
+        try:
+            if namespace is None:
+                found = self.custom.list_cluster_custom_object(
+                    GROUP, VERSION, "databases", label_selector=selector
+                )
+            else:
+                found = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "databases", label_selector=selector
+                )
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if self._not_found(exc):
+                return []
+            raise self.kube._error(exc, "listing Database resources") from None
+        return [dict(item) for item in found.get("items") or []]
