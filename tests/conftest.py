@@ -177,23 +177,37 @@ def pg_server() -> Iterator[PgServer]:
         yield server
 
 
-# The test files that take longest, with the seconds they took in a clean-clone `make test`
-# on a loaded 2-core machine (2026-11-26). pytest-xdist's `--dist loadfile` hands files to its
+# The test files that take longest, with the seconds they took in the main session of
+# `make test` (`-m "not k8s and not emulated"`, 3 workers, --durations=0) on this loaded
+# 2-core machine (2026-11-29). pytest-xdist's `--dist loadfile` hands files to its
 # workers in collection order: a long file collected late (test_replicas.py sorts near the
 # end) ran alone for minutes after the others had finished. Collected first, the long files
 # run side by side and the short ones fill in around them. Order only: a file missing from
-# this list runs after these, in its usual place.
+# this list runs after these, in its usual place. test_trials.py (not merged when this was
+# measured) is an estimate: eight 12 s failover trials and two crash trials, each trial
+# costing about what one of test_trials_read.py's two does (27 s).
 LONGEST_FILES = {
-    "tests/integration/test_replicas.py": 343,
-    "tests/integration/test_inputs.py": 335,
-    "tests/integration/test_faults.py": 284,
-    "tests/integration/test_events.py": 160,
-    "tests/integration/test_until.py": 142,
-    "tests/integration/test_failover.py": 135,
-    "tests/integration/test_run_local.py": 131,
-    "tests/integration/test_fleet.py": 127,
-    "tests/integration/test_durability.py": 126,
-    "tests/integration/test_travel_and_gate.py": 112,
+    "tests/integration/test_trials.py": 250,
+    "tests/integration/test_replicas.py": 188,
+    "tests/integration/test_failover.py": 162,
+    "tests/integration/test_inputs.py": 149,
+    "tests/integration/test_events.py": 124,
+    "tests/integration/test_faults.py": 118,
+    "tests/integration/test_durability.py": 110,
+    "tests/integration/test_until.py": 107,
+    "tests/integration/test_partition.py": 102,
+    "tests/integration/test_run_local.py": 96,
+    "tests/integration/test_travel_and_gate.py": 90,
+    "tests/integration/test_fleet.py": 82,
+    "tests/integration/test_run_dsn.py": 66,
+    "tests/integration/test_why.py": 65,
+    "tests/integration/test_regimes.py": 61,
+    "tests/integration/test_trials_read.py": 54,
+    "tests/integration/test_cleanup_killed.py": 43,
+    "tests/integration/test_dry_run.py": 42,
+    "tests/integration/test_samplers.py": 34,
+    "tests/integration/test_load_room.py": 33,
+    "tests/integration/test_prometheus.py": 33,
 }
 
 

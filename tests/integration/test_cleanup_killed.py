@@ -36,6 +36,9 @@ from tests.pgprocess import alive, children
 
 pytestmark = pytest.mark.integration
 
+# Every transaction logged (`latency_log = "full"`), as a sampled log of one client's few
+# hundred commits a second would be: no unmeasured calibration run of up to 2 s before the
+# step and its events (workloads/pgbench/logsampling.py).
 LOAD = """
 [settings]
 shared_buffers = "32MB"
@@ -47,6 +50,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [1]
 duration = "{duration}"
+latency_log = "full"
 """
 
 
@@ -266,7 +270,8 @@ def test_a_run_records_what_it_owns_and_its_file_goes_when_it_ends(
     server's shared memory; once it ends, nothing of it is left and the file is gone. A
     cluster kept with --keep is written off: the file goes all the same, and cleanup leaves
     the cluster alone."""
-    plan = howfast.plan(LOAD.format(duration="3s"))
+    # 5 s: the registry is read while the step runs (it had 2 s more with a calibration run)
+    plan = howfast.plan(LOAD.format(duration="5s"))
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--keep")
     wait_for(proc, "[2/2]")
     run = Killed(proc.pid, [target_dir])  # not killed: its marks taken the same way

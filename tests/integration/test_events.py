@@ -247,9 +247,10 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
     commits lost; results show prints the table and the lines; the report marks them."""
     if os.geteuid() != 0:
         pytest.skip("needs root: the server runs as its own OS user")
+    # --scale 1: quick's scale 10 (150 MB to load) says nothing more about the events
     out = howfast("run", "quick", "--target", str(target_dir), "--clients", "2",
                   "--modes", "tpcb-like", "--duration", "10s", "--event", "3s:restart",
-                  "--event", "7s:crash", "--json")  # fmt: skip
+                  "--event", "7s:crash", "--scale", "1", "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
@@ -310,7 +311,7 @@ def test_ctrl_c_during_a_restart_leaves_nothing_running(howfast: Howfast, target
         pytest.skip("needs root: the server runs as its own OS user")
     proc = howfast.popen("run", "quick", "--target", str(target_dir), "--clients", "1",
                          "--modes", "tpcb-like", "--duration", "20s", "--event", "2s:restart",
-                         "--event", "3s:cap-iops=10,for=10s")  # fmt: skip
+                         "--event", "3s:cap-iops=10,for=10s", "--scale", "1")  # fmt: skip
     wait_for(proc, "3s:cap-iops=10,for=10s applied")
     (cluster,) = target_dir.glob("howfast-*")  # howfast-TOKEN: names its cgroups too
     _, err = stop_howfast(proc)
@@ -342,7 +343,7 @@ def test_the_postgresql_samplers_reconnect_after_a_restart_and_go_on_sampling(
     plan = howfast.plan(
         '[[steps]]\nworkload = "pgbench-init"\nscale = 1\n'
         '[[steps]]\nworkload = "pgbench"\nmodes = ["tpcb-like"]\nclients = [2]\n'
-        'duration = "10s"\n'
+        'duration = "10s"\nlatency_log = "full"\n'  # every transaction: no calibration first
     )
     out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                   "--event", "2s:restart", "--json")  # fmt: skip

@@ -30,6 +30,9 @@ from tests.integration.conftest import (
 
 pytestmark = pytest.mark.integration
 
+# The plans here log every transaction (`latency_log = "full"`), as a sampled log of these
+# few hundred commits a second would anyway: without it each step of a new test first runs
+# an unmeasured calibration of up to 2 s to learn that (workloads/pgbench/logsampling.py).
 TWO_STEPS = """
 [[steps]]
 workload = "pgbench-init"
@@ -39,6 +42,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2, 1]
 duration = "10s"
+latency_log = "full"
 """
 
 # One short event step after the load, without quick's fio probes.
@@ -51,6 +55,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [{clients}]
 duration = "{duration}"
+latency_log = "full"
 """
 
 
@@ -105,6 +110,7 @@ def test_failover_with_sync_on_loses_nothing_and_the_load_goes_on(
         "run", "quick", "--target", str(target_dir), "--replicas", "1", "--sync", "on",
         "--clients", "2", "--modes", "tpcb-like", "--duration", "10s",
         "--event", "4s:failover", "--json",
+        "--scale", "1",  # quick's scale 10 (150 MB to load and stream) adds nothing here
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
@@ -266,12 +272,14 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2]
 duration = "5s"
+latency_log = "full"
 events = ["2s:failover"]
 [[steps]]
 workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [1]
 duration = "{duration}"
+latency_log = "full"
 """
 
 

@@ -27,6 +27,9 @@ pytestmark = pytest.mark.integration
 
 IPTABLES = shutil.which("iptables") or "/usr/sbin/iptables"
 
+# The plans here log every transaction (`latency_log = "full"`), as a sampled log of these
+# few hundred commits a second would anyway: without it each step of a new test first runs
+# an unmeasured calibration of up to 2 s to learn that (workloads/pgbench/logsampling.py).
 EVENT_STEP = """
 [[steps]]
 workload = "pgbench-init"
@@ -36,6 +39,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2]
 duration = "{duration}"
+latency_log = "full"
 """
 
 # The partition and the failover in the first pgbench step; the second measures the design
@@ -49,6 +53,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2, 1]
 duration = "10s"
+latency_log = "full"
 """
 
 

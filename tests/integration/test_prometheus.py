@@ -26,7 +26,8 @@ pytestmark = [
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "howfast.json"
 # fio writes for 8 s: enough bytes that the comparison is not about noise; then a short
-# tpcb-like step for TPS.
+# tpcb-like step for TPS, logging every transaction (a few hundred a second, which a sampled
+# log would keep whole too, without a 2 s calibration run first).
 PLAN = """
 description = "prometheus test"
 [settings]
@@ -44,6 +45,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2]
 duration = "6s"
+latency_log = "full"
 """
 # Panels whose metric howfast does not produce yet (the wait-event share has data now: the
 # wait-event sampler fills it for every pgbench step).

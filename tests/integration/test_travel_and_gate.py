@@ -53,7 +53,11 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [1]
 duration = "2s"
+latency_log = "full"
 """
+# Every transaction logged: a few hundred a second at one paced client, which a sampled log
+# would keep whole too, without the 2 s calibration run before each run's first step
+# (workloads/pgbench/logsampling.py).
 # BASE waits 2 ms before each commit's flush, NEW 10 ms (commit_siblings=0: even with one
 # client). A BASE bound by the CPU varied too much on a loaded machine for any fall to be
 # significant over three repetitions (a plain BASE 10x faster than NEW was not: its TPS

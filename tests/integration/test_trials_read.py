@@ -16,6 +16,9 @@ from tests.integration.conftest import Howfast
 
 pytestmark = pytest.mark.integration
 
+# The plans here log every transaction (`latency_log = "full"`), as a sampled log of these
+# few hundred commits a second would anyway: without it each step of a new test first runs
+# an unmeasured calibration of up to 2 s to learn that (workloads/pgbench/logsampling.py).
 EVENT_STEP = """
 [[steps]]
 workload = "pgbench-init"
@@ -25,6 +28,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [2]
 duration = "8s"
+latency_log = "full"
 """
 
 

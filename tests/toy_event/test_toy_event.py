@@ -82,7 +82,7 @@ def test_an_installed_action_runs_end_to_end(site: Path, tmp_path: Path) -> None
     howfast = Howfast(tmp_path / "results.db", tmp_path, site)
     try:
         out = howfast("run", "quick", "--target", str(target), "--clients", "1",
-                      "--modes", "select-only", "--duration", "6s",
+                      "--modes", "select-only", "--duration", "6s", "--scale", "1",
                       "--event", "2s:toy-analyze", "--json")  # fmt: skip
     finally:
         shutil.rmtree(base, ignore_errors=True)
