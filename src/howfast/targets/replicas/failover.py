@@ -1,6 +1,8 @@
 """A failover on this machine (issue 29, docs/events.md): the primary dies like a failed node
-(SIGKILL of its postmaster and of every process in its data directory at once: a dead node
-sends no more WAL), then a standby is promoted with `pg_ctl promote -w`, as the server's OS
+(SIGKILL of its postmaster and of every process in its data directory at once; stopped first
+while the `failover` event cuts the standby's link, since a killed process's kernel still
+delivers what it had written and a dead node's does not), then, once the standby has written
+what reached it, a standby is promoted with `pg_ctl promote -w`, as the server's OS
 user. The old primary is never started again as a server (no split brain): between steps its
 shared memory is freed by a postmaster started once on its data directory, on a port and socket
 nobody else knows and stopped as soon as it listens (`tidy_killed`), then its directory is
