@@ -58,7 +58,7 @@ def _trials(doc: dict[str, object]) -> list[dict[str, object]]:
 def _check_line(text: str, event: dict[str, object]) -> None:
     """The trial line runner/trials.py prints, from the event's stored figures. The line
     rounds the outage as measured to 0.1 s, the JSON keeps it to 0.001 s: rounded twice, the
-    two may differ by one in the last digit (1.1499 s prints 1.1, stored 1.150 prints 1.2)."""
+    two may differ by one in the last digit (1.1501 s prints 1.2, stored as 1.15 it prints 1.1)."""
     down = event["downtime_s"]
     lost, most, doubt = event["lost_commits"], event["lost_commits_max"], event["in_doubt"]
     assert isinstance(down, float | int)
