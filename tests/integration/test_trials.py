@@ -7,21 +7,34 @@ volume 2 ms slower per I/O, 4 tpcb-like clients: the primary, asked just before 
 had WAL the standby had not flushed. Measured on this machine before the test was written:
 behind at the kill in 6 of 6 trials (456 to 16,552 bytes), commits proven lost in 2 of them,
 at most lost (in doubt) in all 6; then 10 of 10 behind, 2 of 10 proven lost in
-benchmarks/failover-trials. With 4 trials, "behind in at least 1" fails only if the standby
-is caught up at all 4 kills, which none of the 16 measured was. Proven loss is not asserted:
-2 in 10 would miss all 4 trials about 4 times in 10 (docs/events.md: behind is not lost). A
-synchronous standby loses nothing acknowledged, in every trial."""
+benchmarks/failover-trials. With the node failure's link cut (the standby's replication
+connection cut while the primary's processes are stopped, before the kill), 10 more trials:
+10 of 10 behind (480 to 38,704 bytes), 2 of 10 proven lost (2 commits each), lost or in
+doubt in 9 of 10; then in benchmarks/failover-trials 10 of 10 behind, 2 of 10 proven lost,
+8 of 10 lost or in doubt: the cut does not raise the count here, because on loopback what the
+walsender wrote into its socket is already in the standby's kernel (kept by a failed node's
+standby too); what is lost is what was acknowledged but not yet sent (docs/events.md).
+
+So, with 4 trials: "behind in at least 1" fails only if the standby is caught up at all 4
+kills (1 of 40 measured was, in a run of this test); "lost or in doubt in at least 1"
+fails only if none of 4 trials had a commit cut or lost (31 of 34 measured with the cut,
+this test's 4 included, had: with 1 in 10 missing, all 4 miss about once in 10,000 runs).
+Proven loss is not asserted: about 2 in 10 would miss all 4 trials about 4 times in 10
+(docs/events.md: behind is not lost).
+A synchronous standby loses nothing acknowledged, in every trial."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from howfast.event_marks import marks_from_section
+from howfast.machine.packetfilter import PacketFilter, chains_in
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
 from tests.integration.conftest import Howfast, postgres_pids_under
@@ -46,16 +59,17 @@ def _trials(doc: dict[str, object]) -> list[dict[str, object]]:
 
 
 def _check_line(text: str, event: dict[str, object]) -> None:
-    """The trial line runner/trials.py prints agrees with the event's stored figures. The
-    downtime is compared as a number: the JSON keeps it rounded (0.55), the line is printed
-    from the unrounded figure (0.5499... -> "0.5"), so one tenth either way is the same."""
+    """The trial line runner/trials.py prints, from the event's stored figures. The line
+    rounds the outage as measured to 0.1 s, the JSON keeps it to 0.001 s: rounded twice, the
+    two may differ by one in the last digit (1.1501 s prints 1.2, stored as 1.15 it prints 1.1)."""
     down = event["downtime_s"]
     lost, most, doubt = event["lost_commits"], event["lost_commits_max"], event["in_doubt"]
     assert isinstance(down, float | int)
-    shown, _, rest = text.partition(" s down, ")
-    assert abs(float(shown) - down) <= 0.051, (text, down)
-    expected = f"{lost} lost"
-    assert rest == (expected if most == lost else f"{expected} ({doubt} in doubt)"), text
+    rest = f"{lost} lost" if most == lost else f"{lost} lost ({doubt} in doubt)"
+    found = re.fullmatch(r"(\d+\.\d) s down, (.*)", text)
+    assert found is not None, text
+    assert abs(float(found[1]) - down) <= 0.05 + 0.0005 + 1e-9, (text, down)
+    assert found[2] == rest, (text, event["line"])
 
 
 def _check_trials(out_stderr: str, doc: dict[str, object], n: int) -> list[dict[str, object]]:
@@ -85,7 +99,10 @@ def _check_trials(out_stderr: str, doc: dict[str, object], n: int) -> list[dict[
 
 def _behind_at_the_kill(howfast: Howfast, run_id: int) -> list[int]:
     """Each trial's `standby_before.unflushed_bytes`: the WAL the dying primary had written
-    that its standby had not flushed, as the failover recorded it in the event's facts."""
+    that its standby had not flushed, as the failover recorded it in the event's facts; and
+    the node's link cut at the kill, where the packet filter can be changed, else said not
+    to be (docs/events.md: kernel-queued WAL may then still reach the standby)."""
+    cuttable = PacketFilter().unusable() is None
     store = open_store(str(howfast.store), reading=True)
     run = store.get_run(run_id)
     assert run is not None
@@ -101,8 +118,26 @@ def _behind_at_the_kill(howfast: Howfast, run_id: int) -> list[int]:
         assert isinstance(seen["unwritten_bytes"], int) and isinstance(seen["unsent_bytes"], int)
         assert seen["unsent_bytes"] <= seen["unwritten_bytes"] <= seen["unflushed_bytes"], seen
         print(f"at the kill: {seen}")
+        if cuttable:
+            assert mark.facts["link_cut"] is True, mark.facts
+            assert mark.facts["link_left"] is False, mark.facts  # lifted after the promotion
+            queued = mark.facts["queued_at_kill"]
+            assert isinstance(queued, dict) and isinstance(queued["standby_unread_bytes"], int)
+        else:
+            assert mark.facts["link_cut"] is False
+            assert "under-counted" in str(mark.facts["link_not_cut"]), mark.facts
         behind.append(seen["unflushed_bytes"])
     return behind
+
+
+def _our_chains() -> list[str]:
+    filt = PacketFilter()
+    if filt.unusable() is not None:
+        return []
+    listing = subprocess.run(
+        [str(filt.program), "-w", "30", "-S"], capture_output=True, text=True, check=True
+    )
+    return chains_in(listing.stdout)
 
 
 def _slower() -> list[str]:
@@ -125,11 +160,14 @@ def test_async_failover_trials_find_the_standby_behind(howfast: Howfast, target_
     behind = _behind_at_the_kill(howfast, doc["id"])
     for event, seen in zip(events, behind, strict=True):
         print(f"{event['line']} | standby behind {seen} bytes")
-    # see the module's docstring for the bound: behind in 6 of 6 measured trials
+    # see the module's docstring for the bounds: behind in 39 of 40 measured trials, lost
+    # or in doubt in 31 of 34
     assert sum(1 for b in behind if b > 0) >= 1, behind
     # asynchronous: the count of what may be lost is given for every trial
     assert all(isinstance(e["lost_commits_max"], int) for e in events)
+    assert sum(1 for e in events if e["lost_commits_max"] > 0) >= 1, events
     assert postgres_pids_under(target_dir) == []
+    assert _our_chains() == []  # nothing of the link cuts is left
     assert list(target_dir.iterdir()) == []
 
 
@@ -146,6 +184,7 @@ def test_sync_on_failover_trials_lose_nothing_in_any(howfast: Howfast, target_di
         assert event["lost_commits"] == 0, event["line"]
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
+    assert _our_chains() == []
 
 
 CRASH_PLAN = """

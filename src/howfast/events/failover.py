@@ -5,15 +5,20 @@ postmaster gone."""
 
 from __future__ import annotations
 
+import time
+
 from howfast.errors import HowfastError
+from howfast.events import link_cut
 from howfast.events.base import Applied, EventContext, Verified
 from howfast.events.operator import OperatorAware
 from howfast.eventspec import ActionSyntax, EventSpec
+from howfast.machine import tcp_queues
+from howfast.machine.packetfilter import Cut, PacketFilter
 from howfast.model import JSONValue
 from howfast.store.liveness import pid_exists
 from howfast.targets import pgquery
 from howfast.targets.base import Connection, Target
-from howfast.targets.capabilities import HasCurrentPrimary, Promotable
+from howfast.targets.capabilities import HasCurrentPrimary, Partitionable, Promotable
 from howfast.targets.replicas import failover
 from howfast.targets.replicas.builders import STATE_QUERY
 from howfast.targets.replicas.state import parse_state
@@ -59,8 +64,13 @@ class Failover(OperatorAware):
         # What the primary said of the standby just before it died: why commits may be lost
         # (asynchronous, behind, not connected) is in the record.
         seen = standby_seen(target.connection_now(), standby)
+        link = NodeLink.of(target, standby)
         applied = ctx.now()
-        facts = {**target.fail_over(standby), "standby_before": seen}
+        try:
+            done = target.fail_over(standby, link.cut if link.cut_to is not None else None)
+        finally:
+            link.lift()
+        facts = {**done, "standby_before": seen, **link.facts}
         back = ctx.now()
         return Applied(applied, back, facts=facts, before={"timeline": before[1]})
 
@@ -84,6 +94,74 @@ class Failover(OperatorAware):
         if not evidence["old_primary_gone"]:
             return Verified(False, evidence, f"the old primary (pid {killed}) still runs")
         return Verified(True, evidence)
+
+
+class NodeLink:
+    """The dead node's network: a failed node sends nothing more, but a killed process's
+    kernel still delivers what the process had written into its socket. So, where the packet
+    filter can be changed (root, iptables) and the standby replicates over a connection of
+    its own (Partitionable), its replication connection is cut (link_cut.py, as a partition
+    does) while the primary's processes are stopped, just before they are killed, and the
+    cut lifted once the standby is promoted. Elsewhere the kill alone, and the facts say that
+    WAL the kernel held may still reach the standby (loss may be under-counted)."""
+
+    def __init__(self, cut_to: Cut | None, why_not: str | None) -> None:
+        self.cut_to = cut_to
+        self.packets = PacketFilter()
+        self.chain: str | None = None
+        self.facts: dict[str, JSONValue] = {"link_cut": False}
+        if why_not is not None:
+            self.facts["link_not_cut"] = f"{why_not}: {KERNEL_MAY_DELIVER}"
+
+    @classmethod
+    def of(cls, target: Target, standby: str) -> NodeLink:
+        found = target.replication_cut(standby) if isinstance(target, Partitionable) else None
+        if found is None:
+            return cls(None, "the standby's replication connection is not one of its own")
+        why = PacketFilter().unusable()
+        return cls(None, why) if why is not None else cls(Cut(*found), None)
+
+    def cut(self) -> None:
+        """While the primary's processes are stopped: what the kernel queued, then the cut.
+        A cut that fails is recorded, not raised: the kill goes on (a failover half done
+        would leave no primary)."""
+        assert self.cut_to is not None
+        began = time.monotonic()
+        queued = tcp_queues.read(self.cut_to.address, self.cut_to.port)
+        if queued is not None:
+            self.facts["queued_at_kill"] = {
+                "primary_unacknowledged_bytes": queued.server_tx,
+                "standby_unread_bytes": queued.client_rx,
+            }
+        try:
+            self.chain = link_cut.cut_link(self.packets, self.cut_to)
+        except HowfastError as exc:
+            self.facts["link_not_cut"] = f"{exc}: {KERNEL_MAY_DELIVER}"
+            return
+        self.facts.update(
+            {
+                "link_cut": True,
+                "link": {"address": self.cut_to.address, "primary_port": self.cut_to.port},
+                "link_cut_s": round(time.monotonic() - began, 3),
+            }
+        )
+
+    def lift(self) -> None:
+        """After the promotion (or a failure): the chain removed, its drops counted."""
+        if self.chain is None:
+            return
+        self.facts["link_dropped_packets"] = self.packets.dropped(self.chain)
+        try:
+            link_cut.remove(self.packets, self.chain)
+        except HowfastError as exc:  # tried again at exit, and by `howfast cleanup`
+            self.facts["link_lift_failed"] = str(exc)
+        self.facts["link_left"] = self.packets.chain_exists(self.chain)
+
+
+KERNEL_MAY_DELIVER = (
+    "the primary's processes were killed with no link cut, so WAL its kernel had queued may "
+    "still have reached the standby (loss may be under-counted)"
+)
 
 
 def standby_seen(conn: Connection, name: str) -> dict[str, JSONValue]:

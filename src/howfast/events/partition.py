@@ -15,30 +15,24 @@ after the cut, how long the standby took to stream again and catch up.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Mapping
 
 from howfast.errors import HowfastError
+from howfast.events import link_cut
 from howfast.events import replication_view as view
 from howfast.events.base import Applied, EventAction, EventContext, Verified
 from howfast.eventspec import ActionSyntax, EventSpec
-from howfast.machine.packetfilter import Cut, PacketFilter, new_chain_name
+from howfast.machine.packetfilter import Cut, PacketFilter
 from howfast.model import JSONValue
 from howfast.targets.base import Target
 from howfast.targets.capabilities import HasCurrentPrimary, Partitionable
-from howfast.targets.leftovers import registry
 
 SETTLE_S = 0.3  # what was in the standby's socket buffer at the cut is consumed meanwhile
 VERIFY_OVER_S = 1.0
 STREAMING_AGAIN_TIMEOUT_S = 20.0
 POLL_S = 0.1
-
-# The chains this process made and has not removed: removed at exit (Ctrl-C included).
-_installed: set[str] = set()
-_lock = threading.Lock()
 
 
 def standby_of(target: Target, spec: EventSpec) -> str | None:
@@ -86,27 +80,18 @@ class Partition(EventAction):
         primary = target.connection_now()
         standby_conn = target.standby_connection(standby)
         before = view.read(primary, standby, standby_conn)
-        chain = new_chain_name()
         packets = PacketFilter()
-        registry.own_packet_filter(chain)  # before it exists: `howfast cleanup` finds it
-        with _lock:
-            _installed.add(chain)
         applied = ctx.now()
-        try:
-            packets.install(chain, cut)
-        except BaseException:
-            _remove(packets, chain)
-            raise
+        chain = link_cut.cut_link(packets, cut)
         cut_at = time.monotonic()
         lifted: dict[str, JSONValue] = {}
         lifted_at: list[float] = []  # monotonic: "streaming again" counts from there
 
         def lift(when: str) -> None:
-            with _lock:
-                if chain not in _installed:
-                    return
+            if not link_cut.is_cut(chain):
+                return
             dropped = packets.dropped(chain)
-            if _remove(packets, chain):
+            if link_cut.remove(packets, chain):
                 lifted.update({when: round(ctx.now(), 6), "dropped_packets": dropped})
                 lifted_at.append(time.monotonic())
 
@@ -225,27 +210,6 @@ def _quietly(lift: Callable[[str], None], when: str) -> None:
     """In the watcher's thread: a lift that failed is tried again by the undo."""
     with contextlib.suppress(HowfastError):
         lift(when)
-
-
-def _remove(packets: PacketFilter, chain: str) -> bool:
-    """Remove a chain this process made, once (forgotten only when removed)."""
-    with _lock:
-        if chain not in _installed:
-            return False
-    removed = packets.remove(chain)
-    with _lock:
-        _installed.discard(chain)
-    return removed
-
-
-@atexit.register
-def _remove_all() -> None:
-    """What is still cut when this process ends (an undo that could not run)."""
-    with _lock:
-        left = list(_installed)
-    for chain in left:
-        with contextlib.suppress(HowfastError):
-            _remove(PacketFilter(), chain)
 
 
 ACTION = Partition()

@@ -260,8 +260,12 @@ class Promotable(Protocol):
     def failover_refusal(self) -> str | None:
         """Why this target cannot fail over as planned (known before start), or None."""
 
-    def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
-        """Kill the primary, promote `standby`, re-point the others; the facts of it."""
+    def fail_over(
+        self, standby: str, at_stop: Callable[[], None] | None = None
+    ) -> Mapping[str, JSONValue]:
+        """Kill the primary, promote `standby`, re-point the others; the facts of it.
+        `at_stop` runs while the primary's processes are stopped, just before they are
+        killed (the `failover` event cuts the node's replication link there)."""
 
     def restore_design(self) -> Mapping[str, JSONValue] | None:
         """Between steps: rebuild the standby lost in a failover, so the next step measures

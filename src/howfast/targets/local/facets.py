@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from howfast.errors import HowfastError
@@ -177,8 +177,10 @@ class StandbyFacet(HasStandbys, HasLocalStandbys, HasCurrentPrimary, Promotable,
     def client_connection_now(self, follow: bool = False) -> Connection:
         return self.takeover.client_connection(follow)
 
-    def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
-        return self.takeover.fail_over(standby)
+    def fail_over(
+        self, standby: str, at_stop: Callable[[], None] | None = None
+    ) -> Mapping[str, JSONValue]:
+        return self.takeover.fail_over(standby, at_stop)
 
     def restore_design(self) -> Mapping[str, JSONValue] | None:
         return self.takeover.restore_design()

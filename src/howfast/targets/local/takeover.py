@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from howfast.errors import HowfastError
@@ -69,9 +69,13 @@ class Takeover:
                 conf.write(conf_line(name, value))
         pgquery.reload_and_wait(self.server.connection)
 
-    def fail_over(self, standby: str) -> Mapping[str, JSONValue]:
+    def fail_over(
+        self, standby: str, at_stop: Callable[[], None] | None = None
+    ) -> Mapping[str, JSONValue]:
         """The primary killed as a failed node, `standby` promoted; howfast's connection is
-        the new primary's from then on. Only with a single standby: no other to re-point."""
+        the new primary's from then on. Only with a single standby: no other to re-point.
+        `at_stop` runs once the primary's processes are stopped, before they are killed
+        (failover.kill_all: the node's network cut)."""
         self.refuse_after_failover("fail over")
         member = next((m for m in self._members() if m.name == standby), None)
         primary = self.serving.postmaster if self.serving is not None else self.server.postmaster
@@ -79,8 +83,9 @@ class Takeover:
             raise HowfastError(f"no standby {standby} to promote")
         killed = self.primary_pid()
         began = time.monotonic()
-        failover.kill_all(primary, self.primary_data_dir())
+        failover.kill_all(primary, self.primary_data_dir(), at_stop)
         gone = time.monotonic()
+        drained = failover.wait_received(member)
         self.server.connection = failover.promote(member)
         self.promoted = member.name
         return {
@@ -88,6 +93,7 @@ class Takeover:
             "promoted": member.name,
             "promoted_pid": member.postmaster.pid if member.postmaster else None,
             "processes_gone_s": round(gone - began, 3),
+            "standby_read_rest_s": drained,
             "promoted_s": round(time.monotonic() - gone, 3),
         }
 

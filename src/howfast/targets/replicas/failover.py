@@ -1,6 +1,8 @@
 """A failover on this machine (issue 29, docs/events.md): the primary dies like a failed node
-(SIGKILL of its postmaster and of every process in its data directory at once: a dead node
-sends no more WAL), then a standby is promoted with `pg_ctl promote -w`, as the server's OS
+(SIGKILL of its postmaster and of every process in its data directory at once; stopped first
+while the `failover` event cuts the standby's link, since a killed process's kernel still
+delivers what it had written and a dead node's does not), then, once the standby has written
+what reached it, a standby is promoted with `pg_ctl promote -w`, as the server's OS
 user. The old primary is never started again as a server (no split brain): between steps its
 shared memory is freed by a postmaster started once on its data directory, on a port and socket
 nobody else knows and stopped as soon as it listens (`tidy_killed`), then its directory is
@@ -14,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from howfast.errors import HowfastError
@@ -29,12 +32,37 @@ TIDY_TIMEOUT_S = 60
 GONE_TIMEOUT_S = 10
 # The promoted server has no standby: a commit must not wait for one.
 ASYNC_SQL = ("ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
+WRITTEN_SQL = "SELECT written_lsn::text FROM pg_stat_wal_receiver"
+DRAIN_TIMEOUT_S = 2.0
+STABLE_S = 0.1
+DRAIN_POLL_S = 0.02
 TIMELINE_SQL = "SELECT pg_is_in_recovery(), substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)"
 
 
-def kill_all(postmaster: subprocess.Popen[bytes], data_dir: Path) -> None:
+def kill_all(
+    postmaster: subprocess.Popen[bytes],
+    data_dir: Path,
+    at_stop: Callable[[], None] | None = None,
+) -> None:
     """SIGKILL the postmaster and every process working in its data directory, then wait
-    until they are all gone."""
+    until they are all gone. With `at_stop` (the node's network cut), every one of them is
+    first stopped (SIGSTOP: no more commit acknowledged, no more WAL sent), then `at_stop`
+    runs, then they are killed: nothing they had not sent before the stop reaches anyone,
+    and no commit is acknowledged between the cut and the kill. Stopped processes are
+    killed even when `at_stop` fails."""
+    if at_stop is not None:
+        for pid in [postmaster.pid, *processes_in(data_dir)]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        try:
+            at_stop()
+        finally:
+            _kill(postmaster, data_dir)
+        return
+    _kill(postmaster, data_dir)
+
+
+def _kill(postmaster: subprocess.Popen[bytes], data_dir: Path) -> None:
     for pid in [postmaster.pid, *processes_in(data_dir)]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
@@ -46,6 +74,37 @@ def kill_all(postmaster: subprocess.Popen[bytes], data_dir: Path) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)
+
+
+def wait_received(standby: LocalStandby) -> float:
+    """Until the standby's walreceiver has written all it will get (its written position
+    unchanged over STABLE_S, or no walreceiver any more), at most DRAIN_TIMEOUT_S; the seconds
+    waited. A standby whose primary died keeps reading what its kernel had received (a real
+    failover promotes it seconds later): promoted at once, its walreceiver would be stopped
+    with that WAL unread, which a failed node does not take from it."""
+    import psycopg  # here: as pgquery, the driver only when a failover runs
+
+    began = time.monotonic()
+    if standby.connection is None:
+        return 0.0
+    last: object = "none yet"
+    stable_since = began
+    with (
+        contextlib.suppress(HowfastError, OSError, psycopg.Error),
+        pgquery.connect(standby.connection, timeout_s=5) as db,
+    ):
+        while time.monotonic() - began < DRAIN_TIMEOUT_S:
+            row = db.execute(WRITTEN_SQL).fetchone()
+            now = time.monotonic()
+            written = row[0] if row is not None else None
+            if written is None:  # no walreceiver: it took what it got and ended
+                break
+            if written != last:
+                last, stable_since = written, now
+            elif now - stable_since >= STABLE_S:
+                break
+            time.sleep(DRAIN_POLL_S)
+    return round(time.monotonic() - began, 3)
 
 
 def promote(standby: LocalStandby) -> Connection:
