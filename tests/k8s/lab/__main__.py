@@ -23,7 +23,10 @@ from tests.k8s.lab.proc import LabError
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.k8s.lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="build or find binaries, images and PKI in the cache")
+    sub.add_parser(
+        "build",
+        help="build or find binaries, images and PKI in the cache, and the CloudNativePG operator",
+    )
     up = sub.add_parser(
         "up", help="build if needed, then start the cluster; prints its facts as JSON"
     )
@@ -77,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "build":
             build.ensure_built(paths)
+            # the operator too: `make test` builds here, alone, before its sessions start
+            cnpg.ensure_built(paths)
             print(paths.root)
         elif args.command == "up":
             facts = cluster.up(paths, nodes=args.nodes).as_dict()
