@@ -21,10 +21,13 @@ through a TLS proxy whose CA a plain Debian image does not know).
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 from tests.k8s.lab import build, config, howfast_image, image
 from tests.k8s.lab.config import Paths
@@ -176,3 +179,16 @@ def import_image(paths: Paths, tarball: Path, ref: str, nodes: int) -> None:
         if proc.returncode != 0:
             raise LabError(f"ctr images import {tarball} (node {index}): {proc.stderr.strip()}")
         log(f"image {ref} imported into node {index} in {time.monotonic() - t0:.1f}s")
+
+
+# The in-cluster tests use howfast_image.py's image (seconds to build); with this set to
+# "dockerfile" they use the one built from deploy/Dockerfile.howfast (minutes, PyPI downloads).
+BUILDER_ENV = "HOWFAST_K8S_LAB_HOWFAST_IMAGE"
+
+
+def selected_builder() -> ModuleType:
+    """howfast_image, or this module when $HOWFAST_K8S_LAB_HOWFAST_IMAGE is "dockerfile"; both
+    offer ensure_image(paths) and import_image(paths, tarball, ref, nodes)."""
+    if os.environ.get(BUILDER_ENV, "").strip() == "dockerfile":
+        return sys.modules[__name__]
+    return howfast_image
