@@ -156,15 +156,18 @@ def test_the_rw_service_resolves_and_answers_sql_from_a_pod(
 def test_deleting_the_cluster_removes_its_pods_claims_services_and_secrets(
     pg_cluster: str, kube: Kube
 ) -> None:
-    kube("-n", NS, "delete", "cluster", NAME, "--wait=true", timeout=300)
-
     def left() -> dict[str, list[str]]:
+        """The Cluster's objects, by its label or by its name (the namespace holds nothing else
+        of that name)."""
         found: dict[str, list[str]] = {}
-        for kind in ("pod", "pvc", "service", "secret", "job"):
-            items = kube.get(kind, "-n", NS, "-l", SELECTOR)["items"]
-            if items:
-                found[kind] = [i["metadata"]["name"] for i in items]
+        for item in kube.get("pod,pvc,service,secret,job,configmap", "-n", NS)["items"]:
+            name, labels = item["metadata"]["name"], item["metadata"].get("labels") or {}
+            if labels.get("cnpg.io/cluster") == NAME or name.startswith(f"{NAME}-"):
+                found.setdefault(item["kind"], []).append(name)
         return found
+
+    assert {"Pod", "PersistentVolumeClaim", "Service", "Secret"} <= set(left())
+    kube("-n", NS, "delete", "cluster", NAME, "--wait=true", timeout=300)
 
     deadline = time.monotonic() + 120
     while (found := left()) and time.monotonic() < deadline:
