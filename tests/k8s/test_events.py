@@ -1,8 +1,9 @@
 """Issue 29's pod events on the lab: `delete-pod` (the server's pod deleted and made again on
 its claims) and `move` (made again on the other node) during a pgbench step, with the load in
 a client pod that reconnects; what cannot apply is refused before anything starts; Ctrl-C in
-the middle of a move leaves nothing. Host network mode (the lab has no pod network), the
-StorageClass whose volumes both nodes mount (lab-shared)."""
+the middle of a move leaves nothing. On the lab's pod network (the client pod dials the
+primary by its DNS name, which follows the pod made again), the StorageClass whose volumes
+both nodes mount (lab-shared)."""
 
 from __future__ import annotations
 
@@ -50,11 +51,6 @@ def _plan(tmp_path: Path, duration: str) -> str:
     return write_plan(tmp_path, PLAN.replace("DURATION", duration))
 
 
-@pytest.fixture
-def host_env(howfast_env: dict[str, str]) -> dict[str, str]:
-    return {**howfast_env, "HOWFAST_K8S_NETWORK": "host"}
-
-
 def _events(doc: dict[str, Any]) -> list[dict[str, Any]]:
     (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
     assert step["status"] == "completed", step.get("error")
@@ -66,7 +62,7 @@ def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
     k8s_lab: ClusterFacts,
     kube: Kube,
     two_nodes: TwoNodes,
-    host_env: dict[str, str],
+    howfast_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     """One 32 s step: the server's pod deleted at 4 s, moved to the other node at 14 s, and
@@ -76,7 +72,7 @@ def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
     again after, without howfast's annotation."""
     started = time.monotonic()
     out = run_howfast(
-        host_env, "run", _plan(tmp_path, "32s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
+        howfast_env, "run", _plan(tmp_path, "32s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
         "--node", two_nodes.first, "--event", "4s:delete-pod", "--event", "14s:move",
         "--event", f"24s:drain={two_nodes.second},for=4s", "--yes",
         *lab_images(k8s_lab), "--json", timeout=280,
@@ -140,7 +136,7 @@ def test_pod_events_that_cannot_apply_are_refused_before_anything_starts(
     k8s_lab: ClusterFacts,
     kube: Kube,
     two_nodes: TwoNodes,
-    host_env: dict[str, str],
+    howfast_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     plan = _plan(tmp_path, "12s")
@@ -148,7 +144,7 @@ def test_pod_events_that_cannot_apply_are_refused_before_anything_starts(
 
     def refused(*args: str) -> str:
         out = run_howfast(
-            host_env, "run", plan, "--target", shared, *lab_images(k8s_lab), *args, check=False
+            howfast_env, "run", plan, "--target", shared, *lab_images(k8s_lab), *args, check=False
         )
         assert out.returncode == 2, out.stderr
         assert leftovers(kube) == {}
@@ -172,13 +168,13 @@ def test_pod_events_that_cannot_apply_are_refused_before_anything_starts(
 
 
 def test_a_move_on_volumes_tied_to_their_node_fails_before_the_first_step(
-    k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     """lab-disk's volumes get a node affinity when they are made: known once the claim is
     bound, when the server's pod runs; the run stops there, with the reason, and leaves
     nothing."""
     out = run_howfast(
-        host_env, "run", _plan(tmp_path, "12s"), "--target", "k8s://lab-disk",
+        howfast_env, "run", _plan(tmp_path, "12s"), "--target", "k8s://lab-disk",
         "--event", "4s:move", *lab_images(k8s_lab), "--json", check=False, timeout=200,
     )  # fmt: skip
     assert out.returncode == 1, out.stderr
@@ -194,14 +190,14 @@ def test_ctrl_c_while_the_pod_moves_leaves_nothing(
     k8s_lab: ClusterFacts,
     kube: Kube,
     two_nodes: TwoNodes,
-    host_env: dict[str, str],
+    howfast_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "howfast", "run", _plan(tmp_path, "30s"),
          "--target", f"k8s://{two_nodes.shared_storage_class}", "--node", two_nodes.first,
          "--event", "3s:move", *lab_images(k8s_lab)],
-        env=host_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=howfast_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 150

@@ -4,9 +4,9 @@ run as a Job; the run comes back into this machine's store, and nothing labelled
 Also `howfast fetch`: a Job whose howfast here was killed (a terminal gone) runs to its end on
 its own and is fetched later; and Ctrl-C, which deletes the Job and what its run made.
 
-The lab has no pod network: the Job's pod must share its node's network to reach the API
-server on 127.0.0.1, which is HOWFAST_K8S_NETWORK=host (the lab-only mode every pod of the
-run then uses; docs/kubernetes.md)."""
+On the lab's pod network, as on a real cluster: the Job's pod reaches the API server with its
+ServiceAccount's in-cluster configuration (the `kubernetes` Service), and the run's pods reach
+each other by the names of their headless Service (docs/kubernetes.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,9 @@ def _tidy(howfast_env: dict[str, str]) -> Iterator[None]:
 
 
 def _env(howfast_env: dict[str, str]) -> dict[str, str]:
-    return {**howfast_env, "HOWFAST_K8S_NETWORK": "host"}
+    env = dict(howfast_env)
+    env.pop("HOWFAST_K8S_NETWORK", None)  # the pod network, the default
+    return env
 
 
 def _args(k8s_lab: ClusterFacts, tmp_path: Path, image: str, duration: str) -> list[str]:

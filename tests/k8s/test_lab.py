@@ -117,11 +117,14 @@ def test_postgres_pgbench_fio_on_each_class(
         assert status["Seccomp"].strip() == "2"  # filter mode: RuntimeDefault
         assert status["NoNewPrivs"].strip() == "1"
         assert int(status["CapEff"], 16) == 0
-        # The pod's network namespace holds nothing but lo.
+        # The pod's network namespace: lo and its veth on the node's bridge, and no default
+        # route (its subnet and the lab's range only; tests/k8s/test_network.py checks more).
         interfaces = [
             ln.split(":")[0].strip() for ln in exec_("cat", "/proc/net/dev").splitlines()[2:]
         ]
-        assert interfaces == ["lo"]
+        assert sorted(interfaces) == ["eth0", "lo"]
+        routes = [ln.split()[1] for ln in exec_("cat", "/proc/net/route").splitlines()[1:]]
+        assert routes and "00000000" not in routes, routes
         pg = ["-h", "127.0.0.1", "-U", "postgres"]
         init = kube("exec", "-n", ns, "pg", "--", "pgbench", *pg, "-i", "-s", "1", "postgres")
         assert "done in" in init.stderr + init.stdout

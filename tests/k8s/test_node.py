@@ -24,7 +24,7 @@ def test_node_pins_the_pod_and_an_unknown_node_says_why(
     plan = write_plan(tmp_path, INIT_ONLY)
     out = run_howfast(
         howfast_env, "run", plan, "--target", f"k8s://{SC_DISK}", "--node", k8s_lab.node,
-        *lab_images(k8s_lab), "--client", "same-pod", "--json",  # the lab has no pod network
+        *lab_images(k8s_lab), "--client", "same-pod", "--json",  # one pod: the pin is the test
     )  # fmt: skip
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr

@@ -1,8 +1,9 @@
 """k8s://CLASS?replicas=N on the lab (issue 28): standby pods made by base backup, streaming
 from the primary (synchronously with ?sync=on), recorded, and removed with the run, also when
-one cannot start and on Ctrl-C. The lab has no pod network: these runs use the lab-only host
-network mode (HOWFAST_K8S_NETWORK=host: every pod on its node's network, servers on loopback
-ports of this machine); the pod-network objects are checked by the API server's dry run."""
+one cannot start and on Ctrl-C. On the lab's pod network (a real cluster's mode): the client
+pod and the standby dial the primary by the name its headless Service gives it, through
+CoreDNS; the host network mode (HOWFAST_K8S_NETWORK=host) is only checked where a namespace
+must refuse it."""
 
 from __future__ import annotations
 
@@ -50,25 +51,20 @@ duration = "10s"
 LONG_PLAN = PLAN.replace('duration = "10s"', 'duration = "120s"')
 
 
-@pytest.fixture
-def host_env(howfast_env: dict[str, str]) -> dict[str, str]:
-    return {**howfast_env, "HOWFAST_K8S_NETWORK": "host"}
-
-
 def test_a_sync_standby_streams_is_recorded_and_costs_tps(
     k8s_lab: ClusterFacts,
     kube: Kube,
     two_nodes: TwoNodes,
-    host_env: dict[str, str],
+    howfast_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     """The same storage with no standby and with one synchronous standby, in one run, with
     pgbench in a client pod of its own on the other node (issue 28: `--client pod`, the
-    default, and `--client-node`), over the lab's host network."""
+    default, and `--client-node`), over the lab's pod network."""
     shared = two_nodes.shared_storage_class
     started = time.monotonic()
     out = run_howfast(
-        host_env, "run", write_plan(tmp_path, PLAN), "--target", f"k8s://{shared}",
+        howfast_env, "run", write_plan(tmp_path, PLAN), "--target", f"k8s://{shared}",
         "--target", f"k8s://{shared}?replicas=1&sync=on", "--node", two_nodes.first,
         "--client-node", two_nodes.second, *lab_images(k8s_lab), "--json", timeout=280,
     )  # fmt: skip
@@ -76,13 +72,14 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
     assert doc["status"] == "completed", out.stderr
     alone, replicated = doc["targets"]
     assert alone["standbys"] == []
-    assert alone["device"]["kubernetes"]["network"] == "host (lab)"
+    assert alone["device"]["kubernetes"]["network"] == "pod"
     for target in (alone, replicated):
         client = target["client"]
-        assert client["placement"] == "pod" and client["network"] == "host (lab)", client
+        assert client["placement"] == "pod" and client["network"] == "pod", client
         assert (client["node"], client["server_node"]) == (two_nodes.second, two_nodes.first)
         assert client["same_node"] is False
-        assert client["address"].startswith("127.0.0.1:")
+        # the primary's name in the run's headless Service, resolved by the cluster's DNS
+        assert client["address"].startswith("primary.howfast-"), client
     (standby,) = replicated["standbys"]
     assert standby["name"] == "standby_1" and standby["sync_state"] == "sync", standby
     assert standby["state"] == "streaming" and standby["version"].startswith("15.")
@@ -90,7 +87,7 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
     # preferred apart from the primary, which --node pinned to the first node
     assert replicated["device"]["kubernetes"]["node"]["name"] == two_nodes.first
     assert standby["node"] == two_nodes.second
-    assert standby["address"].startswith("127.0.0.1:")
+    assert standby["address"].startswith("standby-1.howfast-"), standby
     settings = replicated["settings"]
     assert settings["synchronous_standby_names"] == "FIRST 1 (standby_1)"
     assert settings["synchronous_commit"] == "on"
@@ -115,13 +112,13 @@ def test_a_sync_standby_streams_is_recorded_and_costs_tps(
 
 
 def test_a_standby_that_cannot_copy_the_primary_names_itself_and_leaves_nothing(
-    k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     """--replicas 1 --set max_wal_senders=0 (the user's settings win over howfast's
     replication ones): the primary refuses the base backup; the error names standby_1 and
     quotes pg_basebackup."""
     out = run_howfast(
-        host_env, "run", write_plan(tmp_path, PLAN), "--target", "k8s://lab-disk",
+        howfast_env, "run", write_plan(tmp_path, PLAN), "--target", "k8s://lab-disk",
         "--replicas", "1", "--set", "max_wal_senders=0", *lab_images(k8s_lab), "--json",
         check=False, timeout=240,
     )  # fmt: skip
@@ -181,12 +178,12 @@ def test_dry_run_lists_the_standby_and_pod_mode_objects_pass_the_api_server(
 
 
 def test_ctrl_c_while_the_standby_starts_leaves_nothing(
-    k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
          "--target", "k8s://lab-disk?replicas=1", *lab_images(k8s_lab)],
-        env=host_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=howfast_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -210,14 +207,14 @@ def test_ctrl_c_while_the_standby_starts_leaves_nothing(
 
 
 def test_cleanup_removes_the_standby_a_killed_run_left(
-    k8s_lab: ClusterFacts, kube: Kube, host_env: dict[str, str], tmp_path: Path
+    k8s_lab: ClusterFacts, kube: Kube, howfast_env: dict[str, str], tmp_path: Path
 ) -> None:
     """SIGKILL once the standby streams (the first step runs): its pod, claim and ConfigMap
     stay, and `howfast cleanup` finds and removes them with the run's other objects."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "howfast", "run", write_plan(tmp_path, LONG_PLAN),
          "--target", "k8s://lab-disk?replicas=1", *lab_images(k8s_lab)],
-        env=host_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=howfast_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         wait_for_line(proc, "[1/2]", timeout=150)
@@ -229,7 +226,7 @@ def test_cleanup_removes_the_standby_a_killed_run_left(
             shutil.rmtree(directory)  # what the killed howfast would have removed here
     standby = kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=standby")["items"]
     assert [p["metadata"]["name"].endswith("-standby-1") for p in standby] == [True]
-    out = json.loads(run_howfast(host_env, "cleanup", "--k8s", "--yes", "--json").stdout)
+    out = json.loads(run_howfast(howfast_env, "cleanup", "--k8s", "--yes", "--json").stdout)
     (run,) = out["runs"]
     assert run["state"] == "gone" and run["removed"]
     standby_objects = {o["kind"] for o in run["objects"] if "-standby-1" in o["name"]}

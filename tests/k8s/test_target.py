@@ -31,8 +31,8 @@ from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK, SC_TMPFS
 
 pytestmark = pytest.mark.k8s
-# The lab has no pod network: a client pod (the default) could not reach the server in pod
-# mode. These tests measure in the server's pod; tests/k8s/test_client.py places clients.
+# These tests measure in the server's pod (one pod a target: faster on the small lab);
+# tests/k8s/test_client.py and test_replicas.py place clients in pods of their own.
 SAME_POD = ("--client", "same-pod")
 
 TINY_PLAN = """

@@ -4,6 +4,7 @@ StorageClass, and `down` leaves nothing of it."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.k8s.conftest import Kube, TwoNodes
-from tests.k8s.lab import cluster, config, hoststate
+from tests.k8s.lab import cluster, config, hoststate, podnet
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import is_same_process, proc_start_time
@@ -171,7 +172,8 @@ def test_down_leaves_nothing_of_the_second_node(
     kube: Kube, k8s_lab: ClusterFacts, two_nodes: TwoNodes
 ) -> None:
     """Runs last (conftest orders it): it takes the session's lab down, with a pod running on
-    the second node, and looks for anything left of that node on the host."""
+    the second node, and looks for anything left of that node on the host; and of the pod
+    network: iptables-save, ip6tables-save, ip link and ip route as `up` found them."""
     paths = Paths.default()
     if cluster.started_by_hand(paths):
         pytest.skip("the lab was started by hand: this test would take it down")
@@ -197,8 +199,23 @@ def test_down_leaves_nothing_of_the_second_node(
     cgroup_dirs = hoststate.cgroup_root_dirs(config.NODE2_CGROUP_ROOT)
     assert all(os.path.isdir(d) for d in cgroup_dirs)
     assert hoststate.cgroup_pids(Path(cgroup_dirs[0]))  # the pod's processes are in there
+    recorded = json.loads(paths.state_file.read_text())["network"]
+    before_up = recorded["host_views"]
+    during = podnet.host_views()
+    assert during["ip link"] != before_up["ip link"]  # the bridges and veths are there
+    assert during["iptables-save"] != before_up["iptables-save"]  # kube-proxy's, the nets'
+    assert status["network_interfaces"] and podnet.IP_FORWARD.read_text().strip() == "1"
 
     cluster.down(paths)
+
+    after_down = podnet.host_views()
+    for view, lines in before_up.items():
+        # HOWFAST-P-*: chains howfast's own partition events make, which tests of other
+        # checkouts on this shared machine may add or remove meanwhile: not the lab's
+        changed = [ln for ln in set(lines) ^ set(after_down[view]) if "HOWFAST-P-" not in ln]
+        assert changed == [], (view, changed)
+    assert podnet.lab_interfaces() == []
+    assert podnet.IP_FORWARD.read_text().strip() == recorded["ip_forward"]
 
     assert not [pid for pid, start in alive.items() if start and is_same_process(pid, start)]
     assert cluster.lab_processes(paths) == []

@@ -153,7 +153,9 @@ def test_the_client_pod_holds_the_tools_only() -> None:
         {
             "name": "PGPASSWORD",
             "valueFrom": {"secretKeyRef": {"name": "howfast-abc123", "key": m.PASSWORD_KEY}},
-        }
+        },
+        # a connection to a server pod's vanished address gives up instead of hanging
+        {"name": "PGCONNECT_TIMEOUT", "value": cm.CONNECT_TIMEOUT_S},
     ]
     assert pod["spec"]["volumes"] == [
         {"name": "work", "emptyDir": {"medium": "Memory", "sizeLimit": m.WORK_LIMIT}}

@@ -5,7 +5,9 @@ Sources, and nothing else: Debian packages (apt-get, debootstrap) and the Go mod
   replaces each k8s.io staging module by its published release (k8s.io/kubernetes itself
   replaces them with local paths, which `go install module@version` refuses).
 - local-path-provisioner: `go install` of its module.
-- pause and the lo-only CNI plugin: small Go programs in tests/k8s/lab/go.
+- CoreDNS: a wrapper module of its Go module with the lab's plugins only (coredns.py).
+- pause and the lo-only CNI plugin (no longer used by the lab, still built: another
+  checkout's lab code shares this cache): small Go programs in tests/k8s/lab/go.
 - The PostgreSQL 15 + pgbench + fio image: a debootstrap root filesystem, packed as an image.
 A cold build takes ~15 min on 2 cores; afterwards every step finds its output and takes no time.
 """
@@ -21,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.k8s.lab import config, image, pki
+from tests.k8s.lab import config, coredns, image, pki
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError, LabUnavailable, locked, log, run
 
@@ -69,6 +71,10 @@ def _missing_outputs(paths: Paths) -> list[str]:
         missing.append("pgfio image of the current recipe")
     if not _stamp_ok(paths.bin / "small.stamp", _small_sources_digest()):
         missing.append("pause/lo-only of the current sources")
+    if not coredns.is_built(paths):
+        missing.append(f"CoreDNS {config.COREDNS_VERSION} and its image")
+    if not pki.network_pki_ok(paths.pki):
+        missing.append("certificates of the pod network (API server's addresses, kube-proxy)")
     return missing
 
 
@@ -80,10 +86,14 @@ def build_blockers(paths: Paths) -> str | None:
         return "the k8s lab needs root (it runs containerd, the kubelet and debootstrap)"
     if missing_packages() and shutil.which("apt-get") is None:
         return f"missing Debian packages {missing_packages()} and no apt-get to install them"
-    needs_go = any(
-        not (paths.bin / b).exists()
-        for b in (*config.K8S_BINARIES, "local-path-provisioner", "pause", "lo-only")
-    ) or not _stamp_ok(paths.bin / "small.stamp", _small_sources_digest())
+    needs_go = (
+        any(
+            not (paths.bin / b).exists()
+            for b in (*config.K8S_BINARIES, "local-path-provisioner", "pause", "lo-only")
+        )
+        or not _stamp_ok(paths.bin / "small.stamp", _small_sources_digest())
+        or not coredns.is_built(paths)
+    )
     if needs_go:
         go = go_binary()
         if go is None:
@@ -185,9 +195,19 @@ def _nice(argv: list[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
 
 
 def _write_wrapper_module(paths: Paths, env: dict[str, str]) -> None:
-    """go.mod + tools.go of a module that requires k8s.io/kubernetes at K8S_VERSION."""
+    """go.mod + tools.go of a module that requires k8s.io/kubernetes at K8S_VERSION, importing
+    every command the lab builds. `.complete` lists them: a command added later (kube-proxy,
+    whose dependencies the first five lack in go.sum) makes `go mod tidy` run again."""
     gomod = paths.gomod
-    if (gomod / "go.sum").exists() and (gomod / ".complete").exists():
+    wanted = "\n".join(config.K8S_BINARIES) + "\n"
+    done = gomod / ".complete"
+    if (gomod / "go.sum").exists() and done.exists() and done.read_text() in ("ok\n", wanted):
+        if done.read_text() == wanted:
+            return
+        _write_tools_go(gomod)  # an older wrapper: same go.mod, more commands
+        log("go mod tidy (commands added to the wrapper module)")
+        run(["go", "mod", "tidy"], env=env, cwd=gomod, log_file=paths.logs / "go-mod.log")
+        done.write_text(wanted)
         return
     gomod.mkdir(parents=True, exist_ok=True)
     version = f"v{config.K8S_VERSION}"
@@ -219,17 +239,24 @@ def _write_wrapper_module(paths: Paths, env: dict[str, str]) -> None:
         "",
     ]
     (gomod / "go.mod").write_text("\n".join(lines))
+    _write_tools_go(gomod)
+    log(f"go mod tidy ({len(replaced)} staging modules pinned to {staging})")
+    run(["go", "mod", "tidy"], env=env, cwd=gomod, log_file=paths.logs / "go-mod.log")
+    done.write_text(wanted)
+
+
+def _write_tools_go(gomod: Path) -> None:
     imports = "\n".join(f'\t_ "k8s.io/kubernetes/cmd/{b}"' for b in config.K8S_BINARIES)
     (gomod / "tools.go").write_text(
         f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
     )
-    log(f"go mod tidy ({len(replaced)} staging modules pinned to {staging})")
-    run(["go", "mod", "tidy"], env=env, cwd=gomod, log_file=paths.logs / "go-mod.log")
-    (gomod / ".complete").write_text("ok\n")
 
 
 def build_kubernetes(paths: Paths) -> None:
-    if all((paths.bin / b).exists() for b in config.K8S_BINARIES):
+    """The Kubernetes commands that are missing (all of them on a cold build; kube-proxy alone
+    in a cache made before the lab had a pod network)."""
+    missing = [b for b in config.K8S_BINARIES if not (paths.bin / b).exists()]
+    if not missing:
         return
     env = go_env(paths)
     _write_wrapper_module(paths, env)
@@ -244,12 +271,15 @@ def build_kubernetes(paths: Paths) -> None:
         ]
     out = paths.bin / ".partial-k8s"
     out.mkdir(parents=True, exist_ok=True)
-    log(f"go build Kubernetes {config.K8S_VERSION} (cold: ~13 min on 2 cores; log: build-k8s.log)")
+    log(
+        f"go build Kubernetes {config.K8S_VERSION}: {', '.join(missing)}"
+        " (cold, all of them: ~13 min on 2 cores; log: build-k8s.log)"
+    )
     t0 = time.monotonic()
     argv: list[str | os.PathLike[str]] = ["go", "build", f"-ldflags={' '.join(ldflags)}"]
-    argv += ["-o", f"{out}/", *[f"k8s.io/kubernetes/cmd/{b}" for b in config.K8S_BINARIES]]
+    argv += ["-o", f"{out}/", *[f"k8s.io/kubernetes/cmd/{b}" for b in missing]]
     run(_nice(argv), env=env, cwd=paths.gomod, log_file=paths.logs / "build-k8s.log")
-    for b in config.K8S_BINARIES:
+    for b in missing:
         (out / b).replace(paths.bin / b)
     out.rmdir()
     log(f"Kubernetes binaries built in {time.monotonic() - t0:.0f}s")
@@ -365,7 +395,10 @@ def _build_missing(paths: Paths) -> Paths:
         build_pause_image(paths)
         build_kubernetes(paths)
         build_provisioner(paths)
+        coredns.build(paths, go_env(paths), ["nice", "-n", "10"])
+        coredns.build_image(paths)
         pki.ensure_pki(paths.pki)
+        pki.ensure_network_pki(paths.pki)
     finally:
         image_thread.join()
     if image_error:

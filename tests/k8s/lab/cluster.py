@@ -1,13 +1,16 @@
-"""Start, stop and inspect the lab cluster: a real Kubernetes of one or two nodes on loopback.
+"""Start, stop and inspect the lab cluster: a real Kubernetes of one or two nodes on this machine.
 
-up():   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, three
-        local-path-provisioner processes, and per node a containerd and a kubelet (the second
-        node's with their own root, state, sockets, ports, certificates and cgroup root), each
-        a child in its own session, recorded by PID and start time in run/state.json before
-        anything else happens; host state is recorded first.
+up():   the pod network (podnet.py: a bridge per node, routes, safety nets), etcd,
+        kube-apiserver (on the first bridge's address), kube-controller-manager,
+        kube-scheduler, kube-proxy, three local-path-provisioner processes, and per node a
+        containerd and a kubelet (the second node's with their own root, state, sockets,
+        ports, certificates and cgroup root), each a child in its own session, recorded by PID
+        and start time in run/state.json before anything else happens; host state is recorded
+        first; then CoreDNS (coredns.py) as a DaemonSet.
 down(): stops all of it (by recorded PID; container shims by our socket paths; pod processes
         by the cgroups our kubelets made), unmounts everything below run/, removes the cgroups,
-        restores sysctls, iptables chains and host paths. Safe to call at any time, any number
+        the pod network, restores sysctls, iptables chains (and nftables tables) and host
+        paths. Safe to call at any time, any number
         of times; `up` calls it first when a previous session left state behind (e.g. it was
         SIGKILLed).
 lab():  a context manager for test sessions: up, yield the facts, and down in every case
@@ -32,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tests.k8s.lab import build, config, hoststate, manifests, pki
+from tests.k8s.lab import build, config, coredns, hoststate, manifests, pki, podnet
 from tests.k8s.lab.config import NodeSpec, Paths
 from tests.k8s.lab.proc import (
     LabError,
@@ -49,10 +52,11 @@ ETCD = Path("/usr/bin/etcd")
 CONTAINERD = Path("/usr/bin/containerd")
 CTR = Path("/usr/bin/ctr")
 SHIM = Path("/usr/bin/containerd-shim-runc-v2")
-CNI_LOOPBACK = Path("/usr/lib/cni/loopback")
+CNI_PLUGINS = tuple(podnet.CNI_DIR / name for name in podnet.CNI_PLUGINS)
 # Stopped in this order: what creates objects first, the runtime after, the store last.
 # A node's processes are named with its suffix: "kubelet", "kubelet-2".
 STOP_ORDER = (
+    "kube-proxy",
     "provisioner-shared",
     "provisioner-tmpfs",
     "provisioner-disk",
@@ -76,7 +80,7 @@ PROVISIONERS = (
 class ClusterFacts:
     kubeconfig: Path
     kubectl: Path
-    server: str
+    server: str  # the API server, at the first node's bridge address (host and pods reach it)
     node: str  # the first node
     nodes: tuple[str, ...]  # every node, the first one first
     # node -> its kubelet's cgroupRoot: "/" for the first, "/howfast-lab-node2" for the second
@@ -95,6 +99,13 @@ class ClusterFacts:
     cgroup_v2: bool
     started_in_s: float
     cache_dir: Path = field(default=Path())
+    # the pod network (see podnet.py): node -> its bridge and its pods' subnet
+    node_bridges: dict[str, str] = field(default_factory=dict)
+    node_subnets: dict[str, str] = field(default_factory=dict)
+    lab_range: str = config.LAB_RANGE
+    service_cidr: str = config.SERVICE_CIDR
+    dns_service_ip: str = config.DNS_SERVICE_IP
+    cluster_domain: str = config.CLUSTER_DOMAIN
 
     def as_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self), default=str))  # type: ignore[no-any-return]
@@ -154,7 +165,7 @@ def node_specs(paths: Paths, count: int) -> list[NodeSpec]:
 
 def expected_processes(count: int) -> set[str]:
     """The names of every process a healthy lab of `count` nodes runs."""
-    names = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+    names = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"}
     names |= {f"provisioner-{key}" for key, *_ in PROVISIONERS}
     for i in range(1, count + 1):
         suffix = config.node_suffix(i)
@@ -170,19 +181,24 @@ def run_blockers(paths: Paths, nodes: int = 1) -> str | None:
         return "the kernel has no overlay filesystem (containerd's snapshotter needs it)"
     if not hoststate.cgroup_hierarchies():
         return "no cgroup filesystem mounted under /sys/fs/cgroup"
-    for exe in (ETCD, CONTAINERD, CTR, CNI_LOOPBACK, Path("/usr/sbin/runc")):
+    for exe in (ETCD, CONTAINERD, CTR, *CNI_PLUGINS, Path("/usr/sbin/runc")):
         if not exe.exists():
             return f"{exe} is missing (run `python -m tests.k8s.lab build`)"
     for node in node_specs(paths, nodes):
         sock = str(node.containerd_sock) + ".ttrpc"
         if len(sock.encode()) > 107:
             return f"the cache dir path is too long for a unix socket path: {sock}"
-    listen = [("127.0.0.1", p) for p in config.PORTS]
+    # the API server listens on the first bridge's address, which does not exist yet: any
+    # listener on its port (wildcard or not) would clash
+    listen = [("127.0.0.1", p) for p in config.PORTS] + [("0.0.0.0", config.API_PORT)]
     if nodes >= 2:
         listen += [(config.NODE2_ADDRESS, p) for p in config.NODE2_PORTS]
     busy = [f"{addr}:{port}" for addr, port in listen if _port_in_use(addr, port)]
     if busy:
         return f"ports in use on loopback (another cluster or program?): {busy}"
+    taken_links = [n.bridge for n in node_specs(paths, nodes) if podnet.link_exists(n.bridge)]
+    if taken_links:
+        return f"network interface {taken_links[0]} exists (a lab of another cache dir?)"
     if nodes >= 2:
         taken = [
             d for d in hoststate.cgroup_root_dirs(config.NODE2_CGROUP_ROOT) if os.path.isdir(d)
@@ -325,7 +341,7 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
     t0 = time.monotonic()
     r, b, p = paths.run, paths.bin, paths.pki
     nodes = node_specs(paths, node_count)
-    for d in ("logs", "cni-bin", "cni-conf"):
+    for d in ("logs", "cni-bin"):
         (r / d).mkdir(parents=True, exist_ok=True)
     for node in nodes:
         for node_dir in (node.containerd_dir, node.kubelet_dir, node.pod_logs, node.runc_root):
@@ -339,6 +355,7 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
         "mounts": [],
     }
     state.update(hoststate.snapshot())
+    state["network"] = podnet.snapshot()
     state["started_at"] = time.time()
     state["owner"] = (
         None if owner_pid is None else {"pid": owner_pid, "start_time": proc_start_time(owner_pid)}
@@ -346,6 +363,8 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
     _save_state(paths, state)
     starter = _Starter(paths, state)
     cgroup_v1 = not state["cgroup_v2"]
+    podnet.setup(paths, nodes, state["network"], lambda: _save_state(paths, state))
+    pki.write_kubeconfigs(p, paths.kubeconfigs, nodes)
 
     # Volumes: one directory on disk, one on a tmpfs of its own, one shared by the nodes.
     for *_, attr, _ in PROVISIONERS:
@@ -374,12 +393,7 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
     )  # fmt: skip
     starter.wait("etcd", "etcd", lambda: _http_ok(f"{etcd_url}/health"), 30)
 
-    # A containerd per node, with a CNI chain (shared) that gives pods nothing but `lo`.
-    for name, target in (("loopback", CNI_LOOPBACK), ("lo-only", b / "lo-only")):
-        link = r / "cni-bin" / name
-        link.unlink(missing_ok=True)
-        link.symlink_to(target)
-    (r / "cni-conf" / "10-lo-only.conflist").write_text(manifests.cni_conflist())
+    # A containerd per node, each attaching its pods to its node's bridge (podnet.setup).
     for node in nodes:
         toml = node.containerd_dir / "config.toml"
         toml.write_text(manifests.containerd_config(paths, node))
@@ -398,10 +412,12 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
         "kube-apiserver",
         [
             apiserver, f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            # on the first bridge's address, which the host and every pod reach; the
+            # `kubernetes` Service points there (lease reconciler), for in-cluster clients
+            f"--bind-address={config.API_ADDRESS}", f"--advertise-address={config.API_ADDRESS}",
             f"--secure-port={config.API_PORT}",
             f"--service-cluster-ip-range={config.SERVICE_CIDR}",
-            "--endpoint-reconciler-type=none",
+            "--endpoint-reconciler-type=lease",
             f"--tls-cert-file={p}/apiserver.crt", f"--tls-private-key-file={p}/apiserver.key",
             f"--client-ca-file={p}/ca.crt",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -423,7 +439,8 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
     )
 
     common = ["--bind-address=127.0.0.1", "--leader-elect=false", "--profiling=false", "--v=1"]
-    cm_kc = p / "controller-manager.kubeconfig"
+    kc = paths.kubeconfigs
+    cm_kc = kc / "controller-manager.kubeconfig"
     starter.start(
         "kube-controller-manager",
         [
@@ -436,7 +453,7 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
             *common,
         ],
     )  # fmt: skip
-    sched_kc = p / "scheduler.kubeconfig"
+    sched_kc = kc / "scheduler.kubeconfig"
     starter.start(
         "kube-scheduler",
         [
@@ -445,6 +462,7 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
             *common,
         ],
     )  # fmt: skip
+    _start_kube_proxy(starter, paths)
 
     for node in nodes:
         if node.cgroup_root is not None:
@@ -494,7 +512,7 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
             f"provisioner-{key}",
             [
                 b / "local-path-provisioner", "start",
-                "--kubeconfig", p / "provisioner.kubeconfig",
+                "--kubeconfig", kc / "provisioner.kubeconfig",
                 "--namespace", manifests.STORAGE_NAMESPACE,
                 "--service-account-name", manifests.PROVISIONER_SA,
                 "--provisioner-name", provisioner,
@@ -504,21 +522,58 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
                 "--helper-image", config.PG_IMAGE,
             ],
         )  # fmt: skip
+    kubectl(paths, "apply", "-f", "-", input=json.dumps(coredns.objects()))
     time.sleep(0.5)
     for key, *_ in PROVISIONERS:
         if not starter.alive(f"provisioner-{key}"):
             tail = (r / "logs" / f"provisioner-{key}.log").read_text()[-2000:]
             raise LabError(f"provisioner-{key} exited at start:\n{tail}")
+    # Cluster DNS on every node: its pods reach the API server through the `kubernetes`
+    # Service, so this proves the pod network, kube-proxy and the in-cluster address too.
+    starter.wait(
+        "CoreDNS ready on every node",
+        "kube-proxy",
+        lambda: _daemonset_ready(paths, coredns.NAMESPACE, coredns.NAME, node_count),
+        120,
+    )
     elapsed = time.monotonic() - t0
     log(f"{node_count} node(s) up in {elapsed:.1f}s (kubeconfig: {paths.admin_kubeconfig})")
     return facts(paths, elapsed, node_count)
 
 
+def _start_kube_proxy(starter: _Starter, paths: Paths) -> None:
+    """One kube-proxy for the machine (iptables mode): both nodes share this kernel's
+    netfilter, and two would rewrite each other's rules. It changes no sysctl (conntrack
+    settings 0, no localhost NodePorts); its chains go at `down` (hoststate.restore_iptables)."""
+    starter.start(
+        "kube-proxy",
+        [
+            paths.bin / "kube-proxy", f"--kubeconfig={paths.kubeconfigs / 'kube-proxy.kubeconfig'}",
+            "--proxy-mode=iptables", f"--cluster-cidr={config.CLUSTER_CIDR}",
+            f"--hostname-override={config.NODE_NAME}",
+            f"--healthz-bind-address=127.0.0.1:{config.KUBE_PROXY_HEALTHZ_PORT}",
+            f"--metrics-bind-address=127.0.0.1:{config.KUBE_PROXY_METRICS_PORT}",
+            "--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0",
+            "--conntrack-tcp-timeout-close-wait=0", "--iptables-localhost-nodeports=false",
+            "--v=1",
+        ],
+    )  # fmt: skip
+
+
+def _daemonset_ready(paths: Paths, namespace: str, name: str, count: int) -> bool:
+    proc = kubectl(paths, "-n", namespace, "get", "daemonset", name, "-o", "json", check=False)
+    if proc.returncode != 0:
+        return False
+    status = json.loads(proc.stdout).get("status", {})
+    return int(status.get("numberReady", 0)) >= count
+
+
 def facts(paths: Paths, started_in_s: float = 0.0, nodes: int = 1) -> ClusterFacts:
+    specs = node_specs(paths, nodes)
     return ClusterFacts(
         kubeconfig=paths.admin_kubeconfig,
         kubectl=paths.kubectl,
-        server=f"https://127.0.0.1:{config.API_PORT}",
+        server=pki.API_URL,
         node=config.NODE_NAME,
         nodes=tuple(node.name for node in node_specs(paths, nodes)),
         node_cgroup_roots={
@@ -544,6 +599,8 @@ def facts(paths: Paths, started_in_s: float = 0.0, nodes: int = 1) -> ClusterFac
         cgroup_v2=hoststate.cgroup_v2(),
         started_in_s=round(started_in_s, 1),
         cache_dir=paths.root,
+        node_bridges={node.name: node.bridge for node in specs},
+        node_subnets={node.name: node.subnet for node in specs},
     )
 
 
@@ -563,6 +620,7 @@ def _import_images(paths: Paths, node: NodeSpec) -> None:
     for tar, ref in (
         (paths.images / "pause.tar", config.PAUSE_IMAGE),
         (paths.images / "pgfio.tar", config.PG_IMAGE),
+        (paths.images / "coredns.tar", config.COREDNS_IMAGE),
     ):
         if done.get(ref) == _image_marker(tar) and any(ref in name for name in listed):
             continue
@@ -652,7 +710,10 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
     stop_processes(
         [p for p in lab_processes(paths) if "shim" in p[0] or p[0] == "pod process"], grace=2
     )
-    stop_processes(named(STOP_ORDER_LATE))
+    # etcd last, alone: the API server's lease reconciler writes to it while shutting down
+    # (with etcd gone at the same time, it ignored SIGTERM for 5 s)
+    stop_processes(named(tuple(n for n in STOP_ORDER_LATE if n != "etcd")))
+    stop_processes(named(("etcd",)))
     leftovers = lab_processes(paths)
     if leftovers:
         log(f"killing unrecorded lab processes: {leftovers}")
@@ -663,8 +724,12 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
     for top in _lab_cgroups(state):
         if not hoststate.remove_cgroup_tree(Path(top)):
             log(f"WARNING: cgroup {top} could not be removed")
+    if "network" in state:
+        podnet.teardown(state["network"])
     if "iptables" in state:
         hoststate.restore_iptables(state["iptables"])
+    if "network" in state:
+        podnet.remove_new_tables(state["network"].get("nft_tables"))
     if "sysctls" in state:
         hoststate.restore_sysctls(state["sysctls"])
     if "absent_paths" in state:
@@ -689,6 +754,10 @@ def _remove_containers(node: NodeSpec) -> bool:
     for task in tasks:
         while time.monotonic() < deadline:
             if _ctr(node, "tasks", "delete", task).returncode == 0:
+                break
+            # containerd's CRI plugin deletes a task that exited on its own: "not found" is
+            # done too (retrying it until the deadline cost 5 s a node with any pod left)
+            if task not in _ctr(node, "tasks", "ls", "-q").stdout.split():
                 break
             time.sleep(0.2)
     for container in _ctr(node, "containers", "ls", "-q").stdout.split():
@@ -805,6 +874,8 @@ def status(paths: Paths | None = None) -> dict[str, Any]:
             if pid not in {p["pid"] for p in procs.values()}
         ],
         "mounts": [str(m) for m in hoststate.mount_points_under(paths.run)],
+        # the lab's bridges and the veths on them
+        "network_interfaces": podnet.lab_interfaces(),
         # the second node's cgroup root, whoever made it, and our kubelets' kubepods
         "cgroups": sorted(
             {

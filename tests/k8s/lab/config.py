@@ -6,8 +6,8 @@ Kubernetes version, so that every clone and every session on a machine shares on
     ${XDG_CACHE_HOME:-$HOME/.cache}/howfast/k8s-lab/
         go/mod, go/build                 Go module and build caches (only needed to rebuild)
         k8s-1.34.4/
-            bin/                         kube-apiserver ... kubectl, local-path-provisioner,
-                                         lo-only (CNI plugin), pause
+            bin/                         kube-apiserver ... kubectl, kube-proxy, coredns,
+                                         local-path-provisioner, lo-only (unused), pause
             images/                      pause.tar, pgfio.tar (docker-archive tarballs) + stamps
             pki/                         CA, certificates, kubeconfigs
             gomod/                       the wrapper Go module that builds Kubernetes
@@ -32,7 +32,7 @@ CNPG_NAMESPACE = "cnpg-system"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
-# Debian packages the lab runs with (containerd 1.6, runc 1.1, etcd 3.4, CNI loopback plugin) or
+# Debian packages the lab runs with (containerd 1.6, runc 1.1, etcd 3.4, CNI plugins) or
 # builds with (debootstrap, openssl). The Kubernetes binaries come from Go source.
 HOST_PACKAGES = (
     "containerd",
@@ -43,6 +43,8 @@ HOST_PACKAGES = (
     "debootstrap",
     "openssl",
     "iptables",
+    # `nft`: iptables-nft leaves the tables it created (empty) behind; `down` deletes those
+    "nftables",
     # builds deploy/Dockerfile.howfast without a daemon (dockerfile_image.py)
     "buildah",
 )
@@ -79,8 +81,9 @@ KUBELET_PORT = 10250
 KUBELET_HEALTHZ_PORT = 10248
 CONTROLLER_MANAGER_PORT = 10257
 SCHEDULER_PORT = 10259
+KUBE_PROXY_HEALTHZ_PORT = 10256
+KUBE_PROXY_METRICS_PORT = 10249
 PORTS = (
-    API_PORT,
     ETCD_CLIENT_PORT,
     ETCD_PEER_PORT,
     ETCD_METRICS_PORT,
@@ -88,9 +91,26 @@ PORTS = (
     KUBELET_HEALTHZ_PORT,
     CONTROLLER_MANAGER_PORT,
     SCHEDULER_PORT,
+    KUBE_PROXY_HEALTHZ_PORT,
+    KUBE_PROXY_METRICS_PORT,
 )
-# The service range must be given and must not be a private or public range: loopback it is.
-SERVICE_CIDR = "127.100.0.0/16"
+# The cluster network (see README "The network"): every address in 198.18.0.0/15, the range
+# RFC 2544 reserves for benchmark tests, never a private range (10/8, 172.16/12, 192.168/16)
+# that a real network of this machine might use. They exist only on the lab's bridges and in
+# the pods' network namespaces; a blackhole route for the whole range keeps them from leaving.
+LAB_RANGE = "198.18.0.0/15"
+CLUSTER_CIDR = "198.18.0.0/16"  # pods: node N gets 198.18.(N-1).0/24 (node_subnet)
+SERVICE_CIDR = "198.19.0.0/16"  # ClusterIPs (kube-proxy)
+KUBERNETES_SERVICE_IP = "198.19.0.1"  # the first of SERVICE_CIDR: the `kubernetes` Service
+DNS_SERVICE_IP = "198.19.0.10"  # the kube-dns Service in front of CoreDNS
+CLUSTER_DOMAIN = "cluster.local"
+# The API server listens on the first node's bridge address (pods reach it directly and
+# through the `kubernetes` Service; the host through the same address).
+API_ADDRESS = "198.18.0.1"
+BRIDGE_PREFIX = "hflab-br"  # node N's bridge is hflab-brN; iptables matches "hflab-br+"
+CNI_NETWORK = "howfast-lab"
+COREDNS_VERSION = "1.15.0"
+COREDNS_IMAGE = f"localhost/coredns:{COREDNS_VERSION}"
 TMPFS_SIZE = "2g"
 
 # StorageClasses the lab offers. Two are backed by a dynamic provisioner on different storage;
@@ -107,7 +127,7 @@ PROVISIONER_TMPFS = "lab.howfast/tmpfs"
 PROVISIONER_SHARED = "lab.howfast/shared"
 PROVISIONER_NONE = "kubernetes.io/no-provisioner"
 
-# Host sysctls the kubelet sets to its liking; `up` records them and `down` restores them.
+# Host sysctls the kubelet (and the pod network) set; `up` records them and `down` restores them.
 WATCHED_SYSCTLS = (
     "vm.overcommit_memory",
     "vm.panic_on_oom",
@@ -115,6 +135,12 @@ WATCHED_SYSCTLS = (
     "kernel.panic_on_oops",
     "kernel.keys.root_maxkeys",
     "kernel.keys.root_maxbytes",
+    # the pod network's: up turns ip_forward on (podnet.py); kube-proxy is told to leave the
+    # others alone, and they are watched in case it does not
+    "net.ipv4.ip_forward",
+    "net.ipv4.conf.all.route_localnet",
+    "net.bridge.bridge-nf-call-iptables",
+    "net.bridge.bridge-nf-call-ip6tables",
 )
 # Host paths the runtime components create on their own (hard-coded in them); `up` records which
 # are absent and `down` removes exactly those.
@@ -202,8 +228,13 @@ class Paths:
         return self.run / "state.json"
 
     @property
+    def kubeconfigs(self) -> Path:
+        """Written by each `up` (they name the API server's address); pki/ keeps the keys."""
+        return self.run / "kubeconfig"
+
+    @property
     def admin_kubeconfig(self) -> Path:
-        return self.pki / "admin.kubeconfig"
+        return self.kubeconfigs / "admin.kubeconfig"
 
     @property
     def kubectl(self) -> Path:
@@ -239,6 +270,7 @@ class Paths:
                 cgroup_root=None,
                 pki_prefix="kubelet",
                 pki=self.pki,
+                kubeconfig_dir=self.kubeconfigs,
             )
         if index == 2:
             return NodeSpec(
@@ -251,6 +283,7 @@ class Paths:
                 cgroup_root=NODE2_CGROUP_ROOT,
                 pki_prefix="node2-kubelet",
                 pki=self.pki,
+                kubeconfig_dir=self.kubeconfigs,
             )
         raise ValueError(f"the lab has nodes 1 and 2, not {index}")
 
@@ -268,6 +301,7 @@ class NodeSpec:
     cgroup_root: str | None  # None: the hierarchies' root, as a lone kubelet has it
     pki_prefix: str  # <prefix>-client.crt, <prefix>-serving.crt, <prefix>.kubeconfig
     pki: Path
+    kubeconfig_dir: Path
 
     @property
     def suffix(self) -> str:
@@ -299,7 +333,25 @@ class NodeSpec:
 
     @property
     def kubeconfig(self) -> Path:
-        return self.pki / f"{self.pki_prefix}.kubeconfig"
+        return self.kubeconfig_dir / f"{self.pki_prefix}.kubeconfig"
+
+    @property
+    def bridge(self) -> str:
+        return f"{BRIDGE_PREFIX}{self.index}"
+
+    @property
+    def subnet(self) -> str:
+        """The node's pod subnet: 198.18.(index-1).0/24."""
+        return f"198.18.{self.index - 1}.0/24"
+
+    @property
+    def gateway(self) -> str:
+        """The bridge's address: the pods' gateway (and for the first node the API server's)."""
+        return f"198.18.{self.index - 1}.1"
+
+    @property
+    def cni_conf_dir(self) -> Path:
+        return self.dir / "cni-conf"
 
     @property
     def client_cert(self) -> str:
@@ -316,4 +368,5 @@ K8S_BINARIES = (
     "kube-scheduler",
     "kubelet",
     "kubectl",
+    "kube-proxy",
 )

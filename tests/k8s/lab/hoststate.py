@@ -1,7 +1,8 @@
 """What the cluster changes on the host, recorded before `up` and put back by `down`.
 
 - sysctls the kubelet sets (vm.overcommit_memory, kernel.panic, ...);
-- iptables chains (the kubelet is told not to make its KUBE-* chains; any it makes anyway go);
+- iptables chains: kube-proxy's KUBE-* chains (and any the kubelet makes) go, with the rules
+  that jump to them (the pod network's own, its bridges and routes: podnet.py);
 - host paths hard-coded in containerd, its shims, CNI and the kubelet (/run/containerd, ...);
 - the top-level kubepods cgroups the kubelet makes in each hierarchy, and the second node's
   cgroup root (made by `up` itself, see make_cgroup_root).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -91,7 +93,7 @@ def restore_iptables(before: dict[str, dict[str, list[str]]]) -> None:
                 continue
             rules = run([tool, "-w", "5", "-t", table, "-S"], check=False).stdout.splitlines()
             for rule in rules:
-                words = rule.split()
+                words = shlex.split(rule)  # kube-proxy's rules carry quoted comments
                 if words[:1] == ["-A"] and "-j" in words and words[words.index("-j") + 1] in new:
                     run([tool, "-w", "5", "-t", table, "-D", *words[1:]], check=False)
             for chain in new:

@@ -14,8 +14,8 @@ PROVISIONER_SA = "lab-provisioner"
 
 
 def containerd_config(paths: Paths, node: NodeSpec) -> str:
-    """Each node's containerd has its own root, state, opt, sockets and runc root; the CNI
-    configuration (loopback only) is the lab's, shared by both."""
+    """Each node's containerd has its own root, state, opt, sockets and runc root, and its own
+    CNI configuration (its bridge and subnet, podnet.cni_conflist); the plugins are shared."""
     r = paths.run
     c = node.containerd_dir
     cri = 'plugins."io.containerd.grpc.v1.cri"'
@@ -57,18 +57,8 @@ disabled_plugins = [
         Root = "{node.runc_root}"
   [{cri}.cni]
     bin_dir = "{r}/cni-bin"
-    conf_dir = "{r}/cni-conf"
+    conf_dir = "{node.cni_conf_dir}"
 """
-
-
-def cni_conflist() -> str:
-    """Pods get a network namespace with nothing but `lo` (see go/lo-only)."""
-    doc = {
-        "cniVersion": "0.4.0",
-        "name": "lo-only",
-        "plugins": [{"type": "loopback"}, {"type": "lo-only"}],
-    }
-    return json.dumps(doc, indent=2) + "\n"
 
 
 def kubelet_config(paths: Paths, node: NodeSpec, cgroup_v1: bool) -> str:
@@ -94,6 +84,10 @@ def kubelet_config(paths: Paths, node: NodeSpec, cgroup_v1: bool) -> str:
         "failSwapOn": False,
         "podLogsDir": str(node.pod_logs),
         "resolvConf": "/etc/resolv.conf",
+        # ClusterFirst pods ask CoreDNS (the kube-dns Service), which answers the cluster's
+        # zones only
+        "clusterDNS": [config.DNS_SERVICE_IP],
+        "clusterDomain": config.CLUSTER_DOMAIN,
         # The lab needs no KUBE-FIREWALL & co: leave the host's iptables alone.
         "makeIPTablesUtilChains": False,
         # Images are imported, never pulled: never garbage-collect them.

@@ -11,7 +11,9 @@ from tests.k8s.lab import config
 from tests.k8s.lab.config import NodeSpec
 from tests.k8s.lab.proc import run
 
-API_URL = f"https://127.0.0.1:{config.API_PORT}"
+# Where kubeconfigs point: the API server's address on the first node's bridge, which the host
+# and the pods both reach (see config.API_ADDRESS).
+API_URL = f"https://{config.API_ADDRESS}:{config.API_PORT}"
 _DAYS = "3650"
 
 
@@ -29,6 +31,9 @@ CERTS = (
         (
             "IP:127.0.0.1",
             "IP:127.100.0.1",
+            # the pod network: the address it listens on, and the `kubernetes` Service's
+            f"IP:{config.API_ADDRESS}",
+            f"IP:{config.KUBERNETES_SERVICE_IP}",
             "DNS:localhost",
             "DNS:kubernetes",
             "DNS:kubernetes.default",
@@ -43,6 +48,8 @@ CERTS = (
     Cert("kubelet-client", f"/O=system:nodes/CN=system:node:{config.NODE_NAME}"),
     Cert("kubelet-serving", f"/CN={config.NODE_NAME}", (f"DNS:{config.NODE_NAME}", "IP:127.0.0.1")),
     Cert("provisioner", "/O=system:masters/CN=howfast-lab-provisioner"),
+    # bound to the system:node-proxier ClusterRole by the API server's default RBAC
+    Cert("kube-proxy", "/CN=system:kube-proxy"),
 )
 # kubeconfig name -> certificate it authenticates with
 KUBECONFIGS = {
@@ -51,7 +58,10 @@ KUBECONFIGS = {
     "scheduler": "scheduler",
     "kubelet": "kubelet-client",
     "provisioner": "provisioner",
+    "kube-proxy": "kube-proxy",
 }
+# Made again by ensure_network_pki in a PKI made before the lab had a pod network.
+NETWORK_CERTS = ("apiserver", "kube-proxy")
 
 
 def _key(path: Path) -> None:
@@ -82,7 +92,7 @@ def _sign(pki: Path, cert: Cert, serial: str = "ca.srl") -> None:
         )  # fmt: skip
 
 
-def kubeconfig(pki: Path, user: str, cert: str) -> str:
+def kubeconfig(pki: Path, user: str, cert: str, server: str = API_URL) -> str:
     """A kubeconfig (JSON is valid YAML) for `user`, authenticating with certificate `cert`."""
     doc = {
         "apiVersion": "v1",
@@ -90,7 +100,7 @@ def kubeconfig(pki: Path, user: str, cert: str) -> str:
         "clusters": [
             {
                 "name": "howfast-lab",
-                "cluster": {"server": API_URL, "certificate-authority": str(pki / "ca.crt")},
+                "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")},
             }
         ],
         "users": [
@@ -126,11 +136,49 @@ def ensure_pki(pki: Path) -> None:
     run(["openssl", "rsa", "-in", pki / "sa.key", "-pubout", "-out", pki / "sa.pub"])
     for cert in CERTS:
         _sign(pki, cert)
-    for name, cert_name in KUBECONFIGS.items():
-        path = pki / f"{name}.kubeconfig"
+    done.write_text("ok\n")
+    (pki / NETWORK_STAMP).write_text(_network_digest() + "\n")
+
+
+NETWORK_STAMP = ".network-complete"
+
+
+def _network_digest() -> str:
+    certs = [c for c in CERTS if c.name in NETWORK_CERTS]
+    return json.dumps([[c.name, c.subject, *c.server_names] for c in certs])
+
+
+def network_pki_ok(pki: Path) -> bool:
+    try:
+        return (pki / NETWORK_STAMP).read_text().strip() == _network_digest()
+    except OSError:
+        return False
+
+
+def ensure_network_pki(pki: Path) -> None:
+    """In a PKI made before the pod network: sign the API server's certificate again with the
+    addresses pods dial (the old names kept: a checkout without the pod network still works
+    with it) and kube-proxy's. The CA and every other key stay."""
+    if network_pki_ok(pki):
+        return
+    for cert in CERTS:
+        if cert.name in NETWORK_CERTS:
+            _sign(pki, cert)
+    (pki / NETWORK_STAMP).write_text(_network_digest() + "\n")
+
+
+def write_kubeconfigs(pki: Path, out: Path, nodes: list[NodeSpec]) -> None:
+    """Every component's kubeconfig (and the admin's), naming the API server's address, in
+    `out` (below run/: written by each `up`)."""
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o700)
+    wanted = dict(KUBECONFIGS)
+    for node in nodes:
+        wanted[node.pki_prefix] = node.client_cert
+    for name, cert_name in wanted.items():
+        path = out / f"{name}.kubeconfig"
         path.write_text(kubeconfig(pki, name, cert_name))
         path.chmod(0o600)
-    done.write_text("ok\n")
 
 
 def node_certs(node: NodeSpec) -> tuple[Cert, Cert]:
@@ -152,6 +200,4 @@ def ensure_node_pki(node: NodeSpec) -> None:
         return
     for cert in node_certs(node):
         _sign(node.pki, cert, serial=f"{node.pki_prefix}.srl")
-    node.kubeconfig.write_text(kubeconfig(node.pki, f"node-{node.index}", node.client_cert))
-    node.kubeconfig.chmod(0o600)
     done.write_text("ok\n")

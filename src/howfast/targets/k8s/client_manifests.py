@@ -3,7 +3,8 @@ round-trip probe run, apart from the server, as the studies' pgbench Jobs did. P
 manifests.py.
 
     Pod  howfast-T-client   one container, tools (the run's image: pgbench), its work
-                            directories in memory, PGPASSWORD from the run's Secret
+                            directories in memory, PGPASSWORD from the run's Secret,
+                            PGCONNECT_TIMEOUT
 
 `--client-node NODE` pins it to NODE; otherwise it prefers another node than the primary's.
 Nodes that a drain event will empty are excluded. It reaches the primary at the address of
@@ -25,6 +26,9 @@ from howfast.targets.k8s.spec import K8sClient
 
 Placement = K8sClient
 DATABASE = "postgres"
+# libpq's connect_timeout for every tool in the client pod (PGCONNECT_TIMEOUT): long enough for
+# a loaded server to fork and authenticate, short against a SYN that nothing answers.
+CONNECT_TIMEOUT_S = "5"
 
 
 def client_pod_name(run: m.Plan) -> str:
@@ -66,7 +70,12 @@ def client_pod(
             {
                 "name": "PGPASSWORD",
                 "valueFrom": {"secretKeyRef": {"name": run.name, "key": m.PASSWORD_KEY}},
-            }
+            },
+            # A server pod made again (delete-pod, move, drain) leaves its old address in
+            # DNS for a moment; a connection attempt to it can get no answer at all (the
+            # neighbour entries of the vanished pod still look valid) and would wait for
+            # minutes of SYN retries. Give up after this long: the load retries at once.
+            {"name": "PGCONNECT_TIMEOUT", "value": CONNECT_TIMEOUT_S},
         ],
         "volumeMounts": [{"name": "work", "mountPath": m.WORK_MOUNT}],
     }

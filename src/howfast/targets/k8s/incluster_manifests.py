@@ -13,9 +13,9 @@ One in-cluster run is a set of objects sharing `howfast.dev/run=<token>` (names.
 
 The owner being a ConfigMap (a kind `howfast cleanup` lists) lets cleanup find and remove an
 in-cluster run by its label like any other; the garbage collector removes its dependents. The
-Job's pod passes the "restricted" Pod Security Standard, except in the test lab's host network
-mode (HOWFAST_K8S_NETWORK=host), where it shares its node's network to reach the API server on
-127.0.0.1 (the lab has no pod network), as every pod of a run does there.
+Job's pod passes the "restricted" Pod Security Standard, except in the host network mode
+(HOWFAST_K8S_NETWORK=host, for a test cluster without a pod network), where it shares its
+node's network to reach the API server of the kubeconfig, as every pod of a run does there.
 """
 
 from __future__ import annotations

@@ -4,17 +4,22 @@ and what is created.
 
 Two modes:
 
-- **pod** (real clusters, the default): every pod in its own network namespace, as usual. The
-  servers listen on all addresses (standbys at SERVER_PORT, the primary at the run's port:
-  primary_address) and are dialled by stable DNS names,
+- **pod** (the default, on real clusters and on the test lab): every pod in its own network
+  namespace, as usual. The servers listen on all addresses (standbys at SERVER_PORT, the
+  primary at the run's port: primary_address) and are dialled by stable DNS names,
   `<hostname>.howfast-<token>`, which a headless Service of that name gives pods that carry
-  `hostname` and `subdomain` (a recreated pod keeps its name). A NetworkPolicy lets only the
-  run's own pods reach the servers' port; the password (scram-sha-256) guards it as well.
-- **host** (HOWFAST_K8S_NETWORK=host, the test lab only): the lab has no pod network (a pod's
-  namespace holds only `lo`), so every pod of the run shares its node's network and the
-  servers listen on 127.0.0.1 at ports chosen free on this machine (the lab's nodes are this
-  machine, so howfast's own SQL dials them directly, without a port-forward). hostNetwork
-  breaks the baseline and restricted Pod Security Standards: this mode
+  `hostname` and `subdomain` (a recreated pod keeps its name): the client pod and the standbys
+  (pg_basebackup, primary_conninfo) dial `primary.howfast-<token>`. It needs what every real
+  cluster has: a pod network and cluster DNS. The test lab has both (tests/k8s/lab: a CNI
+  bridge per node, kube-proxy, CoreDNS, all in 198.18.0.0/15 on the machine itself). A
+  NetworkPolicy lets only the run's own pods reach the servers' port (where the network plugin
+  enforces policies; the lab's bridge does not); the password (scram-sha-256) guards it as
+  well.
+- **host** (HOWFAST_K8S_NETWORK=host, test clusters only): every pod of the run shares its
+  node's network and the servers listen on 127.0.0.1 at ports chosen free on this machine
+  (for a cluster whose nodes are this machine, so that howfast's own SQL dials them directly,
+  without a port-forward). Kept for clusters without a pod network or DNS; the lab no longer
+  needs it. hostNetwork breaks the baseline and restricted Pod Security Standards: this mode
   is refused in a namespace that enforces either (`pod_security_refusal`).
 
 The labels here are added to howfast's usual two (manifests.labels), so `howfast cleanup`

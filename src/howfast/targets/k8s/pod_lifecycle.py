@@ -105,8 +105,8 @@ class PodLifecycleFacet(PodChecksFacet):
         if out.returncode != 0:
             raise HowfastError(
                 f"the client pod cannot reach {address.text}: pg_isready failed for 30 s "
-                "(no pod network? give --client same-pod, or HOWFAST_K8S_NETWORK=host in a "
-                "test lab)"
+                "(no pod network or cluster DNS? give --client same-pod, or "
+                "HOWFAST_K8S_NETWORK=host on a test cluster whose nodes are this machine)"
             )
 
     def _start_standbys(self, cluster: Cluster, owner: Mapping[str, str]) -> None:
