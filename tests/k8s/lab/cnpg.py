@@ -33,7 +33,7 @@ from tests.k8s.lab import build, config, howfast_image, image
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError, LabUnavailable, locked, log, run, wait_until
 
-RECIPE = 1  # bump when the image or the manifest adaptation changes in a way the stamp misses
+RECIPE = 2  # bump when the image or the manifest adaptation changes in a way the stamp misses
 OPERATOR_UID = 10001  # the release's Deployment runs the manager as 10001:10001
 DEPLOYMENT = "cnpg-controller-manager"
 WEBHOOK_CONFIGS = (
@@ -126,8 +126,12 @@ def ensure_operator_image(paths: Paths) -> Path:
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".pack-") as tmp:
         stage = Path(tmp) / "stage"
         stage.mkdir()
-        shutil.copyfile(manager_binary(paths), stage / "manager")
-        (stage / "manager").chmod(0o755)
+        # As the upstream image: the operator finds the architectures it can run instance
+        # managers on from operator/manager_<GOARCH> (relative to /), and runs /manager.
+        (stage / "operator").mkdir()
+        shutil.copyfile(manager_binary(paths), stage / "operator" / "manager_amd64")
+        (stage / "operator" / "manager_amd64").chmod(0o755)
+        (stage / "manager").symlink_to("operator/manager_amd64")
         layer = Path(tmp) / "layer.tar"
         run(["tar", "--numeric-owner", "--owner=0", "--group=0", "-C", stage, "-cf", layer, "."])
         diff = image._sha256_file(layer)
@@ -136,6 +140,7 @@ def ensure_operator_image(paths: Paths) -> Path:
             "os": "linux",
             "config": {
                 "Env": [f"PATH={image.DEFAULT_PATH}"],
+                "WorkingDir": "/",
                 "Entrypoint": ["/manager"],
                 "User": f"{OPERATOR_UID}:{OPERATOR_UID}",
             },
@@ -244,7 +249,9 @@ def _running_nodes(paths: Paths) -> list[int]:
     return [i for i in (1, 2) if paths.node(i).containerd_sock.exists()]
 
 
-def import_operator_image(paths: Paths, tarball: Path) -> None:
+def import_operator_image(paths: Paths, tarball: Path) -> bool:
+    """Into each running node's containerd, unless there already; True if it was imported."""
+    imported = False
     for index in _running_nodes(paths):
         sock = paths.node(index).containerd_sock
         ctr = ["/usr/bin/ctr", "--address", str(sock), "--namespace", "k8s.io"]
@@ -258,7 +265,9 @@ def import_operator_image(paths: Paths, tarball: Path) -> None:
         if proc.returncode != 0:
             raise LabError(f"ctr images import {tarball} (node {index}): {proc.stderr.strip()}")
         marker.write_text(wanted)
+        imported = True
         log(f"image {config.CNPG_IMAGE} imported into node {index} in {time.monotonic() - t0:.1f}s")
+    return imported
 
 
 def _ca_bundles_set(paths: Paths) -> bool:
@@ -285,7 +294,12 @@ def install(paths: Paths, storage_class: str = config.SC_DISK, timeout: float = 
     answer. Idempotent. Returns the seconds it took."""
     t0 = time.monotonic()
     tarball = ensure_built(paths)
-    import_operator_image(paths, tarball)
+    changed = import_operator_image(paths, tarball)
+    if changed and is_installed(paths):
+        # same tag, new content: the running manager must be restarted to run it
+        _kubectl(
+            paths, "-n", config.CNPG_NAMESPACE, "rollout", "restart", f"deployment/{DEPLOYMENT}"
+        )
     objects = operator_objects(release_manifest(paths).read_text())
     doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
     _kubectl(
