@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.lab import build, cluster
+from tests.k8s.lab import build, cluster, cnpg
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import NODES_ENV, Paths
 from tests.k8s.lab.proc import LabUnavailable
@@ -295,3 +295,16 @@ def write_plan(tmp_path: Path, text: str, name: str = "plan.toml") -> str:
     path = tmp_path / name
     path.write_text(text)
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def cnpg_operator(k8s_lab: ClusterFacts) -> float:
+    """The CloudNativePG operator (tests/k8s/lab/cnpg.py), installed once per session, the
+    first time a test asks for it (built first if needed: a cold build takes minutes); its
+    webhooks answer when this returns the seconds the install took. Left installed: `down`
+    removes it with the lab; a lab started by hand keeps it (`cnpg uninstall` removes it)."""
+    paths = Paths.default()
+    try:
+        return cnpg.install(paths, storage_class=k8s_lab.default_storage_class)
+    except LabUnavailable as exc:
+        pytest.skip(f"the CloudNativePG operator cannot be built here: {exc}")

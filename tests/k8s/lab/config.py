@@ -24,6 +24,11 @@ from pathlib import Path
 
 K8S_VERSION = "1.34.4"
 LOCAL_PATH_PROVISIONER_VERSION = "v0.0.30"
+# The CloudNativePG operator (cnpg.py): built from its Go module, installed on demand.
+CNPG_VERSION = "1.27.1"
+CNPG_MODULE = "github.com/cloudnative-pg/cloudnative-pg"
+CNPG_IMAGE = f"localhost/cnpg-operator:{CNPG_VERSION}"
+CNPG_NAMESPACE = "cnpg-system"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
@@ -40,6 +45,8 @@ HOST_PACKAGES = (
     "iptables",
     # `nft`: iptables-nft leaves the tables it created (empty) behind; `down` deletes those
     "nftables",
+    # builds deploy/Dockerfile.howfast without a daemon (dockerfile_image.py)
+    "buildah",
 )
 # What goes into the benchmark image (besides debootstrap's minbase).
 IMAGE_PACKAGES = ("postgresql-15", "fio", "procps")
