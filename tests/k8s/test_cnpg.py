@@ -22,7 +22,8 @@ import pytest
 from tests.k8s.conftest import Kube, assert_clean, run_howfast, write_plan
 from tests.k8s.lab.cluster import ClusterFacts
 
-pytestmark = pytest.mark.k8s
+# a Cluster made (initdb, then its standby joins), a run and a failover, on a loaded machine
+pytestmark = [pytest.mark.k8s, pytest.mark.timeout(600)]
 
 CRD = "clusters.postgresql.cnpg.io"
 NAMESPACE = "howfast-cnpg-test"
