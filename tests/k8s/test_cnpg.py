@@ -5,9 +5,8 @@ no commit is lost and the outage is stored with the operator's timeline; with an
 asynchronous standby the loss found is recorded (not assumed); `cleanup` leaves the user's
 cluster as it was and removes only howfast's objects and database.
 
-NOT RUN YET: written before the lab had the operator (issue 37 items 1-2, another branch).
-The operator comes from the lab's `cnpg_operator` fixture (branch wip-cnpg), else from an
-install by hand (its CRD); without either every test is skipped saying so."""
+Run on the lab's real CloudNativePG 1.27.1 operator (the `cnpg_operator` fixture, else an
+operator installed by hand: its CRD; without either every test is skipped saying so)."""
 
 from __future__ import annotations
 
