@@ -185,6 +185,13 @@ def test_a_synchronous_cluster_fails_over_through_the_operator_and_loses_nothing
     assert timeline["promoted_s"] is not None and timeline["rw_moved_s"] is not None
     assert event["lost_commits"] == 0
     assert event["downtime_s"] > 0
+    # every instance's own I/O, by volume role (the lab's Cluster keeps its WAL in PGDATA)
+    (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
+    instances = step["io"]["instances"]
+    assert set(instances) == {"pg-1", "pg-2"}, instances
+    # a pod made again within the step (the deleted primary) is followed: its readings, by pod
+    readings = [r for i in instances.values() for r in i.get("pods", [i])]
+    assert all("data" in r["roles"] for r in readings), instances
 
 
 @pytest.mark.parametrize("user_cluster", [False], indirect=True)
