@@ -1,15 +1,24 @@
-"""Which published secret, and what it holds; the password in no message nor repr.
-HAND-MADE objects (tests/data/cnpg/handmade/)."""
+"""Which published secret, and what it holds; the password in no message nor repr. The
+secret is the real operator's `pg-app` (tests/data/cnpg/v1.27.1/, every value recorded as
+"placeholder"); the Clusters with a superuser secret and custom bootstrap secrets are
+HAND-MADE (tests/data/cnpg/handmade/: the recordings have neither)."""
 
 from __future__ import annotations
+
+import base64
+from typing import Any
 
 import pytest
 
 from howfast.errors import UsageError
 from howfast.targets.cnpg import credentials as cr
-from tests.unit.cnpg_objects import load
+from tests.unit.cnpg_objects import load, recorded_item
 
-PASSWORD = "not-a-real-password"
+PASSWORD = "placeholder"  # the recording's value of every key
+
+
+def app_secret() -> dict[str, Any]:
+    return recorded_item("healthy", "secrets.json", "pg-app")
 
 
 def test_the_secret_comes_from_the_cluster_s_spec() -> None:
@@ -35,17 +44,22 @@ def test_without_superuser_access_auto_takes_the_app_user_and_superuser_is_refus
 
 
 def test_a_secret_s_user_and_password_and_the_password_is_in_no_repr() -> None:
-    found = cr.published(load("secret-pg-app.json"))
-    assert (found.user, found.password, found.dbname) == ("app", PASSWORD, "app")
-    assert PASSWORD not in repr(found)
+    secret = app_secret()
+    found = cr.published(secret)
+    assert (found.user, found.password, found.dbname) == (PASSWORD, PASSWORD, PASSWORD)
+    # a password unlike the other values, so that the repr check can fail
+    secret["data"]["password"] = base64.b64encode(b"not-a-real-password").decode()
+    found = cr.published(secret)
+    assert found.password == "not-a-real-password"
+    assert "not-a-real-password" not in repr(found)
 
 
 def test_a_secret_without_a_password_or_with_bad_base64_names_the_key_not_a_value() -> None:
-    secret = load("secret-pg-app.json")
+    secret = app_secret()
     del secret["data"]["password"]
     with pytest.raises(UsageError, match="Secret pg-app has no 'password' key"):
         cr.published(secret)
-    secret = load("secret-pg-app.json")
+    secret = app_secret()
     secret["data"]["password"] = "%%%not-base64"
     with pytest.raises(UsageError) as caught:
         cr.published(secret)

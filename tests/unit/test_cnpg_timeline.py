@@ -1,5 +1,7 @@
 """The operator's timeline of an event, from observations of the Cluster's status and the
--rw Service's EndpointSlices. HAND-MADE objects (tests/data/cnpg/handmade/); the
+-rw Service's EndpointSlices. The slices are the real operator's right after a failover
+(tests/data/cnpg/v1.27.1/promoted/); a Cluster caught mid-failover is HAND-MADE
+(tests/data/cnpg/handmade/cluster-async.json: no recording has one); the
 observations are built as ops.py makes them."""
 
 from __future__ import annotations
@@ -7,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from howfast.targets.cnpg import timeline as tl
-from tests.unit.cnpg_objects import load
+from tests.unit.cnpg_objects import load, recorded
 
 HEALTHY = "Cluster in healthy state"
 WALL0 = 1_800_000_000.0  # this machine's clock when the load started
@@ -19,7 +21,8 @@ def seen(t: float, primary: str, target: str, phase: str, rw: tuple[str, ...] | 
 
 
 def test_the_endpoint_slices_name_ready_pods_only() -> None:
-    slice_ = load("endpoints-pg-rw.json")
+    (slice_,) = [s for s in recorded("promoted", "endpointslices.json")["items"]
+                 if s["metadata"]["name"].startswith("pg-rw-")]  # fmt: skip
     assert tl.endpoint_pods([slice_]) == ("pg-2",)
     slice_["endpoints"][0]["conditions"]["ready"] = False
     assert tl.endpoint_pods([slice_]) == ()

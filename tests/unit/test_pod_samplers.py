@@ -437,3 +437,18 @@ def test_pod_host_names_a_filesystem_as_this_machine_does(tmp_path: Path) -> Non
     host, _ = pod_host()
     assert host.fstype(tmp_path) == LocalHost().fstype(tmp_path)
     assert host.fstype(tmp_path) != "ext2/ext3"
+
+
+def test_the_server_script_succeeds_when_a_listed_process_is_gone(tmp_path: Path) -> None:
+    """The script run by this machine's /bin/sh on a data directory whose postmaster.pid
+    names a process that has exited (as a short-lived backend exits between the listing of
+    the postmaster's children and the read of its /proc/PID/io): a reading, not a failure."""
+    from howfast.machine.podread import server_argv
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its PID names no process now
+    (tmp_path / "postmaster.pid").write_text(f"{gone.pid}\n{tmp_path}\n")
+    out = subprocess.run(server_argv({}, str(tmp_path)), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    reading = parse_server("v2", {}, out.stdout)
+    assert reading.postmaster == gone.pid and reading.processes == {}

@@ -15,6 +15,7 @@ from howfast.targets.k8s.cluster import Cluster
 
 MERGE_PATCH = "application/merge-patch+json"
 SERVICE_LABEL = "kubernetes.io/service-name"
+DELETE_POD_GRACE_S = 1  # 0 means "force" to the API (the object goes before the container)
 
 
 class CnpgApi:
@@ -85,8 +86,12 @@ class CnpgApi:
         )  # fmt: skip
 
     def delete_pod(self, namespace: str, name: str) -> None:
-        """An instance's pod (delete-pod: the operator makes it again and fails over)."""
-        self.kube.delete("Pod", name, namespace)
+        """An instance's pod, killed (delete-pod: the operator makes it again and fails over).
+        With a grace period of 1 s, as CloudNativePG's docs simulate a failed primary: with the
+        pod's own (`stopDelay`, 1800 s) its instance manager shuts PostgreSQL down "smart",
+        waiting up to `smartShutdownTimeout` (180 s) for every session to end, and the
+        operator promotes only after that (seen on the lab: 3 minutes "Failing over")."""
+        self.kube.delete("Pod", name, namespace, grace_s=DELETE_POD_GRACE_S)
 
     def cluster_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
         found = self.kube.call(

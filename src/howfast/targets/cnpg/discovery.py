@@ -301,7 +301,8 @@ def layout(
 
 def not_ready(layout: ClusterLayout) -> str | None:
     """Why a run cannot start on the cluster now (None: it can): no primary, a change of
-    primary under way, an instance not Ready."""
+    primary under way, the primary not Ready (a standby not Ready is allowed: right after a
+    failover the old primary's pod is still being made again)."""
     where = f"Cluster {layout.namespace}/{layout.name}"
     if not layout.current_primary:
         return f"{where} has no primary yet (phase: {layout.phase or 'unknown'})"
