@@ -9,7 +9,7 @@ schedule (the step fails with it), one from `verify` only makes the event unveri
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -111,3 +111,11 @@ class EventAction(ABC):
 
     @abstractmethod
     def verify(self, ctx: EventContext, spec: EventSpec, applied: Applied) -> Verified: ...
+
+
+def standby_named(names: Sequence[str], spec: EventSpec) -> str | None:
+    """The standby an event names (`failover=standby_2`), else the first of `names`; None when
+    it names one that is not among them, or there is none."""
+    if spec.arg is not None:
+        return spec.arg if spec.arg in names else None
+    return names[0] if names else None

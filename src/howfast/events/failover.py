@@ -9,7 +9,7 @@ import time
 
 from howfast.errors import HowfastError
 from howfast.events import link_cut
-from howfast.events.base import Applied, EventContext, Verified
+from howfast.events.base import Applied, EventContext, Verified, standby_named
 from howfast.events.operator import OperatorAware
 from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.machine import tcp_queues
@@ -26,9 +26,7 @@ from howfast.targets.replicas.state import parse_state
 
 def standby_of(target: Target, spec: EventSpec) -> str | None:
     names = target.promotable_standbys() if isinstance(target, Promotable) else ()
-    if spec.arg is not None:
-        return spec.arg if spec.arg in names else None
-    return names[0] if names else None
+    return standby_named(names, spec)
 
 
 class Failover(OperatorAware):

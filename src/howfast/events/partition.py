@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from howfast.errors import HowfastError
 from howfast.events import link_cut
 from howfast.events import replication_view as view
-from howfast.events.base import Applied, EventAction, EventContext, Verified
+from howfast.events.base import Applied, EventAction, EventContext, Verified, standby_named
 from howfast.eventspec import ActionSyntax, EventSpec
 from howfast.machine.packetfilter import Cut, PacketFilter
 from howfast.model import JSONValue
@@ -37,9 +37,7 @@ POLL_S = 0.1
 
 def standby_of(target: Target, spec: EventSpec) -> str | None:
     names = target.partitionable_standbys() if isinstance(target, Partitionable) else ()
-    if spec.arg is not None:
-        return spec.arg if spec.arg in names else None
-    return names[0] if names else None
+    return standby_named(names, spec)
 
 
 class Partition(EventAction):
@@ -54,8 +52,8 @@ class Partition(EventAction):
     def missing(self, target: Target) -> str | None:
         if target.kind == "k8s":
             return (
-                "partition is not available on k8s:// targets yet (its standbys reach the "
-                "primary over the host's network, which a pod network will replace)"
+                "partition is not available on k8s:// targets yet (cutting a standby pod's "
+                "replication connection is not built)"
             )
         return super().missing(target)
 
