@@ -83,6 +83,7 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
     # at +0 ms, 0.6429 at +2 ms). The margin is half of the 4 ms: the figure is a sampled
     # share times the active time, and the +0 ms standby's own wait varies with the load.
     assert slow[wait] > fast[wait] + 2.0, (fast[wait], slow[wait])
+    sync_on_added_ms = slow[wait] - fast[wait]
     # and it is the commit's main wait (0.57 to 0.65 of the active time was measured at +0 ms;
     # with sync off it is under 0.05, below)
     assert slow["wait_syncrep_share"] > 0.2, slow["wait_syncrep_share"]
@@ -98,12 +99,17 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
                                            f"{base}&standby_latency=2ms"])  # fmt: skip
     fast = found[f"{target_dir} with 1 async standby, standby +0ms"]
     slow = found[f"{target_dir} with 1 async standby, standby +2ms"]
-    print(f"sync off: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f}")
-    # The standby's disk is not waited for: no commit waits on it, and the +2 ms disk costs
-    # less than with sync on. (Not a fixed ratio: on this shared machine two runs a minute
-    # apart differed by 46% with sync off once, for reasons of their own.)
+    print(f"sync off: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f} (sync on ratio "
+          f"{sync_on_ratio:.2f}); SyncRep ms per commit {fast.get(wait)}, {slow.get(wait)}")
+    # The standby's disk is not waited for: no commit waits on it, so the +2 ms disk adds to a
+    # commit's wait for the standby a small part of what it adds with sync on. Said in the
+    # milliseconds a commit waits for the standby, not in TPS: sync-off TPS moves with the
+    # machine's load by more than the +2 ms disk moves it (two runs a minute apart differed by
+    # 46% once; a CI run measured 552 and 345 tps, a ratio of 0.63 against 0.65 with sync on,
+    # while its commits waited for no standby).
     assert fast["wait_syncrep_share"] < 0.05 and slow["wait_syncrep_share"] < 0.05
-    assert slow["tps"] / fast["tps"] > sync_on_ratio, (slow["tps"], fast["tps"], sync_on_ratio)
+    assert fast[wait] is not None and slow[wait] is not None, (fast, slow)
+    assert slow[wait] - fast[wait] < 0.25 * sync_on_added_ms, (fast[wait], slow[wait])
     (record,) = [t for name, t in found["_targets"].items() if name.endswith("standby +2ms")]
     assert record["name"].startswith(str(target_dir))
     assert _left(target_dir) == []

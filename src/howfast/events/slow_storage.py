@@ -1,7 +1,7 @@
 """slow-storage=LATENCY[,for=D]: an emulated volume's added latency changed while the server
 runs (the delay plugin reads its delay file again within 50 ms); restored at the window's end,
-or after the load without for=. Verified by timing flushes of the volume before and after: the
-change measured goes the way asked and is at least half of it. No upper bound: while the load
+or after the load without for=. Verified by timing flushes of the volume before and after (the
+shortest of each nine): the change measured goes the way asked and is at least half of it. No upper bound: while the load
 runs, a flush also waits for the writes queued before it, each delayed too, so under load it
 measures a multiple of the change (+7.6 ms and +16 ms measured for +5 ms at 1 client)."""
 
@@ -15,7 +15,10 @@ from howfast.model import JSONValue
 from howfast.targets.base import Target
 from howfast.targets.capabilities import StorageSlowable
 
-FLUSHES = 5
+# The shortest of 9 flushes, before and after: a flush under load also waits for the writes
+# queued before it and for the busy disk below (a CI run measured a median of 17 ms at +0 ms
+# and 11 ms at +5 ms), while the delay is under every flush.
+FLUSHES = 9
 SETTLE_S = 0.15  # the plugin looks at its delay file every 50 ms
 # The measured change, as a share of the asked one, that verifies it (no upper bound: above).
 AT_LEAST = 0.5

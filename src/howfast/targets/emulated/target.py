@@ -12,7 +12,7 @@ from howfast.errors import HowfastError
 from howfast.machine.pgbin import PgInstall
 from howfast.targets.capabilities import StorageSlowable
 from howfast.targets.emulated.build import Limits
-from howfast.targets.emulated.measure import flush_latency_ms
+from howfast.targets.emulated.measure import flush_times_ms
 from howfast.targets.emulated.storage import (
     CHECK_FILE_BYTES,
     CHECK_SECONDS,
@@ -88,9 +88,9 @@ class EmulatedTarget(LocalTarget, StorageSlowable):
             raise HowfastError("the emulated volume is not built")
         self.volume_part.volume.set_latency(ms)
 
-    def measure_flush_ms(self, n: int = 5) -> float:
-        """The median of `n` flushes of the volume's loop device now (nothing to write)."""
+    def measure_flush_ms(self, n: int = 9) -> float:
+        """The shortest of `n` flushes of the volume's loop device now (nothing to write)."""
         volume = self.volume_part.volume
         if volume is None or volume.loop_device is None:
             raise HowfastError("the emulated volume is not built")
-        return flush_latency_ms(volume.loop_device, n)
+        return min(flush_times_ms(volume.loop_device, n))
