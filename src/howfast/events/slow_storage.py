@@ -1,9 +1,10 @@
 """slow-storage=LATENCY[,for=D]: an emulated volume's added latency changed while the server
 runs (the delay plugin reads its delay file again within 50 ms); restored at the window's end,
 or after the load without for=. Verified by timing flushes of the volume before and after (the
-shortest of each nine): the change measured goes the way asked and is at least half of it. No upper bound: while the load
-runs, a flush also waits for the writes queued before it, each delayed too, so under load it
-measures a multiple of the change (+7.6 ms and +16 ms measured for +5 ms at 1 client)."""
+shortest of each nine): the change measured goes the way asked and is at least half of it. No
+upper bound: while the load runs, a flush also waits for the writes queued before it, each
+delayed too, so under load it measures a multiple of the change (+7.6 ms and +16 ms measured
+for +5 ms at 1 client)."""
 
 from __future__ import annotations
 
