@@ -99,8 +99,10 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
                                            f"{base}&standby_latency=2ms"])  # fmt: skip
     fast = found[f"{target_dir} with 1 async standby, standby +0ms"]
     slow = found[f"{target_dir} with 1 async standby, standby +2ms"]
-    print(f"sync off: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f} (sync on ratio "
-          f"{sync_on_ratio:.2f}); SyncRep ms per commit {fast.get(wait)}, {slow.get(wait)}")
+    print(
+        f"sync off: tps +0ms {fast['tps']:.0f}, +2ms {slow['tps']:.0f} (sync on ratio "
+        f"{sync_on_ratio:.2f}); SyncRep ms per commit {fast.get(wait)}, {slow.get(wait)}"
+    )
     # The standby's disk is not waited for: no commit waits on it, so the +2 ms disk adds to a
     # commit's wait for the standby a small part of what it adds with sync on. Said in the
     # milliseconds a commit waits for the standby, not in TPS: sync-off TPS moves with the
