@@ -274,6 +274,8 @@ def failover_load(acked_before: int, rows_before: int, in_doubt: int) -> LoadRec
         (2266, 2073, 0, 193, 193, "193 commits lost (acknowledged, then gone)"),
         (2078, 2073, 2, 5, 7, "5 to 7 commits lost (2 in doubt)"),
         (1, 0, 0, 1, 1, "1 commit lost (acknowledged, then gone)"),
+        # thousands grouped, as the bytes beside them are
+        (12073, 3759, 1, 8314, 8315, "8,314 to 8,315 commits lost (1 in doubt)"),
     ],
 )
 def test_lost_commits_are_proven_and_bounded_by_those_in_doubt(

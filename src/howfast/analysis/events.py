@@ -596,11 +596,13 @@ def event_line(fig: EventFigures) -> str:
         lost = fig.lost
         if lost.lost == lost.lost_max:
             gone = " (acknowledged, then gone)" if lost.lost else ""
-            parts.append(f"{lost.lost} commit{'s' if lost.lost != 1 else ''} lost{gone}")
+            parts.append(f"{lost.lost:,} commit{'s' if lost.lost != 1 else ''} lost{gone}")
         elif lost.lost == 0:
-            parts.append(f"0 commits lost ({lost.in_doubt} in doubt)")
+            parts.append(f"0 commits lost ({lost.in_doubt:,} in doubt)")
         else:
-            parts.append(f"{lost.lost} to {lost.lost_max} commits lost ({lost.in_doubt} in doubt)")
+            parts.append(
+                f"{lost.lost:,} to {lost.lost_max:,} commits lost ({lost.in_doubt:,} in doubt)"
+            )
     elif fig.lost_note and not fig.lost_note.startswith("counted with"):
         parts.append(f"commits not counted: {fig.lost_note}")
     promoted = promotion_note(mark, fig.lost)

@@ -174,10 +174,11 @@ def check_trial(trial: Trial, slo: FailureSlo) -> TrialCheck:
         if trial.lost is None:
             unknown.append("lost commits not counted")
         elif trial.lost > slo.rpo_commits:
-            missed.append(f"{trial.lost} commit{'s' if trial.lost != 1 else ''} lost > {rpo}")
+            missed.append(f"{trial.lost:,} commit{'s' if trial.lost != 1 else ''} lost > {rpo}")
         elif trial.lost_max is not None and trial.lost_max > slo.rpo_commits:
             unknown.append(
-                f"{trial.lost} to {trial.lost_max} commits lost ({trial.in_doubt} in doubt), {rpo}"
+                f"{trial.lost:,} to {trial.lost_max:,} commits lost "
+                f"({'?' if trial.in_doubt is None else f'{trial.in_doubt:,}'} in doubt), {rpo}"
             )
     if missed:
         return TrialCheck(trial.number, "missed", tuple(missed))
