@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tests.k8s.lab import build, config, coredns, hoststate, manifests, pki, podnet
+from tests.k8s.lab import build, config, coredns, hoststate, image_store, manifests, pki, podnet
 from tests.k8s.lab.config import NodeSpec, Paths
 from tests.k8s.lab.proc import (
     LabError,
@@ -631,6 +631,10 @@ def _import_images(paths: Paths, node: NodeSpec) -> None:
         done[ref] = _image_marker(tar)
         markers.write_text(json.dumps(done))
         log(f"image {ref} imported into node {node.name} in {time.monotonic() - t0:.1f}s")
+    # a rebuilt image replaced its name: the old one's ID is removed with its content
+    image_store.remove_orphans(
+        [CTR, "--address", str(node.containerd_sock), "--namespace", "k8s.io"]
+    )
 
 
 # --- down -----------------------------------------------------------------------------------------

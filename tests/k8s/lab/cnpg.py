@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from tests.k8s.lab import build, config, howfast_image, image
+from tests.k8s.lab import build, config, howfast_image, image, image_store
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError, LabUnavailable, locked, log, run, wait_until
 
@@ -265,6 +265,7 @@ def import_operator_image(paths: Paths, tarball: Path) -> bool:
         if proc.returncode != 0:
             raise LabError(f"ctr images import {tarball} (node {index}): {proc.stderr.strip()}")
         marker.write_text(wanted)
+        image_store.remove_orphans(ctr)  # a rebuilt operator's: the old image's ID
         imported = True
         log(f"image {config.CNPG_IMAGE} imported into node {index} in {time.monotonic() - t0:.1f}s")
     return imported

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from tests.k8s.lab import build, config, howfast_image, image
+from tests.k8s.lab import build, config, howfast_image, image, image_store
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError, LabUnavailable, locked, log, run
 
@@ -172,6 +172,7 @@ def import_image(paths: Paths, tarball: Path, ref: str, nodes: int) -> None:
         old = [name for name in listed if name.startswith(IMAGE_NAME + ":") and name != ref]
         if old:
             run([*ctr, "images", "rm", *old], check=False)
+        image_store.remove_orphans(ctr)
         if ref in listed:
             continue
         t0 = time.monotonic()

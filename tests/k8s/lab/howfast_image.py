@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from subprocess import CompletedProcess
 
-from tests.k8s.lab import config, image
+from tests.k8s.lab import config, image, image_store
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import LabError, locked, log, run
 
@@ -197,6 +197,8 @@ def import_image(paths: Paths, tarball: Path, ref: str, nodes: int) -> None:
         old = [name for name in listed if name.startswith(IMAGE_NAME + ":") and name != ref]
         if old:
             _ctr(paths, index, "images", "rm", *old)
+        sock = str(paths.node(index).containerd_sock)
+        image_store.remove_orphans(["/usr/bin/ctr", "--address", sock, "--namespace", "k8s.io"])
         if ref in listed:
             continue
         t0 = time.monotonic()
