@@ -190,8 +190,8 @@ def go_env(paths: Paths) -> dict[str, str]:
 
 
 def _nice(argv: list[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
-    """Builds share the machine: run them at a lower priority."""
-    return ["nice", "-n", "10", *argv]
+    """Builds share the machine: run them at a lower priority (config.build_nice)."""
+    return [*config.build_nice(), *argv]
 
 
 def _write_wrapper_module(paths: Paths, env: dict[str, str]) -> None:
@@ -395,7 +395,7 @@ def _build_missing(paths: Paths) -> Paths:
         build_pause_image(paths)
         build_kubernetes(paths)
         build_provisioner(paths)
-        coredns.build(paths, go_env(paths), ["nice", "-n", "10"])
+        coredns.build(paths, go_env(paths), config.build_nice())
         coredns.build_image(paths)
         pki.ensure_pki(paths.pki)
         pki.ensure_network_pki(paths.pki)

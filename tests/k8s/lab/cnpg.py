@@ -93,7 +93,15 @@ def build_manager(paths: Paths) -> None:
     log(f"go build {config.CNPG_MODULE}/cmd/manager (log: build-cnpg.log)")
     t0 = time.monotonic()
     run(
-        ["nice", "-n", "10", "go", "build", f"-ldflags={ldflags}", "-o", partial, "./cmd/manager"],
+        [
+            *config.build_nice(),
+            "go",
+            "build",
+            f"-ldflags={ldflags}",
+            "-o",
+            partial,
+            "./cmd/manager",
+        ],
         env=env,
         cwd=source,
         log_file=paths.logs / "build-cnpg.log",

@@ -73,6 +73,7 @@ NODE2_CGROUP_ROOT = "howfast-lab-node2"
 # `up` starts this many nodes unless told otherwise (--nodes, HOWFAST_K8S_LAB_NODES).
 DEFAULT_NODES = 2
 NODES_ENV = "HOWFAST_K8S_LAB_NODES"
+BUILD_NICE_ENV = "HOWFAST_K8S_LAB_BUILD_NICE"
 API_PORT = 6443
 ETCD_CLIENT_PORT = 12379
 ETCD_PEER_PORT = 12380
@@ -162,6 +163,16 @@ GO_SOURCES = LAB_DIR / "go"
 def node_suffix(index: int) -> str:
     """Appended to the names of a node's processes in the state file ("kubelet", "kubelet-2")."""
     return "" if index == 1 else f"-{index}"
+
+
+def build_nice() -> list[str]:
+    """The prefix that runs a build command at the build's priority: `nice -n 10` (a build
+    shares the machine), else $HOWFAST_K8S_LAB_BUILD_NICE's increment. scripts/test.sh sets
+    it to 0: there the build is the critical path of a fresh `make test`, run before the tests
+    at their priority; at nice 10 beside two busy loops it got about a tenth of the CPU."""
+    value = os.environ.get(BUILD_NICE_ENV, "").strip()
+    increment = int(value) if value.lstrip("-").isdigit() else 10
+    return ["nice", "-n", str(increment)]
 
 
 def default_nodes() -> int:

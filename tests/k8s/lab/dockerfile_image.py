@@ -135,7 +135,7 @@ def ensure_image(paths: Paths | None = None) -> tuple[str, Path]:
             run([*buildah, "pull", f"docker-archive:{base}"], log_file=paths.logs / "buildah.log")
         log(f"buildah build -f deploy/Dockerfile.howfast (log: {paths.logs / 'buildah.log'})")
         argv = [
-                "nice", "-n", "10", *buildah, "build",
+                *config.build_nice(), *buildah, "build",
                 "--isolation", "chroot", "--network", "host", "--pull=never",
                 "--build-arg", f"BASE={BASE_IMAGE}",
                 # pip trusts what this machine trusts (it may sit behind a TLS proxy); the
