@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +37,12 @@ LABEL = "app.kubernetes.io/managed-by=howfast"
 BUILD_TIMEOUT_S = 3600
 
 
+# Tests on the Cluster lab/pg (tests/k8s/lab/cnpg.py) carry `lab_pg_cluster(ORDER)`: they
+# run last but the lab's teardown, by ORDER (the one that deletes it, last of all).
+LAB_PG_MARKER = "lab_pg_cluster"
+WANTS_LAB_PG = pytest.StashKey[bool]()
+
+
 def _opted_in(config: pytest.Config) -> bool:
     if os.environ.get("HOWFAST_K8S_LAB") == "1":
         return True
@@ -47,10 +54,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ours = [item for item in items if HERE in Path(str(item.path)).parents]
     if not ours:
         return
-    # A test that takes the lab down runs after every other test that needs it.
+    # The tests on the lab's shared CloudNativePG Cluster run after the others (the operator
+    # makes it while they run: `_cnpg_made_early`), in their marker's order; a test that takes
+    # the lab down runs after every other test that needs it.
+    on_pg = sorted(
+        (item for item in items if item.get_closest_marker(LAB_PG_MARKER)),
+        key=lambda item: int(item.get_closest_marker(LAB_PG_MARKER).args[0]),  # type: ignore[union-attr]
+    )
     last = [item for item in items if item.get_closest_marker("lab_teardown")]
-    if last:
-        items[:] = [item for item in items if item not in last] + last
+    if on_pg or last:
+        items[:] = [item for item in items if item not in on_pg and item not in last]
+        items += on_pg + last
+    config.stash[WANTS_LAB_PG] = any(HERE in Path(str(i.path)).parents for i in on_pg)
     if not _opted_in(config):
         skip = pytest.mark.skip(
             reason="k8s lab tests run in `make test`, `make k8s-lab` or "
@@ -272,13 +287,14 @@ LABELLED_KINDS = {
 
 
 def leftovers(kube: Kube) -> dict[str, list[str]]:
-    """howfast's labelled objects and every volume, by kubectl's short kind names; in two
+    """howfast's labelled objects and every volume but lab/pg's (is_lab_pg_volume), by
+    kubectl's short kind names; in two
     kubectl calls (the tests poll this: each kubectl costs CPU the other tests need)."""
     found: dict[str, list[str]] = {}
     labelled = kube.get(",".join(LABELLED_KINDS.values()), "-A", "-l", LABEL)["items"]
     for item in labelled:
         found.setdefault(LABELLED_KINDS[item["kind"]], []).append(item["metadata"]["name"])
-    volumes = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
+    volumes = [i["metadata"]["name"] for i in kube.get("pv")["items"] if not is_lab_pg_volume(i)]
     if volumes:
         found["pv"] = volumes
     return found
@@ -297,14 +313,108 @@ def write_plan(tmp_path: Path, text: str, name: str = "plan.toml") -> str:
     return str(path)
 
 
+@dataclass
+class EarlyCnpg:
+    """The operator's install and the Cluster lab/pg asked for in a thread of its own, while
+    the other tests run: making a Cluster (initdb, then the standby's copy) takes a minute
+    or more, mostly waiting."""
+
+    thread: threading.Thread | None = None
+    install_s: float | None = None
+    error: BaseException | None = None
+
+
+def _install_and_ask(facts: ClusterFacts, early: EarlyCnpg) -> None:
+    paths = Paths.default()
+    try:
+        early.install_s = cnpg.install(paths, storage_class=facts.default_storage_class)
+        namespace = {"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": cnpg.CLUSTER_NAMESPACE}}  # fmt: skip
+        kube = Kube(facts)
+        kube.apply(namespace)
+        kube.apply(cnpg.lab_cluster_object(facts.default_storage_class))
+    except BaseException as exc:  # said by the fixtures that wait for it
+        early.error = exc
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cnpg_made_early(request: pytest.FixtureRequest) -> Iterator[EarlyCnpg]:
+    """When the session has tests on lab/pg: the operator installed and lab/pg asked for as
+    the lab comes up, in a thread; `cnpg_operator` and `lab_pg_cluster` wait for it."""
+    early = EarlyCnpg()
+    if request.config.stash.get(WANTS_LAB_PG, False):
+        facts: ClusterFacts = request.getfixturevalue("k8s_lab")
+        early.thread = threading.Thread(
+            target=_install_and_ask, args=(facts, early), daemon=True, name="cnpg-early"
+        )
+        early.thread.start()
+    yield early
+    if early.thread is not None:
+        early.thread.join(timeout=300)
+
+
 @pytest.fixture(scope="session")
-def cnpg_operator(k8s_lab: ClusterFacts) -> float:
-    """The CloudNativePG operator (tests/k8s/lab/cnpg.py), installed once per session, the
-    first time a test asks for it (built first if needed: a cold build takes minutes); its
-    webhooks answer when this returns the seconds the install took. Left installed: `down`
-    removes it with the lab; a lab started by hand keeps it (`cnpg uninstall` removes it)."""
+def cnpg_operator(k8s_lab: ClusterFacts, _cnpg_made_early: EarlyCnpg) -> float:
+    """The CloudNativePG operator (tests/k8s/lab/cnpg.py), installed once per session: early
+    when tests on lab/pg need it, else the first time a test asks for it (built first if
+    needed: a cold build takes minutes); its webhooks answer when this returns the seconds
+    the install took. Left installed: `down` removes it with the lab; a lab started by hand
+    keeps it (`cnpg uninstall` removes it)."""
+    early = _cnpg_made_early
+    if early.thread is not None:
+        early.thread.join(timeout=BUILD_TIMEOUT_S)
+        if isinstance(early.error, LabUnavailable):
+            pytest.skip(f"the CloudNativePG operator cannot be built here: {early.error}")
+        if early.error is not None:
+            raise early.error
+        assert early.install_s is not None, "the operator's install did not end"
+        return early.install_s
     paths = Paths.default()
     try:
         return cnpg.install(paths, storage_class=k8s_lab.default_storage_class)
     except LabUnavailable as exc:
         pytest.skip(f"the CloudNativePG operator cannot be built here: {exc}")
+
+
+# initdb, then the standby's pg_basebackup, each in a pod of its own, on a loaded 2-core machine
+LAB_PG_HEALTHY_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="session")
+def lab_pg_cluster(cnpg_operator: float, k8s_lab: ClusterFacts, kube: Kube) -> Iterator[str]:
+    """The Cluster lab/pg (cnpg.lab_cluster_object: 2 instances, a synchronous standby, WAL
+    on a volume of its own), healthy; shared by the tests marked `lab_pg_cluster`, the last
+    of which deletes it (deleted here too in case it did not run)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": cnpg.CLUSTER_NAMESPACE}}  # fmt: skip
+    kube.apply(namespace)  # asked for early, unless this session did not (then now)
+    kube.apply(cnpg.lab_cluster_object(k8s_lab.default_storage_class))
+    try:
+        wait_lab_pg_healthy(kube)
+        yield cnpg.CLUSTER_NAME
+    finally:
+        kube("-n", cnpg.CLUSTER_NAMESPACE, "delete", "cluster", cnpg.CLUSTER_NAME,
+             "--ignore-not-found", "--wait=true", timeout=300, check=False)  # fmt: skip
+
+
+def wait_lab_pg_healthy(kube: Kube, timeout: float = LAB_PG_HEALTHY_TIMEOUT_S) -> dict[str, Any]:
+    """lab/pg healthy with its 2 instances ready: the Cluster object then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = kube.get("cluster", cnpg.CLUSTER_NAME, "-n", cnpg.CLUSTER_NAMESPACE)
+        status = found.get("status") or {}
+        if cnpg.is_healthy(status, 2):
+            return dict(found)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Cluster lab/pg not healthy: {json.dumps(status)[:2000]}")
+        time.sleep(2)
+
+
+def is_lab_pg_volume(pv: dict[str, Any]) -> bool:
+    """A volume of lab/pg's claims (pg-N, pg-N-wal in namespace lab): the user's cluster,
+    made by the tests, not by howfast; it lives through the other tests."""
+    ref = pv.get("spec", {}).get("claimRef") or {}
+    pattern = rf"{re.escape(cnpg.CLUSTER_NAME)}-\d+(-wal)?"
+    return ref.get("namespace") == cnpg.CLUSTER_NAMESPACE and bool(
+        re.fullmatch(pattern, str(ref.get("name", "")))
+    )
