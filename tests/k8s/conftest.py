@@ -19,14 +19,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.k8s.lab import build, cluster, cnpg
+from tests.k8s.lab import build, cluster, cnpg, dockerfile_image
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import NODES_ENV, Paths
 from tests.k8s.lab.proc import LabUnavailable
@@ -41,6 +41,7 @@ BUILD_TIMEOUT_S = 3600
 # run last but the lab's teardown, by ORDER (the one that deletes it, last of all).
 LAB_PG_MARKER = "lab_pg_cluster"
 WANTS_LAB_PG = pytest.StashKey[bool]()
+WANTS_HOWFAST_IMAGE = pytest.StashKey[bool]()
 
 
 def _opted_in(config: pytest.Config) -> bool:
@@ -55,7 +56,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not ours:
         return
     # The tests on the lab's shared CloudNativePG Cluster run after the others (the operator
-    # makes it while they run: `_cnpg_made_early`), in their marker's order; a test that takes
+    # makes it while they run: `_made_early`), in their marker's order; a test that takes
     # the lab down runs after every other test that needs it.
     on_pg = sorted(
         (item for item in items if item.get_closest_marker(LAB_PG_MARKER)),
@@ -65,7 +66,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if on_pg or last:
         items[:] = [item for item in items if item not in on_pg and item not in last]
         items += on_pg + last
-    config.stash[WANTS_LAB_PG] = any(HERE in Path(str(i.path)).parents for i in on_pg)
     if not _opted_in(config):
         skip = pytest.mark.skip(
             reason="k8s lab tests run in `make test`, `make k8s-lab` or "
@@ -76,6 +76,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not build.is_built(Paths.default()):
         ours[0].add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What `_made_early` starts as the lab comes up: only what the selected tests need."""
+    ours = [item for item in session.items if HERE in Path(str(item.path)).parents]
+    session.config.stash[WANTS_LAB_PG] = any(i.get_closest_marker(LAB_PG_MARKER) for i in ours)
+    session.config.stash[WANTS_HOWFAST_IMAGE] = any(
+        "howfast_image" in getattr(item, "fixturenames", ()) for item in ours
+    )
 
 
 @dataclass
@@ -313,65 +322,94 @@ def write_plan(tmp_path: Path, text: str, name: str = "plan.toml") -> str:
     return str(path)
 
 
-@dataclass
-class EarlyCnpg:
-    """The operator's install and the Cluster lab/pg asked for in a thread of its own, while
-    the other tests run: making a Cluster (initdb, then the standby's copy) takes a minute
-    or more, mostly waiting."""
+class Background:
+    """Slow work asked for as the lab comes up, in a thread of its own, while the first tests
+    run (it mostly waits: the operator making a Cluster, image imports); `result` waits for
+    it and raises what it raised."""
 
-    thread: threading.Thread | None = None
-    install_s: float | None = None
-    error: BaseException | None = None
+    def __init__(self, name: str, work: Callable[[], Any]) -> None:
+        self.work = work
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.value = self.work()
+        except BaseException as exc:  # raised by result(), in the test that needs it
+            self.error = exc
+
+    def result(self, timeout: float) -> Any:
+        self.thread.join(timeout=timeout)
+        if self.thread.is_alive():
+            raise AssertionError(f"{self.thread.name} still ran after {timeout:g} s")
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
-def _install_and_ask(facts: ClusterFacts, early: EarlyCnpg) -> None:
+def _install_and_ask(facts: ClusterFacts) -> float:
+    """The operator installed, then lab/pg asked for (not waited for); the install's seconds."""
+    took = cnpg.install(Paths.default(), storage_class=facts.default_storage_class)
+    kube = Kube(facts)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": cnpg.CLUSTER_NAMESPACE}})  # fmt: skip
+    kube.apply(cnpg.lab_cluster_object(facts.default_storage_class))
+    return took
+
+
+def _image_in_nodes(facts: ClusterFacts) -> str:
+    """howfast's image of this checkout in every node's containerd (built by howfast_image.py,
+    or from deploy/Dockerfile.howfast with HOWFAST_K8S_LAB_HOWFAST_IMAGE=dockerfile)."""
     paths = Paths.default()
-    try:
-        early.install_s = cnpg.install(paths, storage_class=facts.default_storage_class)
-        namespace = {"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": cnpg.CLUSTER_NAMESPACE}}  # fmt: skip
-        kube = Kube(facts)
-        kube.apply(namespace)
-        kube.apply(cnpg.lab_cluster_object(facts.default_storage_class))
-    except BaseException as exc:  # said by the fixtures that wait for it
-        early.error = exc
+    started = time.monotonic()
+    builder = dockerfile_image.selected_builder()
+    ref, tarball = builder.ensure_image(paths)
+    builder.import_image(paths, tarball, ref, len(facts.nodes))
+    print(f"howfast image {ref} ready in {time.monotonic() - started:.1f}s")
+    return str(ref)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _cnpg_made_early(request: pytest.FixtureRequest) -> Iterator[EarlyCnpg]:
-    """When the session has tests on lab/pg: the operator installed and lab/pg asked for as
-    the lab comes up, in a thread; `cnpg_operator` and `lab_pg_cluster` wait for it."""
-    early = EarlyCnpg()
+def _made_early(request: pytest.FixtureRequest) -> Iterator[dict[str, Background]]:
+    """As the lab comes up, in threads: the operator installed and lab/pg asked for, when the
+    session has tests on lab/pg; howfast's image built and imported, when it has tests that
+    need it. The fixtures `cnpg_operator`, `lab_pg_cluster` and `howfast_image` wait for
+    them."""
+    early: dict[str, Background] = {}
     if request.config.stash.get(WANTS_LAB_PG, False):
         facts: ClusterFacts = request.getfixturevalue("k8s_lab")
-        early.thread = threading.Thread(
-            target=_install_and_ask, args=(facts, early), daemon=True, name="cnpg-early"
-        )
-        early.thread.start()
+        early["cnpg"] = Background("cnpg-early", lambda: _install_and_ask(facts))
+    if request.config.stash.get(WANTS_HOWFAST_IMAGE, False):
+        facts = request.getfixturevalue("k8s_lab")
+        early["howfast_image"] = Background("image-early", lambda: _image_in_nodes(facts))
     yield early
-    if early.thread is not None:
-        early.thread.join(timeout=300)
+    for work in early.values():
+        work.thread.join(timeout=300)
 
 
 @pytest.fixture(scope="session")
-def cnpg_operator(k8s_lab: ClusterFacts, _cnpg_made_early: EarlyCnpg) -> float:
+def howfast_image(k8s_lab: ClusterFacts, _made_early: dict[str, Background]) -> str:
+    """howfast's image of this checkout, in every node's containerd: its reference."""
+    early = _made_early.get("howfast_image")
+    if early is not None:
+        return str(early.result(timeout=BUILD_TIMEOUT_S))
+    return _image_in_nodes(k8s_lab)
+
+
+@pytest.fixture(scope="session")
+def cnpg_operator(k8s_lab: ClusterFacts, _made_early: dict[str, Background]) -> float:
     """The CloudNativePG operator (tests/k8s/lab/cnpg.py), installed once per session: early
     when tests on lab/pg need it, else the first time a test asks for it (built first if
     needed: a cold build takes minutes); its webhooks answer when this returns the seconds
     the install took. Left installed: `down` removes it with the lab; a lab started by hand
     keeps it (`cnpg uninstall` removes it)."""
-    early = _cnpg_made_early
-    if early.thread is not None:
-        early.thread.join(timeout=BUILD_TIMEOUT_S)
-        if isinstance(early.error, LabUnavailable):
-            pytest.skip(f"the CloudNativePG operator cannot be built here: {early.error}")
-        if early.error is not None:
-            raise early.error
-        assert early.install_s is not None, "the operator's install did not end"
-        return early.install_s
-    paths = Paths.default()
+    early = _made_early.get("cnpg")
     try:
-        return cnpg.install(paths, storage_class=k8s_lab.default_storage_class)
+        if early is not None:
+            return float(early.result(timeout=BUILD_TIMEOUT_S))
+        return cnpg.install(Paths.default(), storage_class=k8s_lab.default_storage_class)
     except LabUnavailable as exc:
         pytest.skip(f"the CloudNativePG operator cannot be built here: {exc}")
 

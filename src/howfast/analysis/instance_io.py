@@ -31,7 +31,7 @@ class RoleIo:
 @dataclass(frozen=True)
 class InstanceIoRow:
     target: str
-    step_id: int
+    step_id: int | None
     instance: str
     primary: bool  # the design's primary when the run started
     pods: int  # readings: more than 1 when its pod was made again within the step
