@@ -13,19 +13,20 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.k8s.lab import build, cluster, cnpg
+from tests.k8s.lab import build, cluster, cnpg, dockerfile_image
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import NODES_ENV, Paths
 from tests.k8s.lab.proc import LabUnavailable
@@ -34,6 +35,13 @@ HERE = Path(__file__).resolve().parent
 LABEL = "app.kubernetes.io/managed-by=howfast"
 # A cold build (~15 min) happens inside the first test's setup: give that test room for it.
 BUILD_TIMEOUT_S = 3600
+
+
+# Tests on the Cluster lab/pg (tests/k8s/lab/cnpg.py) carry `lab_pg_cluster(ORDER)`: they
+# run last but the lab's teardown, by ORDER (the one that deletes it, last of all).
+LAB_PG_MARKER = "lab_pg_cluster"
+WANTS_LAB_PG = pytest.StashKey[bool]()
+WANTS_HOWFAST_IMAGE = pytest.StashKey[bool]()
 
 
 def _opted_in(config: pytest.Config) -> bool:
@@ -47,10 +55,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ours = [item for item in items if HERE in Path(str(item.path)).parents]
     if not ours:
         return
-    # A test that takes the lab down runs after every other test that needs it.
+    # The tests on the lab's shared CloudNativePG Cluster run after the others (the operator
+    # makes it while they run: `_made_early`), in their marker's order; a test that takes
+    # the lab down runs after every other test that needs it.
+    on_pg = sorted(
+        (item for item in items if item.get_closest_marker(LAB_PG_MARKER)),
+        key=lambda item: int(item.get_closest_marker(LAB_PG_MARKER).args[0]),  # type: ignore[union-attr]
+    )
     last = [item for item in items if item.get_closest_marker("lab_teardown")]
-    if last:
-        items[:] = [item for item in items if item not in last] + last
+    if on_pg or last:
+        items[:] = [item for item in items if item not in on_pg and item not in last]
+        items += on_pg + last
     if not _opted_in(config):
         skip = pytest.mark.skip(
             reason="k8s lab tests run in `make test`, `make k8s-lab` or "
@@ -61,6 +76,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not build.is_built(Paths.default()):
         ours[0].add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What `_made_early` starts as the lab comes up: only what the selected tests need."""
+    ours = [item for item in session.items if HERE in Path(str(item.path)).parents]
+    session.config.stash[WANTS_LAB_PG] = any(i.get_closest_marker(LAB_PG_MARKER) for i in ours)
+    session.config.stash[WANTS_HOWFAST_IMAGE] = any(
+        "howfast_image" in getattr(item, "fixturenames", ()) for item in ours
+    )
 
 
 @dataclass
@@ -272,13 +296,14 @@ LABELLED_KINDS = {
 
 
 def leftovers(kube: Kube) -> dict[str, list[str]]:
-    """howfast's labelled objects and every volume, by kubectl's short kind names; in two
+    """howfast's labelled objects and every volume but lab/pg's (is_lab_pg_volume), by
+    kubectl's short kind names; in two
     kubectl calls (the tests poll this: each kubectl costs CPU the other tests need)."""
     found: dict[str, list[str]] = {}
     labelled = kube.get(",".join(LABELLED_KINDS.values()), "-A", "-l", LABEL)["items"]
     for item in labelled:
         found.setdefault(LABELLED_KINDS[item["kind"]], []).append(item["metadata"]["name"])
-    volumes = [i["metadata"]["name"] for i in kube.get("pv")["items"]]
+    volumes = [i["metadata"]["name"] for i in kube.get("pv")["items"] if not is_lab_pg_volume(i)]
     if volumes:
         found["pv"] = volumes
     return found
@@ -297,14 +322,137 @@ def write_plan(tmp_path: Path, text: str, name: str = "plan.toml") -> str:
     return str(path)
 
 
-@pytest.fixture(scope="session")
-def cnpg_operator(k8s_lab: ClusterFacts) -> float:
-    """The CloudNativePG operator (tests/k8s/lab/cnpg.py), installed once per session, the
-    first time a test asks for it (built first if needed: a cold build takes minutes); its
-    webhooks answer when this returns the seconds the install took. Left installed: `down`
-    removes it with the lab; a lab started by hand keeps it (`cnpg uninstall` removes it)."""
+class Background:
+    """Slow work asked for as the lab comes up, in a thread of its own, while the first tests
+    run (it mostly waits: the operator making a Cluster, image imports); `result` waits for
+    it and raises what it raised."""
+
+    def __init__(self, name: str, work: Callable[[], Any]) -> None:
+        self.work = work
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.value = self.work()
+        except BaseException as exc:  # raised by result(), in the test that needs it
+            self.error = exc
+
+    def result(self, timeout: float) -> Any:
+        self.thread.join(timeout=timeout)
+        if self.thread.is_alive():
+            raise AssertionError(f"{self.thread.name} still ran after {timeout:g} s")
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _install_and_ask(facts: ClusterFacts) -> float:
+    """The operator installed, then lab/pg asked for (not waited for); the install's seconds."""
+    took = cnpg.install(Paths.default(), storage_class=facts.default_storage_class)
+    kube = Kube(facts)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": cnpg.CLUSTER_NAMESPACE}})  # fmt: skip
+    kube.apply(cnpg.lab_cluster_object(facts.default_storage_class))
+    return took
+
+
+def _image_in_nodes(facts: ClusterFacts) -> str:
+    """howfast's image of this checkout in every node's containerd (built by howfast_image.py,
+    or from deploy/Dockerfile.howfast with HOWFAST_K8S_LAB_HOWFAST_IMAGE=dockerfile)."""
     paths = Paths.default()
+    started = time.monotonic()
+    builder = dockerfile_image.selected_builder()
+    ref, tarball = builder.ensure_image(paths)
+    builder.import_image(paths, tarball, ref, len(facts.nodes))
+    print(f"howfast image {ref} ready in {time.monotonic() - started:.1f}s")
+    return str(ref)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _made_early(request: pytest.FixtureRequest) -> Iterator[dict[str, Background]]:
+    """As the lab comes up, in threads: the operator installed and lab/pg asked for, when the
+    session has tests on lab/pg; howfast's image built and imported, when it has tests that
+    need it. The fixtures `cnpg_operator`, `lab_pg_cluster` and `howfast_image` wait for
+    them."""
+    early: dict[str, Background] = {}
+    if request.config.stash.get(WANTS_LAB_PG, False):
+        facts: ClusterFacts = request.getfixturevalue("k8s_lab")
+        early["cnpg"] = Background("cnpg-early", lambda: _install_and_ask(facts))
+    if request.config.stash.get(WANTS_HOWFAST_IMAGE, False):
+        facts = request.getfixturevalue("k8s_lab")
+        early["howfast_image"] = Background("image-early", lambda: _image_in_nodes(facts))
+    yield early
+    for work in early.values():
+        work.thread.join(timeout=300)
+
+
+@pytest.fixture(scope="session")
+def howfast_image(k8s_lab: ClusterFacts, _made_early: dict[str, Background]) -> str:
+    """howfast's image of this checkout, in every node's containerd: its reference."""
+    early = _made_early.get("howfast_image")
+    if early is not None:
+        return str(early.result(timeout=BUILD_TIMEOUT_S))
+    return _image_in_nodes(k8s_lab)
+
+
+@pytest.fixture(scope="session")
+def cnpg_operator(k8s_lab: ClusterFacts, _made_early: dict[str, Background]) -> float:
+    """The CloudNativePG operator (tests/k8s/lab/cnpg.py), installed once per session: early
+    when tests on lab/pg need it, else the first time a test asks for it (built first if
+    needed: a cold build takes minutes); its webhooks answer when this returns the seconds
+    the install took. Left installed: `down` removes it with the lab; a lab started by hand
+    keeps it (`cnpg uninstall` removes it)."""
+    early = _made_early.get("cnpg")
     try:
-        return cnpg.install(paths, storage_class=k8s_lab.default_storage_class)
+        if early is not None:
+            return float(early.result(timeout=BUILD_TIMEOUT_S))
+        return cnpg.install(Paths.default(), storage_class=k8s_lab.default_storage_class)
     except LabUnavailable as exc:
         pytest.skip(f"the CloudNativePG operator cannot be built here: {exc}")
+
+
+# initdb, then the standby's pg_basebackup, each in a pod of its own, on a loaded 2-core machine
+LAB_PG_HEALTHY_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="session")
+def lab_pg_cluster(cnpg_operator: float, k8s_lab: ClusterFacts, kube: Kube) -> Iterator[str]:
+    """The Cluster lab/pg (cnpg.lab_cluster_object: 2 instances, a synchronous standby, WAL
+    on a volume of its own), healthy; shared by the tests marked `lab_pg_cluster`, the last
+    of which deletes it (deleted here too in case it did not run)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": cnpg.CLUSTER_NAMESPACE}}  # fmt: skip
+    kube.apply(namespace)  # asked for early, unless this session did not (then now)
+    kube.apply(cnpg.lab_cluster_object(k8s_lab.default_storage_class))
+    try:
+        wait_lab_pg_healthy(kube)
+        yield cnpg.CLUSTER_NAME
+    finally:
+        kube("-n", cnpg.CLUSTER_NAMESPACE, "delete", "cluster", cnpg.CLUSTER_NAME,
+             "--ignore-not-found", "--wait=true", timeout=300, check=False)  # fmt: skip
+
+
+def wait_lab_pg_healthy(kube: Kube, timeout: float = LAB_PG_HEALTHY_TIMEOUT_S) -> dict[str, Any]:
+    """lab/pg healthy with its 2 instances ready: the Cluster object then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = kube.get("cluster", cnpg.CLUSTER_NAME, "-n", cnpg.CLUSTER_NAMESPACE)
+        status = found.get("status") or {}
+        if cnpg.is_healthy(status, 2):
+            return dict(found)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Cluster lab/pg not healthy: {json.dumps(status)[:2000]}")
+        time.sleep(2)
+
+
+def is_lab_pg_volume(pv: dict[str, Any]) -> bool:
+    """A volume of lab/pg's claims (pg-N, pg-N-wal in namespace lab): the user's cluster,
+    made by the tests, not by howfast; it lives through the other tests."""
+    ref = pv.get("spec", {}).get("claimRef") or {}
+    pattern = rf"{re.escape(cnpg.CLUSTER_NAME)}-\d+(-wal)?"
+    return ref.get("namespace") == cnpg.CLUSTER_NAMESPACE and bool(
+        re.fullmatch(pattern, str(ref.get("name", "")))
+    )

@@ -5,28 +5,41 @@ no commit is lost and the outage is stored with the operator's timeline; with an
 asynchronous standby the loss found is recorded (not assumed); `cleanup` leaves the user's
 cluster as it was and removes only howfast's objects and database.
 
-Run on the lab's real CloudNativePG 1.27.1 operator (the `cnpg_operator` fixture, else an
-operator installed by hand: its CRD; without either every test is skipped saying so)."""
+Run on the lab's real CloudNativePG 1.27.1 operator, on the Cluster lab/pg the lab's tests
+share (conftest's `lab_pg_cluster`: asked for as the session starts, so the operator makes it
+while the other tests run; a synchronous standby and WAL on a volume of its own). The
+asynchronous case is that Cluster with its standby made asynchronous, as a user would
+(`postgresql.synchronous` removed): the same 2 instances, not a Cluster made again."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.k8s.conftest import Kube, assert_clean, leftovers, run_howfast, write_plan
+from howfast.analysis.instance_io import WAL_SHARED_DEVICE
+from howfast.report.instance_io_view import TITLE
+from tests.k8s.conftest import (
+    Kube,
+    assert_clean,
+    leftovers,
+    run_howfast,
+    wait_lab_pg_healthy,
+    write_plan,
+)
+from tests.k8s.lab import cnpg
 from tests.k8s.lab.cluster import ClusterFacts
 
-# a Cluster made (initdb, then its standby joins), a run and a failover, on a loaded machine
+# a run and a failover, on a loaded machine
 pytestmark = [pytest.mark.k8s, pytest.mark.timeout(600)]
 
-CRD = "clusters.postgresql.cnpg.io"
-NAMESPACE = "howfast-cnpg-test"
-READY_TIMEOUT_S = 600
+NAMESPACE = cnpg.CLUSTER_NAMESPACE
+# after test_cnpg_lab.py's first tests (10), before its deletion (99)
+ON_PG_CLEANUP, ON_PG_SYNC, ON_PG_ASYNC = 20, 30, 40
+SETTING_TIMEOUT_S = 180
 
 PLAN = """
 description = "cnpg quick"
@@ -41,69 +54,40 @@ duration = "20s"
 """
 
 
-@pytest.fixture(scope="session")
-def operator_ready(request: pytest.FixtureRequest, kube: Kube) -> None:
-    """The operator: the lab's `cnpg_operator` fixture installs it (branch wip-cnpg, issue 37
-    item 2); without that fixture, an operator installed by hand (its CRD), else a skip."""
-    try:
-        request.getfixturevalue("cnpg_operator")
-        return
-    except pytest.FixtureLookupError:
-        pass
-    found = kube("get", "crd", CRD, "-o", "name", check=False)
-    if found.returncode != 0:
-        pytest.skip(f"the CloudNativePG operator is not installed in the lab (no CRD {CRD})")
-
-
-def cluster_manifest(name: str, facts: ClusterFacts, synchronous: bool) -> dict[str, Any]:
-    """A 2-instance Cluster on the lab's PostgreSQL image (the operator reads the major
-    version from its tag), superuser access off: howfast uses the app user's secret and makes
-    its database through a Database resource."""
-    postgresql: dict[str, Any] = {"parameters": {"shared_buffers": "32MB"}}
-    if synchronous:
-        postgresql["synchronous"] = {"method": "any", "number": 1, "dataDurability": "required"}
-    return {
-        "apiVersion": "postgresql.cnpg.io/v1",
-        "kind": "Cluster",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "instances": 2,
-            "imageName": facts.pg_image,
-            "imagePullPolicy": "Never",  # the lab's images are imported, not pulled
-            "postgresUID": facts.pg_uid,
-            "postgresGID": facts.pg_gid,
-            "postgresql": postgresql,
-            "storage": {"size": "1Gi", "storageClass": facts.default_storage_class},
-        },
-    }
-
-
 def wait_healthy(kube: Kube, name: str) -> dict[str, Any]:
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    assert name == cnpg.CLUSTER_NAME, name
+    return wait_lab_pg_healthy(kube)
+
+
+def primary_sql(kube: Kube, name: str, query: str) -> str:
+    primary = kube.get("cluster", name, "-n", NAMESPACE)["status"]["currentPrimary"]
+    return kube(
+        "exec", "-n", NAMESPACE, primary, "-c", "postgres", "--", "psql", "-XAtc", query,
+    ).stdout.strip()  # fmt: skip
+
+
+def make_synchronous(kube: Kube, name: str, on: bool) -> None:
+    """The user's Cluster with a synchronous standby (cnpg.SYNCHRONOUS) or an asynchronous
+    one, as a user changes it; returns when its primary runs with that setting."""
+    spec = kube.get("cluster", name, "-n", NAMESPACE)["spec"]
+    has = "synchronous" in (spec.get("postgresql") or {})
+    if has != on:
+        change = (
+            {"op": "add", "path": "/spec/postgresql/synchronous", "value": cnpg.SYNCHRONOUS}
+            if on
+            else {"op": "remove", "path": "/spec/postgresql/synchronous"}
+        )
+        kube("patch", "cluster", name, "-n", NAMESPACE, "--type=json",
+             "-p", json.dumps([change]))  # fmt: skip
+    deadline = time.monotonic() + SETTING_TIMEOUT_S
     while True:
-        cluster = kube.get("cluster", name, "-n", NAMESPACE)
-        status = cluster.get("status") or {}
-        if status.get("phase") == "Cluster in healthy state" and status.get("readyInstances") == 2:
-            return dict(cluster)
+        names = primary_sql(kube, name, "SHOW synchronous_standby_names")
+        if bool(names) == on:
+            break
         if time.monotonic() > deadline:
-            raise AssertionError(f"Cluster {name} not healthy: {json.dumps(status)[:2000]}")
+            raise AssertionError(f"synchronous_standby_names is {names!r} after the change")
         time.sleep(2)
-
-
-@pytest.fixture
-def user_cluster(
-    request: pytest.FixtureRequest, kube: Kube, k8s_lab: ClusterFacts, operator_ready: None
-) -> Iterator[str]:
-    """The user's cluster (made by the test, as a user would, not by howfast)."""
-    synchronous = bool(getattr(request, "param", True))
-    name = "pg" if synchronous else "pg-async"
-    kube("create", "namespace", NAMESPACE, check=False)
-    kube.apply(cluster_manifest(name, k8s_lab, synchronous))
-    try:
-        wait_healthy(kube, name)
-        yield name
-    finally:
-        kube("delete", "cluster", name, "-n", NAMESPACE, "--wait=true", check=False, timeout=300)
+    wait_healthy(kube, name)
 
 
 def user_objects(kube: Kube, name: str) -> dict[str, Any]:
@@ -119,12 +103,7 @@ def user_objects(kube: Kube, name: str) -> dict[str, Any]:
 
 
 def app_databases(kube: Kube, name: str) -> list[str]:
-    primary = kube.get("cluster", name, "-n", NAMESPACE)["status"]["currentPrimary"]
-    out = kube(
-        "exec", "-n", NAMESPACE, primary, "-c", "postgres", "--", "psql", "-XAtc",
-        "SELECT datname FROM pg_database ORDER BY 1",
-    ).stdout  # fmt: skip
-    return out.split()
+    return primary_sql(kube, name, "SELECT datname FROM pg_database ORDER BY 1").split()
 
 
 def assert_only_the_user_s_left(kube: Kube, name: str, timeout: float = 60) -> None:
@@ -152,27 +131,45 @@ def _event(doc: dict[str, Any]) -> dict[str, Any]:
 
 def run_with_delete_pod(
     tmp_path: Path, env: dict[str, str], kube: Kube, name: str
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], str]:
+    """The run's document and what `run` printed (its tables, not --json)."""
     before = user_objects(kube, name)
     databases = app_databases(kube, name)
     target = f"cnpg://{NAMESPACE}/{name}"
-    out = run_howfast(env, "run", write_plan(tmp_path, PLAN), "--target", target,
-                      "--event", "5s:delete-pod", "--json", timeout=900)  # fmt: skip
-    doc = json.loads(out.stdout)
+    wide = {**env, "COLUMNS": "250"}  # every table's row on one line
+    out = run_howfast(wide, "run", write_plan(tmp_path, PLAN), "--target", target,
+                      "--event", "5s:delete-pod", timeout=900)  # fmt: skip
+    doc = json.loads(run_howfast(env, "results", "show", "1", "--json").stdout)
     assert doc["status"] == "completed", out.stderr
     wait_healthy(kube, name)
     assert user_objects(kube, name)["spec"] == before["spec"]
     assert user_objects(kube, name)["secrets"] == before["secrets"]
     assert app_databases(kube, name) == databases  # howfast's database is gone
     assert_only_the_user_s_left(kube, name)
-    return dict(doc)
+    return dict(doc), out.stdout
 
 
-@pytest.mark.parametrize("user_cluster", [True], indirect=True)
+def instance_io_lines(printed: str) -> dict[str, str]:
+    """The rows of the printed 'WAL and data I/O of every instance' table, by instance."""
+    text = printed[printed.index(TITLE) :]
+    rows: dict[str, str] = {}
+    for line in text.splitlines():
+        for instance in ("pg-1", "pg-2"):
+            if f" {instance} " in f" {line} " or f" {instance}," in line:
+                rows.setdefault(instance, line)
+    return rows
+
+
+@pytest.mark.lab_pg_cluster(ON_PG_SYNC)
 def test_a_synchronous_cluster_fails_over_through_the_operator_and_loses_nothing(
-    tmp_path: Path, howfast_env: dict[str, str], kube: Kube, user_cluster: str
+    tmp_path: Path,
+    howfast_env: dict[str, str],
+    kube: Kube,
+    k8s_lab: ClusterFacts,
+    lab_pg_cluster: str,
 ) -> None:
-    doc = run_with_delete_pod(tmp_path, howfast_env, kube, user_cluster)
+    make_synchronous(kube, lab_pg_cluster, on=True)  # as made (a test run alone after async)
+    doc, printed = run_with_delete_pod(tmp_path, howfast_env, kube, lab_pg_cluster)
     (target,) = doc["targets"]
     design = target["device"]["cnpg"]
     assert design["instances"] == 2 and design["replication"]["synchronous"] is True
@@ -185,20 +182,34 @@ def test_a_synchronous_cluster_fails_over_through_the_operator_and_loses_nothing
     assert timeline["promoted_s"] is not None and timeline["rw_moved_s"] is not None
     assert event["lost_commits"] == 0
     assert event["downtime_s"] > 0
-    # every instance's own I/O, by volume role (the lab's Cluster keeps its WAL in PGDATA)
+    # lab/pg's WAL is on a volume of its own (walStorage), found from the Cluster and pods
+    assert design["wal_on_data_volume"] is False
+    assert design["wal_storage_class"] == k8s_lab.default_storage_class
+    # every instance's own I/O, by volume role
     (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
     instances = step["io"]["instances"]
     assert set(instances) == {"pg-1", "pg-2"}, instances
     # a pod made again within the step (the deleted primary) is followed: its readings, by pod
     readings = [r for i in instances.values() for r in i.get("pods", [i])]
     assert all("data" in r["roles"] for r in readings), instances
+    # The lab's classes are all directories on one disk: the WAL volume's device is the data
+    # volume's, so its writes are read with the data volume's (one device, not told apart;
+    # "wal" is a role of its own only on a device of its own, samplers/instances.py).
+    assert all("wal" not in r["roles"] for r in readings), instances
+    written = [r["roles"]["data"]["write_bytes"] for r in readings]
+    assert max(written) > 0, instances  # a pgbench step writes (WAL and data) on that device
+    # `run` prints each instance's WAL and data I/O (not only the JSON)
+    rows = instance_io_lines(printed)
+    assert set(rows) == {"pg-1", "pg-2"}, printed
+    assert all(WAL_SHARED_DEVICE in row for row in rows.values()), rows
 
 
-@pytest.mark.parametrize("user_cluster", [False], indirect=True)
+@pytest.mark.lab_pg_cluster(ON_PG_ASYNC)
 def test_an_asynchronous_cluster_records_the_loss_it_finds(
-    tmp_path: Path, howfast_env: dict[str, str], kube: Kube, user_cluster: str
+    tmp_path: Path, howfast_env: dict[str, str], kube: Kube, lab_pg_cluster: str
 ) -> None:
-    doc = run_with_delete_pod(tmp_path, howfast_env, kube, user_cluster)
+    make_synchronous(kube, lab_pg_cluster, on=False)  # the user's standby made asynchronous
+    doc, _ = run_with_delete_pod(tmp_path, howfast_env, kube, lab_pg_cluster)
     (target,) = doc["targets"]
     assert target["device"]["cnpg"]["replication"]["synchronous"] is False
     event = _event(doc)
@@ -206,24 +217,25 @@ def test_an_asynchronous_cluster_records_the_loss_it_finds(
     assert isinstance(event["lost_commits"], int) and event["lost_commits"] >= 0
 
 
-@pytest.mark.parametrize("user_cluster", [True], indirect=True)
+@pytest.mark.lab_pg_cluster(ON_PG_CLEANUP)
 def test_cleanup_leaves_the_user_s_cluster_and_removes_only_howfast_s(
-    tmp_path: Path, howfast_env: dict[str, str], kube: Kube, user_cluster: str
+    howfast_env: dict[str, str], kube: Kube, lab_pg_cluster: str
 ) -> None:
-    before = user_objects(kube, user_cluster)
-    databases = app_databases(kube, user_cluster)
+    before = user_objects(kube, lab_pg_cluster)
+    databases = app_databases(kube, lab_pg_cluster)
     run_howfast(howfast_env, "cleanup", "--k8s", "--yes")
-    assert user_objects(kube, user_cluster) == before
-    assert app_databases(kube, user_cluster) == databases
-    wait_healthy(kube, user_cluster)
+    assert user_objects(kube, lab_pg_cluster) == before
+    assert app_databases(kube, lab_pg_cluster) == databases
+    wait_healthy(kube, lab_pg_cluster)
 
 
+@pytest.mark.lab_pg_cluster(ON_PG_CLEANUP)  # with the others: the operator is installed early
 def test_a_cluster_made_through_the_operator_is_run_on_then_gone(
     tmp_path: Path,
     howfast_env: dict[str, str],
     kube: Kube,
     k8s_lab: ClusterFacts,
-    operator_ready: None,
+    cnpg_operator: float,
 ) -> None:
     """k8s://CLASS?operator=cnpg&instances=2&sync=on: the operator makes the Cluster,
     the plan runs on it, and nothing of it is left (its pods, claims and volumes)."""

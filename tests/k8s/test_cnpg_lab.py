@@ -2,14 +2,15 @@
 installed with its own CRDs, RBAC and webhooks, running a 2-instance Cluster on the lab's
 PostgreSQL image and StorageClass, reached through its `-rw` Service from a pod.
 
-The operator is installed once per session (the `cnpg_operator` fixture); the Cluster once for
-this module, and the last test deletes it (the lab's other tests expect no volume left)."""
+The operator is installed once per session (the `cnpg_operator` fixture), and the Cluster lab/pg
+asked for as the session starts (conftest's `lab_pg_cluster`: a synchronous standby, WAL on a
+volume of its own); it is shared with tests/k8s/test_cnpg.py, and the last test on it deletes
+it (the lab's other tests expect no volume left)."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,33 +21,19 @@ from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.objects import wait_for
 
 pytestmark = pytest.mark.k8s
+# the order of the tests on lab/pg (conftest's LAB_PG_MARKER): these first, on the Cluster as
+# made; test_cnpg.py's runs next; the deletion last
+ON_PG_FIRST, ON_PG_LAST = 10, 99
 
 NS, NAME = cnpg.CLUSTER_NAMESPACE, cnpg.CLUSTER_NAME
 SELECTOR = f"cnpg.io/cluster={NAME}"
-# initdb, then the standby's pg_basebackup, each in a pod of its own, on a loaded 2-core machine
-HEALTHY_TIMEOUT_S = 600
 
 
 def _status(kube: Kube) -> dict[str, Any]:
     return kube.get("cluster", NAME, "-n", NS).get("status", {})  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module")
-def pg_cluster(cnpg_operator: float, k8s_lab: ClusterFacts, kube: Kube) -> Iterator[str]:
-    """The Cluster lab/pg, healthy; deleted afterwards (unless a test deleted it)."""
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    kube.apply(cnpg.cluster_object(k8s_lab.default_storage_class))
-    try:
-        wait_for(
-            "Cluster lab/pg to be healthy with 2 ready instances",
-            lambda: cnpg.is_healthy(_status(kube), 2),
-            timeout=HEALTHY_TIMEOUT_S,
-        )
-        yield NAME
-    finally:
-        kube("-n", NS, "delete", "cluster", NAME, "--ignore-not-found", "--wait=true", timeout=300)
-
-
+@pytest.mark.lab_pg_cluster(ON_PG_FIRST)  # with the others: the operator is installed early
 def test_the_operator_runs_and_its_webhooks_default_and_validate(
     cnpg_operator: float, k8s_lab: ClusterFacts, kube: Kube
 ) -> None:
@@ -69,8 +56,9 @@ def test_the_operator_runs_and_its_webhooks_default_and_validate(
     assert "Can't use 'latest' as image tag" in refused.stderr
 
 
+@pytest.mark.lab_pg_cluster(ON_PG_FIRST)
 def test_a_two_instance_cluster_gets_healthy_with_one_primary_and_one_standby(
-    pg_cluster: str, kube: Kube
+    lab_pg_cluster: str, kube: Kube
 ) -> None:
     status = _status(kube)
     assert status["phase"] == cnpg.HEALTHY
@@ -80,10 +68,12 @@ def test_a_two_instance_cluster_gets_healthy_with_one_primary_and_one_standby(
     assert sorted(roles.values()) == ["primary", "replica"]
     primary = next(name for name, role in roles.items() if role == "primary")
     assert status["currentPrimary"] == status["targetPrimary"] == primary
-    # Each instance runs the lab's image and has a volume of the lab's class.
+    # Each instance runs the lab's image and has a data volume and a WAL volume (walStorage),
+    # of the lab's class.
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {config.PG_IMAGE}
     claims = kube.get("pvc", "-n", NS, "-l", SELECTOR)["items"]
-    assert sorted(c["metadata"]["name"] for c in claims) == sorted(roles)
+    wanted = sorted([*roles, *(f"{name}-wal" for name in roles)])
+    assert sorted(c["metadata"]["name"] for c in claims) == wanted
     assert {c["spec"]["storageClassName"] for c in claims} == {"lab-disk"}
     assert {c["status"]["phase"] for c in claims} == {"Bound"}
 
@@ -140,8 +130,9 @@ def _run_sql_pod(kube: Kube, pod: dict[str, Any]) -> str:
         kube("delete", "pod", name, "-n", NS, "--ignore-not-found", "--wait=false")
 
 
+@pytest.mark.lab_pg_cluster(ON_PG_FIRST)
 def test_the_rw_service_resolves_and_answers_sql_from_a_pod(
-    pg_cluster: str, k8s_lab: ClusterFacts, kube: Kube
+    lab_pg_cluster: str, k8s_lab: ClusterFacts, kube: Kube
 ) -> None:
     primary = _status(kube)["currentPrimary"]
     primary_ip = kube.get("pod", primary, "-n", NS)["status"]["podIP"]
@@ -153,8 +144,9 @@ def test_the_rw_service_resolves_and_answers_sql_from_a_pod(
     assert address != primary_ip
 
 
+@pytest.mark.lab_pg_cluster(ON_PG_LAST)
 def test_deleting_the_cluster_removes_its_pods_claims_services_and_secrets(
-    pg_cluster: str, kube: Kube
+    lab_pg_cluster: str, kube: Kube
 ) -> None:
     def left() -> dict[str, list[str]]:
         """The Cluster's objects, by its label or by its name (the namespace holds nothing else

@@ -22,9 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.k8s.conftest import Kube, assert_clean, lab_images, reap, run_howfast, write_plan
-from tests.k8s.lab import dockerfile_image
 from tests.k8s.lab.cluster import ClusterFacts
-from tests.k8s.lab.config import SC_DISK, Paths
+from tests.k8s.lab.config import SC_DISK
 
 pytestmark = [pytest.mark.k8s, pytest.mark.timeout(420)]
 
@@ -45,16 +44,10 @@ IN_CLUSTER_KINDS = ("job", "serviceaccount", "role", "rolebinding", "configmap",
 
 
 @pytest.fixture(scope="module")
-def image(k8s_lab: ClusterFacts) -> str:
-    """howfast's image of this checkout, in every node's containerd (built by howfast_image.py,
-    or from deploy/Dockerfile.howfast with HOWFAST_K8S_LAB_HOWFAST_IMAGE=dockerfile)."""
-    paths = Paths.default()
-    started = time.monotonic()
-    builder = dockerfile_image.selected_builder()
-    ref, tarball = builder.ensure_image(paths)
-    builder.import_image(paths, tarball, ref, len(k8s_lab.nodes))
-    print(f"howfast image {ref} ready in {time.monotonic() - started:.1f}s")
-    return ref
+def image(howfast_image: str) -> str:
+    """howfast's image of this checkout, in every node's containerd (conftest: built and
+    imported as the lab comes up, while the first tests run)."""
+    return howfast_image
 
 
 @pytest.fixture(autouse=True)

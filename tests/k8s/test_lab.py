@@ -9,10 +9,11 @@ import re
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.k8s.conftest import Kube
+from tests.k8s.conftest import Kube, is_lab_pg_volume
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK, SC_TMPFS
 from tests.k8s.objects import claim, pg_pod, restricted_namespace, wait_for
@@ -142,7 +143,17 @@ def test_postgres_pgbench_fio_on_each_class(
         print(f"{storage_class}: fio randwrite 4k fsync=1 iops={job['write']['iops']:.0f}")
     finally:
         kube("delete", "namespace", ns, "--wait=true", timeout=180)
-    # The claim's volume is released and its directory deleted by the provisioner.
-    wait_for("no PersistentVolume left", lambda: not kube.get("pv")["items"], timeout=90)
-    leftover = list(k8s_lab.volume_dirs[storage_class].iterdir())
+
+    # The claim's volume is released and its directory deleted by the provisioner. Only
+    # lab/pg's volumes may be there (the shared CloudNativePG Cluster, made while these run).
+    def others() -> list[dict[str, Any]]:
+        return [pv for pv in kube.get("pv")["items"] if not is_lab_pg_volume(pv)]
+
+    wait_for("no PersistentVolume left", lambda: not others(), timeout=90)
+    kept = {_volume_dir(pv) for pv in kube.get("pv")["items"] if is_lab_pg_volume(pv)}
+    leftover = [d for d in k8s_lab.volume_dirs[storage_class].iterdir() if d not in kept]
     assert leftover == []
+
+
+def _volume_dir(pv: dict[str, Any]) -> Path:
+    return Path(pv["spec"].get("hostPath", pv["spec"].get("local", {}))["path"])

@@ -15,6 +15,7 @@ from howfast.report.charts import Chart, ChartIds, io_per_second, per_second, wa
 from howfast.report.durability_view import report_sections
 from howfast.report.fleet_table import fleet_charts, fleet_tables
 from howfast.report.hooks import Slot, WorkloadReport, report_for, reports_for
+from howfast.report.instance_io_view import instance_io_table
 from howfast.report.outline import Block, ReportDocument, Section
 from howfast.report.replication_view import design_table
 from howfast.report.sweep_table import sweep_charts, sweep_table
@@ -82,6 +83,10 @@ def build(view: Overview) -> ReportDocument:
         designs = design_table(run)  # issue 28, E1's lines: the replication plan's table
         if designs is not None:
             sections.insert(1, Section(f"designs-{run.id}", "Designs side by side", [designs]))
+        instance_io = instance_io_table(run)  # issue 37: every cnpg:// instance's WAL/data
+        if instance_io is not None:
+            sections.insert(1, Section(f"instance-io-{run.id}", "Instances' WAL and data I/O",
+                                       [instance_io]))  # fmt: skip
         latency = sweep_table(run)
         if latency is not None:
             by_latency: list[Block] = [latency, *sweep_charts(run)]

@@ -14,7 +14,14 @@ from howfast.analysis.until import summary_lines, until_summary
 from howfast.analysis.why import why_lines
 from howfast.errortext import error_summary
 from howfast.model import JSONValue, RunRecord
-from howfast.report import fleet_table, io_tables, regimes_table, replication_view, sweep_table
+from howfast.report import (
+    fleet_table,
+    instance_io_view,
+    io_tables,
+    regimes_table,
+    replication_view,
+    sweep_table,
+)
 from howfast.report.durability_view import advice_parts, durability_parts
 from howfast.report.footnotes import Footnotes
 from howfast.report.hooks import Slot, report_for, reports_for
@@ -124,6 +131,7 @@ def run_summary(run: RunRecord) -> RenderableType:
         *[part for r in reports_for(s.workload for s in run.steps) for part in r.run_terminal(run)],
         *regimes_table.regimes_parts(run),
         *replication_view.design_parts(run),  # issue 28, E1's line
+        *instance_io_view.instance_io_parts(run),  # issue 37: cnpg:// instances' WAL/data
         *until_parts(run),
     )
 

@@ -632,9 +632,8 @@ def _import_images(paths: Paths, node: NodeSpec) -> None:
         markers.write_text(json.dumps(done))
         log(f"image {ref} imported into node {node.name} in {time.monotonic() - t0:.1f}s")
     # a rebuilt image replaced its name: the old one's ID is removed with its content
-    image_store.remove_orphans(
-        [CTR, "--address", str(node.containerd_sock), "--namespace", "k8s.io"]
-    )
+    ctr = [str(CTR), "--address", str(node.containerd_sock), "--namespace", "k8s.io"]
+    image_store.remove_orphans(ctr)
 
 
 # --- down -----------------------------------------------------------------------------------------

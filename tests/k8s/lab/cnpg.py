@@ -43,6 +43,8 @@ WEBHOOK_CONFIGS = (
 CLUSTER_NAMESPACE = "lab"
 CLUSTER_NAME = "pg"
 HEALTHY = "Cluster in healthy state"
+# one synchronous standby of any, commits wait for it (no degraded mode without one)
+SYNCHRONOUS = {"method": "any", "number": 1, "dataDurability": "required"}
 
 
 def cnpg_dir(paths: Paths) -> Path:
@@ -218,24 +220,42 @@ def cluster_object(
     namespace: str = CLUSTER_NAMESPACE,
     instances: int = 2,
     size: str = "1Gi",
+    synchronous: bool = False,
+    wal_storage_class: str | None = None,
 ) -> dict[str, Any]:
     """A CloudNativePG Cluster on the lab's PostgreSQL image (tag 15 = the major version the
-    operator reads; its instance manager runs as the image's postgres user, 999)."""
+    operator reads; its instance manager runs as the image's postgres user, 999).
+    `synchronous`: one synchronous standby, commits wait for it (dataDurability required);
+    `wal_storage_class`: pg_wal on a volume of its own (walStorage), of that class."""
+    postgresql: dict[str, Any] = {
+        # small: two instances share a 2-core machine with the rest of the lab
+        "parameters": {"shared_buffers": "32MB", "max_connections": "50"}
+    }
+    if synchronous:
+        postgresql["synchronous"] = SYNCHRONOUS
+    spec: dict[str, Any] = {
+        "instances": instances,
+        "imageName": config.PG_IMAGE,
+        "imagePullPolicy": "Never",
+        "postgresUID": config.PG_UID,
+        "postgresGID": config.PG_GID,
+        "storage": {"storageClass": storage_class, "size": size},
+        "postgresql": postgresql,
+    }
+    if wal_storage_class is not None:
+        spec["walStorage"] = {"storageClass": wal_storage_class, "size": size}
     return {
         "apiVersion": "postgresql.cnpg.io/v1",
         "kind": "Cluster",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "instances": instances,
-            "imageName": config.PG_IMAGE,
-            "imagePullPolicy": "Never",
-            "postgresUID": config.PG_UID,
-            "postgresGID": config.PG_GID,
-            "storage": {"storageClass": storage_class, "size": size},
-            # small: two instances share a 2-core machine with the rest of the lab
-            "postgresql": {"parameters": {"shared_buffers": "32MB", "max_connections": "50"}},
-        },
+        "spec": spec,
     }
+
+
+def lab_cluster_object(storage_class: str) -> dict[str, Any]:
+    """The lab's Cluster lab/pg, as `cnpg create` makes it and the tests share it: 2
+    instances, a synchronous standby, and WAL on a volume of its own (of the same class)."""
+    return cluster_object(storage_class, synchronous=True, wal_storage_class=storage_class)
 
 
 # --- install ---------------------------------------------------------------------------------
@@ -257,22 +277,38 @@ def _running_nodes(paths: Paths) -> list[int]:
     return [i for i in (1, 2) if paths.node(i).containerd_sock.exists()]
 
 
+IMPORTED_MARKERS = "imported.json"  # cluster.py's: image ref -> what was imported
+
+
+def _read_markers(path: Path) -> dict[str, str]:
+    try:
+        done = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in done.items()} if isinstance(done, dict) else {}
+
+
 def import_operator_image(paths: Paths, tarball: Path) -> bool:
     """Into each running node's containerd, unless there already; True if it was imported."""
     imported = False
+    wanted = operator_tarball(paths).with_name("operator.stamp").read_text().strip()
     for index in _running_nodes(paths):
         sock = paths.node(index).containerd_sock
         ctr = ["/usr/bin/ctr", "--address", str(sock), "--namespace", "k8s.io"]
         listed = run([*ctr, "images", "ls", "-q"], check=False).stdout.split()
-        marker = paths.node(index).containerd_dir / "cnpg-operator.imported"
-        wanted = operator_tarball(paths).with_name("operator.stamp").read_text().strip()
-        if config.CNPG_IMAGE in listed and marker.exists() and marker.read_text() == wanted:
+        # in the node's imported.json, beside the lab's other images: `down` keeps that file
+        # with the image store, so the next `up` does not import the operator again (~6 s)
+        markers = paths.node(index).containerd_dir / IMPORTED_MARKERS
+        done = _read_markers(markers)
+        if config.CNPG_IMAGE in listed and done.get(config.CNPG_IMAGE) == wanted:
             continue
         t0 = time.monotonic()
         proc = run([*ctr, "images", "import", str(tarball)], check=False, timeout=300)
         if proc.returncode != 0:
             raise LabError(f"ctr images import {tarball} (node {index}): {proc.stderr.strip()}")
-        marker.write_text(wanted)
+        done = _read_markers(markers)  # as it is now: `up` writes it too
+        done[config.CNPG_IMAGE] = wanted
+        markers.write_text(json.dumps(done))
         image_store.remove_orphans(ctr)  # a rebuilt operator's: the old image's ID
         imported = True
         log(f"image {config.CNPG_IMAGE} imported into node {index} in {time.monotonic() - t0:.1f}s")
@@ -354,7 +390,10 @@ def create_cluster(
     t0 = time.monotonic()
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     _kubectl(paths, "apply", "-f", "-", input=json.dumps(ns))
-    obj = cluster_object(storage_class, name=name, namespace=namespace, instances=instances)
+    if (name, namespace, instances) == (CLUSTER_NAME, CLUSTER_NAMESPACE, 2):
+        obj = lab_cluster_object(storage_class)  # the one the tests share
+    else:
+        obj = cluster_object(storage_class, name=name, namespace=namespace, instances=instances)
     _kubectl(paths, "apply", "--server-side", "-f", "-", input=json.dumps(obj))
     log(f"Cluster {namespace}/{name} ({instances} instances on {storage_class}) created")
     wait_until(

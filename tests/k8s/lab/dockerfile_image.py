@@ -134,7 +134,7 @@ def ensure_image(paths: Paths | None = None) -> tuple[str, Path]:
         if BASE_IMAGE not in listed.stdout.split():
             run([*buildah, "pull", f"docker-archive:{base}"], log_file=paths.logs / "buildah.log")
         log(f"buildah build -f deploy/Dockerfile.howfast (log: {paths.logs / 'buildah.log'})")
-        argv = [
+        argv: list[str | os.PathLike[str]] = [
                 *config.build_nice(), *buildah, "build",
                 "--isolation", "chroot", "--network", "host", "--pull=never",
                 "--build-arg", f"BASE={BASE_IMAGE}",
