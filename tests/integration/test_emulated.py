@@ -222,8 +222,10 @@ def test_latency_plan_offers_the_fast_volumes_rate_to_both(howfast: Howfast, tar
     # one can slow it between its maximum and its rate step (0.7 seen at a load of 8), so the
     # sharp check is the comparison: it comes closer to the offer than the slow one.
     fast_tps, slow_tps = (steps[(t, "rate")]["metrics"]["tps"] for t in (fast, slow))
-    print(f"max fast {fast_max:.0f}, slow {steps[(slow, 'max')]['metrics']['tps']:.0f}; "
-          f"offered {offered:.0f}: fast {fast_tps:.0f}, slow {slow_tps:.0f}")
+    print(
+        f"max fast {fast_max:.0f}, slow {steps[(slow, 'max')]['metrics']['tps']:.0f}; "
+        f"offered {offered:.0f}: fast {fast_tps:.0f}, slow {slow_tps:.0f}"
+    )
     assert fast_tps >= 0.6 * offered and fast_tps > 1.1 * slow_tps, (fast_tps, slow_tps)
     assert steps[(slow, "rate")]["metrics"]["rate_met"] is False
     assert slow_tps < 0.9 * offered

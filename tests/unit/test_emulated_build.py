@@ -23,8 +23,8 @@ from howfast.targets.emulated.build import (
     plain_nbdkit_argv,
     variants,
 )
-from howfast.targets.emulated.target import write_latency_ms
 from howfast.targets.emulated.storage import qd1_check_argv, write_floor_ms
+from howfast.targets.emulated.target import write_latency_ms
 from howfast.targets.emulated.volume import loop_devices_of, run_interruptibly
 
 IMG, SOCK, PID = PurePath("/t/v/volume.img"), PurePath("/dev/shm/r/nbdkit.sock"), PurePath("/p")
