@@ -160,10 +160,10 @@ def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
     assert fig.tps_before and fig.tps_during is not None
     # One client: each transaction waits at least two more 5 ms delays (a WAL write and its
     # flush) in the window, so its TPS falls to t / (t + 10) of a t-ms transaction's. Under
-    # load t grows (flushes alone took 17 ms in a CI run), and the "during" window also holds
-    # the undo's own flush timing after the latency was restored (above), so the fall is
-    # asserted with room for t up to about 40 ms: the per-transaction check below is the sharp
-    # one, on medians that a loaded machine moves less than the TPS of windows 3-4 s long.
+    # load t grows (flushes alone took 17 ms in a CI run: 0.7 would fail from t = 23 ms), so
+    # the fall is asserted with room for t up to about 55 ms: the per-transaction check below
+    # is the sharp one, on medians that a loaded machine moves less than the TPS of windows
+    # 3-4 s long.
     assert fig.tps_during < 0.85 * fig.tps_before, figures.event_line(fig)
     # lifted: the commits speed up again (back to 90% of before may take longer than the
     # step's last seconds on a loaded machine: recovery_s is then absent, with its reason)
@@ -213,11 +213,9 @@ def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back
     (mark,) = marks_from_section(outcome.sections["events"])
     assert mark.verified is True, (mark.problem, mark.evidence)
     # Ended at the window's end (7 s), not at the load's (10 s, where an event without for= is
-    # restored). undone_s is taken once the undo has returned, and the undo times flushes of
-    # the volume after restoring it (a 0.15 s settle, then flushes that under load took a
-    # median of 17 ms each in a CI run): on a loaded machine that alone can last most of a
-    # second, so the bound is halfway to the load's end rather than 1 s after the window's.
-    assert mark.undone_s is not None and 6.9 < mark.undone_s < 8.5, mark.undone_s
+    # restored): undone_s is when the undo began (window_ends_as_undo_begins), before it timed
+    # flushes after restoring; the bound leaves a loaded machine 1 s to wake the schedule.
+    assert mark.undone_s is not None and 6.9 < mark.undone_s < 8, mark.undone_s
     undo = mark.facts["undo"]
     assert isinstance(undo, dict) and undo["restored_ms"] == 0.0
     # the latency came back: a flush after the window is close to one before it
