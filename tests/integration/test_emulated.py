@@ -98,12 +98,15 @@ def test_added_latency_slows_every_commit_of_one_client_and_leaves_nothing(
     fast, half, slow = doc["targets"]
     assert [t["name"].rsplit(" ", 1)[1] for t in doc["targets"]] == ["+0ms", "+0.5ms", "+2ms"]
     emulation = {t["name"]: t["device"]["emulation"] for t in doc["targets"]}
+    print(json.dumps(emulation, indent=1))
     for target, asked in ((fast, 0.0), (half, 0.5), (slow, 2.0)):
         record = emulation[target["name"]]
         assert record["backend"] == "nbdkit-python"
         assert record["asked_latency_ms"] == record["asked_flush_latency_ms"] == asked
     # What the QD1 checks measured: writes and flushes both delayed, a fraction of a
-    # millisecond too (generous bounds: the layers and a loaded machine add their own).
+    # millisecond too (generous bounds: the layers and a loaded machine add their own; the
+    # added latency is taken from each side's 10th-percentile write, which the load moves
+    # far less than the means, targets/emulated/storage.py FLOOR_PERCENTILE).
     assert 1.5 <= emulation[slow["name"]]["measured_added_latency_ms"] <= 4.0, emulation
     assert 0.25 <= emulation[half["name"]]["measured_added_latency_ms"] <= 1.5, emulation
     assert emulation[fast["name"]]["measured_added_latency_ms"] < 1.0, emulation
@@ -114,19 +117,26 @@ def test_added_latency_slows_every_commit_of_one_client_and_leaves_nothing(
     assert flush[slow["name"]] >= 1.9 and flush[half["name"]] >= 0.45, flush
     runs = {s["target"]: s["metrics"] for s in doc["steps"] if s["workload"] == "pgbench"}
     tps = {name: m["tps"] for name, m in runs.items()}
+    print({name: (m["tps"], m["latency_avg_ms"], m["latency_p50_ms"]) for name, m in runs.items()})
     # A commit is a WAL write then a flush, both delayed: each transaction waits two added
     # delays, 4 ms at +2 ms (measured 3.8-5.7 ms more at a load of 4-6). One delay, as when
-    # the flush was not delayed, gave 2.1 ms: asking for 3 ms tells the two apart.
-    slower_by = runs[slow["name"]]["latency_avg_ms"] - runs[fast["name"]]["latency_avg_ms"]
+    # the flush was not delayed, gave 2.1 ms: asking for 3 ms tells the two apart. Said of the
+    # medians: the two runs come a minute apart, and the means carry the scheduling stalls a
+    # loaded machine gives either of them (a stall in the +0 ms run shrinks the difference).
+    # At a load of 13: medians 0.72 and 7.25 ms, means 1.37 and 9.31 ms.
+    slower_by = runs[slow["name"]]["latency_p50_ms"] - runs[fast["name"]]["latency_p50_ms"]
     assert slower_by >= 3.0, runs
     # The "TPS falls by 3x" is that added time over the +0 ms transaction, which the
     # load of other work on this shared machine lengthens: 3.8-3.9x at a load of 5, 2.0-3.0x
     # in runs whose +0 ms variant was slowed to 255-450 TPS. A ratio of speeds is no test's
     # to assert here: benchmarks/emulated-volume checks the 3x goal, interleaved.
     assert tps[fast["name"]] > tps[slow["name"]] and tps[half["name"]] > tps[slow["name"]], tps
-    # Where the +0 ms variant ran unhindered (a transaction of 2 ms or less: 781 TPS on a quiet
-    # machine), the 3x is judged here too; a starved one says why it is not.
-    if tps[fast["name"]] >= 500:
+    # Where the +0 ms variant ran unhindered (781 TPS on a quiet machine), the 3x is
+    # judged here too; a starved one says why it is not. 3x needs the added time to be twice
+    # the +0 ms transaction: at 500 TPS (2 ms) that is all of the 4 ms added, with no room for
+    # the two runs, a minute apart, meeting different loads (3.8 ms was measured). From 700
+    # TPS (1.43 ms) on, 2.9 ms of the 4 ms suffice.
+    if tps[fast["name"]] >= 700:
         assert tps[fast["name"]] >= 3 * tps[slow["name"]], tps
     else:
         print(f"3x not judged: +0 ms reached only {tps[fast['name']]:.0f} TPS (a busy machine)")
@@ -212,6 +222,10 @@ def test_latency_plan_offers_the_fast_volumes_rate_to_both(howfast: Howfast, tar
     # one can slow it between its maximum and its rate step (0.7 seen at a load of 8), so the
     # sharp check is the comparison: it comes closer to the offer than the slow one.
     fast_tps, slow_tps = (steps[(t, "rate")]["metrics"]["tps"] for t in (fast, slow))
+    print(
+        f"max fast {fast_max:.0f}, slow {steps[(slow, 'max')]['metrics']['tps']:.0f}; "
+        f"offered {offered:.0f}: fast {fast_tps:.0f}, slow {slow_tps:.0f}"
+    )
     assert fast_tps >= 0.6 * offered and fast_tps > 1.1 * slow_tps, (fast_tps, slow_tps)
     assert steps[(slow, "rate")]["metrics"]["rate_met"] is False
     assert slow_tps < 0.9 * offered

@@ -158,7 +158,13 @@ def test_an_iops_cap_for_a_while_slows_the_commits_and_is_lifted_after(
     load = LoadRecord.from_document(outcome.sections["load"])
     (fig,) = figures.figures([mark], load, outcome.histograms)
     assert fig.tps_before and fig.tps_during is not None
-    assert fig.tps_during < 0.7 * fig.tps_before, figures.event_line(fig)
+    # One client: each transaction waits at least two more 5 ms delays (a WAL write and its
+    # flush) in the window, so its TPS falls to t / (t + 10) of a t-ms transaction's. Under
+    # load t grows (flushes alone took 17 ms in a CI run: 0.7 would fail from t = 23 ms), so
+    # the fall is asserted with room for t up to about 55 ms: the per-transaction check below
+    # is the sharp one, on medians that a loaded machine moves less than the TPS of windows
+    # 3-4 s long.
+    assert fig.tps_during < 0.85 * fig.tps_before, figures.event_line(fig)
     # lifted: the commits speed up again (back to 90% of before may take longer than the
     # step's last seconds on a loaded machine: recovery_s is then absent, with its reason)
     lifted = load.tps(mark.undone_s + 1, load.end_s)
@@ -206,7 +212,10 @@ def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back
     assert outcome.status == "completed", outcome.error
     (mark,) = marks_from_section(outcome.sections["events"])
     assert mark.verified is True, (mark.problem, mark.evidence)
-    assert mark.undone_s is not None and 6.9 < mark.undone_s < 8
+    # Ended at the window's end (7 s), not at the load's (10 s, where an event without for= is
+    # restored): undone_s is when the undo began (window_ends_as_undo_begins), before it timed
+    # flushes after restoring; the bound leaves a loaded machine 1 s to wake the schedule.
+    assert mark.undone_s is not None and 6.9 < mark.undone_s < 8, mark.undone_s
     undo = mark.facts["undo"]
     assert isinstance(undo, dict) and undo["restored_ms"] == 0.0
     # the latency came back: a flush after the window is close to one before it
@@ -215,7 +224,13 @@ def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back
     load = LoadRecord.from_document(outcome.sections["load"])
     (fig,) = figures.figures([mark], load, outcome.histograms)
     assert fig.tps_before and fig.tps_during is not None
-    assert fig.tps_during < 0.7 * fig.tps_before, figures.event_line(fig)
+    # One client: each transaction waits at least two more 5 ms delays (a WAL write and its
+    # flush) in the window, so its TPS falls to t / (t + 10) of a t-ms transaction's. Under
+    # load t grows (flushes alone took 17 ms in a CI run), and the "during" window also holds
+    # the undo's own flush timing after the latency was restored (above), so the fall is
+    # asserted with room for t up to about 40 ms: the per-transaction check below is the sharp
+    # one, on medians that a loaded machine moves less than the TPS of windows 3-4 s long.
+    assert fig.tps_during < 0.85 * fig.tps_before, figures.event_line(fig)
     assert fig.p99_during_ms is not None and fig.p99_before_ms is not None
     # A commit waits a delayed write and flush: every transaction of the one client is 5 ms
     # slower or more in the window. Said of the medians: the p99s carry the loaded machine's

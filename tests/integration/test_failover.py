@@ -366,7 +366,12 @@ def test_ctrl_c_while_the_design_is_rebuilt_leaves_nothing(
     postmaster = int((promoted / "postmaster.pid").read_text().split()[0])
     os.kill(postmaster, signal.SIGSTOP)
     try:
-        time.sleep(0.5)
+        # pg_basebackup is started a moment after its directory is made: a moment that a
+        # loaded machine can stretch past any fixed sleep, so it is waited for (it then hangs
+        # on the stopped server, under way)
+        began = time.monotonic()
+        while not _base_backups_into(rebuilt) and time.monotonic() - began < 30:
+            time.sleep(0.05)
         assert _base_backups_into(rebuilt), "no pg_basebackup under way"
         proc.send_signal(signal.SIGINT)
         time.sleep(1.0)

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -194,6 +195,17 @@ def _children(pid: int) -> dict[int, str]:
     return kids
 
 
+def _children_once_pgbench_runs(proc: subprocess.Popen[str], timeout: float = 60) -> dict[int, str]:
+    """The run's children once its pgbench has started. The step line comes before the
+    step's own preparations (samplers, a calibration run of the log's sampling), which on a
+    loaded machine can outlast any fixed sleep: waited for, not assumed."""
+    deadline = time.monotonic() + timeout
+    while "pgbench" not in (kids := _children(proc.pid)).values():
+        assert proc.poll() is None and time.monotonic() < deadline, kids
+        time.sleep(0.05)
+    return kids
+
+
 def test_sigkilled_run_is_closed_by_the_next_command_and_its_server_refused(
     howfast: Howfast, target_dir: Path
 ):
@@ -203,8 +215,7 @@ def test_sigkilled_run_is_closed_by_the_next_command_and_its_server_refused(
     plan = howfast.plan(LONG_PLAN)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(proc, "[2/3]")
-    time.sleep(1.5)
-    leftovers = _children(proc.pid)  # pgbench, in its own session, and the postmaster
+    leftovers = _children_once_pgbench_runs(proc)  # pgbench, in its own session, and the postmaster
     assert sorted(leftovers.values()) == ["pgbench", "postgres"], leftovers
     postmaster = next(pid for pid, name in leftovers.items() if name == "postgres")
     shared_memory = shared_memory_of(postmaster)
@@ -508,8 +519,7 @@ def test_memory_cgroup_of_a_sigkilled_run_is_removed_by_the_next_howfast(
         "--set", "shared_buffers=32MB", "--set", "maintenance_work_mem=16MB",
     )  # fmt: skip
     _wait_for(proc, "[2/3]")
-    time.sleep(1)
-    leftovers = _children(proc.pid)
+    leftovers = _children_once_pgbench_runs(proc)
     cluster = next(target_dir.glob("howfast-*"))
     cgroup = parent / cluster.name
     token = cluster.name.removeprefix("howfast-")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,14 @@ def test_rate_curve_below_and_above_capacity(howfast: Howfast, target_dir: Path)
 
     m = low["metrics"]
     assert m["rate_met"] is True, m["rate_verdict"]
-    assert m["tps"] == pytest.approx(low["params"]["rate"], rel=0.2)
+    # pgbench schedules a fixed rate as a Poisson process: over 3 s its count scatters by
+    # sqrt(N) around the N = rate x 3 s expected, and a loaded machine lowers the measured
+    # maximum and so N (at 150 TPS, N = 45: 20% is 1.3 sigma, a miss one run in five). The
+    # tolerance is 3 sigma of that scatter, as the product's own verdict allows
+    # (analysis/latency_curve.py achieved_floor), and never under 20%.
+    expected = low["params"]["rate"] * 3
+    tolerance = max(0.2, 3 / math.sqrt(expected))
+    assert m["tps"] == pytest.approx(low["params"]["rate"], rel=tolerance), (m["tps"], expected)
     # Below capacity transactions start on schedule; a loaded shared machine can still stall
     # pgbench's thread for tens of ms, so the bound is loose and the sharp test is the ratio
     # to the overloaded step below, whose lag piles up for the whole step (~1 s on average).

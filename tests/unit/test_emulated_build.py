@@ -23,6 +23,7 @@ from howfast.targets.emulated.build import (
     plain_nbdkit_argv,
     variants,
 )
+from howfast.targets.emulated.storage import qd1_check_argv, write_floor_ms
 from howfast.targets.emulated.target import write_latency_ms
 from howfast.targets.emulated.volume import loop_devices_of, run_interruptibly
 
@@ -105,6 +106,17 @@ def test_asked_against_measured_latency():
 def test_write_latency_from_fio_json_after_a_notice():
     doc = {"jobs": [{"write": {"lat_ns": {"mean": 2480000.0}}}]}
     assert write_latency_ms("fio: some notice\n" + json.dumps(doc)) == pytest.approx(2.48)
+    assert write_floor_ms("fio: some notice\n" + json.dumps(doc)) == pytest.approx(2.48)
+
+
+def test_the_added_latency_is_judged_on_a_low_percentile_of_the_writes():
+    """A loaded machine lengthens some writes, the mean with them; the 10th percentile keeps
+    the delay and little else (fio's JSON with --lat_percentiles=1)."""
+    percentiles = {"1.000000": 2010000, "10.000000": 2090000, "50.000000": 2400000}
+    doc = {"jobs": [{"write": {"lat_ns": {"mean": 3900000.0, "percentile": percentiles}}}]}
+    assert write_floor_ms(json.dumps(doc)) == pytest.approx(2.09)
+    assert write_latency_ms(json.dumps(doc)) == pytest.approx(3.9)
+    assert "--lat_percentiles=1" in qd1_check_argv(Path("/mnt/v/.howfast-qd1-check"))
 
 
 def test_a_run_read_later_says_when_the_volume_added_another_latency():

@@ -83,6 +83,44 @@ def test_events_apply_at_their_times_in_order_and_windows_are_undone_at_their_en
     assert by_text["0.6s:restart"].evidence == {"seen": "0.6s:restart"}
 
 
+class CheckingUndo(Recorder):
+    """An undo that restores at once, then spends 0.4 s checking its work (as slow-storage's
+    timing of flushes after restoring)."""
+
+    def apply(self, ctx: EventContext, spec: EventSpec) -> Applied:
+        applied = super().apply(ctx, spec)
+
+        def undo() -> Mapping[str, JSONValue]:
+            self.log.append((f"undo {spec.text}", ctx.now()))
+            time.sleep(0.4)
+            return {"checked": True}
+
+        return Applied(applied.applied_s, applied.back_s, facts=applied.facts, undo=undo)
+
+
+@pytest.mark.parametrize("ends_as_undo_begins", [False, True])
+def test_a_window_ends_when_its_undo_returns_or_as_it_begins_as_the_action_declares(
+    ends_as_undo_begins: bool,
+):
+    log: list[tuple[str, float]] = []
+    action = CheckingUndo("cap-iops", log)
+    action.window_ends_as_undo_begins = ends_as_undo_begins  # type: ignore[misc]
+    s = EventSchedule(
+        lambda now: EventContext(None, now, lambda: None, Path("/nonexistent"), 10.0),  # type: ignore[arg-type]
+        [parse_event("0.1s:cap-iops=10,for=0.2s")],
+        {"cap-iops": action},
+    )
+    s.start(time.time())
+    time.sleep(1.0)
+    (mark,) = s.finish(5)
+    undo_began = dict(log)["undo 0.1s:cap-iops=10,for=0.2s"]
+    assert mark.undone_s is not None and mark.facts["undo"] == {"checked": True}
+    if ends_as_undo_begins:  # taken as the undo was called, before it restored
+        assert mark.undone_s <= undo_began, (mark.undone_s, log)
+    else:  # after the 0.4 s of checking
+        assert mark.undone_s >= undo_began + 0.4, (mark.undone_s, log)
+
+
 def test_an_action_that_fails_ends_the_schedule_and_later_events_are_skipped():
     log: list[tuple[str, float]] = []
     s = schedule(["0.1s:cap-iops=99", "0.2s:restart"], log)

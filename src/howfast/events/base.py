@@ -80,6 +80,11 @@ class EventAction(ABC):
     # Why its trials (--trials) would not each start from the same state (it leaves the
     # server somewhere howfast does not put it back from between trials); None: they do.
     trials_refusal: ClassVar[str | None] = None
+    # Where its for= window ends (`undone_s`, the end of the "during" figures): when its undo
+    # has returned (False: partition's undo waits for the standby to stream again, and that
+    # wait is part of the outage), or when the undo began (True: an undo that restores at once
+    # and then only checks its work, which is no longer the window).
+    window_ends_as_undo_begins: ClassVar[bool] = False
 
     name: ClassVar[str]  # the syntax's, set for each subclass that declares one
 

@@ -175,6 +175,7 @@ class EventSchedule:
         with self._lock:
             mark = self._marks[index]
         facts: dict[str, JSONValue] = dict(mark.facts)
+        began = round(self.now(), 6)
         try:
             facts["undo"] = dict(applied.undo())
         except Exception as exc:
@@ -185,7 +186,10 @@ class EventSchedule:
             return
         if early:
             facts["undone_early"] = "the load ended before the window's end"
-        self._record(dataclasses.replace(mark, undone_s=round(self.now(), 6), facts=facts))
+        ended = (
+            began if self._actions[spec.action].window_ends_as_undo_begins else round(self.now(), 6)
+        )
+        self._record(dataclasses.replace(mark, undone_s=ended, facts=facts))
 
     def _skip_rest(self, after: int, why: str) -> None:
         for i, spec in enumerate(self._specs, start=1):
