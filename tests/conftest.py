@@ -179,46 +179,38 @@ def pg_server() -> Iterator[PgServer]:
 
 # The test files that take longest, with the seconds they took in the main session of
 # `make test` (`-m "not k8s and not emulated"`, 3 workers, --durations=0, summed per file)
-# on this 2-core machine, measured 2026-11-29 beside other work (load 12: the session took
-# 27 min, so every figure is about 1.6 times a quiet run's; the order is what counts).
+# on this 2-core machine, measured 2026-11-29 beside other work (load 9-16: the session took
+# 25 min, so every figure is about 1.5 times a quiet run's; the order is what counts).
 # pytest-xdist's `--dist loadfile` hands files to its workers in collection order: a long
 # file collected late (test_replicas.py sorts near the end) ran alone for minutes after the
 # others had finished. Collected first, the long files run side by side and the short ones
 # fill in around them. Order only: a file missing from this list runs after these, in its
 # usual place.
 LONGEST_FILES = {
-    "tests/integration/test_inputs.py": 356,
-    "tests/integration/test_replicas.py": 330,
-    "tests/integration/test_faults.py": 304,
-    "tests/integration/test_failover.py": 225,
-    "tests/integration/test_events.py": 206,
-    "tests/integration/test_until.py": 199,
-    "tests/integration/test_durability.py": 185,
-    "tests/integration/test_partition.py": 161,
-    "tests/integration/test_run_local.py": 158,
-    "tests/integration/test_fleet.py": 156,
-    "tests/integration/test_travel_and_gate.py": 147,
-    "tests/integration/test_run_dsn.py": 126,
-    "tests/integration/test_regimes.py": 123,
-    "tests/integration/test_dry_run.py": 120,
-    "tests/integration/test_why.py": 101,
-    "tests/integration/test_report_full_disk.py": 101,
-    "tests/integration/test_trials_read.py": 99,
-    "tests/integration/test_cleanup_killed.py": 78,
-    "tests/integration/test_load_room.py": 71,
-    "tests/integration/test_samplers.py": 70,
-    "tests/integration/test_repeat_report.py": 64,
-    "tests/toy_workload/test_toy_workload.py": 63,
-    "tests/integration/test_planted_secrets.py": 63,
-    "tests/integration/test_cli.py": 62,
-    "tests/integration/test_rates.py": 58,
-    "tests/integration/test_prometheus.py": 56,
-    "tests/integration/test_install.py": 54,
-    "tests/integration/test_client_placement.py": 53,
-    "tests/integration/test_cleanup.py": 49,
-    "tests/integration/test_probe.py": 48,
+    "tests/integration/test_inputs.py": 480,
+    "tests/integration/test_replicas.py": 409,
+    "tests/integration/test_faults.py": 369,
+    "tests/integration/test_failover.py": 239,
+    "tests/integration/test_events.py": 176,
+    "tests/integration/test_run_local.py": 174,
+    "tests/integration/test_partition.py": 169,
+    "tests/integration/test_until.py": 161,
+    "tests/integration/test_durability.py": 156,
+    "tests/integration/test_fleet.py": 140,
+    "tests/integration/test_run_dsn.py": 112,
+    "tests/integration/test_dry_run.py": 108,
+    "tests/integration/test_travel_and_gate.py": 106,
+    "tests/integration/test_regimes.py": 104,
+    "tests/integration/test_why.py": 86,
+    "tests/integration/test_cleanup_killed.py": 66,
+    "tests/integration/test_trials_read.py": 60,
+    "tests/integration/test_report_full_disk.py": 59,
+    "tests/integration/test_samplers.py": 53,
+    "tests/integration/test_load_room.py": 52,
+    "tests/integration/test_install.py": 49,
+    "tests/integration/test_cli.py": 47,
     "tests/integration/test_invariants.py": 47,
-    "tests/toy_event/test_toy_event.py": 46,
+    "tests/integration/test_trials.py": 45,
 }
 
 
