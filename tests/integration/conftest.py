@@ -37,6 +37,26 @@ duration = "1s"
 """
 
 
+# The built-in quick plan (src/howfast/plans/builtin/quick.toml) without its fio probe: for
+# tests of what happens during quick's pgbench steps (events, Ctrl-C), given the same options
+# as `run quick`. The probe's two fio jobs (a 128 MiB file written and 5 s measured, each)
+# took 12-15 s of each such test and none of them looks at it; quick itself, probe included,
+# still runs whole in test_replicas.py (with a standby).
+QUICK_WITHOUT_FIO = """
+description = "quick without its fio probe"
+[settings]
+shared_buffers = "128MB"
+max_wal_size = "1GB"
+[[steps]]
+workload = "pgbench-init"
+scale = 10
+[[steps]]
+workload = "pgbench"
+modes = ["select-only", "tpcb-like"]
+clients = [1, 2, 4, 8]
+duration = "10s"
+"""
+
 # A test's time-out (its own, or pytest's 300 s) ends howfast as a user would, with SIGINT,
 # so that howfast takes down what it built (servers, emulated volumes, cgroups); only a
 # howfast still there STOP_GRACE_S later is killed. A SIGKILLed howfast leaves its volume
@@ -113,6 +133,19 @@ class Howfast:
         proc = self.popen(*args, stdin=subprocess.PIPE if input is not None else None)
         out, err = finish(proc, input, timeout)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def together(
+        self, *commands: list[str], timeout: float = 240
+    ) -> list[subprocess.CompletedProcess[str]]:
+        """Independent commands (reads of the store, refusals) started at once, then waited
+        for in order: each howfast spends its first second or more starting its interpreter
+        and importing, which one after the other added up in the tests that run several."""
+        procs = [self.popen(*argv) for argv in commands]
+        done = []
+        for proc in procs:
+            out, err = finish(proc, None, timeout)
+            done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+        return done
 
     def popen(self, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
         """howfast in the background; the fixture stops it (SIGINT first) if the test ends

@@ -145,16 +145,17 @@ def test_memory_is_not_durable_a_disk_is_not_called_so_and_advice_follows_the_ev
     assert wal_size["evidence"]["wal_bytes"] == heavy["metrics"]["wal_bytes"]
 
     # Shown first: results show, compare and the report, before the verdicts and figures.
-    shown = howfast("results", "show", doc["id"])
+    report = howfast.workdir / "durability.md"
+    shown, compared, made = howfast.together(
+        ["results", "show", doc["id"]], ["compare", doc["id"]],
+        ["report", doc["id"], "-o", str(report)],
+    )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     text = " ".join(shown.stdout.split())
     assert text.index("Durability") < text.index("Why") < text.index("Advice")
     assert "[not durable]" in text and "commit_delay =" in text
-    compared = howfast("compare", doc["id"])
     assert compared.returncode == 0, compared.stderr
     assert " ".join(compared.stdout.split()).startswith("Durability [")
-    report = howfast.workdir / "durability.md"
-    made = howfast("report", doc["id"], "-o", str(report))
     assert made.returncode == 0, made.stderr
     md = report.read_text()
     assert md.index("## Durability") < md.index("## Why") < md.index("## Advice")

@@ -31,7 +31,13 @@ from howfast.targets.emulated.volume import available
 from howfast.targets.local import LocalTarget
 from howfast.workloads.base import StepContext
 from howfast.workloads.pgbench import survive_step
-from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
+from tests.integration.conftest import (
+    QUICK_WITHOUT_FIO,
+    Howfast,
+    postgres_pids_under,
+    stop_howfast,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -262,8 +268,10 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
     commits lost; results show prints the table and the lines; the report marks them."""
     if os.geteuid() != 0:
         pytest.skip("needs root: the server runs as its own OS user")
-    # --scale 1: quick's scale 10 (150 MB to load) says nothing more about the events
-    out = howfast("run", "quick", "--target", str(target_dir), "--clients", "2",
+    # --scale 1: quick's scale 10 (150 MB to load) says nothing more about the events; nor
+    # does quick's fio probe (QUICK_WITHOUT_FIO)
+    quick = str(howfast.plan(QUICK_WITHOUT_FIO, "quick.toml"))
+    out = howfast("run", quick, "--target", str(target_dir), "--clients", "2",
                   "--modes", "tpcb-like", "--duration", "10s", "--event", "3s:restart",
                   "--event", "7s:crash", "--scale", "1", "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
@@ -282,12 +290,13 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
     # stored p99s, read back without the histograms: after the restart, before the crash
     assert restart["p99_after_ms"] is not None and crash["p99_before_ms"] is not None
     assert "3 s: 3s:restart applied" in out.stderr and "verified" in out.stderr
-    shown = howfast("results", "show", str(doc["id"]))
+    report = target_dir.parent / "r.md"
+    shown, made = howfast.together(
+        ["results", "show", str(doc["id"])], ["report", str(doc["id"]), "--output", str(report)]
+    )
     assert shown.returncode == 0, shown.stderr
     assert "Events" in shown.stdout and "3s:restart" in shown.stdout
     assert "restart at 3 s:" in shown.stdout and "0 commits lost" in shown.stdout
-    report = target_dir.parent / "r.md"
-    made = howfast("report", str(doc["id"]), "--output", str(report))
     assert made.returncode == 0, made.stderr
     text = report.read_text()
     assert "## Events during steps" in text and "| 7s:crash |" in text.replace("  ", " ")
@@ -324,7 +333,8 @@ def test_an_event_a_target_cannot_take_is_refused_before_anything(
 def test_ctrl_c_during_a_restart_leaves_nothing_running(howfast: Howfast, target_dir: Path):
     if os.geteuid() != 0:
         pytest.skip("needs root: the server runs as its own OS user")
-    proc = howfast.popen("run", "quick", "--target", str(target_dir), "--clients", "1",
+    quick = str(howfast.plan(QUICK_WITHOUT_FIO, "quick.toml"))  # Ctrl-C during the load
+    proc = howfast.popen("run", quick, "--target", str(target_dir), "--clients", "1",
                          "--modes", "tpcb-like", "--duration", "20s", "--event", "2s:restart",
                          "--event", "3s:cap-iops=10,for=10s", "--scale", "1")  # fmt: skip
     wait_for(proc, "3s:cap-iops=10,for=10s applied")

@@ -20,6 +20,7 @@ from howfast.event_marks import marks_from_section
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
 from tests.integration.conftest import (
+    QUICK_WITHOUT_FIO,
     Howfast,
     postgres_pids_under,
     postgres_shared_memory,
@@ -106,8 +107,9 @@ def test_failover_with_sync_on_loses_nothing_and_the_load_goes_on(
     new timeline, the old postmaster gone), the load commits on the new primary after it, no
     acknowledged commit is missing there, and nothing is left: no process, directory, cgroup,
     shared memory."""
+    quick = str(howfast.plan(QUICK_WITHOUT_FIO, "quick.toml"))  # the probe adds nothing here
     out, shm_left = howfast.in_private_shm(
-        "run", "quick", "--target", str(target_dir), "--replicas", "1", "--sync", "on",
+        "run", quick, "--target", str(target_dir), "--replicas", "1", "--sync", "on",
         "--clients", "2", "--modes", "tpcb-like", "--duration", "10s",
         "--event", "4s:failover", "--json",
         "--scale", "1",  # quick's scale 10 (150 MB to load and stream) adds nothing here

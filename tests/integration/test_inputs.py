@@ -162,15 +162,14 @@ def test_a_target_inside_a_live_runs_cluster_directory_is_refused(
     link.symlink_to(inner)
     elsewhere = shared_tmpdir("howfast-inputs-")
     try:
-        for argv in (
-            ["run", str(howfast.plan(TINY_PLAN)), "--target", str(inner)],
-            ["run", str(howfast.plan(TINY_PLAN)), "--target", str(link)],  # through a symlink
-            ["run", str(howfast.plan(TINY_PLAN)), "--target", str(cluster)],
-            ["run", str(howfast.plan(TINY_PLAN)), "--target", str(elsewhere),
-             "--wal-dir", str(inner)],
+        plan = str(howfast.plan(TINY_PLAN))
+        for out in howfast.together(
+            ["run", plan, "--target", str(inner)],
+            ["run", plan, "--target", str(link)],  # through a symlink
+            ["run", plan, "--target", str(cluster)],
+            ["run", plan, "--target", str(elsewhere), "--wal-dir", str(inner)],
             ["probe", str(inner)],
-        ):  # fmt: skip
-            out = howfast(*argv)
+        ):
             refused(out, str(cluster), "a directory howfast created", f"(PID {proc.pid})")
         assert list(inner.iterdir()) == [] and list(elsewhere.iterdir()) == []
     finally:

@@ -38,12 +38,16 @@ def test_repetitions_flow_to_show_compare_and_report(howfast: Howfast, target_di
     assert [s["params"].get("repetition", 1) for s in pgbench[1:]] == [1, 2]
     assert pgbench[0]["params"]["duration_s"] == 1
 
-    shown = howfast("results", "show", run["id"])
+    page = howfast.workdir / "run.html"
+    shown, compared, made = howfast.together(  # reads of the stored run, all at once
+        ["results", "show", run["id"]],
+        ["compare", run["id"], run["id"], "--json"],
+        ["report", run["id"], "-o", str(page)],
+    )
     assert shown.returncode == 0, shown.stderr
     assert "mean ± 95% CI over the repetitions" in shown.stdout
     assert "warm-up (left out of every figure)" in shown.stdout
 
-    compared = howfast("compare", run["id"], run["id"], "--json")
     assert compared.returncode == 0, compared.stderr
     document = json.loads(compared.stdout)
     test = next(t for t in document["tests"] if t["workload"] == "pgbench")
@@ -55,13 +59,11 @@ def test_repetitions_flow_to_show_compare_and_report(howfast: Howfast, target_di
     assert tps["differences"][1]["significant"] is False
     assert any("fewer than 3 repetitions" in w for w in document["warnings"])
 
-    page = howfast.workdir / "run.html"
-    made = howfast("report", run["id"], "-o", str(page))
     assert made.returncode == 0, made.stderr
     text = page.read_text()
     assert f"{mean:,.1f} ± " in text
     assert "Warm-up runs, left out of every figure" in text
-    markdown = howfast.workdir / "run.md"
+    markdown = howfast.workdir / "run.md"  # after the HTML one: both write run-charts/
     assert howfast("report", run["id"], "-o", str(markdown)).returncode == 0
     assert f"{mean:,.1f} ± " in markdown.read_text()
     assert list((howfast.workdir / "run-charts").glob("chart-*.png"))

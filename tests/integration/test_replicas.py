@@ -410,11 +410,12 @@ def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target
     assert off_settings.get("synchronous_standby_names", "") == ""
     assert _left_behind(target_dir) == []
     # The designs side by side, in results show and the report
-    shown = howfast("results", "show", str(doc["id"]))
+    report = target_dir.parent / "report.md"
+    shown, made = howfast.together(
+        ["results", "show", str(doc["id"])], ["report", str(doc["id"]), "-o", str(report)]
+    )
     assert shown.returncode == 0 and "designs side by side" in shown.stdout, shown.stdout
     assert "1 sync standby (on)" in shown.stdout and "1 async standby" in shown.stdout
-    report = target_dir.parent / "report.md"
-    made = howfast("report", str(doc["id"]), "-o", str(report))
     assert made.returncode == 0, made.stderr[-2000:]
     assert "Designs side by side" in report.read_text()
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import shared_tmpdir
-from tests.integration.conftest import Howfast
+from tests.integration.conftest import Howfast, finish
 
 pytestmark = pytest.mark.integration
 
@@ -93,23 +93,30 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     shm.chmod(0o755)
     disk = shared_tmpdir("howfast-gate-")
     try:
-        ids = []
+        # The three runs side by side, each on its own directory: BASE and NEW are paced by
+        # their commit_delay sleeps and mostly wait, so running together costs each little
+        # and the fixture takes the longest run's time, not the sum (the store takes
+        # concurrent runs: SQLite in WAL mode). Both disk runs then also share the same load.
         designs = ((disk, "3", BASE_COMMITS), (disk, "3", SLOWER_COMMITS), (shm, "1", []))
-        for base, repeat, extra in designs:
-            target = _empty_dir(base / f"run-{len(ids)}")
-            out = howfast(
-                "run", str(plan), "--target", str(target), "--repeat", repeat, *extra, "--json"
-            )
-            assert out.returncode == 0, out.stderr
-            ids.append(json.loads(out.stdout)["id"])
+        procs = []
+        for i, (base, repeat, extra) in enumerate(designs):
+            target = _empty_dir(base / f"run-{i}")
+            argv = ["run", str(plan), "--target", str(target), "--repeat", repeat, *extra]
+            procs.append(howfast.popen(*argv, "--json"))
+        ids = []
+        for proc in procs:
+            out, err = finish(proc, None, 240)
+            assert proc.returncode == 0, err
+            ids.append(json.loads(out)["id"])
         yield Runs(howfast, *ids)
     finally:
+        howfast.stop_all()
         shutil.rmtree(shm, ignore_errors=True)
         shutil.rmtree(disk, ignore_errors=True)
 
 
-def gate(howfast: Howfast, *args: str) -> tuple[int, dict]:
-    out = howfast("compare", *args, "--json")
+def gate_result(out: subprocess.CompletedProcess[str]) -> tuple[int, dict]:
+    """`compare --json`'s exit status and document."""
     assert out.returncode in (0, 1, 3), out.stderr
     return out.returncode, json.loads(out.stdout)
 
@@ -122,11 +129,14 @@ def tps_check(document: dict) -> dict:
 
 
 def test_slower_commits_are_a_significant_regression(runs: Runs) -> None:
-    out = runs.howfast("compare", runs.disk, runs.slower, *GATE)
+    out, as_json = runs.howfast.together(
+        ["compare", runs.disk, runs.slower, *GATE],
+        ["compare", runs.disk, runs.slower, *GATE, "--json"],
+    )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "gate: FAILED" in out.stderr
     assert "FAIL" in out.stdout and "tps<-5%" in out.stdout
-    code, document = gate(runs.howfast, runs.disk, runs.slower, *GATE)
+    code, document = gate_result(as_json)
     assert code == 1
     assert "commit_delay" in " ".join(document["warnings"])  # compare says what differs
     check = tps_check(document)
@@ -141,11 +151,15 @@ def test_slower_commits_are_a_significant_regression(runs: Runs) -> None:
 
 
 def test_a_run_against_itself_and_an_improvement_pass(runs: Runs) -> None:
-    code, document = gate(runs.howfast, runs.disk, runs.disk, *GATE)
+    itself, back = runs.howfast.together(
+        ["compare", runs.disk, runs.disk, *GATE, "--json"],
+        ["compare", runs.slower, runs.disk, *GATE, "--json"],
+    )
+    code, document = gate_result(itself)
     assert code == 0
     assert {c["outcome"] for c in document["gate"]["checks"]} == {"pass"}
     assert tps_check(document)["ratio"] == pytest.approx(1.0)
-    code, document = gate(runs.howfast, runs.slower, runs.disk, *GATE)
+    code, document = gate_result(back)
     assert code == 0
     assert tps_check(document)["ratio"] > 1.05 and tps_check(document)["significant"] is True
 
@@ -168,9 +182,17 @@ def test_bad_thresholds_exit_2(runs: Runs) -> None:
 # -- runs travel ----------------------------------------------------------------------------------
 
 
-def shown(howfast: Howfast, run_id: str, store: Path | None = None) -> dict:
+def show_argv(run_id: str, store: Path | None = None) -> list[str]:
     args = ["--store", str(store)] if store else []
-    out = howfast("results", "show", run_id, "--json", "--series", *args)
+    return ["results", "show", run_id, "--json", "--series", *args]
+
+
+def shown(howfast: Howfast, run_id: str, store: Path | None = None) -> dict:
+    return shown_document(howfast(*show_argv(run_id, store)))
+
+
+def shown_document(out: subprocess.CompletedProcess[str]) -> dict:
+    """`results show --json --series`'s document without what differs between stores."""
     assert out.returncode == 0, out.stderr
     document = json.loads(out.stdout)
     document.pop("id")
@@ -195,8 +217,12 @@ def test_exported_runs_imported_elsewhere_show_the_same_figures_and_verdicts(
     imported = json.loads(out.stdout)
     new_ids = [doc["id"] for doc in imported]
     assert len(new_ids) == 2
-    for original, copy in zip((runs.disk, runs.slower), new_ids, strict=True):
-        before, after = shown(howfast, original), shown(howfast, copy, other)
+    originals = (runs.disk, runs.slower)
+    documents = [shown_document(out) for out in howfast.together(
+        *(show_argv(run_id) for run_id in originals),
+        *(show_argv(run_id, other) for run_id in new_ids),
+    )]  # fmt: skip
+    for original, before, after in zip(originals, documents[:2], documents[2:], strict=True):
         hop = after.pop("provenance")
         before.pop("provenance")
         assert after == before  # every figure, series, warning and `why` verdict

@@ -73,25 +73,27 @@ def test_repeated_failovers_read_as_trials_with_the_stored_slo_and_a_given_one(
     assert trials["slo"]["outcome"] == ("cannot tell" if untold else "pass")
 
     run_id = doc["id"]
-    shown = howfast("results", "show", run_id)
+    report = tmp_path / "trials.md"
+    shown, tight, bad, made = howfast.together(  # reads of the stored run, all at once
+        ["results", "show", run_id],
+        ["results", "show", run_id, "--slo", "rto=1ms", "--json"],
+        ["results", "show", run_id, "--slo", "rto=1ms,mttr=5s"],
+        ["report", run_id, "-o", str(report), "--slo", "rto=60s"],  # not the stored SLO
+    )
     assert shown.returncode == 0, shown.stderr
     assert "commits lost in 0 of 2 trials (P = 0.00, 95% CI 0.00–0.66)" in shown.stdout
     said = "cannot tell: trial" if untold else "passed: all 2 trials met it"
     assert f"SLO rto=60s,rpo=0: {said}" in shown.stdout
 
     # an outage of more than a millisecond misses rto=1ms: each trial is named
-    tight = howfast("results", "show", run_id, "--slo", "rto=1ms", "--json")
     assert tight.returncode == 0, tight.stderr
     verdict = json.loads(tight.stdout)["trials"][0]["slo"]
     assert verdict["source"] == "given" and verdict["outcome"] == "fail"
     assert [t["outcome"] for t in verdict["trials"]] == ["missed", "missed"]
     assert verdict["line"].startswith("SLO rto=1ms: failed: 2 of 2 trials missed it: trial 1 (")
 
-    bad = howfast("results", "show", run_id, "--slo", "rto=1ms,mttr=5s")
     assert bad.returncode == 2 and 'unknown key "mttr"' in bad.stderr
 
-    report = tmp_path / "trials.md"
-    made = howfast("report", run_id, "-o", str(report), "--slo", "rto=60s")  # not the stored
     assert made.returncode == 0, made.stderr
     text = report.read_text()
     assert "## Trials" in text and "SLO rto=60s: passed: all 2 trials met it" in text

@@ -135,6 +135,11 @@ def _relative(values) -> float:
     return (s.ci_half or 0) / s.mean
 
 
+# What is checked is where the run stops and what it says, not the figures: a short budget
+# (every test still runs at least one round, docs/commands/run.md, which this test allows).
+BUDGET_S = 12
+
+
 def test_a_budget_stops_before_the_width_and_says_so(
     howfast: Howfast, target_dir: Path, second_dir: Path
 ):
@@ -143,14 +148,14 @@ def test_a_budget_stops_before_the_width_and_says_so(
     began = time.monotonic()
     out = howfast(
         "run", str(plan), "--target", a, "--target", b,
-        "--until", "ci=0.01%", "--budget", "25s", "--json",
+        "--until", "ci=0.01%", "--budget", f"{BUDGET_S}s", "--json",
     )  # fmt: skip
     took = time.monotonic() - began
     assert out.returncode == 0, out.stderr
     run = json.loads(out.stdout)
     (test,) = run["until"]["tests"]
     assert test["stopped"] == "budget" and test["reached"] is False
-    assert run["until"]["reached"] is False and run["until"]["budget_s"] == 25
+    assert run["until"]["reached"] is False and run["until"]["budget_s"] == BUDGET_S
     assert 1 <= test["repetitions"] < 30
     assert all(f["reached"] is False for f in test["figures"])
     said = flat(out.stderr)  # the terminal wraps long lines
@@ -159,7 +164,7 @@ def test_a_budget_stops_before_the_width_and_says_so(
         assert "±" in said
     # A round is not begun when it would end past the budget: the run ends near it (the
     # margin is for a loaded machine: starting and stopping two servers).
-    assert took < 25 + 60
+    assert took < BUDGET_S + 60
     shown = howfast("results", "show", run["id"])
     assert "stopped: the time budget was spent" in flat(shown.stdout)
     assert "NOT reached" in flat(shown.stdout)
