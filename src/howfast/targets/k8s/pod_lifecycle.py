@@ -43,26 +43,18 @@ class PodLifecycleFacet(PodChecksFacet):
     def start(self) -> Connection | None:
         made = self._take_ahead() or self._create_objects(held=False)
         cluster, plan, listener = made.cluster, made.plan, made.listener
+        claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
         try:
-            if made.held:
-                self._release(made)
-            claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+            if made.held:  # bound already: its client pod starts while its server does
+                self.pod = self._release(made)
+                self._place_client(made)
             self.pod = cluster.wait_pod_ready(
                 self.namespace, plan.name, claims, self.options.start_timeout_s
             )
+            if not made.held:
+                self._place_client(made)
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
-            if self.drains or any(move for _, move in self.recreations):  # bound: before a step
-                pinned = self.volumes_pinned()
-                if pinned is not None:
-                    what = "a move" if any(m for _, m in self.recreations) else "a drain"
-                    raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
-            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
-                cluster.create(
-                    cm.client_pod(
-                        plan, self.mode, made.owner, node=self.client_node, avoid=self.drains
-                    )
-                )
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -86,6 +78,21 @@ class PodLifecycleFacet(PodChecksFacet):
         if self.client_mode == "pod":
             self._wait_client(cluster, plan)
         return self.connection
+
+    def _place_client(self, made: ObjectsMade) -> None:
+        """Once the primary is bound (its node known, so that the client pod's anti-affinity
+        sees it): the events' check that its volumes let it move, then the client pod."""
+        if self.drains or any(move for _, move in self.recreations):  # bound: before a step
+            pinned = self.volumes_pinned()
+            if pinned is not None:
+                what = "a move" if any(m for _, m in self.recreations) else "a drain"
+                raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
+        if self.client_mode == "pod":
+            made.cluster.create(
+                cm.client_pod(
+                    made.plan, self.mode, made.owner, node=self.client_node, avoid=self.drains
+                )
+            )
 
     def _take_ahead(self) -> ObjectsMade | None:
         """What start_ahead() made (None: nothing); raises what it failed with."""
@@ -125,12 +132,12 @@ class PodLifecycleFacet(PodChecksFacet):
             raise
         return ObjectsMade(cluster, plan, ref, password, listener, held)
 
-    def _release(self, made: ObjectsMade) -> None:
+    def _release(self, made: ObjectsMade) -> dict[str, Any]:
         """Let the server of a pod made ahead start (initdb, then PostgreSQL), once its
-        container runs."""
+        container runs; the pod as it was then."""
         name = made.plan.name
         claims = [c for c in (made.plan.data_claim, made.plan.wal_claim) if c]
-        made.cluster.wait_pod_ready(
+        pod = made.cluster.wait_pod_ready(
             self.namespace,
             name,
             claims,
@@ -144,6 +151,7 @@ class PodLifecycleFacet(PodChecksFacet):
                 f"{self.name}: the server in pod {name} could not be released: "
                 f"{out.stderr.strip() or f'exit status {out.returncode}'}"
             )
+        return pod
 
     def _wait_client(self, cluster: Cluster, plan: m.Plan) -> None:
         """The client pod Ready, and the primary reachable from it (pg_isready, 30 s)."""
