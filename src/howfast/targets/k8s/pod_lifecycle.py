@@ -4,6 +4,7 @@ and waits until it is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import socket
@@ -233,6 +234,7 @@ class PodLifecycleFacet(PodChecksFacet):
 
     def stop(self) -> None:
         """Delete every object of this run (by its label), wait until they are gone."""
+        self._stop_server_at_once()
         self._api.shells.close()
         ahead, self._ahead = self._ahead, None  # made ahead, never started
         if isinstance(ahead, ObjectsMade) and ahead.listener is not None:
@@ -259,6 +261,18 @@ class PodLifecycleFacet(PodChecksFacet):
         self.password = None
         if warnings:
             raise HowfastError("; ".join(warnings))
+
+    def _stop_server_at_once(self) -> None:
+        """Before the pod is deleted: PostgreSQL stopped without a shutdown checkpoint (its
+        data is deleted next), so that the deletion does not wait for its dirty buffers to be
+        written and flushed, on disks the next target may be starting on. Best effort: the
+        deletion stops it anyway."""
+        if not self.server or self.pod is None or self.cluster is None:
+            return
+        script = f"{m.PATH_SETUP}; pg_ctl -D {m.PGDATA} stop -m immediate -w -t 10 >/dev/null 2>&1"
+        with contextlib.suppress(HowfastError, OSError):
+            _, namespace, pod = self.exec_place()
+            self._api.exec(namespace, pod, m.POSTGRES, ["/bin/sh", "-c", script], timeout_s=15)
 
     def scratch_dir(self) -> Path | None:
         return None if self.pod is None else self._scratch()
