@@ -93,3 +93,13 @@ def test_no_target_is_made_ahead_of_a_single_one(tmp_path, monkeypatch) -> None:
     assert status == "completed"
     assert not [line for line in log.lines if "ahead" in line]
     assert not [t for t in threading.enumerate() if t.name == "howfast-stop-aside"]
+
+
+def test_a_target_made_ahead_whose_start_is_stopped_is_removed(tmp_path, monkeypatch) -> None:
+    log = Log()
+    a, b = Ahead("a", log), Ahead("b", log)
+    b.start_aborts = True  # Ctrl-C while b's server is released and waited for
+    status, _ = run([a, b], log, tmp_path, monkeypatch)
+    assert status == "aborted"
+    assert log.lines.index("b made ahead") < log.lines.index("b start")
+    assert "b stop ends" in log.lines and "b step" not in log.lines

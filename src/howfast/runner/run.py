@@ -116,13 +116,15 @@ class Runner:
         failed = 0
         sessions = self._sessions(run_id)
         aside: StoppingAside | None = None
-        ahead: list[StartsAhead] = []  # made ahead, its session not opened yet
+        # made ahead, its session not opened yet (stopped twice when its opening fails:
+        # stop() is idempotent)
+        ahead: list[StartsAhead] = []
         try:
             for position, session in enumerate(sessions):
                 following = sessions[position + 1] if position + 1 < len(sessions) else None
-                ahead.clear()  # its session opens it now, and closes it whatever happens
                 try:
                     session.open()
+                    ahead.clear()  # opened: its session closes it whatever happens
                     if aside is not None:
                         aside.wait()
                         aside = None
