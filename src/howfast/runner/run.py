@@ -32,7 +32,7 @@ from howfast.sizing import REGIMES
 from howfast.store import liveness
 from howfast.store.base import Store
 from howfast.targets.base import Target
-from howfast.targets.capabilities import HoldsDirectoryLock, StopsAside
+from howfast.targets.capabilities import HoldsDirectoryLock, StartsAhead, StopsAside
 
 
 @dataclass
@@ -111,24 +111,29 @@ class Runner:
     def _targets(self, run_id: int) -> int:
         """Each target's session in turn; how many steps failed. A target that stops aside
         (StopsAside, Kubernetes) is stopped while the next one starts, and that stop has
-        ended before the next target's first step."""
+        ended before the next target's first step; the next target's objects are made
+        before its last step when both allow it (made_ahead)."""
         failed = 0
         sessions = self._sessions(run_id)
         aside: StoppingAside | None = None
+        # made ahead, its session not opened yet (stopped twice when its opening fails:
+        # stop() is idempotent)
+        ahead: list[StartsAhead] = []
         try:
             for position, session in enumerate(sessions):
+                following = sessions[position + 1] if position + 1 < len(sessions) else None
                 try:
                     session.open()
+                    ahead.clear()  # opened: its session closes it whatever happens
                     if aside is not None:
                         aside.wait()
                         aside = None
-                    session.run_steps()
+                    session.run_steps(self._maker(session, following, ahead))
                 except BaseException:
                     session.close()
                     raise
                 target = session.env.target
-                last = position == len(sessions) - 1
-                if not last and isinstance(target, StopsAside) and target.stops_aside():
+                if following is not None and aside_ok(target):
                     aside = session.close_aside()
                 else:
                     session.close()
@@ -136,7 +141,34 @@ class Runner:
         finally:
             if aside is not None:
                 aside.wait()
+            for made in ahead:
+                self._stop_unopened(made)
         return failed
+
+    def _maker(
+        self, session: TargetSession, following: TargetSession | None, ahead: list[StartsAhead]
+    ) -> Callable[[], None] | None:
+        """What makes the next target's objects before this session's last step, if any."""
+        if following is None:
+            return None
+        target = made_ahead(session.env.target, following.env.target)
+        if target is None:
+            return None
+
+        def make() -> None:
+            ahead.append(target)  # first: a Ctrl-C while it is made still removes it
+            target.start_ahead()
+
+        return make
+
+    def _stop_unopened(self, target: StartsAhead) -> None:
+        """Remove what a target made ahead left, when the run ended before it opened."""
+        assert isinstance(target, Target)
+        with self.guard.critical():
+            try:
+                target.stop()
+            except Exception as exc:
+                self.settings.observer.message(f"warning: stopping {target.name} failed: {exc}")
 
     def _interleaved(self, run_id: int) -> int:
         """Every target's session open at once, tests repeated in alternating rounds."""
@@ -176,6 +208,20 @@ class Runner:
             )
             sessions.append(session)
         return sessions
+
+
+def aside_ok(target: Target) -> bool:
+    """Whether this target's stop may run beside the next target's start (StopsAside)."""
+    return isinstance(target, StopsAside) and target.stops_aside()
+
+
+def made_ahead(current: Target, following: Target) -> StartsAhead | None:
+    """The next target, when its objects are made while `current` measures its last step
+    (issue 34): both on Kubernetes (StopsAside, StartsAhead), and `current` stops aside (a
+    drain that may have cordoned a node would have the next pod scheduled around it)."""
+    if isinstance(following, StartsAhead) and aside_ok(current):
+        return following
+    return None
 
 
 @dataclass(frozen=True)

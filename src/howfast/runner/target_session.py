@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from howfast.analysis.memory_storage import memory_storage_warning
@@ -90,9 +90,12 @@ class TargetSession:
             self.close()
         return self.failed
 
-    def run_steps(self) -> None:
-        """Every step of the plan, in order, on the opened target."""
+    def run_steps(self, before_last: Callable[[], None] | None = None) -> None:
+        """Every step of the plan, in order, on the opened target; `before_last` is called
+        before the last one (the runner makes the next target's pod then)."""
         for offset, spec in enumerate(self.steps):
+            if before_last is not None and offset == len(self.steps) - 1:
+                before_last()
             self.run_step(spec, self.first_index + offset, self.total_steps)
 
     def open(self) -> bool:

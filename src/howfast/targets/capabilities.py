@@ -133,6 +133,18 @@ class StopsAside(Protocol):
 
 
 @runtime_checkable
+class StartsAhead(Protocol):
+    """A target whose objects may be made while the run's previous target measures (issue
+    34): start_ahead() creates them without waiting (the pod is scheduled, its volumes made
+    and its containers started meanwhile, its server held: nothing written on the disks);
+    start() then releases the server and waits for it. stop() removes what start_ahead()
+    made, whether start() ran or not."""
+
+    def start_ahead(self) -> None:
+        """Create what can be made ahead; a failure is raised by start(), not here."""
+
+
+@runtime_checkable
 class HasPods(Protocol):
     """A target whose tools run in a Kubernetes pod: the pod's frozen description and the
     cluster's exec, from which a PodHost is made (hosts/pod.py). Issue 28's client and standby

@@ -5,6 +5,7 @@ readers of a pod's state (pod_ready, pod_problem)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from howfast.cancel import NEVER, CancelToken
@@ -74,9 +75,12 @@ class ClusterPods(ClusterReads):
         claims: list[str],
         timeout_s: float,
         cancel: CancelToken = NEVER,
+        until: Callable[[dict[str, Any]], bool] | None = None,
     ) -> dict[str, Any]:
-        """Watch the pod until it is Ready. Fails at once when waiting cannot help (an image
-        that cannot be pulled, a container that exits); after `timeout_s` says what is stuck."""
+        """Watch the pod until it is Ready (or `until(pod)`: a pod made ahead waits for its
+        server container to run). Fails at once when waiting cannot help (an image that
+        cannot be pulled, a container that exits); after `timeout_s` says what is stuck."""
+        done = until or pod_ready
         deadline = time.monotonic() + timeout_s
         selector = f"metadata.name={name}"
         last: dict[str, Any] | None = None
@@ -92,7 +96,7 @@ class ClusterPods(ClusterReads):
             current = self._read_if_answered(namespace, name)
             if current is not None:
                 last = current
-                if self._settled(namespace, name, last):
+                if self._settled(namespace, name, last, done):
                     return last
             # A new watch each time, from the current state (its first events): resuming
             # from a resource version fails on some etcd versions ("Too large resource
@@ -108,7 +112,7 @@ class ClusterPods(ClusterReads):
             for event in _events(stream, self.k8s):
                 last = self.plain(event["object"])
                 try:
-                    settled = self._settled(namespace, name, last)
+                    settled = self._settled(namespace, name, last, done)
                 except HowfastError:
                     watch.stop()
                     raise
@@ -128,12 +132,18 @@ class ClusterPods(ClusterReads):
         except (HowfastError, urllib3.exceptions.HTTPError):
             return None
 
-    def _settled(self, namespace: str, name: str, pod: dict[str, Any]) -> bool:
-        """True when the pod is Ready; raises when waiting cannot help."""
+    def _settled(
+        self,
+        namespace: str,
+        name: str,
+        pod: dict[str, Any],
+        done: Callable[[dict[str, Any]], bool],
+    ) -> bool:
+        """True when the pod is what is waited for; raises when waiting cannot help."""
         problem = pod_problem(pod)
         if problem:
             raise HowfastError(self.describe_failure(namespace, name, problem, pod))
-        return pod_ready(pod)
+        return done(pod)
 
     def describe_failure(self, namespace: str, name: str, problem: str, pod: dict[str, Any]) -> str:
         lines = [f"pod {namespace}/{name}: {problem}"]
@@ -202,6 +212,14 @@ class ClusterPods(ClusterReads):
 def pod_ready(pod: dict[str, Any]) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def container_running(pod: dict[str, Any], container: str) -> bool:
+    """Whether the pod's container of that name is running (ready or not)."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == container:
+            return "running" in (status.get("state") or {})
+    return False
 
 
 # The kubelet's own caches lag behind a pod just bound to its node (the API server's Node

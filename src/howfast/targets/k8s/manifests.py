@@ -19,6 +19,7 @@ escalation, no host namespaces; PostgreSQL listens on 127.0.0.1 inside the pod o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,11 @@ START_SCRIPT = """#!/bin/sh
 set -eu
 {path_setup}
 PGDATA={pgdata}; export PGDATA
+if [ -n "${{HOWFAST_HOLD:-}}" ]; then  # made ahead: nothing on the volume until released
+  trap 'exit 0' TERM INT
+  while [ ! -e {release} ]; do sleep 0.1; done
+  trap - TERM INT
+fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   umask 077
   printf '%s\\n' "$HOWFAST_PASSWORD" > {run}/pwfile
@@ -88,6 +94,11 @@ trap stop TERM INT
 pg_ctl -D "$PGDATA" -l {log} -w -t 600 start || {{ tail -n 20 {log} >&2; exit 1; }}
 while :; do sleep 1 & wait $! || true; done
 """
+
+# The server of a pod made ahead (`held`) waits for this file before initdb: start() makes
+# it once the run's previous target has stopped measuring.
+RELEASE_FILE = f"{RUN_MOUNT}/release"
+HOLD_VARIABLE = "HOWFAST_HOLD"
 
 IDLE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 
@@ -215,6 +226,7 @@ def config_map(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
         path_setup=PATH_SETUP,
         pgdata=PGDATA,
         run=RUN_MOUNT,
+        release=RELEASE_FILE,
         user=SUPERUSER,
         initdb_extra=initdb_extra,
         config=CONFIG_MOUNT,
@@ -336,6 +348,19 @@ def pod(plan: Plan, owner: Mapping[str, str] | None) -> dict[str, Any]:
         meta["labels"] = net.role_labels(plan.token, "primary")
         return manifest
     return net.place_pod(manifest, plan.network, "primary", hostname=net.PRIMARY_HOSTNAME)
+
+
+def held(pod_manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's pod made ahead of its start (issue 34: while the run's previous target
+    measures): scheduled, its volumes provisioned and its containers started, but its server
+    container waits for RELEASE_FILE before initdb, so that nothing is written on the node's
+    disks or run in the pod until start() releases it. A copy: the manifest kept for
+    recreating the pod (events) does not hold."""
+    manifest = copy.deepcopy(dict(pod_manifest))
+    for container in manifest["spec"]["containers"]:
+        if container["name"] == POSTGRES:
+            container.setdefault("env", []).append({"name": HOLD_VARIABLE, "value": "1"})
+    return manifest
 
 
 def _pod_containers(plan: Plan) -> list[dict[str, Any]]:

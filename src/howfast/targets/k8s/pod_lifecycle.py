@@ -4,6 +4,7 @@ and waits until it is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import socket
@@ -18,49 +19,43 @@ from howfast.targets.base import Connection
 from howfast.targets.k8s import client_manifests as cm
 from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s.cluster import Cluster, PortForward
+from howfast.targets.k8s.cluster_pods import container_running
 from howfast.targets.k8s.pod_checks import PodChecksFacet
+from howfast.targets.k8s.pod_state import ObjectsMade
 from howfast.targets.k8s.standby import PodStandby, wait_streaming
 
 
 class PodLifecycleFacet(PodChecksFacet):
     """Creating the run's objects, and deleting them."""
 
-    def start(self) -> Connection | None:
-        from howfast.store import liveness
-
-        cluster = self.connect()
-        # pod mode: the forward's port is the server's in its pod; host mode: no forward
-        listener: socket.socket | None = None
-        if self.server and self.mode == "pod":
-            listener = PortForward.reserve()
-            self.port = int(listener.getsockname()[1])
-        elif self.server:
-            self.port = PortForward.free_port()
-        plan = self.plan(None, json.dumps(liveness.this_process().document()))
-        password = secrets.token_urlsafe(24)
+    def start_ahead(self) -> None:
+        """Create the run's objects now, without waiting for them (issue 34: the runner calls
+        it while the run's previous target measures): the cluster schedules the pod,
+        provisions its volumes and starts its containers meanwhile, but its server waits to
+        be released by start(), so that nothing is written on the node's disks until then.
+        A failure is kept, and raised by start()."""
+        if self._started or self._ahead is not None:
+            return
         try:
-            self._started = True
-            owner = cluster.create(m.owner_secret(plan, password))
-            ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
-            for manifest in m.dependents(plan, ref):
-                if manifest["kind"] == "Pod":
-                    self.pod_manifest = manifest
-                self._create(cluster, manifest)
-            claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+            self._ahead = self._create_objects(held=True)
+        except (HowfastError, OSError) as exc:
+            self._ahead = exc
+
+    def start(self) -> Connection | None:
+        made = self._take_ahead() or self._create_objects(held=False)
+        cluster, plan, listener = made.cluster, made.plan, made.listener
+        claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+        try:
+            if made.held:  # bound already: its client pod starts while its server does
+                self.pod = self._release(made)
+                self._place_client(made)
             self.pod = cluster.wait_pod_ready(
                 self.namespace, plan.name, claims, self.options.start_timeout_s
             )
+            if not made.held:
+                self._place_client(made)
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
-            if self.drains or any(move for _, move in self.recreations):  # bound: before a step
-                pinned = self.volumes_pinned()
-                if pinned is not None:
-                    what = "a move" if any(m for _, m in self.recreations) else "a drain"
-                    raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
-            if self.client_mode == "pod":  # once the primary is bound: anti-affinity sees it
-                cluster.create(
-                    cm.client_pod(plan, self.mode, ref, node=self.client_node, avoid=self.drains)
-                )
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -75,15 +70,89 @@ class PodLifecycleFacet(PodChecksFacet):
             port=int(self.port),
             user=m.SUPERUSER,
             dbname="postgres",
-            password=password,
+            password=made.password,
         )
         self._wait_sql(30.0)
-        self.password = password  # in memory only: the client's Connection carries it
+        self.password = made.password  # in memory only: the client's Connection carries it
         if self.spec.replicas:
-            self._start_standbys(cluster, ref)
+            self._start_standbys(cluster, made.owner)
         if self.client_mode == "pod":
             self._wait_client(cluster, plan)
         return self.connection
+
+    def _place_client(self, made: ObjectsMade) -> None:
+        """Once the primary is bound (its node known, so that the client pod's anti-affinity
+        sees it): the events' check that its volumes let it move, then the client pod."""
+        if self.drains or any(move for _, move in self.recreations):  # bound: before a step
+            pinned = self.volumes_pinned()
+            if pinned is not None:
+                what = "a move" if any(m for _, m in self.recreations) else "a drain"
+                raise UsageError(f"{self.name}: {what} event cannot apply: {pinned}")
+        if self.client_mode == "pod":
+            made.cluster.create(
+                cm.client_pod(
+                    made.plan, self.mode, made.owner, node=self.client_node, avoid=self.drains
+                )
+            )
+
+    def _take_ahead(self) -> ObjectsMade | None:
+        """What start_ahead() made (None: nothing); raises what it failed with."""
+        ahead, self._ahead = self._ahead, None
+        if isinstance(ahead, Exception):
+            raise ahead
+        return ahead
+
+    def _create_objects(self, *, held: bool) -> ObjectsMade:
+        """The owner Secret, then its dependents (the server's pod `held` when made ahead);
+        a port reserved for the port-forward (pod mode) or chosen (host mode)."""
+        from howfast.store import liveness
+
+        cluster = self.connect()
+        # pod mode: the forward's port is the server's in its pod; host mode: no forward
+        listener: socket.socket | None = None
+        if self.server and self.mode == "pod":
+            listener = PortForward.reserve()
+            self.port = int(listener.getsockname()[1])
+        elif self.server:
+            self.port = PortForward.free_port()
+        plan = self.plan(None, json.dumps(liveness.this_process().document()))
+        password = secrets.token_urlsafe(24)
+        held = held and self.server
+        try:
+            self._started = True
+            owner = cluster.create(m.owner_secret(plan, password))
+            ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
+            for manifest in m.dependents(plan, ref):
+                if manifest["kind"] == "Pod":
+                    self.pod_manifest = manifest  # as events make it again: not held
+                    manifest = m.held(manifest) if held else manifest
+                self._create(cluster, manifest)
+        except BaseException:
+            if listener is not None:
+                listener.close()
+            raise
+        return ObjectsMade(cluster, plan, ref, password, listener, held)
+
+    def _release(self, made: ObjectsMade) -> dict[str, Any]:
+        """Let the server of a pod made ahead start (initdb, then PostgreSQL), once its
+        container runs; the pod as it was then."""
+        name = made.plan.name
+        claims = [c for c in (made.plan.data_claim, made.plan.wal_claim) if c]
+        pod = made.cluster.wait_pod_ready(
+            self.namespace,
+            name,
+            claims,
+            self.options.start_timeout_s,
+            until=lambda pod: container_running(pod, m.POSTGRES),
+        )
+        release = ["/bin/sh", "-c", f": > {m.RELEASE_FILE}"]
+        out = made.cluster.exec(self.namespace, name, m.POSTGRES, release, timeout_s=60)
+        if out.returncode != 0:
+            raise HowfastError(
+                f"{self.name}: the server in pod {name} could not be released: "
+                f"{out.stderr.strip() or f'exit status {out.returncode}'}"
+            )
+        return pod
 
     def _wait_client(self, cluster: Cluster, plan: m.Plan) -> None:
         """The client pod Ready, and the primary reachable from it (pg_isready, 30 s)."""
@@ -165,7 +234,11 @@ class PodLifecycleFacet(PodChecksFacet):
 
     def stop(self) -> None:
         """Delete every object of this run (by its label), wait until they are gone."""
+        self._stop_server_at_once()
         self._api.shells.close()
+        ahead, self._ahead = self._ahead, None  # made ahead, never started
+        if isinstance(ahead, ObjectsMade) and ahead.listener is not None:
+            ahead.listener.close()
         if self.forward is not None:
             self.forward.close()
             self.forward = None
@@ -188,6 +261,18 @@ class PodLifecycleFacet(PodChecksFacet):
         self.password = None
         if warnings:
             raise HowfastError("; ".join(warnings))
+
+    def _stop_server_at_once(self) -> None:
+        """Before the pod is deleted: PostgreSQL stopped without a shutdown checkpoint (its
+        data is deleted next), so that the deletion does not wait for its dirty buffers to be
+        written and flushed, on disks the next target may be starting on. Best effort: the
+        deletion stops it anyway."""
+        if not self.server or self.pod is None or self.cluster is None:
+            return
+        script = f"{m.PATH_SETUP}; pg_ctl -D {m.PGDATA} stop -m immediate -w -t 10 >/dev/null 2>&1"
+        with contextlib.suppress(HowfastError, OSError):
+            _, namespace, pod = self.exec_place()
+            self._api.exec(namespace, pod, m.POSTGRES, ["/bin/sh", "-c", script], timeout_s=15)
 
     def scratch_dir(self) -> Path | None:
         return None if self.pod is None else self._scratch()

@@ -4,17 +4,33 @@ against the same fields."""
 
 from __future__ import annotations
 
+import socket
 import threading
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from howfast.hosts.pod import PodHost
 from howfast.targets.base import Connection
 from howfast.targets.k8s import client_manifests as cm
+from howfast.targets.k8s import manifests as m
 from howfast.targets.k8s import network as net
 from howfast.targets.k8s.cluster import Cluster, PortForward
 from howfast.targets.k8s.pod_shells import RunningPod
 from howfast.targets.k8s.spec import K8sOptions, K8sSpec
 from howfast.targets.k8s.standby import PodStandby, WalSender
+
+
+@dataclass(frozen=True)
+class ObjectsMade:
+    """The run's objects created, what start() needs to finish (pod_lifecycle.py): the pod
+    is `held` when made ahead (its server waits to be released)."""
+
+    cluster: Cluster
+    plan: m.Plan
+    owner: dict[str, str]  # the owner Secret's name and uid, for the later objects
+    password: str
+    listener: socket.socket | None  # pod mode: the port-forward's port, reserved
+    held: bool
 
 
 class PodTargetState:
@@ -53,3 +69,4 @@ class PodTargetState:
     cordoned_nodes: set[str]
     node_changes_allowed: bool
     _objects: threading.Lock
+    _ahead: ObjectsMade | Exception | None

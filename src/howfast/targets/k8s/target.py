@@ -37,6 +37,7 @@ from howfast.targets.capabilities import (
     HasServerLog,
     HasStorage,
     Restartable,
+    StartsAhead,
     StopsAside,
 )
 from howfast.targets.k8s import client_manifests as cm
@@ -47,6 +48,7 @@ from howfast.targets.k8s.cluster import Cluster, PortForward, kubeconfig_namespa
 from howfast.targets.k8s.pod_events import PodEventsFacet
 from howfast.targets.k8s.pod_lifecycle import PodLifecycleFacet
 from howfast.targets.k8s.pod_shells import RunningPod
+from howfast.targets.k8s.pod_state import ObjectsMade
 from howfast.targets.k8s.spec import K8sOptions, K8sSpec
 from howfast.targets.k8s.standby import PodStandby, WalSender
 
@@ -55,7 +57,7 @@ __all__ = ["K8sPodTarget", "K8sTarget", "K8sVolumeTarget", "RunningPod"]
 RESTART_TIMEOUT_S = 300
 
 
-class K8sPodTarget(PodLifecycleFacet, Target, HasStorage, HasPods, StopsAside):
+class K8sPodTarget(PodLifecycleFacet, Target, HasStorage, HasPods, StopsAside, StartsAhead):
     """A pod howfast creates on volumes of a StorageClass: its objects, its lifecycle, its
     host. K8sTarget runs PostgreSQL in it; K8sVolumeTarget only the storage probes."""
 
@@ -115,6 +117,9 @@ class K8sPodTarget(PodLifecycleFacet, Target, HasStorage, HasPods, StopsAside):
         # Held while objects are created after start (an event's new pod) and while stop()
         # begins: a pod is never made once stop() has listed what to delete.
         self._objects = threading.Lock()
+        # Made by start_ahead() (while the previous target measures), finished by start();
+        # or why making them failed, which start() raises.
+        self._ahead: ObjectsMade | Exception | None = None
 
     # -- facts --------------------------------------------------------------------------------
     def record(self) -> TargetRecord:
