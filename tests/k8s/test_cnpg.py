@@ -7,7 +7,8 @@ cluster as it was and removes only howfast's objects and database.
 
 Run on the lab's real CloudNativePG 1.27.1 operator, on the Cluster lab/pg the lab's tests
 share (conftest's `lab_pg_cluster`: asked for as the session starts, so the operator makes it
-while the other tests run; a synchronous standby and WAL on a volume of its own). The
+while the other tests run; a synchronous standby and WAL on a volume of its own, on the lab's
+block device of its own, `lab-wal`). The
 asynchronous case is that Cluster with its standby made asynchronous, as a user would
 (`postgresql.synchronous` removed): the same 2 instances, not a Cluster made again."""
 
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from howfast.analysis.instance_io import WAL_SHARED_DEVICE
+from howfast.analysis.instance_io import WAL_OWN
 from howfast.report.instance_io_view import TITLE
 from tests.k8s.conftest import (
     Kube,
@@ -184,24 +185,28 @@ def test_a_synchronous_cluster_fails_over_through_the_operator_and_loses_nothing
     assert event["downtime_s"] > 0
     # lab/pg's WAL is on a volume of its own (walStorage), found from the Cluster and pods
     assert design["wal_on_data_volume"] is False
-    assert design["wal_storage_class"] == k8s_lab.default_storage_class
+    assert design["wal_storage_class"] == k8s_lab.wal_storage_class
     # every instance's own I/O, by volume role
     (step,) = [s for s in doc["steps"] if s["workload"] == "pgbench"]
     instances = step["io"]["instances"]
     assert set(instances) == {"pg-1", "pg-2"}, instances
     # a pod made again within the step (the deleted primary) is followed: its readings, by pod
-    readings = [r for i in instances.values() for r in i.get("pods", [i])]
-    assert all("data" in r["roles"] for r in readings), instances
-    # The lab's classes are all directories on one disk: the WAL volume's device is the data
-    # volume's, so its writes are read with the data volume's (one device, not told apart;
-    # "wal" is a role of its own only on a device of its own, samplers/instances.py).
-    assert all("wal" not in r["roles"] for r in readings), instances
-    written = [r["roles"]["data"]["write_bytes"] for r in readings]
-    assert max(written) > 0, instances  # a pgbench step writes (WAL and data) on that device
-    # `run` prints each instance's WAL and data I/O (not only the JSON)
+    readings = {name: i.get("pods", [i]) for name, i in instances.items()}
+    assert all("data" in r["roles"] for rs in readings.values() for r in rs), instances
+    # The WAL volume's class (lab-wal) is a block device of its own (a loop device), the data
+    # volume's a directory on the cache's disk: "wal" is a role of its own, read apart.
+    assert all("wal" in r["roles"] for rs in readings.values() for r in rs), instances
+
+    def wal_written(name: str) -> int:
+        return sum(r["roles"]["wal"]["write_bytes"] for r in readings[name])
+
+    # Both write WAL during a pgbench step: the primary its own, the synchronous standby what
+    # it receives (it must flush it before the primary's commit returns).
+    assert wal_written("pg-1") > 0 and wal_written("pg-2") > 0, instances
+    # `run` prints each instance's WAL and data I/O (not only the JSON), WAL on its own device
     rows = instance_io_lines(printed)
     assert set(rows) == {"pg-1", "pg-2"}, printed
-    assert all(WAL_SHARED_DEVICE in row for row in rows.values()), rows
+    assert all(WAL_OWN in row for row in rows.values()), rows
 
 
 @pytest.mark.lab_pg_cluster(ON_PG_ASYNC)

@@ -68,13 +68,16 @@ def test_a_two_instance_cluster_gets_healthy_with_one_primary_and_one_standby(
     assert sorted(roles.values()) == ["primary", "replica"]
     primary = next(name for name, role in roles.items() if role == "primary")
     assert status["currentPrimary"] == status["targetPrimary"] == primary
-    # Each instance runs the lab's image and has a data volume and a WAL volume (walStorage),
-    # of the lab's class.
+    # Each instance runs the lab's image and has a data volume of the lab's default class and
+    # a WAL volume (walStorage) of lab-wal, the class on a block device of its own.
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {config.PG_IMAGE}
     claims = kube.get("pvc", "-n", NS, "-l", SELECTOR)["items"]
     wanted = sorted([*roles, *(f"{name}-wal" for name in roles)])
     assert sorted(c["metadata"]["name"] for c in claims) == wanted
-    assert {c["spec"]["storageClassName"] for c in claims} == {"lab-disk"}
+    classes = {c["metadata"]["name"]: c["spec"]["storageClassName"] for c in claims}
+    assert classes == {
+        name: config.SC_WAL if name.endswith("-wal") else config.SC_DISK for name in wanted
+    }
     assert {c["status"]["phase"] for c in claims} == {"Bound"}
 
 

@@ -5,6 +5,7 @@ of each class, pgbench and fio inside that pod, and nothing left after deleting 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import uuid
@@ -15,7 +16,7 @@ import pytest
 
 from tests.k8s.conftest import Kube, is_lab_pg_volume
 from tests.k8s.lab.cluster import ClusterFacts
-from tests.k8s.lab.config import SC_DISK, SC_TMPFS
+from tests.k8s.lab.config import SC_DISK, SC_TMPFS, SC_WAL
 from tests.k8s.objects import claim, pg_pod, restricted_namespace, wait_for
 
 pytestmark = pytest.mark.k8s
@@ -46,11 +47,19 @@ def test_storage_classes(kube: Kube, k8s_lab: ClusterFacts) -> None:
     classes = {sc["metadata"]["name"]: sc for sc in kube.get("storageclass")["items"]}
     assert set(k8s_lab.storage_classes) <= set(classes)
     provisioners = {classes[name]["provisioner"] for name in k8s_lab.provisioned_classes}
-    assert len(provisioners) == 3  # three dynamic provisioners ...
+    assert len(provisioners) == 4  # four dynamic provisioners ...
     tmpfs = k8s_lab.volume_dirs[SC_TMPFS]
     assert _mount_fstype(tmpfs) == "tmpfs"  # ... on different storage
     assert _mount_fstype(k8s_lab.volume_dirs[SC_DISK]) != "tmpfs"
     assert _mount_fstype(k8s_lab.volume_dirs[k8s_lab.shared_storage_class]) != "tmpfs"
+    # ... one of them on a block device of its own: a loop device on a file of the lab's
+    wal_dir = k8s_lab.volume_dirs[k8s_lab.wal_storage_class]
+    assert _mount_fstype(wal_dir) == "ext4"
+    device = os.stat(wal_dir).st_dev
+    assert device != os.stat(k8s_lab.volume_dirs[SC_DISK]).st_dev
+    sys_dev = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
+    backing = Path((sys_dev / "loop" / "backing_file").read_text().strip())
+    assert k8s_lab.cache_dir in backing.parents, backing
     none = classes[k8s_lab.no_provisioner_class]
     assert none["provisioner"] == "kubernetes.io/no-provisioner"
 
@@ -87,7 +96,7 @@ def _parse_tps(output: str) -> float:
     return float(match.group(1))
 
 
-@pytest.mark.parametrize("storage_class", [SC_DISK, SC_TMPFS])
+@pytest.mark.parametrize("storage_class", [SC_DISK, SC_TMPFS, SC_WAL])
 def test_postgres_pgbench_fio_on_each_class(
     kube: Kube, k8s_lab: ClusterFacts, storage_class: str
 ) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.k8s.conftest import Kube, TwoNodes, is_lab_pg_volume
-from tests.k8s.lab import cluster, config, hoststate, podnet
+from tests.k8s.lab import cluster, config, hoststate, loopdisk, podnet
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import Paths
 from tests.k8s.lab.proc import is_same_process, proc_start_time
@@ -210,6 +210,7 @@ def test_down_leaves_nothing_of_the_second_node(
     assert during["ip link"] != before_up["ip link"]  # the bridges and veths are there
     assert during["iptables-save"] != before_up["iptables-save"]  # kube-proxy's, the nets'
     assert status["network_interfaces"] and podnet.IP_FORWARD.read_text().strip() == "1"
+    assert status["loop_devices"]  # lab-wal's block device (loopdisk.py)
 
     cluster.down(paths)
 
@@ -232,6 +233,7 @@ def test_down_leaves_nothing_of_the_second_node(
     assert all(k == "containerd/imported.json" or k.startswith("containerd/root/") for k in kept)
     after = cluster.status(paths)
     assert after["running"] is False and after["cgroups"] == [] and after["mounts"] == []
+    assert after["loop_devices"] == [] and loopdisk.lab_loop_devices(paths.run) == []
     # The session's own teardown runs `down` again: it must keep the image stores.
     cluster.down(paths)
     assert (node2.containerd_dir / "root").is_dir()

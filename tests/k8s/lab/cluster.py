@@ -35,7 +35,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tests.k8s.lab import build, config, coredns, hoststate, image_store, manifests, pki, podnet
+from tests.k8s.lab import (
+    build,
+    config,
+    coredns,
+    hoststate,
+    image_store,
+    loopdisk,
+    manifests,
+    pki,
+    podnet,
+)
 from tests.k8s.lab.config import NodeSpec, Paths
 from tests.k8s.lab.proc import (
     LabError,
@@ -60,6 +70,7 @@ STOP_ORDER = (
     "provisioner-shared",
     "provisioner-tmpfs",
     "provisioner-disk",
+    "provisioner-wal",
     "kube-scheduler",
     "kube-controller-manager",
     "kubelet-2",
@@ -73,6 +84,8 @@ PROVISIONERS = (
     ("disk", config.SC_DISK, config.PROVISIONER_DISK, "disk_volumes", False),
     ("tmpfs", config.SC_TMPFS, config.PROVISIONER_TMPFS, "tmpfs_volumes", False),
     ("shared", config.SC_SHARED, config.PROVISIONER_SHARED, "shared_volumes", True),
+    # on the lab's loop device (loopdisk.py), mounted at `up` before its provisioner starts
+    ("wal", config.SC_WAL, config.PROVISIONER_WAL, "wal_volumes", False),
 )
 
 
@@ -103,6 +116,8 @@ class ClusterFacts:
     node_bridges: dict[str, str] = field(default_factory=dict)
     node_subnets: dict[str, str] = field(default_factory=dict)
     lab_range: str = config.LAB_RANGE
+    # volumes on a block device of their own (a loop device): apart from every other class's
+    wal_storage_class: str = config.SC_WAL
     service_cidr: str = config.SERVICE_CIDR
     dns_service_ip: str = config.DNS_SERVICE_IP
     cluster_domain: str = config.CLUSTER_DOMAIN
@@ -366,7 +381,14 @@ def _up(paths: Paths, owner_pid: int | None, node_count: int) -> ClusterFacts:
     podnet.setup(paths, nodes, state["network"], lambda: _save_state(paths, state))
     pki.write_kubeconfigs(p, paths.kubeconfigs, nodes)
 
-    # Volumes: one directory on disk, one on a tmpfs of its own, one shared by the nodes.
+    # Volumes: one directory on disk, one on a tmpfs of its own, one shared by the nodes, one
+    # on a block device of the lab's own (its image and mount below run/: found by `down`).
+    state["mounts"].append(str(paths.wal_disk))
+    _save_state(paths, state)
+    t_disk = time.monotonic()
+    device = loopdisk.setup(r, paths.wal_disk)
+    took = time.monotonic() - t_disk
+    log(f"{config.SC_WAL}: {device} mounted at {paths.wal_disk} in {took:.2f}s")
     for *_, attr, _ in PROVISIONERS:
         getattr(paths, attr).mkdir(exist_ok=True)
     state["mounts"].append(str(paths.tmpfs_volumes))
@@ -585,6 +607,8 @@ def facts(paths: Paths, started_in_s: float = 0.0, nodes: int = 1) -> ClusterFac
             config.SC_TMPFS: "local-path-provisioner on a tmpfs directory",
             config.SC_SHARED: "local-path-provisioner on one host directory that every node"
             " mounts: emulates network storage (no node affinity)",
+            config.SC_WAL: "local-path-provisioner on a block device of its own (a loop device"
+            " on an image file): its I/O is counted apart from the other classes'",
             config.SC_NONE: "no provisioner: claims stay Pending",
         },
         default_storage_class=config.SC_DISK,
@@ -724,6 +748,12 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
     left_mounts = hoststate.unmount_all_under(paths.run)
     if left_mounts:
         log(f"WARNING: still mounted below {paths.run}: {left_mounts}")
+    left_loops = loopdisk.detach_all(paths.run)
+    if left_loops:
+        log(f"WARNING: loop devices on files below {paths.run} still attached: {left_loops}")
+    for group in loopdisk.count_cgroups():  # made and removed at once by `up`: unless killed
+        with contextlib.suppress(OSError):
+            os.rmdir(group)
     for top in _lab_cgroups(state):
         if not hoststate.remove_cgroup_tree(Path(top)):
             log(f"WARNING: cgroup {top} could not be removed")
@@ -743,7 +773,7 @@ def down(paths: Paths | None = None, keep_images: bool = True) -> None:
         last = paths.logs / "last-run"
         shutil.rmtree(last, ignore_errors=True)
         shutil.copytree(logs, last)
-    if not left_mounts:
+    if not left_mounts and not left_loops:
         _remove_run_dir(paths, [n for n, keep in keep_store.items() if keep and keep_images])
     log(f"down: done in {time.monotonic() - t0:.1f}s")
 
@@ -788,6 +818,8 @@ def _remove_run_dir(paths: Paths, keep_stores: list[NodeSpec]) -> None:
 def _only_kept_stores(paths: Paths) -> bool:
     """True when run/ holds nothing but what a finished `down` keeps (or does not exist): a
     second `down` must not delete the image stores."""
+    if loopdisk.lab_loop_devices(paths.run):
+        return False
     if not paths.run.exists():
         return True
     if hoststate.mount_points_under(paths.run):
@@ -834,8 +866,8 @@ def prune(paths: Paths | None = None) -> None:
         shutil.rmtree(paths.go_root)
         log(f"removed {paths.go_root}")
     if _load_state(paths) is None and not lab_processes(paths) and paths.run.exists():
-        if hoststate.mount_points_under(paths.run):
-            log(f"not removing {paths.run}: something is mounted below it (run `down`)")
+        if hoststate.mount_points_under(paths.run) or loopdisk.lab_loop_devices(paths.run):
+            log(f"not removing {paths.run}: something is mounted or attached below it (run `down`)")
         else:
             shutil.rmtree(paths.run)
             log(f"removed {paths.run}")
@@ -877,6 +909,7 @@ def status(paths: Paths | None = None) -> dict[str, Any]:
             if pid not in {p["pid"] for p in procs.values()}
         ],
         "mounts": [str(m) for m in hoststate.mount_points_under(paths.run)],
+        "loop_devices": loopdisk.lab_loop_devices(paths.run),
         # the lab's bridges and the veths on them
         "network_interfaces": podnet.lab_interfaces(),
         # the second node's cgroup root, whoever made it, and our kubelets' kubepods

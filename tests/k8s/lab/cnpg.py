@@ -254,8 +254,9 @@ def cluster_object(
 
 def lab_cluster_object(storage_class: str) -> dict[str, Any]:
     """The lab's Cluster lab/pg, as `cnpg create` makes it and the tests share it: 2
-    instances, a synchronous standby, and WAL on a volume of its own (of the same class)."""
-    return cluster_object(storage_class, synchronous=True, wal_storage_class=storage_class)
+    instances, a synchronous standby, and WAL on a volume of its own, of the lab's class on a
+    block device of its own (`lab-wal`): per-device counters read its WAL apart from its data."""
+    return cluster_object(storage_class, synchronous=True, wal_storage_class=config.SC_WAL)
 
 
 # --- install ---------------------------------------------------------------------------------

@@ -123,9 +123,13 @@ SC_NONE = "lab-no-provisioner"
 # reaches, which is how the lab emulates network storage (NFS, CephFS...). Its volumes have no
 # node affinity, so a pod can be recreated on the other node with its data.
 SC_SHARED = "lab-shared"
+# Volumes on a block device of their own (a loop device on an image file, loopdisk.py): the
+# WAL volume of lab/pg is read apart from its data volume by per-device counters.
+SC_WAL = "lab-wal"
 PROVISIONER_DISK = "lab.howfast/disk"
 PROVISIONER_TMPFS = "lab.howfast/tmpfs"
 PROVISIONER_SHARED = "lab.howfast/shared"
+PROVISIONER_WAL = "lab.howfast/wal"
 PROVISIONER_NONE = "kubernetes.io/no-provisioner"
 
 # Host sysctls the kubelet (and the pod network) set; `up` records them and `down` restores them.
@@ -266,6 +270,16 @@ class Paths:
     @property
     def shared_volumes(self) -> Path:
         return self.run / "volumes-shared"
+
+    @property
+    def wal_disk(self) -> Path:
+        """The mount point of the lab's own block device (loopdisk.py)."""
+        return self.run / "wal-disk"
+
+    @property
+    def wal_volumes(self) -> Path:
+        # below the mount point, beside ext4's lost+found
+        return self.wal_disk / "volumes"
 
     def node(self, index: int) -> NodeSpec:
         """The first node (index 1) keeps the lab's original layout directly under run/; the

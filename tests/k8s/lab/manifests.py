@@ -207,9 +207,15 @@ def storage_objects() -> dict[str, Any]:
             " storage (no node affinity, ReadWriteMany allowed)",
             binding="Immediate",
         ),
+        _storage_class(
+            config.SC_WAL,
+            config.PROVISIONER_WAL,
+            "local-path-provisioner, directory on a block device of its own (a loop device)",
+        ),
         provisioner_configmap(f"{config.SC_DISK}-config"),
         provisioner_configmap(f"{config.SC_TMPFS}-config"),
         provisioner_configmap(f"{config.SC_SHARED}-config"),
+        provisioner_configmap(f"{config.SC_WAL}-config"),
     ]
     # The disk class is the default one, like local-path in most small clusters.
     items[2]["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] = "true"
