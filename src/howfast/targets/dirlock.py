@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from howfast.clock import now
 from howfast.errors import UsageError
 
 INFO = ".howfast-lock"
+# The holder writes its INFO just after taking the lock: a run refused in between waits this
+# long for it (a loaded machine's CI once refused a run with no PID to name).
+HOLDER_WAIT_S = 2.0
 
 
 @dataclass
@@ -86,6 +90,31 @@ def _write(held: _Held) -> None:
         held.info.write_text(json.dumps(held.doc) + "\n")
 
 
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def _holder(info: Path) -> dict[str, object]:
+    """What the holder wrote, once it names a live process, or what is there after
+    HOLDER_WAIT_S: a holder that just took the lock writes it a moment later (a half-written
+    file reads as nothing), and a file a SIGKILLed run left names a process that is gone
+    until the new holder replaces it."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        doc = read_info(info)
+        if _alive(doc.get("pid")) or time.monotonic() >= deadline:
+            return doc
+        time.sleep(0.05)
+
+
 def lock_directory(directory: Path, role: str) -> DirectoryLock:
     """Take the directory for this run; UsageError naming the run that holds it."""
     st = directory.stat()
@@ -97,7 +126,7 @@ def lock_directory(directory: Path, role: str) -> DirectoryLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            holder = read_info(directory / INFO)
+            holder = _holder(directory / INFO)
             raise UsageError(
                 f"{role} {directory} is in use by {holder_text(holder)}: two runs on one "
                 "directory would measure each other",
