@@ -130,7 +130,11 @@ def test_added_latency_slows_every_commit_of_one_client_and_leaves_nothing(
     # load of other work on this shared machine lengthens: 3.8-3.9x at a load of 5, 2.0-3.0x
     # in runs whose +0 ms variant was slowed to 255-450 TPS. A ratio of speeds is no test's
     # to assert here: benchmarks/emulated-volume checks the 3x goal, interleaved.
-    assert tps[fast["name"]] > tps[slow["name"]] and tps[half["name"]] > tps[slow["name"]], tps
+    # The three in the order of their delays, said of the medians too: with two busy loops
+    # beside it, the +0.5 ms run once got 145 TPS and the +2 ms one 153 (means 6.88 and
+    # 6.53 ms: stalls), while their medians were 2.83 and 6.16 ms (+0 ms: 1.05).
+    p50 = {name: m["latency_p50_ms"] for name, m in runs.items()}
+    assert p50[fast["name"]] < p50[half["name"]] < p50[slow["name"]], runs
     # Where the +0 ms variant ran unhindered (781 TPS on a quiet machine), the 3x is
     # judged here too; a starved one says why it is not. 3x needs the added time to be twice
     # the +0 ms transaction: at 500 TPS (2 ms) that is all of the 4 ms added, with no room for

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import shutil
@@ -196,14 +197,26 @@ def _children(pid: int) -> dict[int, str]:
 
 
 def _children_once_pgbench_runs(proc: subprocess.Popen[str], timeout: float = 60) -> dict[int, str]:
-    """The run's children once its pgbench has started. The step line comes before the
-    step's own preparations (samplers, a calibration run of the log's sampling), which on a
-    loaded machine can outlast any fixed sleep: waited for, not assumed."""
+    """The run's children once the step's own pgbench (LONG_PLAN's `-T 60`) has started. The
+    step line comes before the step's preparations (samplers, a 2 s calibration pgbench for
+    the log's sampling), which on a loaded machine can outlast any fixed sleep: waited for,
+    not assumed; and not the calibration's pgbench, which ends by itself (a loaded run once
+    took it for the step's and found it gone)."""
     deadline = time.monotonic() + timeout
-    while "pgbench" not in (kids := _children(proc.pid)).values():
+    while True:
+        kids = _children(proc.pid)
+        if any(name == "pgbench" and _runs_for_60_s(pid) for pid, name in kids.items()):
+            return kids
         assert proc.poll() is None and time.monotonic() < deadline, kids
         time.sleep(0.05)
-    return kids
+
+
+def _runs_for_60_s(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return False
+    return any(a == "-T" and b == "60" for a, b in itertools.pairwise(argv))
 
 
 def test_sigkilled_run_is_closed_by_the_next_command_and_its_server_refused(

@@ -23,7 +23,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [1]
 duration = "3s"
-rate_fractions = [0.1, 4.0]
+rate_fractions = [0.1, 8.0]
 slo = "p99=1000ms"
 """
 
@@ -38,7 +38,10 @@ def test_rate_curve_below_and_above_capacity(howfast: Howfast, target_dir: Path)
     max_tps = full["metrics"]["tps"]
     # The fractions became offered rates of the measured maximum.
     assert low["params"]["rate"] == pytest.approx(0.1 * max_tps, rel=0.01)
-    assert high["params"]["rate"] == pytest.approx(4.0 * max_tps, rel=0.01)
+    # 8x, not 4x: the maximum is measured once, 3 s, and a loaded machine's capacity moves
+    # by more than 2.4x between steps (with two busy loops beside the suite: 248 TPS in the
+    # maximum's step, then 825 achieved of 994 offered at 4x).
+    assert high["params"]["rate"] == pytest.approx(8.0 * max_tps, rel=0.01)
 
     m = low["metrics"]
     assert m["rate_met"] is True, m["rate_verdict"]
