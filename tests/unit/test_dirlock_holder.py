@@ -35,16 +35,20 @@ def _holder(directory: Path) -> subprocess.Popen[str]:
     return proc
 
 
-def test_a_run_refused_before_the_holder_wrote_its_info_still_names_its_pid(
-    tmp_path: Path,
-) -> None:
-    proc = _holder(tmp_path)
+def _refused_naming_the_holder(directory: Path) -> None:
+    proc = _holder(directory)
     try:
         with pytest.raises(UsageError) as refused:
-            dirlock.lock_directory(tmp_path, "target directory")
+            dirlock.lock_directory(directory, "target directory")
         assert f"(PID {proc.pid})" in str(refused.value), str(refused.value)
     finally:
         proc.communicate("", timeout=10)
+
+
+def test_a_run_refused_before_the_holder_wrote_its_info_still_names_its_pid(
+    tmp_path: Path,
+) -> None:
+    _refused_naming_the_holder(tmp_path)
 
 
 def test_a_stale_info_of_a_gone_run_is_not_named_as_the_holder(tmp_path: Path) -> None:
@@ -52,10 +56,4 @@ def test_a_stale_info_of_a_gone_run_is_not_named_as_the_holder(tmp_path: Path) -
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     (tmp_path / dirlock.INFO).write_text(f'{{"pid": {gone.stdout.strip()}}}')
-    proc = _holder(tmp_path)
-    try:
-        with pytest.raises(UsageError) as refused:
-            dirlock.lock_directory(tmp_path, "target directory")
-        assert f"(PID {proc.pid})" in str(refused.value), str(refused.value)
-    finally:
-        proc.communicate("", timeout=10)
+    _refused_naming_the_holder(tmp_path)
