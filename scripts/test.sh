@@ -28,10 +28,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
+# --tb=short: a failure shows the failing line and its message first, not the whole test's
+# source above it (a CI log cut in the middle once kept the source and lost the line).
 # --no-loadscope-reorder: files are handed out longest first (tests/conftest.py, LONGEST_FILES),
 # not by their number of tests, so that no long file starts when the others are done.
-MAIN=(-m "not k8s and not emulated" -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
-EMULATED=(-m "emulated and not k8s" -n 2 --dist loadfile --durations=10 tests)
+MAIN=(--tb=short -m "not k8s and not emulated" -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
+EMULATED=(--tb=short -m "emulated and not k8s" -n 2 --dist loadfile --durations=10 tests)
 # The emulated-volume tests' I/O goes through user-space processes (nbdkit, nbdfuse) that must
 # wake up for every request: above the other tests' priority, so that the others' pgbench
 # runs, which take whatever CPU is free, do not delay them. Without root: the same priority.
@@ -130,7 +132,7 @@ checks
 # emulated-volume tests' priority, so that the main session's workers, which have time to
 # spare, take what is left.
 SESSION_PREFIX=(exec "${EMULATED_NICE[@]}")
-start k8s "$logs/k8s.log" -m k8s tests/k8s -p no:cacheprovider --durations=5 "$@"
+start k8s "$logs/k8s.log" --tb=short -m k8s tests/k8s -p no:cacheprovider --durations=5 "$@"
 SESSION_PREFIX=(exec)
 k8s_pid=${pids[-1]}
 start main - "${MAIN[@]}" "$@"

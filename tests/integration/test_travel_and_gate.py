@@ -1,21 +1,24 @@
 """Real runs travel between stores and gate a pipeline.
 
 Three real runs of one tpcb-like client, whose pace is set by each commit's WAL flush: on this
-machine's disk with three repetitions, each commit's flush 2 ms later (BASE:
-`commit_delay=2000`, `commit_siblings=0`); on the same disk with three repetitions and a change
-to 10 ms (NEW: `commit_delay=10000`, as a disk whose flush took 8 ms longer would); on tmpfs
-(/dev/shm) with
-one repetition. `compare --fail-if` must find NEW a significant regression (exit 1), nothing
-wrong in a run against itself or in the improvement back (0), and say that one repetition
-cannot be judged (3).
+machine's disk with five repetitions, each commit's flush 5 ms later (BASE:
+`commit_delay=5000`, `commit_siblings=0`); on the same disk with five repetitions and a change
+to 20 ms (NEW: `commit_delay=20000`, as a disk whose flush took 15 ms longer would); on tmpfs
+(/dev/shm) with one repetition. `compare --fail-if` must find NEW a significant regression
+(exit 1), nothing wrong in a run against itself or in the improvement back (0), and say that
+one repetition cannot be judged (3).
 
-Why not tmpfs against the plain disk, the first idea: this machine's disk flushes in about
-0.15 ms (a hypervisor's write cache), so at one client the disk is 0.55-1.0x tmpfs, and
-tmpfs, bound by the CPU, varies by 30-40% between repetitions when the shared 2-core machine
-is loaded. With three repetitions Welch's test has about 2 degrees of freedom and needs the
-difference to exceed 4.3 standard errors: measured here, the disk was a significant
-regression in 1 of 7 tries (and in 1 of 3 with five repetitions). A BASE with that spread
-cannot show a significant fall of any size; the disk's runs vary by 3-15%.
+Why these delays and five repetitions: beside the delay, each transaction waits for the CPU
+(seven statements, each a wake-up of the client and the server). On a quiet machine that is
+about 0.5 ms; in a CI run with the other test sessions and busy loops beside it, NEW (10 ms
+then) was only 2.4x BASE (2 ms then), so the wait averaged ~3.6 ms and moved between
+repetitions, and with three repetitions (Welch's test: ~2 degrees of freedom, the difference
+must exceed 4.3 standard errors) the 2.4x fall was not significant. Longer delays make that
+wait a smaller share of BASE's time (a ±2 ms wander is ~23% of 8.6 ms, not ~35% of 5.6 ms),
+and five repetitions halve the critical value (~2.8 at 4 degrees of freedom) and shrink the
+standard error: the same load then gives t ≈ 6. Tmpfs against the plain disk, the first idea,
+cannot work at all: this machine's disk flushes in about 0.15 ms (a hypervisor's write cache)
+and tmpfs, bound by the CPU, varies by 30-40% between repetitions on a loaded machine.
 
 `export json` then `import run` into another store must show the same figures and the same
 verdicts, and the gate must say the same there; `export csv|ndjson` rows must be the figures
@@ -58,20 +61,20 @@ latency_log = "full"
 # Every transaction logged: a few hundred a second at one paced client, which a sampled log
 # would keep whole too, without the 2 s calibration run before each run's first step
 # (workloads/pgbench/logsampling.py).
-# BASE waits 2 ms before each commit's flush, NEW 10 ms (commit_siblings=0: even with one
+# BASE waits 5 ms before each commit's flush, NEW 20 ms (commit_siblings=0: even with one
 # client). A BASE bound by the CPU varied too much on a loaded machine for any fall to be
-# significant over three repetitions (a plain BASE 10x faster than NEW was not: its TPS
-# followed the other tests' load); one paced by a sleep varies far less.
-BASE_COMMITS = ["--set", "commit_delay=2000", "--set", "commit_siblings=0"]
-SLOWER_COMMITS = ["--set", "commit_delay=10000", "--set", "commit_siblings=0"]
+# significant (a plain BASE 10x faster than NEW was not: its TPS followed the other tests'
+# load); one paced by a sleep varies far less, the more so the longer the sleep (docstring).
+BASE_COMMITS = ["--set", "commit_delay=5000", "--set", "commit_siblings=0"]
+SLOWER_COMMITS = ["--set", "commit_delay=20000", "--set", "commit_siblings=0"]
 GATE = ["--fail-if", "tps<-5%", "--fail-if", "latency_avg_ms>+10%"]
 
 
 @dataclass
 class Runs:
     howfast: Howfast
-    disk: str  # BASE: three repetitions on this machine's disk
-    slower: str  # NEW: three repetitions, 8 ms more per commit
+    disk: str  # BASE: five repetitions on this machine's disk
+    slower: str  # NEW: five repetitions, 15 ms more per commit
     once: str  # one repetition on tmpfs
 
 
@@ -97,7 +100,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         # their commit_delay sleeps and mostly wait, so running together costs each little
         # and the fixture takes the longest run's time, not the sum (the store takes
         # concurrent runs: SQLite in WAL mode). Both disk runs then also share the same load.
-        designs = ((disk, "3", BASE_COMMITS), (disk, "3", SLOWER_COMMITS), (shm, "1", []))
+        designs = ((disk, "5", BASE_COMMITS), (disk, "5", SLOWER_COMMITS), (shm, "1", []))
         procs = []
         for i, (base, repeat, extra) in enumerate(designs):
             target = _empty_dir(base / f"run-{i}")
@@ -140,11 +143,12 @@ def test_slower_commits_are_a_significant_regression(runs: Runs) -> None:
     assert code == 1
     assert "commit_delay" in " ".join(document["warnings"])  # compare says what differs
     check = tps_check(document)
+    print(f"NEW/BASE TPS {check['ratio']:.2f}, p = {check['p_value']:.2g}")  # shown with -s
     assert check["outcome"] == "fail" and check["significant"] is True
     assert check["ratio"] < 0.95
     # the ratio is the one compare computed from the stored figures
     test = next(t for t in document["tests"] if t["workload"] == "pgbench")
-    assert test["repetitions"] == [3, 3]
+    assert test["repetitions"] == [5, 5]
     tps = next(m for m in test["metrics"] if m["metric"] == "tps")
     means = [v["mean"] for v in tps["values"]]
     assert check["ratio"] == pytest.approx(means[1] / means[0])
@@ -243,7 +247,7 @@ def test_rows_are_the_figures_and_samples_results_show_has(runs: Runs) -> None:
     measured = [s for s in document["steps"] if s["workload"] == "pgbench"]
     tps_rows = [r for r in rows if r["metric"] == "tps"]
     assert [float(r["value"]) for r in tps_rows] == [s["metrics"]["tps"] for s in measured]
-    assert [r["repetition"] for r in tps_rows] == ["1", "2", "3"]
+    assert [r["repetition"] for r in tps_rows] == ["1", "2", "3", "4", "5"]
     assert {(r["mode"], r["clients"], r["unit"], r["kind"]) for r in tps_rows} == {
         ("tpcb-like", "1", "tx/s", "local")
     }
