@@ -32,7 +32,8 @@ PY=.venv/bin/python
 # source above it (a CI log cut in the middle once kept the source and lost the line).
 # --no-loadscope-reorder: files are handed out longest first (tests/conftest.py, LONGEST_FILES),
 # not by their number of tests, so that no long file starts when the others are done.
-MAIN=(--tb=short -m "not k8s and not emulated" -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
+MAIN_OPTIONS=(--tb=short -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
+MAIN=(-m "not k8s and not emulated" "${MAIN_OPTIONS[@]}")
 EMULATED=(--tb=short -m "emulated and not k8s" -n 2 --dist loadfile --durations=10 tests)
 # The emulated-volume tests' I/O goes through user-space processes (nbdkit, nbdfuse) that must
 # wake up for every request: above the other tests' priority, so that the others' pgbench
@@ -101,7 +102,7 @@ checks_result() {  # prints the checks' output when they failed; returns their s
 
 if [[ ${HOWFAST_K8S_LAB:-1} == 0 ]]; then  # the lab tests are collected and skipped, with why
     checks
-    start main - -m "not emulated" "${MAIN[@]:2}" "$@"
+    start main - -m "not emulated" "${MAIN_OPTIONS[@]}" "$@"
     main_pid=${pids[-1]}
     emulated "$@"
     wait "$main_pid"
