@@ -307,12 +307,18 @@ def test_interrupt_during_a_slow_set_up_aborts_at_once_and_leaves_nothing(
     assert_nothing_left(target_dir, tokens)
 
 
+# The script stands for howfast, which handles SIGINT whatever it inherited (early_signal.py):
+# a test session started with SIGINT ignored (by a `cmd &` in a script) passes that on, and
+# Python then keeps it ignored, so the test's SIGINT would be lost (seen: "still building
+# 120 s after SIGINT" in a run started that way).
 BUILD_ONE = """
+import signal
 import sys
 from pathlib import Path
 from howfast.targets.emulated.build import Limits
 from howfast.targets.emulated.volume import EmulatedVolume
 
+signal.signal(signal.SIGINT, signal.default_int_handler)
 volume = EmulatedVolume(Path(sys.argv[1]), Path(sys.argv[2]), 64 << 20,
                         Limits(latency_ms=float(sys.argv[3])))
 try:
