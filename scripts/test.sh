@@ -133,7 +133,7 @@ checks
 # emulated-volume tests' priority, so that the main session's workers, which have time to
 # spare, take what is left.
 SESSION_PREFIX=(exec "${EMULATED_NICE[@]}")
-start k8s "$logs/k8s.log" --tb=short -m k8s tests/k8s -p no:cacheprovider --durations=5 "$@"
+start k8s "$logs/k8s.log" --tb=short -m k8s tests/k8s -p no:cacheprovider --durations=20 "$@"
 SESSION_PREFIX=(exec)
 k8s_pid=${pids[-1]}
 start main - "${MAIN[@]}" "$@"
