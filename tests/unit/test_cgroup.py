@@ -3,6 +3,7 @@ shaped like /sys/fs/cgroup), and a real memory-capped cgroup when root can make 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -118,3 +119,53 @@ def test_a_cgroup_is_removed_as_abandoned_only_when_its_owner_is_gone_and_it_is_
         if group.path.exists():
             group.path.rmdir()
         owner_lock_path(group.path.name).unlink(missing_ok=True)
+
+
+# In a process of its own, which moves itself into the cgroup: were the test's own process left
+# inside, the cgroup could not be removed.
+LEFT_INSIDE = """
+import json, os, signal, subprocess, sys
+from howfast.machine.cgroup import MemoryCgroup, detect
+
+group = MemoryCgroup(detect(), f"howfast-test-{os.getpid()}", 64 << 20)
+group.create()
+sleeper = None
+try:
+    def interrupted():
+        raise KeyboardInterrupt  # Ctrl-C while the tool starts
+    try:
+        group.spawn(interrupted)
+    except KeyboardInterrupt:
+        pass
+    after_interrupt = (group.path / "cgroup.procs").read_text().split()
+    sleeper = group.spawn(lambda: subprocess.Popen(["sleep", "30"]))
+    # where a signal's exception between the move in and the try that moves back leaves it
+    (group.path / "cgroup.procs").write_text(str(os.getpid()))
+    found = group.pids()
+    print(json.dumps({
+        "me": os.getpid(), "sleeper": sleeper.pid, "after_interrupt": after_interrupt,
+        "pids": found, "inside_after": (group.path / "cgroup.procs").read_text().split(),
+    }))
+finally:
+    if sleeper is not None:
+        sleeper.kill()
+        sleeper.wait()
+    group.remove()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating cgroups needs root")
+def test_the_processes_a_cgroup_cleanup_stops_never_include_howfast_itself():
+    """pids() is what a server's or standby's cleanup SIGKILLs: howfast left inside its
+    cgroup by a Ctrl-C at the wrong moment must be moved back, not listed (it was: a run
+    ended by SIGKILL, -9, with nothing said). And a Ctrl-C during spawn() moves it back."""
+    if detect().version is None:
+        pytest.skip(f"no usable memory cgroup here: {detect().reason}")
+    out = subprocess.run(
+        [sys.executable, "-c", LEFT_INSIDE], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert str(seen["me"]) not in seen["after_interrupt"]
+    assert seen["pids"] == [seen["sleeper"]]
+    assert seen["inside_after"] == [str(seen["sleeper"])]
