@@ -180,7 +180,8 @@ class Cgroup:
         except OSError:
             return []
         if os.getpid() in found:
-            self._move_home()
+            with contextlib.suppress(OSError):  # then removing the cgroup says it is busy
+                self._move_home()
             found.remove(os.getpid())
         return found
 
