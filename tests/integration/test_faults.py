@@ -190,7 +190,11 @@ def _children(pid: int) -> dict[int, str]:
     """The child processes of `pid` and their command names."""
     kids: dict[int, str] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for kid in (task / "children").read_text().split():
+        try:
+            listed = (task / "children").read_text().split()
+        except FileNotFoundError:  # a thread that ended since the listing (seen under load)
+            continue
+        for kid in listed:
             with contextlib.suppress(OSError):
                 kids[int(kid)] = Path(f"/proc/{kid}/comm").read_text().strip()
     return kids
