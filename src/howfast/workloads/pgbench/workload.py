@@ -252,10 +252,11 @@ def _planned_calibration(
     calibration = build.calibration_invocation(
         program, logsampling.calibration_params(params), jobs=jobs, conn=conn
     )
-    if logsampling.probe_predicts(params):  # one select-only client: the probe's rate is its
+    if logsampling.probe_predicts(params):  # one select-only client: its probe tells the rate
         return (
             "an earlier step of the same test, else from the round-trip probe above "
-            "(1000 / client_rtt_p50_ms), else from the calibration run above",
+            f"({logsampling.PROBE_TPS_SHARE} x 1000 / client_rtt_p50_ms), else from the "
+            "calibration run above",
             PlannedInvocation(
                 calibration,
                 "a calibration run (unmeasured), only if no earlier step measured the rate "
