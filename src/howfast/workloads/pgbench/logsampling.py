@@ -37,14 +37,15 @@ CALIBRATION_S = 2
 # The share of the round-trip probe's rate (1000 / client_rtt_p50_ms) that one select-only
 # client is expected to reach. The probe's `SELECT 1` is that client's transaction without
 # pgbench's \set, the indexed read's parse, plan and execution, and its median leaves out the
-# stalls that a step's mean pays. On a loaded 2-core machine (load 11-13; Unix socket and
-# 127.0.0.1; medians of 4-6 interleaved 2 s runs) one client ran at 0.20-0.39 of it in simple
-# protocol, 0.13-0.38 extended, 0.19-0.58 prepared, and a 3 s howfast step at 0.12. The probe
-# runs in simple protocol whatever the step's -M: its figure is the round trip. At 0.3 the
-# log keeps 0.4-1.9x its budget in those cases: near enough, as a 2 s calibration run itself
-# measured 5,362-14,384 TPS within one minute there, and 1,000 more lines a second cost one
-# client ~4.4 M instructions a second, well under 1% of its time. Low rather than high: an
-# estimate 3x too high would leave a 10 s step fewer lines than min_samples(99.9) = 3,688.
+# stalls that a step's mean pays. Measured on a 2-core VM (Unix socket and 127.0.0.1, medians
+# of 6 interleaved 2 s runs): quiet, one client ran at 0.59-0.62 of it in simple protocol,
+# 0.59 extended, 0.69-0.71 prepared; loaded (load 11-13), 0.20-0.39, 0.13-0.38 and 0.19-0.58,
+# and a 3 s howfast step at 0.12. The probe runs in simple protocol whatever the step's -M:
+# its figure is the round trip. At 0.3 the log keeps 0.4-2.4x its budget in those cases: near
+# enough, as a 2 s calibration run itself measured 5,362-14,384 TPS within a minute on the
+# loaded machine, and at one client a logged line costs ~1.5 us (~4,400 instructions), so
+# twice the budget costs about 0.15% of the step's time. Low rather than high: an estimate
+# 3x too high would leave a 10 s step fewer lines than min_samples(99.9) = 3,688.
 PROBE_TPS_SHARE = 0.3
 # Fields that make two pgbench steps the same test, whose TPS predicts the other's.
 _TEST_KEYS = ("mode", "scripts", "protocol", "extra_args", "settings", "latency_limit_ms")
