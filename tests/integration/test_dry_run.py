@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from howfast.workloads.pgbench.logsampling import PROBE_TPS_SHARE
 from tests.conftest import PASSWORD, PgServer
 from tests.integration.conftest import TINY_PLAN, Howfast
 
@@ -82,6 +83,35 @@ def test_dry_run_shows_the_tcp_client(howfast: Howfast, target_dir: Path) -> Non
     assert "--auth-host=scram-sha-256" in local["start"][0]["argv"]
     probe = local["steps"][1]["invocations"][0]
     assert probe["argv"][-7:-3] == ["-h", "127.0.0.1", "-p", "PORT"]
+    assert list(target_dir.iterdir()) == []
+
+
+def test_dry_run_says_a_one_client_select_only_step_calibrates_only_if_its_probe_fails(
+    howfast: Howfast, target_dir: Path
+) -> None:
+    """quick's first select-only step (one client) takes its log's expected rate from its
+    round-trip probe (workloads/pgbench/logsampling.py): its calibration run is listed, with
+    when it runs; the first tpcb-like step, also of one client, calibrates as before."""
+    out = howfast("run", "quick", "--target", str(target_dir), "--dry-run", "--json")
+    assert out.returncode == 0, out.stderr
+    (local,) = json.loads(out.stdout)["targets"]
+    first = {}
+    for step in local["steps"]:
+        if step["workload"] == "pgbench" and step["params"]["clients"] == 1:
+            first[step["params"]["mode"]] = step["invocations"]
+    probe, calibration, measured = first["select-only"]
+    assert probe["inputs"] == {"rtt.sql": "SELECT 1;\n"}
+    assert calibration["argv"][1:9] == ["-b", "select-only", "-c", "1", "-j", "1", "-T", "2"]
+    assert calibration["note"] == (
+        "a calibration run (unmeasured), only if no earlier step measured the rate "
+        "and the round-trip probe failed"
+    )
+    assert f"{PROBE_TPS_SHARE} x 1000 / client_rtt_p50_ms" in measured["note"]
+    _, calibration, measured = first["tpcb-like"]
+    assert calibration["note"] == (
+        "a calibration run (unmeasured), unless an earlier step measured the rate"
+    )
+    assert "round-trip probe" not in measured["note"]
     assert list(target_dir.iterdir()) == []
 
 

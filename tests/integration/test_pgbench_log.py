@@ -15,7 +15,11 @@ import pytest
 from howfast.analysis.percentiles import min_samples
 from howfast.workloads.pgbench import livelog
 from howfast.workloads.pgbench.livelog import POLL_S, LogFollower
-from howfast.workloads.pgbench.logsampling import PROGRESS_MAX_TPS, sampling_rate
+from howfast.workloads.pgbench.logsampling import (
+    PROBE_TPS_SHARE,
+    PROGRESS_MAX_TPS,
+    sampling_rate,
+)
 from tests.conftest import PgServer
 from tests.integration.conftest import Howfast
 
@@ -57,11 +61,19 @@ def test_sampled_log_gives_percentiles_series_and_sample_counts(howfast: Howfast
     assert [s["status"] for s in steps] == ["completed"] * 4, [s["error"] for s in steps]
     first, second, rated, tpcb = steps
 
-    # The first select-only step measured its rate in a calibration run, the next one took it
-    # from the first (scaled by clients); the rated one from its offered rate.
-    assert first["resolved"]["log_sampling_basis"] == "calibration"
+    # The first select-only step, of one client, took its rate from its own round-trip probe
+    # (no calibration run), the next one from the first (scaled by clients); the rated one
+    # from its offered rate; the first tpcb-like step, another test, from a calibration run.
+    assert first["resolved"]["log_sampling_basis"] == "round-trip probe"
+    probed = PROBE_TPS_SHARE * 1000 / first["metrics"]["client_rtt_p50_ms"]
+    # (log_expected_tps is stored rounded to 0.1)
+    assert first["resolved"]["log_expected_tps"] == pytest.approx(probed, abs=0.06)
     assert second["resolved"]["log_sampling_basis"] == "earlier step"
+    assert second["resolved"]["log_expected_tps"] == pytest.approx(
+        2 * first["metrics"]["tps"], abs=0.06
+    )
     assert rated["resolved"]["log_sampling_basis"] == "offered rate"
+    assert tpcb["resolved"]["log_sampling_basis"] == "calibration"
     assert rated["resolved"]["log_sampling_rate"] == sampling_rate(4000)
     for step in (first, second):
         expected = step["resolved"]["log_expected_tps"]

@@ -8,6 +8,7 @@ from howfast.model import JSONValue, StepRecord
 from howfast.workloads.pgbench.logsampling import (
     CALIBRATION_S,
     LOG_LINES_PER_S,
+    PROBE_TPS_SHARE,
     PROGRESS_MAX_TPS,
     LogPlan,
     calibration_params,
@@ -15,6 +16,8 @@ from howfast.workloads.pgbench.logsampling import (
     pgbench_progress,
     plan_from_calibration,
     plan_from_history,
+    plan_from_round_trip,
+    probe_predicts,
     sampling_rate,
     wants_sampling,
 )
@@ -97,6 +100,43 @@ def test_calibration_params_and_plan():
     assert calibration_params({**params, "duration_s": 1})["duration_s"] == 1
     assert plan_from_calibration(LOG_LINES_PER_S * 20).sampling_rate == 0.05
     assert plan_from_calibration(None).sampling_rate is None
+
+
+def test_one_select_only_client_takes_its_rate_from_the_round_trip_probe():
+    params: dict[str, JSONValue] = {"mode": "select-only", "clients": 1, "duration_s": 10}
+    assert plan_from_history(params, []) is None  # nothing earlier: the probe is asked
+    plan = plan_from_round_trip(params, 0.02)  # 20 us a round trip: 50,000/s
+    expected = PROBE_TPS_SHARE * 50_000
+    assert plan == LogPlan(sampling_rate(expected), expected, "round-trip probe")
+    assert plan.resolved()["log_sampling_basis"] == "round-trip probe"
+    # The step's protocol does not matter: the probe times its round trip in any mode.
+    assert plan_from_round_trip({**params, "protocol": "prepared"}, 0.02) == plan
+    # A slow round trip (a distant client): few enough transactions to log them all.
+    slow = plan_from_round_trip(params, 2 * 1000 * PROBE_TPS_SHARE / LOG_LINES_PER_S)
+    assert slow is not None and slow.sampling_rate is None
+    assert slow.expected_tps == pytest.approx(LOG_LINES_PER_S / 2)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"clients": 2},  # clients contend: one's round trip says little of their sum
+        {"mode": "tpcb-like"},  # several statements a transaction, and commits
+        {"mode": "custom", "scripts": ["q.sql"]},
+        {"extra_args": ["--random-seed=1"]},  # may change the transaction or its pace
+    ],
+)
+def test_other_steps_are_calibrated_whatever_the_probe_says(changed: dict[str, JSONValue]):
+    params: dict[str, JSONValue] = {"mode": "select-only", "clients": 1, "duration_s": 10}
+    assert probe_predicts(params)
+    assert not probe_predicts({**params, **changed})
+    assert plan_from_round_trip({**params, **changed}, 0.02) is None
+
+
+@pytest.mark.parametrize("p50", [None, 0, 0.0, -1.0, True, "0.02"])
+def test_a_failed_or_odd_probe_leaves_it_to_the_calibration(p50: JSONValue):
+    params: dict[str, JSONValue] = {"mode": "select-only", "clients": 1, "duration_s": 10}
+    assert plan_from_round_trip(params, p50) is None
 
 
 @pytest.mark.parametrize(

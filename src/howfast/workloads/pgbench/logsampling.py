@@ -9,9 +9,13 @@ gives the same percentiles within an interval that the sample's size says
 
 The expected rate, in this order: the offered rate (`rate`); the TPS of this target's latest
 full-speed step of the same test earlier in the run (same clients; else the nearest client
-count, scaled by the ratio of clients); else a short calibration run before the step
-(CALIBRATION_S seconds of the same command without log, statement latencies or progress).
-A step given in transactions logs every one when they are few.
+count, scaled by the ratio of clients); for a built-in select-only step of one client, the
+round-trip probe that runs before every pgbench step anyway (rtt.py: one client, one
+statement a transaction, as fast as it goes, on the load's own host and connection): a share
+of its rate, PROBE_TPS_SHARE x 1000 / client_rtt_p50_ms, as that step's transaction is the
+probe's with an indexed read in place of `SELECT 1`; else a short calibration run before the
+step (CALIBRATION_S seconds of the same command without log, statement latencies or
+progress). A step given in transactions logs every one when they are few.
 
 Pure: functions of params and earlier step records.
 """
@@ -30,6 +34,19 @@ LOG_LINES_PER_S = 1000
 # (workloads/pgbench/livelog.py). Below it -P 1 costs nothing measurable and is exact.
 PROGRESS_MAX_TPS = 5000
 CALIBRATION_S = 2
+# The share of the round-trip probe's rate (1000 / client_rtt_p50_ms) that one select-only
+# client is expected to reach. The probe's `SELECT 1` is that client's transaction without
+# pgbench's \set, the indexed read's parse, plan and execution, and its median leaves out the
+# stalls that a step's mean pays. Measured on a 2-core VM (Unix socket and 127.0.0.1, medians
+# of 6 interleaved 2 s runs): quiet, one client ran at 0.59-0.62 of it in simple protocol,
+# 0.59 extended, 0.69-0.71 prepared; loaded (load 11-13), 0.20-0.39, 0.13-0.38 and 0.19-0.58,
+# and a 3 s howfast step at 0.12. The probe runs in simple protocol whatever the step's -M:
+# its figure is the round trip. At 0.3 the log keeps 0.4-2.4x its budget in those cases: near
+# enough, as a 2 s calibration run itself measured 5,362-14,384 TPS within a minute on the
+# loaded machine, and at one client a logged line costs ~1.5 us (~4,400 instructions), so
+# twice the budget costs about 0.15% of the step's time. Low rather than high: an estimate
+# 3x too high would leave a 10 s step fewer lines than min_samples(99.9) = 3,688.
+PROBE_TPS_SHARE = 0.3
 # Fields that make two pgbench steps the same test, whose TPS predicts the other's.
 _TEST_KEYS = ("mode", "scripts", "protocol", "extra_args", "settings", "latency_limit_ms")
 
@@ -40,7 +57,8 @@ class LogPlan:
 
     sampling_rate: float | None
     expected_tps: float | None = None
-    basis: str = "every transaction"  # "offered rate", "earlier step", "calibration", ...
+    # "offered rate", "earlier step", "round-trip probe", "calibration", "every transaction"...
+    basis: str = "every transaction"
 
     def resolved(self) -> dict[str, JSONValue]:
         """What the step records in its resolved params."""
@@ -85,7 +103,7 @@ def plan_from_history(
     params: dict[str, JSONValue], previous: Sequence[StepRecord]
 ) -> LogPlan | None:
     """The log plan when the offered rate or an earlier step says the expected rate; None
-    when a calibration run must tell it."""
+    when the round-trip probe or a calibration run must tell it."""
     if not wants_sampling(params):
         return LogPlan(None, basis="every transaction")
     rate = params.get("rate")
@@ -95,6 +113,30 @@ def plan_from_history(
     if expected is None:
         return None
     return LogPlan(sampling_rate(expected), expected, "earlier step")
+
+
+def probe_predicts(params: dict[str, JSONValue]) -> bool:
+    """Whether the round-trip probe stands in for this step's calibration run: a built-in
+    select-only step of one client, with no extra pgbench options (any of them may change the
+    transaction or its pace)."""
+    return (
+        params.get("mode") == "select-only"
+        and not params.get("scripts")
+        and params.get("clients") == 1
+        and not params.get("extra_args")
+    )
+
+
+def plan_from_round_trip(params: dict[str, JSONValue], rtt_p50_ms: JSONValue) -> LogPlan | None:
+    """The log plan from the round-trip probe's median round trip (`client_rtt_p50_ms`; None
+    when the probe failed), PROBE_TPS_SHARE of its rate, for a step that probe_predicts();
+    None for any other step, or without the probe's figure: a calibration run must tell."""
+    if not probe_predicts(params) or isinstance(rtt_p50_ms, bool):
+        return None
+    if not isinstance(rtt_p50_ms, int | float) or rtt_p50_ms <= 0:
+        return None
+    tps = PROBE_TPS_SHARE * 1000.0 / rtt_p50_ms
+    return LogPlan(sampling_rate(tps), tps, "round-trip probe")
 
 
 def plan_from_calibration(tps: float | None) -> LogPlan:

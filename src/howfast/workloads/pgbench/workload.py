@@ -13,6 +13,7 @@ from howfast.hosts.base import ToolResult
 from howfast.machine.pgbin import INSTALL_HINT
 from howfast.model import JSONValue, Sample
 from howfast.targets import pgquery
+from howfast.targets.base import Connection
 from howfast.targets.capabilities import HasStorage
 from howfast.workloads.base import (
     OutcomeDraft,
@@ -124,9 +125,9 @@ class PgbenchWorkload(Workload):
         return plan.PLUGIN.label(params)
 
     def prepare(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
-        """Before the samplers start: the log's sampling rate, from the offered rate or an
-        earlier step of the same test, else from a short calibration run (unmeasured); first,
-        the round-trip probe (rtt.py)."""
+        """Before the samplers start: the round-trip probe (rtt.py), then the log's sampling
+        rate, from the offered rate or an earlier step of the same test, else from the probe
+        for a select-only step of one client, else from a short calibration run (unmeasured)."""
         from howfast.workloads.pgbench import parse
 
         probed = _probe_round_trip(ctx)
@@ -136,7 +137,9 @@ class PgbenchWorkload(Workload):
             offered = None  # execute() fails the step and says why
         if offered is not None:
             params = {**params, "rate": offered}
-        log_plan = logsampling.plan_from_history(params, ctx.previous)
+        log_plan = logsampling.plan_from_history(
+            params, ctx.previous
+        ) or logsampling.plan_from_round_trip(params, probed.metrics.get("client_rtt_p50_ms"))
         if log_plan is None:
             calibration = logsampling.calibration_params(params)
             invocation = build.calibration_invocation(
@@ -208,18 +211,14 @@ class PgbenchWorkload(Workload):
                 params = {**params, "log_sampling_rate": log_plan.sampling_rate}
         else:
             params = {**params, "log_sampling_rate": "SAMPLING"}
-            basis = "the offered rate" if rate is not None else "an earlier step of the same test"
+            basis = "the offered rate"
+            if rate is None:
+                basis, calibration = _planned_calibration(program, params, jobs, ctx.connection)
+                planned.append(calibration)
             notes.append(
                 "SAMPLING: the fraction of transactions logged, so that the log keeps under "
                 f"{logsampling.LOG_LINES_PER_S} lines/s at the rate expected from {basis}"
-                + ("" if rate is not None else ", else from the calibration run above")
             )
-            if rate is None:
-                calibration = build.calibration_invocation(
-                    program, logsampling.calibration_params(params), jobs=jobs, conn=ctx.connection
-                )
-                note = "a calibration run (unmeasured), unless an earlier step measured the rate"
-                planned.append(PlannedInvocation(calibration, note))
         if ctx.host.follows_files:
             notes.append(
                 f"-P 1 is left out when the expected rate is above "
@@ -243,6 +242,33 @@ class PgbenchWorkload(Workload):
             return [*planned, PlannedInvocation(first, "; ".join(notes))]
         invocation = build.run_invocation(program, params, jobs=jobs, conn=ctx.connection)
         return [*planned, PlannedInvocation(invocation, "; ".join(notes))]
+
+
+def _planned_calibration(
+    program: str, params: dict[str, JSONValue], jobs: int, conn: Connection
+) -> tuple[str, PlannedInvocation]:
+    """Where a step with no offered rate takes its expected rate from, as --dry-run says it,
+    and the calibration run, which runs only when nothing before it told that rate."""
+    calibration = build.calibration_invocation(
+        program, logsampling.calibration_params(params), jobs=jobs, conn=conn
+    )
+    if logsampling.probe_predicts(params):  # one select-only client: its probe tells the rate
+        return (
+            "an earlier step of the same test, else from the round-trip probe above "
+            f"({logsampling.PROBE_TPS_SHARE} x 1000 / client_rtt_p50_ms), else from the "
+            "calibration run above",
+            PlannedInvocation(
+                calibration,
+                "a calibration run (unmeasured), only if no earlier step measured the rate "
+                "and the round-trip probe failed",
+            ),
+        )
+    return (
+        "an earlier step of the same test, else from the calibration run above",
+        PlannedInvocation(
+            calibration, "a calibration run (unmeasured), unless an earlier step measured the rate"
+        ),
+    )
 
 
 @dataclass(frozen=True)
