@@ -5,6 +5,7 @@ here independently of howfast's own local target so that tests do not lean on th
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import pwd
 import shutil
@@ -219,3 +220,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return LONGEST_FILES.get(item.nodeid.split("::", 1)[0], 0)
 
     items.sort(key=seconds, reverse=True)  # stable: each file's tests keep their order
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def cgroup_dirs(pattern: str, root: Path = CGROUP_ROOT) -> list[Path]:
+    """The cgroups under `root`, at any depth, whose name matches the glob `pattern`. A walk
+    that skips directories removed while it goes (os.walk ignores their errors): the lab's
+    kubelet makes and removes pod cgroups all the time, and a recursive Path.glob then failed
+    with FileNotFoundError (seen in a full run beside the lab tests)."""
+    return [
+        Path(parent, name)
+        for parent, dirs, _ in os.walk(root)
+        for name in dirs
+        if fnmatch.fnmatchcase(name, pattern)
+    ]

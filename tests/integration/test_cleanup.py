@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from howfast.targets.emulated.volume import available
-from tests.conftest import shared_tmpdir
+from tests.conftest import cgroup_dirs, shared_tmpdir
 from tests.integration.conftest import (
     Howfast,
     finish,
@@ -63,9 +63,8 @@ def shm_dirs(*patterns: str) -> list[str]:
 
 
 def cgroups_named(*tokens: str) -> list[str]:
-    root = Path("/sys/fs/cgroup")
-    found = root.glob("**/howfast-*") if root.is_dir() else iter(())
-    return sorted(str(p) for p in found if p.is_dir() and any(t in p.name for t in tokens))
+    found = cgroup_dirs("howfast-*")
+    return sorted(str(p) for p in found if any(t in p.name for t in tokens))
 
 
 def mentions(*needles: str) -> dict[str, list[str]]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from howfast.targets.leftovers.registry import registry_dir
+from tests.conftest import cgroup_dirs
 from tests.integration.conftest import (
     Howfast,
     finish,
@@ -74,8 +75,7 @@ def _server_cgroups(pids: list[int]) -> set[str]:
 
 
 def _cgroups_named(names: set[str]) -> list[str]:
-    root = Path("/sys/fs/cgroup")
-    return sorted(str(p) for p in root.glob("**/howfast-*") if p.name in names and p.is_dir())
+    return sorted(str(p) for p in cgroup_dirs("howfast-*") if p.name in names)
 
 
 def _base_backups_into(root: Path) -> list[int]:

@@ -19,6 +19,7 @@ from howfast.analysis.loadrecord import LoadRecord
 from howfast.event_marks import marks_from_section
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
+from tests.conftest import cgroup_dirs
 from tests.integration.conftest import (
     QUICK_WITHOUT_FIO,
     Howfast,
@@ -61,11 +62,7 @@ latency_log = "full"
 
 
 def _cgroups(token: str) -> list[Path]:
-    found: list[Path] = []
-    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/blkio")):
-        if root.is_dir():
-            found += [p for p in root.glob(f"**/howfast-*{token}*") if p.is_dir()]
-    return found
+    return cgroup_dirs(f"howfast-*{token}*")
 
 
 def _procs(cgroup: Path) -> str:

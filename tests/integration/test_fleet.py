@@ -16,6 +16,7 @@ import pytest
 
 from howfast.machine.cgroup import detect_io
 from howfast.targets.fleet import fleet_device
+from tests.conftest import cgroup_dirs
 from tests.integration.conftest import Howfast, postgres_pids_under
 
 pytestmark = pytest.mark.integration
@@ -50,8 +51,7 @@ latency_log = "full"
 
 
 def howfast_cgroups() -> set[str]:
-    roots = [Path("/sys/fs/cgroup/blkio"), Path("/sys/fs/cgroup")]
-    return {str(p) for root in roots if root.is_dir() for p in root.rglob("howfast-fleet-*")}
+    return {str(p) for p in cgroup_dirs("howfast-fleet-*")}
 
 
 def assert_nothing_left(target_dir: Path, cgroups_before: set[str]) -> None:

@@ -26,18 +26,14 @@ from howfast.targets.osuser import server_user
 from howfast.targets.replicas.local import LocalStandby
 from howfast.targets.replicas.set import ReplicaSet
 from howfast.targets.replicas.spec import ReplicaSpec
-from tests.conftest import shared_tmpdir
+from tests.conftest import cgroup_dirs, shared_tmpdir
 from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 def _cgroups(prefix: str) -> list[Path]:
-    found = []
-    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/blkio")):
-        if root.is_dir():
-            found += [p for p in root.glob(f"**/{prefix}*") if p.is_dir()]
-    return found
+    return cgroup_dirs(f"{prefix}*")
 
 
 @pytest.fixture
