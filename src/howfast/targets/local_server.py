@@ -4,18 +4,59 @@ directory, where a private run directory goes."""
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import socket
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
+from howfast.errors import HowfastError
 from howfast.machine.fsinfo import same_filesystem
 
+PORT_TRIES = 50
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+
+def free_port(addresses: Iterable[str] = ()) -> int:
+    """A TCP port free on 127.0.0.1 and on each of `addresses` (IPv4, the ones the server will
+    listen on: listen_ips()). Free on 127.0.0.1 is not free on 127.0.0.2: a standby listening
+    there failed with "Address already in use" beside the test lab, whose second node's
+    components hold ports on 127.0.0.2. The server binds the port later: another process may
+    still take it in between."""
+    others = [a for a in dict.fromkeys(addresses) if a != "127.0.0.1"]
+    for _ in range(PORT_TRIES):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+            if port_free_on(port, others):
+                return port
+    raise HowfastError(f"no TCP port is free on 127.0.0.1 and {', '.join(others)} at once")
+
+
+def port_free_on(port: int, addresses: Iterable[str]) -> bool:
+    """Whether `port` can be bound on every one of `addresses` now."""
+    with contextlib.ExitStack() as held:
+        for address in addresses:
+            sock = held.enter_context(socket.socket())
+            try:
+                sock.bind((address, port))
+            except OSError:
+                return False
+    return True
+
+
+def listen_ips(listen_addresses: str) -> list[str]:
+    """The IPv4 addresses of a listen_addresses setting ('*': every one, 0.0.0.0); names
+    and IPv6 addresses are left to the server."""
+    found = []
+    for item in (a.strip() for a in listen_addresses.split(",")):
+        if item == "*":
+            found.append("0.0.0.0")
+            continue
+        with contextlib.suppress(ValueError):
+            found.append(str(ipaddress.IPv4Address(item)))
+    return found
 
 
 def conf_line(name: str, value: str) -> str:

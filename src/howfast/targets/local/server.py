@@ -19,7 +19,7 @@ from howfast.targets.local.cgroups import ServerCgroups
 from howfast.targets.local.client import ClientAccess
 from howfast.targets.local.dirs import ClusterDirs
 from howfast.targets.local.options import SUPERUSER
-from howfast.targets.local_server import conf_line, free_port, processes_in
+from howfast.targets.local_server import conf_line, free_port, listen_ips, processes_in
 from howfast.targets.osuser import OsUser
 
 START_TIMEOUT_S = 60
@@ -83,10 +83,12 @@ class PrimaryServer:
         assert self.dirs.run_dir is not None
         # The user's --set wins over howfast's replication settings, on purpose.
         in_force = {
-            **base_settings(free_port(), self.dirs.run_dir),
+            **base_settings(0, self.dirs.run_dir),
             **self.client.listen_settings(),
             **settings,
         }
+        if "port" not in settings:  # free on every address the server listens on
+            in_force["port"] = str(free_port(listen_ips(in_force["listen_addresses"])))
         # The port in force: the plan or --set may have chosen one over the free one.
         try:
             self.port = int(in_force["port"])

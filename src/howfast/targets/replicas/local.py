@@ -209,7 +209,7 @@ class LocalStandby:
                 f"{self.name}: the base backup from the primary failed (exit "
                 f"{out.returncode}): {said or 'no output'}"
             )
-        self.port = free_port()
+        self.port = free_port(self.replication.listen if self.replication else ())
         syncfs = self.install.major >= 14
         if self.replication is None:
             conf = standby_conf(self.name, self.port, str(self.run_dir), primary, syncfs=syncfs)
