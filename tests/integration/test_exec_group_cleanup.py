@@ -55,6 +55,9 @@ def test_cleanup_stops_the_exec_group_a_killed_run_left(
     _wait(lambda: pidfile.exists() and pidfile.read_text().strip(), 120, "the event never ran")
     grandchild = int(pidfile.read_text())
     (work_root,) = Path("/dev/shm").glob(f"howfast-work-{proc.pid}-*")
+    # howfast records the group once its command has started: the command may run first
+    # (seen in a loaded full run: no record yet when the grandchild's PID was written)
+    _wait(lambda: list(work_root.rglob(f"{PREFIX}*")), 30, "the group was never recorded")
     (record,) = work_root.rglob(f"{PREFIX}*")
     leader = int(record.name.removeprefix(PREFIX))
 
