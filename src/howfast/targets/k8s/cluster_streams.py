@@ -15,6 +15,7 @@ from typing import Any
 from howfast.errors import HowfastError
 from howfast.hosts.pod import ExecResult
 from howfast.targets.k8s.clusterapi import ClusterApi, _open_within
+from howfast.targets.local_server import free_port
 
 
 class ClusterStreams(ClusterApi):
@@ -144,9 +145,7 @@ class PortForward:
         """A loopback port free now (host mode: a server's port on this machine; the lab's
         nodes are this machine). Another process may take it before the server binds it:
         that server then fails to start, and its log says why."""
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            return int(probe.getsockname()[1])
+        return free_port()
 
     def start(self) -> None:
         self._thread.start()
