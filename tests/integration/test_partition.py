@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -22,10 +20,16 @@ from howfast.analysis.loadrecord import LoadRecord
 from howfast.event_marks import EventMark, marks_from_section
 from howfast.store import open_store
 from tests.integration.conftest import Howfast, postgres_pids_under, stop_howfast, wait_for
+from tests.integration.packet_filter_checks import (
+    IPTABLES,
+    assert_same_filter,
+    chains_of_run,
+    filter_rules,
+    wait_for_chain_of,
+)
 
 pytestmark = pytest.mark.integration
 
-IPTABLES = shutil.which("iptables") or "/usr/sbin/iptables"
 
 # The plans here log every transaction (`latency_log = "full"`), as a sampled log of these
 # few hundred commits a second would anyway: without it each step of a new test first runs
@@ -65,28 +69,13 @@ def _root_and_iptables() -> None:
         pytest.skip("needs iptables")
 
 
-def _filter_rules() -> set[str]:
-    """The filter table's rules and chains, as iptables-save writes them, counters left out.
-    `iptables -S` first: it makes the table, when nothing had, so that before and after
-    are read alike."""
-    subprocess.run([IPTABLES, "-w", "-S"], capture_output=True, check=True)
-    save = subprocess.run(
-        [f"{IPTABLES}-save", "-t", "filter"], capture_output=True, text=True, check=True
-    ).stdout
-    return {line.split(" [")[0] for line in save.splitlines() if line and not line.startswith("#")}
-
-
-def _same_filter(before: set[str]) -> None:
-    """Nothing of howfast's left, nothing of anyone else's removed. The Kubernetes lab's
-    session runs beside this one in `make test`, and its kube-proxy and its own chains add
-    and remove rules meanwhile: lines of its chains (KUBE-*, HOWFAST-LAB-*, CNI-*) are left
-    out on both sides, and other added lines are allowed when they are not howfast's."""
-    after = _filter_rules()
-    lab = ("KUBE-", "HOWFAST-LAB-", "CNI-")
-    removed = {line for line in before - after if not any(name in line for name in lab)}
-    assert removed == set(), removed
-    added = {line for line in after - before if not any(name in line for name in lab)}
-    assert not [line for line in added if "HOWFAST" in line], added
+def _nothing_of_its_filter_left(howfast: Howfast, run_id: int, before: set[str]) -> None:
+    """The run named the chains it made (at least one here), none is left, and no rule of
+    anyone else's was removed (packet_filter_checks.py: other tests' runs make their own
+    meanwhile)."""
+    ours = chains_of_run(howfast.store, run_id)
+    assert ours, "the run's events name no chain of theirs"
+    assert_same_filter(before, ours, howfast.started[-1].pid)
 
 
 def _event_step(doc: dict[str, object]) -> dict[str, object]:
@@ -112,7 +101,7 @@ def _undo(mark: EventMark) -> dict[str, object]:
 def test_with_sync_on_commits_wait_during_the_cut_and_come_back_after(
     howfast: Howfast, target_dir: Path
 ) -> None:
-    before = _filter_rules()
+    before = filter_rules()
     # 20 s: the TPS after the recovery needs a whole second of load left. In 14 s, a loaded
     # full run saw 6.8 s without service and the recovery 2.5 s after the cut's end, with
     # under a second left: no figure after it.
@@ -142,7 +131,7 @@ def test_with_sync_on_commits_wait_during_the_cut_and_come_back_after(
     assert isinstance(undo["streaming_again_s"], float)
     assert undo["chain_left"] is False
     assert "commits waited on SyncRep" in event["line"]
-    _same_filter(before)
+    _nothing_of_its_filter_left(howfast, doc["id"], before)
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
 
@@ -150,7 +139,7 @@ def test_with_sync_on_commits_wait_during_the_cut_and_come_back_after(
 def test_with_sync_off_the_lag_grows_and_the_load_goes_on(
     howfast: Howfast, target_dir: Path
 ) -> None:
-    before = _filter_rules()
+    before = filter_rules()
     plan = howfast.plan(EVENT_STEP.format(duration="14s"))
     out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                   "--sync", "off", "--event", "4s:partition,for=4s", "--json")  # fmt: skip
@@ -176,7 +165,7 @@ def test_with_sync_off_the_lag_grows_and_the_load_goes_on(
     assert undo["syncrep_waiting_max"] == 0
     assert isinstance(undo["streaming_again_s"], float)
     assert "bytes of WAL behind" in event["line"]
-    _same_filter(before)
+    _nothing_of_its_filter_left(howfast, doc["id"], before)
     assert list(target_dir.iterdir()) == []
 
 
@@ -187,7 +176,7 @@ def test_a_failover_inside_the_partition_loses_what_the_standby_never_received(
     was acknowledged after the cut. The loss is the count (acknowledged minus rows found on
     the promoted server), and the line says the partition explains it. The chain is gone
     before the design is rebuilt, and the rebuilt standby streams."""
-    before = _filter_rules()
+    before = filter_rules()
     plan = howfast.plan(TWO_STEPS)
     out = howfast("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                   "--sync", "off", "--event", "3s:partition", "--event", "6s:failover",
@@ -226,44 +215,34 @@ def test_a_failover_inside_the_partition_loses_what_the_standby_never_received(
     restored = steps[1]["resolved"]["design_restored"]
     print(f"rebuilt: {restored}")
     assert restored["primary"] == "standby_1" and restored["standby_sync_state"] == "async"
-    _same_filter(before)
+    _nothing_of_its_filter_left(howfast, doc["id"], before)
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
 
 
-def _wait_for_chain(timeout_s: float = 30) -> list[str]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        rules = subprocess.run([IPTABLES, "-w", "-S"], capture_output=True, text=True).stdout
-        found = [line for line in rules.splitlines() if "HOWFAST-P-" in line]
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError("no chain of howfast's appeared")
-
-
 def test_ctrl_c_during_the_partition_removes_the_filter(howfast: Howfast, target_dir: Path) -> None:
-    before = _filter_rules()
+    before = filter_rules()
     plan = howfast.plan(EVENT_STEP.format(duration="20s"))
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                          "--sync", "on", "--event", "3s:partition")  # fmt: skip
     wait_for(proc, "3s:partition applied")
-    assert len(_wait_for_chain()) >= 3  # the chain, its two rules, the jump
+    chain, lines = wait_for_chain_of(proc.pid)
+    assert len(lines) >= 3, lines  # the chain, its two rules, the jump
     _, err = stop_howfast(proc)  # SIGINT
     assert proc.returncode == 130, err[-3000:]
-    _same_filter(before)
+    assert_same_filter(before, {chain}, proc.pid)
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
 
 
 def test_cleanup_removes_the_filter_a_killed_run_left(howfast: Howfast, target_dir: Path) -> None:
-    before = _filter_rules()
+    before = filter_rules()
     plan = howfast.plan(EVENT_STEP.format(duration="20s"))
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                          "--sync", "on", "--event", "3s:partition")  # fmt: skip
     wait_for(proc, "3s:partition applied")
-    (jump,) = [line for line in _wait_for_chain() if line.startswith("-A INPUT")]
-    chain = jump.split()[-1]
+    chain, lines = wait_for_chain_of(proc.pid)
+    assert [line for line in lines if line.startswith("-A INPUT")] == [f"-A INPUT -j {chain}"]
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     listing = howfast("cleanup", "--local", "--pid", str(proc.pid))
@@ -271,6 +250,6 @@ def test_cleanup_removes_the_filter_a_killed_run_left(howfast: Howfast, target_d
     assert chain in subprocess.run([IPTABLES, "-w", "-S"], capture_output=True, text=True).stdout
     out = howfast("cleanup", "--local", "--pid", str(proc.pid), "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
-    _same_filter(before)
+    assert_same_filter(before, {chain}, proc.pid)
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []

@@ -28,16 +28,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from howfast.event_marks import marks_from_section
-from howfast.machine.packetfilter import PacketFilter, chains_in
+from howfast.machine.packetfilter import PacketFilter
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
 from tests.integration.conftest import Howfast, postgres_pids_under
+from tests.integration.packet_filter_checks import (
+    chains_of_run,
+    chains_registered_by,
+    howfast_chains_now,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -130,14 +134,15 @@ def _behind_at_the_kill(howfast: Howfast, run_id: int) -> list[int]:
     return behind
 
 
-def _our_chains() -> list[str]:
-    filt = PacketFilter()
-    if filt.unusable() is not None:
-        return []
-    listing = subprocess.run(
-        [str(filt.program), "-w", "30", "-S"], capture_output=True, text=True, check=True
-    )
-    return chains_in(listing.stdout)
+def _no_link_cut_left(howfast: Howfast, run_id: int) -> None:
+    """Each trial's link cut (an iptables chain, where the packet filter can be changed) is
+    named by its failover's facts and gone; the registry file of the run's howfast, which
+    stays while anything it names is left, names none either. Only the run's own chains are
+    looked at: other tests make theirs meanwhile (packet_filter_checks.py)."""
+    ours = chains_of_run(howfast.store, run_id) | chains_registered_by(howfast.started[-1].pid)
+    if PacketFilter().unusable() is None:
+        assert ours, "no trial names the chain of its link cut"
+    assert ours.isdisjoint(howfast_chains_now()), ours
 
 
 def _slower() -> list[str]:
@@ -167,7 +172,7 @@ def test_async_failover_trials_find_the_standby_behind(howfast: Howfast, target_
     assert all(isinstance(e["lost_commits_max"], int) for e in events)
     assert sum(1 for e in events if e["lost_commits_max"] > 0) >= 1, events
     assert postgres_pids_under(target_dir) == []
-    assert _our_chains() == []  # nothing of the link cuts is left
+    _no_link_cut_left(howfast, doc["id"])
     assert list(target_dir.iterdir()) == []
 
 
@@ -178,13 +183,14 @@ def test_sync_on_failover_trials_lose_nothing_in_any(howfast: Howfast, target_di
         "--trials", "4", "--json", timeout=TIMEOUT_S,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    events = _check_trials(out.stderr, json.loads(out.stdout), 4)
+    doc = json.loads(out.stdout)
+    events = _check_trials(out.stderr, doc, 4)
     for event in events:
         print(event["line"])
         assert event["lost_commits"] == 0, event["line"]
     assert postgres_pids_under(target_dir) == []
     assert list(target_dir.iterdir()) == []
-    assert _our_chains() == []
+    _no_link_cut_left(howfast, doc["id"])
 
 
 CRASH_PLAN = """

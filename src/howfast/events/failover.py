@@ -139,7 +139,11 @@ class NodeLink:
         self.facts.update(
             {
                 "link_cut": True,
-                "link": {"address": self.cut_to.address, "primary_port": self.cut_to.port},
+                "link": {
+                    "address": self.cut_to.address,
+                    "primary_port": self.cut_to.port,
+                    "chain": self.chain,  # howfast's iptables chain: `iptables -S` names it
+                },
                 "link_cut_s": round(time.monotonic() - began, 3),
             }
         )
