@@ -9,6 +9,7 @@ import os
 import re
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +97,9 @@ def _parse_tps(output: str) -> float:
     return float(match.group(1))
 
 
-@pytest.mark.parametrize("storage_class", [SC_DISK, SC_TMPFS, SC_WAL])
-def test_postgres_pgbench_fio_on_each_class(
-    kube: Kube, k8s_lab: ClusterFacts, storage_class: str
-) -> None:
+def _postgres_pgbench_fio_on(kube: Kube, k8s_lab: ClusterFacts, storage_class: str) -> str:
+    """A pod on a claim of the class, in a restricted namespace of its own: PostgreSQL,
+    pgbench and fio work there; what it measured, in a line; the namespace deleted."""
     assert storage_class in k8s_lab.provisioned_classes
     ns = f"lab-pg-{uuid.uuid4().hex[:6]}"
     kube.apply(restricted_namespace(ns))
@@ -140,7 +140,6 @@ def test_postgres_pgbench_fio_on_each_class(
         assert "done in" in init.stderr + init.stdout
         tps = _parse_tps(exec_("pgbench", *pg, "-c", "2", "-j", "2", "-T", "3", "postgres"))
         assert tps > 0
-        print(f"{storage_class}: pgbench -c2 -T3 tps={tps:.0f}")
 
         fio = exec_(
             "fio", "--name=lab", "--directory=/data", "--filename=fio.dat", "--size=32M",
@@ -149,9 +148,28 @@ def test_postgres_pgbench_fio_on_each_class(
         )  # fmt: skip
         job = json.loads(fio[fio.index("{") :])["jobs"][0]
         assert job["error"] == 0 and job["write"]["iops"] > 0
-        print(f"{storage_class}: fio randwrite 4k fsync=1 iops={job['write']['iops']:.0f}")
+        return (
+            f"{storage_class}: pgbench -c2 -T3 tps={tps:.0f}, "
+            f"fio randwrite 4k fsync=1 iops={job['write']['iops']:.0f}"
+        )
     finally:
         kube("delete", "namespace", ns, "--wait=true", timeout=180)
+
+
+def test_postgres_pgbench_fio_on_each_class(kube: Kube, k8s_lab: ClusterFacts) -> None:
+    """The three classes at once, each in a namespace of its own: they share only the nodes.
+    One after the other, their pod start-ups, execs and deletions, mostly waiting, were
+    about 85 s of the lab session, which is the suite's critical path."""
+    classes = (SC_DISK, SC_TMPFS, SC_WAL)
+    with ThreadPoolExecutor(len(classes)) as pool:
+        running = {c: pool.submit(_postgres_pgbench_fio_on, kube, k8s_lab, c) for c in classes}
+        failed: dict[str, str] = {}
+        for storage_class, future in running.items():
+            try:
+                print(future.result())
+            except Exception as exc:  # every class's failure said, not only the first
+                failed[storage_class] = f"{type(exc).__name__}: {exc}"
+    assert failed == {}, "\n".join(f"{c}: {why}" for c, why in failed.items())
 
     # The claim's volume is released and its directory deleted by the provisioner. Only
     # lab/pg's volumes may be there (the shared CloudNativePG Cluster, made while these run).
@@ -160,8 +178,9 @@ def test_postgres_pgbench_fio_on_each_class(
 
     wait_for("no PersistentVolume left", lambda: not others(), timeout=90)
     kept = {_volume_dir(pv) for pv in kube.get("pv")["items"] if is_lab_pg_volume(pv)}
-    leftover = [d for d in k8s_lab.volume_dirs[storage_class].iterdir() if d not in kept]
-    assert leftover == []
+    for storage_class in classes:
+        left = [d for d in k8s_lab.volume_dirs[storage_class].iterdir() if d not in kept]
+        assert left == [], storage_class
 
 
 def _volume_dir(pv: dict[str, Any]) -> Path:
