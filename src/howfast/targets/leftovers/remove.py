@@ -48,7 +48,8 @@ PROCESS_TERM_S = 5
 # detaches once the dirty pages of the filesystem on it have gone through the volume, whose
 # every write nbdkit delays (seen: over 10 s on a loaded machine).
 RETRY_S = 30
-# A control segment: 16 + 40 bytes per slot, 5 slots per backend (262143 at most): 50 MiB
+# The most a control segment holds: 16 bytes, then 40 per slot, 64 + 5 per backend slots
+# (262143 backends at most): 50 MiB
 CONTROL_MAX_BYTES = 64 * 2**20
 
 

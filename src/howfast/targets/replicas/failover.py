@@ -156,8 +156,12 @@ def tidy_killed(
     as it listens, also on Ctrl-C. Once it is gone, what howfast recorded of the killed
     server's own that is still there (a segment it made at another key) is removed
     (leftovers/killed.py). None, or a warning saying what is left and why."""
-    if processes_in(data_dir):
-        return None
+    working = processes_in(data_dir)
+    if working:  # not a killed server's: nothing of it is touched
+        return (
+            f"the shared memory of the killed server on {data_dir} is left: processes still "
+            f"work there (PIDs {', '.join(map(str, working))}); `howfast cleanup` removes it"
+        )
     if data_dir.is_dir():
         _start_and_stop(install, user, data_dir, socket_dir, log)
     return free_killed_memory(data_dir)
