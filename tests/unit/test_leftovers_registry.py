@@ -207,6 +207,45 @@ def test_a_killed_servers_shared_memory_and_a_standbys_cgroup_join_its_cluster()
     assert [x.path for x in find(snapshot) if x.kind == "shared memory"] == [DSM.path]
 
 
+def test_a_standbys_shared_memory_on_its_own_volume_joins_the_volume():
+    """A standby on an emulated volume of its own (--standby-latency) has its data directory
+    in no cluster directory: its killed server's memory goes with the volume, and a volume
+    of which nothing else is left gets no volume row of its own."""
+    volume = f"{D}/howfast-vol-5e6f7a8b"
+    data = f"{volume}/mnt/standby_1/data"
+    sysv = registry.Owned("sysv", "32771", shmid=32771, key=5433002, postmaster=4100, ticks=8,
+                          data_dir=data)  # fmt: skip
+    dsm = registry.Owned("dsm", "/dev/shm/PostgreSQL.846930886", postmaster=4100, ticks=8,
+                         data_dir=data)  # fmt: skip
+    snapshot = Snapshot(
+        registry=[record_file("gone", sysv, dsm)],
+        sysv={32771: SysvSegment(32771, 5433002, 4100, 0)},
+    )
+    found = find(snapshot)
+    assert [(x.kind, x.path, x.run) for x in found] == [
+        ("shared memory", "System V segment 32771 (key 5433002)", "howfast-vol-5e6f7a8b"),
+        ("shared memory", dsm.path, "howfast-vol-5e6f7a8b"),
+    ]
+    assert all(x.state == GONE and x.removable for x in found)
+    assert [(a.op, a.path, a.pid, a.extra) for x in found for a in x.actions] == [
+        ("remove-sysv", data, 4100, "32771:5433002"),
+        ("unlink-dsm", dsm.path, 4100, data),
+    ]
+    # its workspace still there: the volume is listed, and taken down before the memory
+    snapshot.target_dirs = [TargetDir(D, True, None, (Entry(volume, False, 2**20),))]
+    found = find(snapshot)
+    assert [(x.kind, x.path) for x in found] == [
+        ("volume", volume),
+        ("shared memory", "System V segment 32771 (key 5433002)"),
+        ("shared memory", dsm.path),
+    ]
+    assert {x.run for x in found} == {"howfast-vol-5e6f7a8b"}
+    # the segment gone, the file too: nothing of that volume's run is listed
+    snapshot.target_dirs, snapshot.sysv = [], {}
+    snapshot.registry = [record_file("gone", sysv)]
+    assert find(snapshot) == []
+
+
 def test_pid_scope_keeps_what_one_howfast_process_left():
     other = liveness.Writer("host", "boot", 999, 5, "pid:[1]")
     mine = record_file("gone", registry.Owned("directory", CLUSTER))

@@ -198,6 +198,9 @@ class TargetSession:
             f"{target.name}: the design rebuilt after the failover in {restored.get('seconds')} s "
             f"({restored.get('standby')} made again from the promoted {restored.get('primary')})"
         )
+        warnings = restored.get("warnings")  # what went wrong without undoing the rebuild
+        for warning in warnings if isinstance(warnings, list) else []:
+            self.env.observer.message(f"warning: {target.name}: {warning}")
         # the primary moved: howfast's connection and the devices sampled follow it
         if isinstance(target, HasCurrentPrimary):
             self.connection = target.connection_now()

@@ -13,4 +13,6 @@ clusters, emulated volumes, private directories and cgroups stay, and sometimes 
 - `groups.py`: pure: from what was read, each run's leftovers, and whether its howfast is gone.
 - `find.py`: pure: each leftover as the user sees it, with the actions that take it down.
 - `remove.py`: takes them down, in the order that leaves nothing behind.
+- `killed.py`: what a run removes itself of a server it killed (its recorded shared memory),
+  with remove.py's actions; `dsm_control.py`: the segments a control segment lists.
 """

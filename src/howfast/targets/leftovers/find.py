@@ -117,6 +117,22 @@ def _rmtree(path: str) -> list[Action]:
     return [Action("no-processes", path), Action("rmtree", path)]
 
 
+def segment_name(item: Owned) -> str:
+    """A killed server's shared memory as the user reads it."""
+    if item.kind == "sysv":
+        return f"System V segment {item.shmid} (key {item.key})"
+    return item.path
+
+
+def segment_action(item: Owned) -> Action:
+    """What removes a killed server's System V segment or /dev/shm/PostgreSQL.* file (the
+    remover looks again before it acts: remove.remove_sysv, remove.unlink_dsm)."""
+    if item.kind == "sysv":
+        return Action("remove-sysv", item.data_dir, item.postmaster, item.ticks,
+                      extra=f"{item.shmid}:{item.key}")  # fmt: skip
+    return Action("unlink-dsm", item.path, item.postmaster, item.ticks, extra=item.data_dir)
+
+
 # -- from groups to leftovers --------------------------------------------------------------
 class Describer:
     """Each group's leftovers as rows the user reads and actions the remover runs."""
@@ -130,7 +146,7 @@ class Describer:
             state, why = KEPT, "kept with --keep"
         found = self.servers(group, state, why) + self.tools(group, state, why)
         if group.kind == "volume":
-            found.append(self.volume(group, state, why))
+            found += self.volume(group, state, why)
         elif group.kind in ("cluster", "fleet"):
             details = [f"{len(group.tokens)} instance cluster(s)"] if group.kind == "fleet" else []
             for entry in group.entries:
@@ -227,18 +243,13 @@ class Describer:
                 segment = self.snapshot.sysv.get(item.shmid or -1)
                 if segment is None or (segment.key, segment.creator) != (item.key, item.postmaster):
                     continue  # removed, and the id maybe taken by another
-                path = f"System V segment {item.shmid} (key {item.key})"
                 details = [server] + (
                     [f"{segment.attached} processes attached"] if segment.attached else []
                 )
-                action = Action("remove-sysv", item.data_dir, item.postmaster, item.ticks,
-                                extra=f"{item.shmid}:{item.key}")  # fmt: skip
             else:
-                path, details = item.path, [server]
-                action = Action("unlink-dsm", item.path, item.postmaster, item.ticks,
-                                extra=item.data_dir)  # fmt: skip
-            found.append(Leftover("shared memory", path, group.name, state, why, details, None,
-                                  [action]))  # fmt: skip
+                details = [server]
+            found.append(Leftover("shared memory", segment_name(item), group.name, state, why,
+                                  details, None, [segment_action(item)]))  # fmt: skip
         return found
 
     def server_runs(self, item: Owned) -> bool:
@@ -251,12 +262,13 @@ class Describer:
             for p in self.snapshot.processes
         )
 
-    def volume(self, group: Group, state: str, why: str) -> Leftover:
+    def volume(self, group: Group, state: str, why: str) -> list[Leftover]:
         """One emulated volume of a run that is gone, and whatever is on it: nothing of it is
         worth keeping, so its I/O path goes first (nbdfuse, nbdkit: whatever still waits on
         the volume then fails at once instead of waiting through the added delay), then what
         still works on it (set-up tools, the server: stopped at once), then the filesystem,
-        the loop device, the FUSE file and the files."""
+        the loop device, the FUSE file and the files. Nothing when none of it is left (its
+        group holds only the shared memory of a server that ran on it, say)."""
         snap, token = self.snapshot, group.key
         workspaces = [e.path for e in group.entries]
         run_dirs = [p.path for p in group.privates if private_key(p)[0] == "volume"]
@@ -294,8 +306,10 @@ class Describer:
         details += [f"image {e.size_bytes / 2**20:.0f} MiB" for e in group.entries if e.size_bytes]
         details += [f"private directory {d}" for d in run_dirs]
         actions += [Action("rmtree", d) for d in run_dirs + workspaces]
+        if not actions:  # no process, mount, loop device or directory of it: nothing to list
+            return []
         path = (workspaces or run_dirs or [f"howfast-vol-{token}"])[0]
-        return Leftover("volume", path, group.name, state, why, details, None, actions)
+        return [Leftover("volume", path, group.name, state, why, details, None, actions)]
 
     def private(self, group: Group, private: PrivateDir, state: str, why: str) -> Leftover:
         own_state, own_why = private_state(private, lock_holders(self.snapshot))

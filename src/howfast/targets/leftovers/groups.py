@@ -202,9 +202,13 @@ def path_key(path: str) -> tuple[str, str] | None:
 
 
 def data_dir_key(data_dir: str) -> tuple[str, str] | None:
-    """The group of what a server on `data_dir` left: the cluster it is in."""
+    """The group of what a server on `data_dir` left: the cluster it is in, else the emulated
+    volume it is on (a standby's own volume: `<dir>/howfast-vol-TOKEN/mnt/standby_1/data`)."""
     cluster = names.cluster_of(data_dir)
-    return ("cluster", cluster[1]) if cluster else None
+    if cluster:
+        return "cluster", cluster[1]
+    volume = names.volume_of(data_dir)
+    return ("volume", volume[1]) if volume else None
 
 
 def lock_holders(snapshot: Snapshot) -> dict[int, str]:

@@ -233,6 +233,17 @@ def own_server_memory(pid: int, data_dir: Path, proc: Path = liveness.PROC) -> N
                                   data_dir=str(data_dir)))  # fmt: skip
 
 
+def server_memory(data_dir: Path) -> list[Owned]:
+    """The System V segments and /dev/shm/PostgreSQL.* files this process recorded for the
+    servers it started on `data_dir` (own_server_memory), as recorded: read after a server
+    was killed, when its postmaster.pid no longer says (a postmaster started there since
+    rewrites it)."""
+    where = str(data_dir)
+    with _registry.lock:
+        items = list(_registry.items)
+    return [i for i in dict.fromkeys(items) if i.kind in ("sysv", "dsm") and i.data_dir == where]
+
+
 def exists(item: Owned, sysv_ids: Iterable[int] | None = None) -> bool:
     """Whether a thing owned is still there (a segment by its id alone: the caller checks
     that it is the same one)."""

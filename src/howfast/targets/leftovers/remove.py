@@ -26,6 +26,7 @@ from howfast.store import liveness
 from howfast.targets.claim import Claim
 from howfast.targets.dirlock import DirectoryLock, lock_directory
 from howfast.targets.leftovers import names, registry
+from howfast.targets.leftovers.dsm_control import listed_segments
 from howfast.targets.leftovers.exec_groups import stop_recorded_groups
 from howfast.targets.leftovers.find import Action, Leftover
 from howfast.targets.leftovers.machine import (
@@ -47,6 +48,9 @@ PROCESS_TERM_S = 5
 # detaches once the dirty pages of the filesystem on it have gone through the volume, whose
 # every write nbdkit delays (seen: over 10 s on a loaded machine).
 RETRY_S = 30
+# The most a control segment holds: 16 bytes, then 40 per slot, 64 + 5 per backend slots
+# (262143 backends at most): 50 MiB
+CONTROL_MAX_BYTES = 64 * 2**20
 
 
 def remove(leftovers: list[Leftover]) -> list[Path]:
@@ -338,16 +342,26 @@ def remove_sysv(action: Action) -> None:
 
 def unlink_dsm(action: Action) -> None:
     """A killed server's /dev/shm/PostgreSQL.* file (dynamic shared memory): only its own
-    processes map it, and they are all gone first."""
+    processes map it, and they are all gone first. When it is the server's control segment
+    (the one its postmaster maps), the segments it lists go first, as PostgreSQL removes
+    them: its own, made later by its processes (a file of another owner is left)."""
     if not os.path.lexists(action.path):
         return
     _server_gone(action, action.extra)
     try:
-        os.unlink(action.path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise HowfastError(f"cannot remove {action.path}: {exc.strerror}") from None
+        with open(action.path, "rb") as control:
+            owner = os.fstat(control.fileno()).st_uid
+            listed = listed_segments(control.read(CONTROL_MAX_BYTES))
+    except OSError:
+        listed, owner = [], -1
+    for path in [*listed, action.path]:
+        try:
+            if path == action.path or os.lstat(path).st_uid == owner:
+                os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise HowfastError(f"cannot remove {path}: {exc.strerror}") from None
 
 
 def remove_packet_filter(action: Action) -> None:

@@ -15,6 +15,7 @@ from howfast.errors import HowfastError, UsageError
 from howfast.machine.pgbin import PgInstall
 from howfast.targets.base import Connection
 from howfast.targets.leftovers import registry
+from howfast.targets.leftovers.killed import free_killed_memory
 from howfast.targets.local.cgroups import ServerCgroups
 from howfast.targets.local.client import ClientAccess
 from howfast.targets.local.dirs import ClusterDirs
@@ -222,12 +223,15 @@ class PrimaryServer:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def stop(self) -> None:
-        """Stopped, tidied after a crash, out of its cgroups; then kept or removed."""
+        """Stopped, tidied after a crash, out of its cgroups; then kept or removed. Then a
+        HowfastError when some of a crashed server's shared memory is left (`howfast
+        cleanup` removes it)."""
+        left = None
         try:
             crashed = self.postmaster is not None and self.postmaster.poll() is not None
             self.stop_postmaster()
             if crashed and not self.keep:  # a kept cluster's next start tidies up itself
-                self._tidy_after_crash()
+                left = self._tidy_after_crash()
         finally:
             # Stopped: a second stop() must not take it for a crashed server to tidy.
             self.postmaster = None
@@ -236,6 +240,8 @@ class PrimaryServer:
             self.dirs.keep(self.server_log)
             return
         self.dirs.remove()
+        if left is not None:
+            raise HowfastError(left)
 
     def stop_postmaster(self, first: signal.Signals | None = None) -> None:
         proc = self.postmaster
@@ -271,13 +277,16 @@ class PrimaryServer:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
-    def _tidy_after_crash(self) -> None:
+    def _tidy_after_crash(self) -> str | None:
         """A server that died without shutting down (killed, OOM) leaves its shared memory
         behind: a System V segment and /dev/shm/PostgreSQL.* files. A postmaster starting on
-        the same data directory removes exactly those, so start it once, then stop it."""
+        the same data directory removes those it finds at its data directory's key, so start
+        it once, then stop it; then what howfast recorded of the dead server's that is still
+        there (leftovers/killed.py). None, or a warning saying what is left."""
         try:
             self.start_postmaster(listening_is_enough=True)
         except HowfastError:
-            pass  # it could not start (the cause of the crash?); nothing more to do
+            pass  # it could not start (the cause of the crash?); the record is still read
         finally:
             self.stop_postmaster(signal.SIGQUIT)
+        return free_killed_memory(self.dirs.data_dir)

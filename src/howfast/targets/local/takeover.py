@@ -130,7 +130,7 @@ class Takeover:
         if not promoted.alive():
             raise HowfastError(f"the promoted {promoted.name} is not running any more")
         began = time.monotonic()
-        removed = self._remove_killed_primary()
+        removed, memory_left = self._remove_killed_primary()
         self.serving = promoted  # stop() stops it from now on
         self.server.connection = promoted.connection
         latency = self._primary_latency_on(promoted)  # before the base backup reads it
@@ -162,6 +162,8 @@ class Takeover:
             "old_primary_removed_s": round(removed_s, 3),
             **({"primary_added_latency_ms": latency} if latency is not None else {}),
             **parts,
+            # not a reason to skip the later steps: howfast cleanup removes it
+            **({"warnings": [memory_left]} if memory_left is not None else {}),
         }
 
     def _primary_latency_on(self, promoted: LocalStandby) -> float | None:
@@ -172,35 +174,44 @@ class Takeover:
         promoted.storage.set_latency(self.primary_latency_ms)
         return self.primary_latency_ms
 
-    def _remove_killed_primary(self) -> str:
+    def _remove_killed_primary(self) -> tuple[str, str | None]:
         """The primary a failover killed: its shared memory freed (failover.tidy_killed), its
-        data directory (and WAL) removed; only what howfast made. Returns the path removed."""
+        data directory (and WAL) removed; only what howfast made. Returns the path removed,
+        and a warning when some of its shared memory is left."""
         server, dirs = self.server, self.server.dirs
         assert server.user is not None and dirs.run_dir is not None
         old = self.serving
         if old is None:  # the original primary: its cluster directory holds the standbys
             log = server.server_log or dirs.run_dir / "server.log"
-            failover.tidy_killed(server.install, server.user, dirs.data_dir, dirs.run_dir, log)
+            left = failover.tidy_killed(
+                server.install, server.user, dirs.data_dir, dirs.run_dir, log
+            )
             server.postmaster = None  # gone and tidied: stop() has nothing to tidy
             if dirs.wal_cluster_dir is not None:
                 shutil.rmtree(dirs.wal_cluster_dir / "pg_wal", ignore_errors=True)
             shutil.rmtree(dirs.data_dir, ignore_errors=True)
-            return str(dirs.data_dir)
-        failover.tidy_killed(server.install, server.user, old.data_dir, dirs.run_dir, old.log)
+            return str(dirs.data_dir), left
+        left = failover.tidy_killed(
+            server.install, server.user, old.data_dir, dirs.run_dir, old.log
+        )
         old.stop()  # its directory, cgroup and storage
-        return str(old.root)
+        return str(old.root), left
 
     def stop_serving(self) -> None:
         """The promoted standby that became the primary at a rebuild; killed by a later
-        failover, its shared memory is freed first."""
+        failover, its shared memory is freed first. A HowfastError, once it is stopped, when
+        some of that is left (the run's stop warns; `howfast cleanup` removes it)."""
         serving = self.serving
         if serving is None:
             return
+        left = None
         if serving.postmaster is not None and serving.postmaster.poll() is not None:
             server = self.server
             assert server.user is not None and server.dirs.run_dir is not None
-            failover.tidy_killed(
+            left = failover.tidy_killed(
                 server.install, server.user, serving.data_dir, server.dirs.run_dir, serving.log
             )
         serving.stop()
         self.serving = None
+        if left is not None:
+            raise HowfastError(left)

@@ -5,7 +5,8 @@ delivers what it had written and a dead node's does not), then, once the standby
 what reached it, a standby is promoted with `pg_ctl promote -w`, as the server's OS
 user. The old primary is never started again as a server (no split brain): between steps its
 shared memory is freed by a postmaster started once on its data directory, on a port and socket
-nobody else knows and stopped as soon as it listens (`tidy_killed`), then its directory is
+nobody else knows and stopped as soon as it listens (`tidy_killed`; what it did not find of
+the killed server's, howfast removes from its registry's record), then its directory is
 removed and the design rebuilt from the promoted server (LocalTarget.restore_design).
 """
 
@@ -23,6 +24,7 @@ from howfast.errors import HowfastError
 from howfast.machine.pgbin import PgInstall
 from howfast.targets import pgquery
 from howfast.targets.base import Connection
+from howfast.targets.leftovers.killed import free_killed_memory
 from howfast.targets.local_server import free_port, processes_in
 from howfast.targets.osuser import OsUser
 from howfast.targets.replicas.local import LocalStandby
@@ -146,13 +148,30 @@ def primary_state(conn: Connection) -> tuple[bool, int]:
 
 def tidy_killed(
     install: PgInstall, user: OsUser, data_dir: Path, socket_dir: Path, log: Path
-) -> None:
+) -> str | None:
     """Free the shared memory a killed server left (a System V segment, /dev/shm/PostgreSQL.*
-    files): a postmaster starting on its data directory removes exactly those. It starts on a
-    free port, its socket in howfast's private directory: no client knows it (the old primary
-    never serves again), and it is stopped (SIGQUIT) as soon as it listens, also on Ctrl-C."""
-    if not data_dir.is_dir() or processes_in(data_dir):
-        return
+    files): a postmaster starting on its data directory removes those it finds at its data
+    directory's key. It starts on a free port, its socket in howfast's private directory: no
+    client knows it (the old primary never serves again), and it is stopped (SIGQUIT) as soon
+    as it listens, also on Ctrl-C. Once it is gone, what howfast recorded of the killed
+    server's own that is still there (a segment it made at another key) is removed
+    (leftovers/killed.py). None, or a warning saying what is left and why."""
+    working = processes_in(data_dir)
+    if working:  # not a killed server's: nothing of it is touched
+        return (
+            f"the shared memory of the killed server on {data_dir} is left: processes still "
+            f"work there (PIDs {', '.join(map(str, working))}); `howfast cleanup` removes it"
+        )
+    if data_dir.is_dir():
+        _start_and_stop(install, user, data_dir, socket_dir, log)
+    return free_killed_memory(data_dir)
+
+
+def _start_and_stop(
+    install: PgInstall, user: OsUser, data_dir: Path, socket_dir: Path, log: Path
+) -> None:
+    """A postmaster on `data_dir`, stopped as soon as it listens; back once no process is
+    left in the data directory."""
     port = free_port()
     argv = [str(install.program("postgres") or "postgres"), "-D", str(data_dir),
             "-p", str(port), "-k", str(socket_dir), "-c", "listen_addresses="]  # fmt: skip
