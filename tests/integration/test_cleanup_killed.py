@@ -38,7 +38,7 @@ from tests.pgprocess import alive, children
 pytestmark = pytest.mark.integration
 
 # Every transaction logged (`latency_log = "full"`), as a sampled log of one client's few
-# hundred commits a second would be: no unmeasured calibration run of up to 2 s before the
+# hundred commits a second would be: no unmeasured calibration run of a second before the
 # step and its events (workloads/pgbench/logsampling.py).
 LOAD = """
 [settings]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from howfast.workloads.pgbench.logsampling import PROBE_TPS_SHARE
+from howfast.workloads.pgbench.logsampling import CALIBRATION_S, PROBE_TPS_SHARE
 from tests.conftest import PASSWORD, PgServer
 from tests.integration.conftest import TINY_PLAN, Howfast
 
@@ -101,7 +101,8 @@ def test_dry_run_says_a_one_client_select_only_step_calibrates_only_if_its_probe
             first[step["params"]["mode"]] = step["invocations"]
     probe, calibration, measured = first["select-only"]
     assert probe["inputs"] == {"rtt.sql": "SELECT 1;\n"}
-    assert calibration["argv"][1:9] == ["-b", "select-only", "-c", "1", "-j", "1", "-T", "2"]
+    bare = ["-b", "select-only", "-c", "1", "-j", "1", "-T", str(CALIBRATION_S)]
+    assert calibration["argv"][1:9] == bare
     assert calibration["note"] == (
         "a calibration run (unmeasured), only if no earlier step measured the rate "
         "and the round-trip probe failed"

@@ -5,7 +5,7 @@ advice appears where what was measured supports it.
 Kept small for a 2-core machine: scale 1 to 4, steps of 2 to 3 s, each logging every
 transaction (`latency_log = "full"`): what is judged here (settings, flushes, wait events,
 checkpoints) does not come from the latency log, and a sampled log would first need a
-calibration run of up to 2 s before each step (workloads/pgbench/logsampling.py).
+calibration run of a second before each step (workloads/pgbench/logsampling.py).
 """
 
 from __future__ import annotations

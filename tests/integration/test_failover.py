@@ -34,7 +34,7 @@ pytestmark = pytest.mark.integration
 
 # The plans here log every transaction (`latency_log = "full"`), as a sampled log of these
 # few hundred commits a second would anyway: without it each step of a new test first runs
-# an unmeasured calibration of up to 2 s to learn that (workloads/pgbench/logsampling.py).
+# an unmeasured calibration of a second to learn that (workloads/pgbench/logsampling.py).
 TWO_STEPS = """
 [[steps]]
 workload = "pgbench-init"

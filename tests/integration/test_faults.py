@@ -202,7 +202,7 @@ def _children(pid: int) -> dict[int, str]:
 
 def _children_once_pgbench_runs(proc: subprocess.Popen[str], timeout: float = 60) -> dict[int, str]:
     """The run's children once the step's own pgbench (LONG_PLAN's `-T 60`) has started. The
-    step line comes before the step's preparations (samplers, a 2 s calibration pgbench for
+    step line comes before the step's preparations (samplers, a 1 s calibration pgbench for
     the log's sampling), which on a loaded machine can outlast any fixed sleep: waited for,
     not assumed; and not the calibration's pgbench, which ends by itself (a loaded run once
     took it for the step's and found it gone)."""

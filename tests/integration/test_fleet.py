@@ -28,7 +28,7 @@ needs_limits = pytest.mark.skipif(
 
 # Every transaction logged (`latency_log = "full"`), as a sampled log of these few hundred
 # commits a second would be: without it each of the four instances first runs an unmeasured
-# calibration of up to 2 s, all at once (workloads/pgbench/logsampling.py).
+# calibration of a second, all at once (workloads/pgbench/logsampling.py).
 FLEET = """
 [settings]
 shared_buffers = "16MB"

@@ -27,7 +27,7 @@ pytestmark = [
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "howfast.json"
 # fio writes for 8 s: enough bytes that the comparison is not about noise; then a short
 # tpcb-like step for TPS, logging every transaction (a few hundred a second, which a sampled
-# log would keep whole too, without a 2 s calibration run first).
+# log would keep whole too, without a 1 s calibration run first).
 PLAN = """
 description = "prometheus test"
 [settings]

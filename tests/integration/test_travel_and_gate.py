@@ -59,7 +59,7 @@ duration = "2s"
 latency_log = "full"
 """
 # Every transaction logged: a few hundred a second at one paced client, which a sampled log
-# would keep whole too, without the 2 s calibration run before each run's first step
+# would keep whole too, without the 1 s calibration run before each run's first step
 # (workloads/pgbench/logsampling.py).
 # BASE waits 5 ms before each commit's flush, NEW 20 ms (commit_siblings=0: even with one
 # client). A BASE bound by the CPU varied too much on a loaded machine for any fall to be

@@ -33,7 +33,12 @@ LOG_LINES_PER_S = 1000
 # docs/commands/run.md); the per-second series and the live view come from the log
 # (workloads/pgbench/livelog.py). Below it -P 1 costs nothing measurable and is exact.
 PROGRESS_MAX_TPS = 5000
-CALIBRATION_S = 2
+# One second: measured here (quiet 2-core VM, 3-4 rounds, interleaved), a 1 s run's TPS was
+# 0.89-1.04 of a 10 s run's of the same command (tpcb-like at 1 and 4 clients, select-only at
+# 2), a 2 s run's 0.82-1.06: the machine's own noise, well inside the 0.4-2.4x the log's
+# budget tolerates, and the run before each first step of a test costs a second less
+# (on Kubernetes, where it runs in the pod, 2.4-2.8 s before).
+CALIBRATION_S = 1
 # The share of the round-trip probe's rate (1000 / client_rtt_p50_ms) that one select-only
 # client is expected to reach. The probe's `SELECT 1` is that client's transaction without
 # pgbench's \set, the indexed read's parse, plan and execution, and its median leaves out the
