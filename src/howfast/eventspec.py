@@ -55,6 +55,10 @@ class ActionSyntax:
     # It may cut them (a user's command may do anything): the load's failures while it runs
     # are not taken for the load's own.
     may_disturb_service: bool = False
+    # The server comes back at a new address (a pod made again): the load's own way to it
+    # (the name's DNS answer, the nodes' neighbour caches) may follow a few seconds after
+    # howfast's own check saw it answer, so the load's failures are its for longer after.
+    new_address: bool = False
     # Its place in `--event`'s help and in "actions: ..." messages (lowest first).
     order: int = 100
 

@@ -275,6 +275,23 @@ def test_a_failure_no_event_explains_ends_the_load_and_one_an_event_explains_doe
     assert failure_without_event(refused, 1000.0, [command]) is None
 
 
+def test_after_a_pod_made_again_the_loads_failures_are_the_events_for_longer():
+    """A move (or delete-pod, drain) gives the server a new address, which the load's way to
+    it may learn later than howfast's own check: a connection timing out (5 s) that began
+    3 s after the service came back is the move's, as it would not be a restart's."""
+    timed_out = SegmentRun(7, 10, 1015.9, 1020.9, 1, "", "pgbench: error: timeout expired")
+    move = EventMark(5, "12s:move", "move", 12.0, applied_s=12.0, back_s=12.9)
+    restart = EventMark(6, "12s:restart", "restart", 12.0, applied_s=12.0, back_s=12.9)
+    assert failure_without_event(timed_out, 1000.0, [move]) is None
+    assert failure_without_event(timed_out, 1000.0, [restart]) is not None
+    for action in ("delete-pod", "drain"):
+        mark = EventMark(7, f"12s:{action}", action, 12.0, applied_s=12.0, back_s=12.9)
+        assert failure_without_event(timed_out, 1000.0, [mark]) is None, action
+    # past both graces (2 s + 6 s after the service came back), the load's own again
+    later = SegmentRun(8, 10, 1021.0, 1026.0, 1, "", "pgbench: error: timeout expired")
+    assert failure_without_event(later, 1000.0, [move]) is not None
+
+
 # --- the step's status from its events (issue 35) ----------------------------------------------
 
 

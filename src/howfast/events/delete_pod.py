@@ -14,7 +14,7 @@ from howfast.targets.capabilities import PodRecreatable
 
 
 class DeletePod(OperatorAware):
-    syntax = ActionSyntax("delete-pod", disturbs_service=True, order=80)
+    syntax = ActionSyntax("delete-pod", disturbs_service=True, new_address=True, order=80)
     summary = "the server's pod deleted and made again"
     docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"

@@ -20,7 +20,13 @@ from howfast.targets.capabilities import Drainable, PodRecreatable
 
 class Drain(EventAction):
     syntax = ActionSyntax(
-        "drain", "node", arg_required=True, takes_for=True, disturbs_service=True, order=100
+        "drain",
+        "node",
+        arg_required=True,
+        takes_for=True,
+        disturbs_service=True,
+        new_address=True,
+        order=100,
     )
     summary = "a node cordoned, the server's pod evicted from it"
     docs = "docs/events.md#the-actions"

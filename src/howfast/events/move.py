@@ -17,7 +17,7 @@ from howfast.targets.k8s.moves import destination
 
 
 class Move(EventAction):
-    syntax = ActionSyntax("move", "node", disturbs_service=True, order=90)
+    syntax = ActionSyntax("move", "node", disturbs_service=True, new_address=True, order=90)
     summary = "the server's pod made again on another node"
     docs = "docs/events.md#the-actions"
     needs = "a server in a pod howfast created (a k8s:// target)"

@@ -84,6 +84,12 @@ def may_disturb_service(action: str) -> bool:
     return syntax is not None and (syntax.disturbs_service or syntax.may_disturb_service)
 
 
+def gives_new_address(action: str) -> bool:
+    """Whether the server comes back at a new address after the action (a pod made again)."""
+    syntax = action_syntaxes().get(action)
+    return syntax is not None and syntax.new_address
+
+
 def event_from_text(text: str) -> EventSpec:
     return eventspec.event_from_text(text, action_syntaxes())
 

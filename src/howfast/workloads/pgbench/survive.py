@@ -33,7 +33,7 @@ from howfast.cancel import NEVER, CancelToken
 from howfast.event_marks import EventMark
 from howfast.hosts.base import Invocation, ToolResult
 from howfast.model import JSONValue
-from howfast.plugin.events import may_disturb_service
+from howfast.plugin.events import gives_new_address, may_disturb_service
 from howfast.targets.base import Connection
 from howfast.workloads.pgbench import build
 
@@ -44,6 +44,11 @@ RETRY_S = 0.1  # between connection attempts while the server does not answer
 # tight loop. The first such abort is retried at once (the server may be back already).
 QUICK_ABORT_S = 1.0
 EVENT_GRACE_S = 2.0  # after an event's service came back, failures are still its own
+# ... and longer after an event that gives the server a new address (a pod made again): the
+# load's way to it may follow later than howfast's own check (a loaded lab: a client pod's
+# connection to the moved pod timed out, 5 s, begun over 2 s after howfast's check saw it).
+# A client pod's connect time-out (5 s) and a second more.
+NEW_ADDRESS_GRACE_S = 6.0
 SEGMENT_DIR = "seg-{}"
 SCRIPT_NAME = "howfast-survive"  # $0 of the shell script: how `ps` shows it
 MARKER = "howfast-segment"
@@ -225,9 +230,10 @@ def failure_without_event(
 ) -> str | None:
     """A stop rule for `supervise`: why the load must end when a segment failed (it could not
     connect, or the server cut clients) while no event that may cut the service was under way
-    (from its application to `grace_s` after the service came back): the failure is the load's
-    own (a wrong password, a script's error), and retrying it would only fill the step. None
-    when the segment did not fail or an event explains it. `marks` are the events so far."""
+    (from its application to `grace_s` after the service came back, NEW_ADDRESS_GRACE_S more
+    after one that gives the server a new address): the failure is the load's own (a wrong
+    password, a script's error), and retrying it would only fill the step. None when the
+    segment did not fail or an event explains it. `marks` are the events so far."""
     if segment.returncode == 0:
         return None
     lo = segment.started_epoch - origin_epoch
@@ -236,7 +242,8 @@ def failure_without_event(
         if mark.applied_s is None or not may_disturb_service(mark.action):
             continue
         back = mark.back_s if mark.back_s is not None else mark.undone_s
-        until = math.inf if back is None else back + grace_s
+        grace = grace_s + (NEW_ADDRESS_GRACE_S if gives_new_address(mark.action) else 0.0)
+        until = math.inf if back is None else back + grace
         if mark.applied_s <= hi and until >= lo:
             return None
     first = next((line for line in segment.stderr.splitlines() if line.strip()), "")
