@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from howfast.targets.leftovers import registry
+
 PASSWORD = "s3cret-pw"  # test-only; tests assert it never reaches the store or output
 
 
@@ -236,3 +238,12 @@ def cgroup_dirs(pattern: str, root: Path = CGROUP_ROOT) -> list[Path]:
         for name in dirs
         if fnmatch.fnmatchcase(name, pattern)
     ]
+
+
+@pytest.fixture
+def fresh_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This process's ownership registry (targets/leftovers/registry.py), new and in the
+    test's own state directory."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(registry, "_registry", registry._Registry())
+    yield tmp_path / "state"

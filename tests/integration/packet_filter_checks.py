@@ -9,7 +9,6 @@ ownership registry file while it runs, never "no chain of howfast's at all"."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 from howfast.event_marks import marks_from_section
 from howfast.machine.packetfilter import chains_in, is_ours
 from howfast.store import open_store
-from howfast.targets.leftovers.registry import registry_dir
+from howfast.targets.leftovers.registry import parse_record, registry_dir
 
 IPTABLES = shutil.which("iptables") or "/usr/sbin/iptables"
 LAB_CHAINS = ("KUBE-", "HOWFAST-LAB-", "CNI-")  # the Kubernetes lab's, made beside the tests
@@ -61,17 +60,12 @@ def chains_of_run(store: Path, run_id: int) -> set[str]:
 
 def chains_registered_by(pid: int) -> set[str]:
     """The chains a running howfast process has written in its ownership registry file
-    (`HOST-PID-TICKS.jsonl`): it writes each one before it makes it."""
+    (`HOST-PID-TICKS.jsonl`, read as `howfast cleanup` reads it): it writes each one before
+    it makes it."""
     found = set()
     for path in registry_dir().glob(f"*-{pid}-*.jsonl"):
-        for line in path.read_text().splitlines():
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                continue  # a line being written
-            name = doc.get("iptables_chain") if isinstance(doc, dict) else None
-            if isinstance(name, str) and is_ours(name):
-                found.add(name)
+        record = parse_record(path.read_text(), str(path))
+        found |= {item.path for item in record.items if item.kind == "packet filter"}
     return found
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import os
 import pwd
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,14 +57,6 @@ def dsm_files_of(pids: list[int]) -> list[str]:
 
 def remove_segment(shmid: int) -> None:
     _libc.shmctl(ctypes.c_int(shmid), ctypes.c_int(IPC_RMID), None)
-
-
-@pytest.fixture
-def fresh_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """This process's registry, new and in the test's own state directory."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setattr(registry, "_registry", registry._Registry())
-    yield tmp_path / "state"
 
 
 def test_a_killed_servers_segment_at_a_shifted_key_is_freed(fresh_registry: Path) -> None:

@@ -9,7 +9,6 @@ import os
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,14 +53,6 @@ import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 print(libc.shmget(int(sys.argv[1]), 4096, 0o600 | 0o1000 | 0o2000), os.getpid())
 """
-
-
-@pytest.fixture
-def fresh_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """This process's registry, new and in the test's own state directory."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setattr(registry, "_registry", registry._Registry())
-    yield tmp_path / "state"
 
 
 def record_server(tmp_path: Path, pid: int, key: int, shmid: int, dsm: str) -> Path:
