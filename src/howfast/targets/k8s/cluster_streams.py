@@ -186,17 +186,19 @@ class PortForward:
 
 
 def _pump(a: socket.socket, b: socket.socket, stop: threading.Event) -> None:
+    """Bytes both ways until either end closes or fails: a failed send (the other end gone,
+    as a pod deleted under a forwarded connection) ends it as a failed receive does."""
     peers = {a: b, b: a}
     while not stop.is_set():
         readable, _, _ = select.select(list(peers), [], [], 0.5)
         for sock in readable:
             try:
                 data = sock.recv(65536)
+                if not data:
+                    return
+                peers[sock].sendall(data)
             except OSError:
                 return
-            if not data:
-                return
-            peers[sock].sendall(data)
 
 
 @contextlib.contextmanager
