@@ -28,9 +28,9 @@ from howfast.machine.podread import (
     split_dump,
 )
 from howfast.samplers.base import SamplerContext
+from howfast.samplers.container_io import ContainerServerSampler, cpu_usage
 from howfast.samplers.cpu import CpuSampler
 from howfast.samplers.diskstats import DiskSampler, counter_delta, parse_diskstats
-from howfast.samplers.serverio import ContainerServerSampler, cpu_usage
 from tests.unit.test_samplers_session import FakeTarget
 
 PROC = Path(__file__).parent.parent / "data" / "proc"

@@ -14,7 +14,7 @@ from howfast.analysis.derive import derive_step
 from howfast.machine.serverio import parse_blkio_v1, parse_io_stat, parse_proc_io
 from howfast.metrics.families import wait_event_shares
 from howfast.model import StepRecord
-from howfast.samplers.serverio import ProcessIo
+from howfast.samplers.server_figures import ProcessIo
 from howfast.samplers.waits import Second, per_second_series, profile_increments, tally_activity
 
 DATA = Path(__file__).parent.parent / "data" / "pgstats"

@@ -147,30 +147,38 @@ def container_cpu(version: str, texts: dict[str, str]) -> ContainerCpu:
 # The server's processes: the postmaster's PID from postmaster.pid, its children, and each
 # one's /proc/PID/io, as "PID" lines followed by the file (the container's own PID namespace).
 def processes_script(pgdata: str) -> str:
+    # The postmaster's line also carries its start time (postmaster.pid's third line): a
+    # server started again, in a pod made again under the same name, is another server.
     return (
-        f"p=$(head -n 1 '{pgdata}/postmaster.pid' 2>/dev/null) || exit 0; "
+        f"f='{pgdata}/postmaster.pid'; p=$(head -n 1 \"$f\" 2>/dev/null) || exit 0; "
+        's=$(sed -n 3p "$f" 2>/dev/null); '
         'for q in "$p" $(cat /proc/"$p"/task/"$p"/children 2>/dev/null); do '
-        'printf \'\\035%s\\n\' "$q"; cat /proc/"$q"/io 2>/dev/null; done; exit 0'
+        'printf \'\\035%s %s\\n\' "$q" "$s"; s=; cat /proc/"$q"/io 2>/dev/null; done; exit 0'
     )  # a process gone between the listing and its read is left out, not a failure: without
     # `exit 0` the loop's status is the last cat's, 1 with nothing on stderr, which is how
     # the readings of CloudNativePG instances failed on the lab (short-lived backends)
 
 
-def parse_processes(text: str) -> tuple[int | None, dict[int, str]]:
-    """processes_script's output -> (postmaster PID, PID -> /proc/PID/io text); the
-    postmaster first. A process that exited between the two reads has empty text: left out."""
+def parse_processes(text: str) -> tuple[str | None, int | None, dict[int, str]]:
+    """processes_script's output -> (the server's identity, postmaster PID, PID ->
+    /proc/PID/io text); the postmaster first. The identity is "PID@START" (its start time
+    from postmaster.pid; "PID" from a script that did not print it). A process that exited
+    between the two reads has empty text: left out."""
+    server: str | None = None
     postmaster: int | None = None
     out: dict[int, str] = {}
     for chunk in text.split("\x1d")[1:]:
         head, _, body = chunk.partition("\n")
-        if not head.strip().isdigit():
+        words = head.split()
+        if not words or not words[0].isdigit():
             continue
-        pid = int(head.strip())
+        pid = int(words[0])
         if postmaster is None:
             postmaster = pid
+            server = "@".join(words[:2])
         if body.strip():
             out[pid] = body
-    return postmaster, out
+    return server, postmaster, out
 
 
 @dataclass
@@ -181,6 +189,7 @@ class ServerReading:
     cpu: ContainerCpu = field(default_factory=lambda: ContainerCpu(None))
     postmaster: int | None = None
     processes: dict[int, dict[str, int]] = field(default_factory=dict)
+    server: str | None = None  # "PID@START": another value is another server (parse_processes)
 
 
 def server_argv(files: dict[str, str], pgdata: str) -> list[str]:
@@ -203,10 +212,11 @@ def parse_server(version: str, files: dict[str, str], text: str) -> ServerReadin
         io = parse_io_stat(texts.get("io_stat", ""))
     else:
         io = parse_blkio_v1(texts.get("io_bytes", ""), texts.get("io_ios", ""))
-    postmaster, raw = parse_processes("\x1d" + procs if procs else "")
+    server, postmaster, raw = parse_processes("\x1d" + procs if procs else "")
     return ServerReading(
         io=io,
         cpu=container_cpu(version, texts),
         postmaster=postmaster,
         processes={pid: parse_proc_io(body) for pid, body in raw.items()},
+        server=server,
     )

@@ -1,6 +1,6 @@
 """(issue 37) Every instance of a design an operator runs (`cnpg://`, HasInstances), each
 with its own I/O split into its WAL volume and its data volume, and its container's CPU:
-the figures of serverio.py's ContainerServerSampler, one per instance, read through the
+the figures of container_io.py's ContainerServerSampler, one per instance, read through the
 instance's pod (by exec: its container's cgroup and its processes). A pod the operator
 makes again (a failover, a delete-pod event) is followed: a reading that fails asks the
 target for its instances again and starts a new reader on the new pod, whose series go on
@@ -14,8 +14,8 @@ from __future__ import annotations
 from howfast.errors import HowfastError
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.container_io import ContainerServerSampler
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
-from howfast.samplers.serverio import ContainerServerSampler
 from howfast.targets.capabilities import HasInstances, InstanceView
 
 PREFIX = "instances"
@@ -30,7 +30,7 @@ def reader(view: InstanceView) -> ContainerServerSampler | None:
         return None
     roles = view.host.role_devices(view.paths)
     devices = {r.role: r.device for r in roles if r.device and r.shares_with is None}
-    return ContainerServerSampler(counters, devices)
+    return ContainerServerSampler(counters, devices, one_server=True)
 
 
 def prefixed(name: str, series: dict[str, list[Sample]]) -> dict[str, list[Sample]]:

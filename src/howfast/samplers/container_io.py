@@ -1,0 +1,201 @@
+"""PostgreSQL's own I/O and CPU during a step for a server in a container whose counters the
+host reads (a pod's, by exec): its own cgroup (I/O per device, CPU and throttling) and
+/proc/PID/io of its processes, in the same io section as serverio.py's ServerIoSampler
+(docs/kubernetes.md). A pod made again under the same name, or a server started again, is
+another server: counters are never compared across servers."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from howfast.machine.podread import ContainerCpu, ServerReading
+from howfast.machine.serverio import FIELDS
+from howfast.model import JSONValue, Sample
+from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
+from howfast.samplers.server_figures import (
+    ProcessIo,
+    add_proc_rates,
+    add_role_rates,
+    counter_delta,
+    summed_fields,
+)
+
+if TYPE_CHECKING:
+    from howfast.hosts.base import ServerCounters
+
+
+def cpu_usage(a: ContainerCpu, b: ContainerCpu, seconds: float) -> dict[str, JSONValue]:
+    """The container's CPU between two readings: % of one core, and how much of the time
+    its CPU limit held it back (throttled periods out of all periods)."""
+    out: dict[str, JSONValue] = {}
+    if a.usage_ns is not None and b.usage_ns is not None and seconds > 0:
+        used_s = max(0, b.usage_ns - a.usage_ns) / 1e9
+        out["cpu_s"] = round(used_s, 3)
+        out["cpu_pct"] = round(100 * used_s / seconds, 2)
+    if None not in (a.periods, b.periods, a.throttled_periods, b.throttled_periods):
+        periods = int(b.periods or 0) - int(a.periods or 0)
+        throttled = int(b.throttled_periods or 0) - int(a.throttled_periods or 0)
+        out["periods"] = periods
+        out["throttled_periods"] = throttled
+        out["throttled_periods_pct"] = round(100 * throttled / periods, 2) if periods > 0 else 0.0
+    if a.throttled_ns is not None and b.throttled_ns is not None:
+        out["throttled_s"] = round(max(0, b.throttled_ns - a.throttled_ns) / 1e9, 3)
+    return out
+
+
+@dataclass
+class ContainerReading:
+    t: float
+    reading: ServerReading
+    proc: dict[str, int]  # /proc/PID/io totals since the first reading
+    server: str | None  # the server read (ServerReading.server, or the last one known)
+
+
+class ServerReplaced(RuntimeError):
+    """A reading found another server than the first (its pod made again, or it was started
+    again): counters are never compared across servers."""
+
+
+class ContainerServerSampler(PeriodicSampler):
+    """The same figures as ServerIoSampler, and the container's CPU, for a server in a
+    container whose counters the host reads (a pod's, by exec): its own cgroup (I/O per
+    device, CPU and throttling) and /proc/PID/io of its processes.
+
+    When a reading finds another server (a pod made again under its name, a restart), the
+    figures go on from there: each server's gains are summed and no interval spans two
+    servers (the outage is a gap); with `one_server` the reading raises ServerReplaced
+    instead, for a caller that starts a new sampler on the new pod (samplers/instances.py)."""
+
+    name = "serverio"
+
+    def __init__(
+        self, counters: ServerCounters, role_devices: dict[str, str], *, one_server: bool = False
+    ) -> None:
+        super().__init__()
+        self.counters = counters
+        self.role_devices = role_devices
+        self.one_server = one_server
+        self.numbers: dict[str, str] = {}
+        self.processes: ProcessIo | None = None
+        self.proc_before: dict[str, int] = {}  # what earlier servers' processes did
+        self.readings: list[ContainerReading] = []
+
+    def begin(self, ctx: SamplerContext) -> None:
+        self.numbers = {
+            role: num
+            for role, dev in self.role_devices.items()
+            if (num := self.counters.device_number(dev))
+        }
+        self._read(ctx.now())
+
+    def _read(self, t: float) -> None:
+        reading = self.counters.read()
+        known = self.readings[-1].server if self.readings else None
+        if reading.server is not None and known is not None and reading.server != known:
+            if self.one_server:
+                raise ServerReplaced(f"another server ({known} before, {reading.server} now)")
+            self.proc_before = self.readings[-1].proc
+            self.processes = None
+        if self.processes is None:
+            if reading.postmaster is None:
+                raise RuntimeError("the server is not running")
+            self.processes = ProcessIo(reading.postmaster)
+            self.processes.update(reading.processes, first=True)
+        else:
+            self.processes.update(reading.processes)
+        totals = self.processes.totals()
+        proc = {k: self.proc_before.get(k, 0) + v for k, v in totals.items()}
+        self.readings.append(ContainerReading(t, reading, proc, reading.server or known))
+
+    def tick(self, t: float) -> None:
+        self._read(t)
+
+    def _servers(self) -> list[tuple[ContainerReading, ContainerReading]]:
+        """The first and last reading of each server read, in order."""
+        spans: list[tuple[ContainerReading, ContainerReading]] = []
+        for one in self.readings:
+            if spans and spans[-1][1].server == one.server:
+                spans[-1] = (spans[-1][0], one)
+            else:
+                spans.append((one, one))
+        return spans
+
+    def result(self) -> SamplerResult:
+        out = SamplerResult()
+        io: dict[str, JSONValue] = {
+            "source": self.counters.source,
+            "cgroup": self.counters.cgroup,
+            "note": self.counters.note,
+        }
+        cpu: dict[str, JSONValue] = {"source": self.counters.source}
+        if len(self.readings) >= 2:
+            spans = self._servers()
+            seconds = self.readings[-1].t - self.readings[0].t
+            io["seconds"] = cpu["seconds"] = round(seconds, 3)
+            if len(spans) > 1:
+                io["servers"] = len(spans)
+            io["proc"] = dict(self.readings[-1].proc)
+            io["cgroup_total"] = summed_deltas(
+                (summed_fields(a.reading.io), summed_fields(b.reading.io)) for a, b in spans
+            )
+            io["roles"] = {
+                role: summed_deltas(
+                    (a.reading.io.get(num, {}), b.reading.io.get(num, {})) for a, b in spans
+                )
+                for role, num in self.numbers.items()
+            }
+            cpu.update(spans_cpu_usage(spans))
+            out.series.update(self._series())
+        out.sections["io"] = {"postgres": io}
+        out.sections["cpu"] = {"server_container": cpu}
+        return out
+
+    def _series(self) -> dict[str, list[Sample]]:
+        series: dict[str, list[Sample]] = {}
+        for a, b in itertools.pairwise(self.readings):
+            seconds = b.t - a.t
+            if seconds <= 0 or a.server != b.server:
+                continue
+            t = round(b.t, 3)
+            before = {role: a.reading.io.get(num, {}) for role, num in self.numbers.items()}
+            after = {role: b.reading.io.get(num, {}) for role, num in self.numbers.items()}
+            add_role_rates(series, t, seconds, before, after)
+            add_proc_rates(series, t, seconds, a.proc, b.proc)
+            used = cpu_usage(a.reading.cpu, b.reading.cpu, seconds).get("cpu_pct")
+            if isinstance(used, float):
+                series.setdefault("cpu.server_container_pct", []).append(Sample(t, used))
+        return series
+
+
+def summed_deltas(pairs: Iterable[tuple[dict[str, int], dict[str, int]]]) -> dict[str, int]:
+    """counter_delta of each (first, last) pair, summed: one pair per server read."""
+    total = dict.fromkeys(FIELDS, 0)
+    for a, b in pairs:
+        for k, v in counter_delta(a, b).items():
+            total[k] += v
+    return total
+
+
+def spans_cpu_usage(spans: list[tuple[ContainerReading, ContainerReading]]) -> dict[str, JSONValue]:
+    """cpu_usage over each server's span, summed (its % over the time the spans cover)."""
+    if len(spans) == 1:
+        ((a, b),) = spans
+        return cpu_usage(a.reading.cpu, b.reading.cpu, b.t - a.t)
+    total: dict[str, float] = {}
+    covered = 0.0
+    for a, b in spans:
+        covered += b.t - a.t
+        for key, value in cpu_usage(a.reading.cpu, b.reading.cpu, b.t - a.t).items():
+            if key in ("cpu_s", "periods", "throttled_periods", "throttled_s"):
+                total[key] = total.get(key, 0) + float(value)
+    out: dict[str, JSONValue] = {
+        k: round(v, 3) if k.endswith("_s") else int(v) for k, v in total.items()
+    }
+    if "cpu_s" in total and covered > 0:
+        out["cpu_pct"] = round(100 * total["cpu_s"] / covered, 2)
+    if total.get("periods"):
+        out["throttled_periods_pct"] = round(100 * total["throttled_periods"] / total["periods"], 2)
+    return out
