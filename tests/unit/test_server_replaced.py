@@ -15,12 +15,12 @@ import pytest
 from howfast.hosts.base import ServerCounters
 from howfast.hosts.local import LocalHost
 from howfast.machine.devices import RoleDevice
-from howfast.machine.podread import CGROUP_V1_FILES, ServerReading, parse_server, server_argv
+from howfast.machine.podread import parse_server, server_argv
 from howfast.samplers.base import SamplerContext
 from howfast.samplers.container_io import ContainerServerSampler, ServerReplaced
 from howfast.samplers.instances import InstancesSampler
 from howfast.targets.capabilities import InstanceView
-from tests.unit.test_pod_samplers import PROC_IO, server_output
+from tests.unit.test_pod_samplers import PROC_IO, RecordedCounters, server_output
 from tests.unit.test_samplers_session import FakeTarget
 
 
@@ -32,21 +32,6 @@ def output(server: str, written: int, usage_ns: int, pm_written: int) -> str:
     cpu_stat = "nr_periods 10\nnr_throttled 0\nthrottled_time 0"
     procs = f"\x1d41 {server}\n" + PROC_IO.format(r=0, w=pm_written)
     return server_output(io_bytes, io_ios, str(usage_ns), cpu_stat, procs)
-
-
-class RecordedCounters(ServerCounters):
-    version = "v1"
-    cgroup = "/kubepods/pod/c"
-    source = "recorded"
-
-    def __init__(self, outputs: list[str]) -> None:
-        self.outputs = outputs
-
-    def read(self) -> ServerReading:
-        return parse_server("v1", CGROUP_V1_FILES, self.outputs.pop(0))
-
-    def device_number(self, device: str) -> str | None:
-        return {"vda": "254:0"}.get(device)
 
 
 def context() -> SamplerContext:
