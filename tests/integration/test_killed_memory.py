@@ -16,13 +16,15 @@ from __future__ import annotations
 import ctypes
 import os
 import pwd
+import signal
 from pathlib import Path
 
 import pytest
 
-from howfast.machine.pgbin import PgInstall, program_version
+from howfast.machine.pgbin import PgInstall, choose_install, program_version
 from howfast.targets.leftovers import registry
 from howfast.targets.leftovers.machine import read_sysv
+from howfast.targets.local import LocalTarget
 from howfast.targets.local_server import free_port
 from howfast.targets.osuser import OsUser
 from howfast.targets.replicas import failover
@@ -110,3 +112,55 @@ def test_a_killed_servers_segment_at_a_shifted_key_is_freed(fresh_registry: Path
         for path in dsm:
             Path(path).unlink(missing_ok=True)
         server.close()
+
+
+def test_a_crashed_servers_segment_at_a_shifted_key_is_freed_before_it_starts_again(
+    target_dir: Path, fresh_registry: Path
+) -> None:
+    """The `crash` event (LocalTarget.crash) on a server whose segment is at a key above its
+    data directory's: the decoy that pushed it there is gone before the crash, so the new
+    postmaster takes the inode key and would never visit the killed server's segment. It was
+    left until `howfast cleanup`; now the crash removes it before the start."""
+    if os.geteuid() != 0 or bindir() is None:
+        pytest.skip("needs root (PostgreSQL runs as postgres) and PostgreSQL's binaries")
+    target = LocalTarget(target_dir, choose_install(), settings={"shared_buffers": "16MB"})
+    decoy: int | None = None
+    dsm: list[str] = []
+    made: tuple[int, int] | None = None  # the killed server's segment (key, id)
+    try:
+        target.start()
+        data = target.server.dirs.data_dir
+        inode = os.stat(data).st_ino
+        target.server.stop_postmaster(signal.SIGINT)  # a clean stop frees the inode key...
+        decoy = make_decoy(_key(inode))  # ...which someone else's segment takes
+        target.server.start_postmaster()
+        made = registry.parse_shm_line((data / "postmaster.pid").read_text())
+        assert made is not None
+        key, shmid = made
+        assert key != _key(inode), "the decoy did not move the server's key"
+        remove_segment(decoy)
+        decoy = None
+        killed = target.server.pid()
+        assert killed is not None and read_sysv()[shmid].creator == killed
+        dsm = dsm_files_of(postgres_pids_under(data))
+        assert dsm, "no /dev/shm file mapped by the server"
+
+        facts = target.crash()
+
+        assert "shared_memory_left" not in facts, facts
+        assert shmid not in read_sysv(), "the crashed server's segment is left"
+        assert [p for p in dsm if os.path.exists(p)] == [], "its /dev/shm files are left"
+        again = registry.parse_shm_line((data / "postmaster.pid").read_text())
+        assert again is not None
+        assert read_sysv()[again[1]].creator == target.server.pid() != killed
+    finally:
+        if decoy is not None:
+            remove_segment(decoy)
+        target.stop()
+        if made is not None:  # the test's own server's, if the product left it
+            segment = read_sysv().get(made[1])
+            if segment is not None and segment.attached == 0 and segment.key == made[0]:
+                remove_segment(made[1])
+        for path in dsm:
+            Path(path).unlink(missing_ok=True)
+    assert postgres_pids_under(target_dir) == []
