@@ -63,3 +63,19 @@ def test_cold_verdict_and_metrics():
     assert m["seqread_mbps"] == round(table / 1e6 / 0.5, 2)  # 10^6 bytes, as fio's MB/s
     assert m["cache_cold"] is True and m["device_read_bytes"] == table
     assert read_metrics(table, 0.5, None, 1)["cache_cold"] is None
+
+
+def test_the_servers_own_reads_decide_when_they_were_counted():
+    """A warm read while something else read the same disk (another test worker, the
+    Kubernetes lab: seen in a loaded `make test`): the device read the table's size, the
+    server itself nothing. The server's own reads give the verdict; without them, the
+    device's still do."""
+    table = 13 * 1024**2
+    warm = read_metrics(table, 0.1, device_bytes=table, rows=1, server_bytes=64 * 1024)
+    assert warm["cache_cold"] is False and warm["cache_cold_basis"] == "server"
+    assert warm["device_read_bytes"] == table and warm["server_read_bytes"] == 64 * 1024
+    cold = read_metrics(table, 0.1, device_bytes=table, rows=1, server_bytes=table)
+    assert cold["cache_cold"] is True and cold["cache_cold_basis"] == "server"
+    device_only = read_metrics(table, 0.1, device_bytes=table, rows=1)
+    assert device_only["cache_cold"] is True and device_only["cache_cold_basis"] == "device"
+    assert read_metrics(table, 0.1, None, 1)["cache_cold_basis"] is None

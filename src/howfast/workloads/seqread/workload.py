@@ -8,8 +8,11 @@ A cold read first restarts the server, so that shared_buffers start empty, and d
 page cache when the host permits it (root on this machine); otherwise a `--memory` cap smaller
 than the table keeps the read cold. Whether it really was cold is measured, not assumed: the
 bytes the data device read during the query (the host's disk counters) against the table's
-size. An existing server can be neither restarted nor have its cache
-dropped, and its device is not visible, so its reads are timed without that verdict.
+size. When the server's own I/O cgroup counts (a server howfast started here), the server's
+own reads from that device are what is compared: the whole device's counters also carry what
+anything else on the machine read meanwhile, which once made a warm read look cold. An
+existing server can be neither restarted nor have its cache dropped, and its device is not
+visible, so its reads are timed without that verdict.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from psycopg import sql
 from howfast.diskcounters import SECTOR
 from howfast.errors import HowfastError
 from howfast.hosts.base import Host
+from howfast.machine.serverio import IoAccount, device_numbers
 from howfast.model import JSONValue
 from howfast.targets import pgquery
 from howfast.targets.base import Target
@@ -92,15 +96,26 @@ def cold_verdict(table_bytes: int, device_bytes: int | None) -> bool | None:
 
 
 def read_metrics(
-    table_bytes: int, seconds: float, device_bytes: int | None, rows: int
+    table_bytes: int,
+    seconds: float,
+    device_bytes: int | None,
+    rows: int,
+    server_bytes: int | None = None,
 ) -> dict[str, JSONValue]:
+    """The read's figures; the verdict from the server's own reads when they were counted,
+    else from the whole device's."""
+    basis = "server" if server_bytes is not None else "device" if device_bytes is not None else None
     return {
         "seqread_s": round(seconds, 4),
         "seqread_mbps": round(table_bytes / 1e6 / seconds, 2) if seconds > 0 else None,
         "table_bytes": table_bytes,
         "rows": rows,
         "device_read_bytes": device_bytes,
-        "cache_cold": cold_verdict(table_bytes, device_bytes),
+        "server_read_bytes": server_bytes,
+        "cache_cold": cold_verdict(
+            table_bytes, server_bytes if server_bytes is not None else device_bytes
+        ),
+        "cache_cold_basis": basis,
     }
 
 
@@ -114,6 +129,26 @@ def data_device(target: Target, host: Host) -> str | None:
 
 def sectors_read(host: Host, device: str | None) -> int | None:
     return host.device_sectors_read(device) if device is not None else None
+
+
+def server_account(target: Target, device: str | None) -> tuple[IoAccount, str] | None:
+    """The server's own I/O cgroup and the data device's MAJ:MIN in it, when it counts."""
+    source = target.server_io() if isinstance(target, HasLocalServer) else None
+    account = source.account if source is not None else None
+    number = device_numbers(device) if device is not None else None
+    if account is None or not account.counting or number is None:
+        return None
+    return account, number
+
+
+def server_bytes_read(found: tuple[IoAccount, str] | None) -> int | None:
+    if found is None:
+        return None
+    account, number = found
+    try:
+        return int(account.read().get(number, {}).get("read_bytes", 0))
+    except OSError:
+        return None
 
 
 class SeqreadWorkload(Workload):
@@ -184,19 +219,26 @@ class SeqreadWorkload(Workload):
             query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
             nodes = _explain(db, query)
             workers = db.execute("SHOW max_parallel_workers_per_gather").fetchone()
-            before = sectors_read(ctx.host, device)
+            own = server_account(ctx.target, device)
+            before, own_before = sectors_read(ctx.host, device), server_bytes_read(own)
             started = time.perf_counter()
             with _cancel_on_interrupt(db):
                 count = db.execute(query).fetchone()
             seconds = time.perf_counter() - started
-            after = sectors_read(ctx.host, device)
+            after, own_after = sectors_read(ctx.host, device), server_bytes_read(own)
         if count is None:
             raise HowfastError(f"SELECT count(*) FROM {table} returned nothing")
         device_bytes = (
             max(0, after - before) * SECTOR if before is not None and after is not None else None
         )
+        server_bytes = (
+            max(0, own_after - own_before)
+            if own_before is not None and own_after is not None
+            else None
+        )
+        rows_read = int(str(count[0]))
         out = OutcomeDraft(
-            metrics=read_metrics(table_bytes, seconds, device_bytes, int(str(count[0]))),
+            metrics=read_metrics(table_bytes, seconds, device_bytes, rows_read, server_bytes),
             resolved_params={
                 "table": table,
                 "scan": ", ".join(sorted(set(nodes))),
@@ -206,10 +248,13 @@ class SeqreadWorkload(Workload):
         if any("Seq Scan" not in n for n in nodes):
             out.warnings.append(f"the planner did not read {table} sequentially: {nodes}")
         if params.get("cold", True) and out.metrics["cache_cold"] is False:
+            who, read = (
+                ("server", server_bytes) if server_bytes is not None else ("device", device_bytes)
+            )
             out.warnings.append(
-                f"not a cold read: the device read {human_bytes(device_bytes or 0)} of the "
-                f"{human_bytes(table_bytes)} table; the rest came from memory, so seqread_s "
-                "is faster than the storage"
+                f"not a cold read: the {who} read {human_bytes(read or 0)} of the "
+                f"{human_bytes(table_bytes)} table from the device; the rest came from memory, "
+                "so seqread_s is faster than the storage"
             )
         return out.freeze()
 
