@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from howfast.machine.podread import ContainerCpu, ServerReading
@@ -180,22 +180,17 @@ def summed_deltas(pairs: Iterable[tuple[dict[str, int], dict[str, int]]]) -> dic
 
 
 def spans_cpu_usage(spans: list[tuple[ContainerReading, ContainerReading]]) -> dict[str, JSONValue]:
-    """cpu_usage over each server's span, summed (its % over the time the spans cover)."""
-    if len(spans) == 1:
-        ((a, b),) = spans
-        return cpu_usage(a.reading.cpu, b.reading.cpu, b.t - a.t)
-    total: dict[str, float] = {}
-    covered = 0.0
-    for a, b in spans:
-        covered += b.t - a.t
-        for key, value in cpu_usage(a.reading.cpu, b.reading.cpu, b.t - a.t).items():
-            if key in ("cpu_s", "periods", "throttled_periods", "throttled_s"):
-                total[key] = total.get(key, 0) + float(value)
-    out: dict[str, JSONValue] = {
-        k: round(v, 3) if k.endswith("_s") else int(v) for k, v in total.items()
-    }
-    if "cpu_s" in total and covered > 0:
-        out["cpu_pct"] = round(100 * total["cpu_s"] / covered, 2)
-    if total.get("periods"):
-        out["throttled_periods_pct"] = round(100 * total["throttled_periods"] / total["periods"], 2)
-    return out
+    """cpu_usage of what each server's span gained, summed, over the time the spans cover
+    (one span: cpu_usage of its first and last reading)."""
+    total: dict[str, int | None] = {}
+    for name in (f.name for f in fields(ContainerCpu)):
+        gained: int | None = 0
+        for first, last in spans:
+            x, y = getattr(first.reading.cpu, name), getattr(last.reading.cpu, name)
+            if x is None or y is None or gained is None:
+                gained = None
+            else:  # as cpu_usage counts them: times never negative, periods as they are
+                gained += max(0, y - x) if name.endswith("_ns") else y - x
+        total[name] = gained
+    zero = ContainerCpu(**{k: None if v is None else 0 for k, v in total.items()})
+    return cpu_usage(zero, ContainerCpu(**total), sum(b.t - a.t for a, b in spans))

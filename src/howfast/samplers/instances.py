@@ -2,9 +2,11 @@
 with its own I/O split into its WAL volume and its data volume, and its container's CPU:
 the figures of container_io.py's ContainerServerSampler, one per instance, read through the
 instance's pod (by exec: its container's cgroup and its processes). A pod the operator
-makes again (a failover, a delete-pod event) is followed: a reading that fails asks the
-target for its instances again and starts a new reader on the new pod, whose series go on
-under the same name (a gap over the outage; counters are not compared across pods).
+makes again (a failover, a delete-pod event) is followed: a reading that fails, or that
+finds another server under the pod's name (ServerReplaced: another postmaster PID or start
+time), asks the target for its instances again and starts a new reader on the new pod, whose
+series go on under the same name (a gap over the outage; counters are not compared across
+pods).
 
 Series: `instances.<name>.pgio.<role>.<x>` (role: data, wal; x as pgio's) and
 `instances.<name>.cpu.server_container_pct`; section `io.instances.<name>`."""

@@ -104,7 +104,7 @@ def read_metrics(
 ) -> dict[str, JSONValue]:
     """The read's figures; the verdict from the server's own reads when they were counted,
     else from the whole device's."""
-    basis = "server" if server_bytes is not None else "device" if device_bytes is not None else None
+    basis, read = verdict_reads(device_bytes, server_bytes)
     return {
         "seqread_s": round(seconds, 4),
         "seqread_mbps": round(table_bytes / 1e6 / seconds, 2) if seconds > 0 else None,
@@ -112,11 +112,18 @@ def read_metrics(
         "rows": rows,
         "device_read_bytes": device_bytes,
         "server_read_bytes": server_bytes,
-        "cache_cold": cold_verdict(
-            table_bytes, server_bytes if server_bytes is not None else device_bytes
-        ),
+        "cache_cold": cold_verdict(table_bytes, read),
         "cache_cold_basis": basis,
     }
+
+
+def verdict_reads(
+    device_bytes: int | None, server_bytes: int | None
+) -> tuple[str | None, int | None]:
+    """(whose reads decide whether the read was cold, how many bytes they read)."""
+    if server_bytes is not None:
+        return "server", server_bytes
+    return ("device", device_bytes) if device_bytes is not None else (None, None)
 
 
 def data_device(target: Target, host: Host) -> str | None:
@@ -248,9 +255,7 @@ class SeqreadWorkload(Workload):
         if any("Seq Scan" not in n for n in nodes):
             out.warnings.append(f"the planner did not read {table} sequentially: {nodes}")
         if params.get("cold", True) and out.metrics["cache_cold"] is False:
-            who, read = (
-                ("server", server_bytes) if server_bytes is not None else ("device", device_bytes)
-            )
+            who, read = verdict_reads(device_bytes, server_bytes)
             out.warnings.append(
                 f"not a cold read: the {who} read {human_bytes(read or 0)} of the "
                 f"{human_bytes(table_bytes)} table from the device; the rest came from memory, "
