@@ -76,8 +76,11 @@ def test_sampled_log_gives_percentiles_series_and_sample_counts(howfast: Howfast
     assert tpcb["resolved"]["log_sampling_basis"] == "calibration"
     assert rated["resolved"]["log_sampling_rate"] == sampling_rate(4000)
     for step in (first, second):
+        # the rate came from the unrounded figure, stored rounded to 0.1: either side of it
+        # (seen: 7142.9 stored, 0.14 taken, sampling_rate(7142.9) = 0.139)
         expected = step["resolved"]["log_expected_tps"]
-        assert step["resolved"]["log_sampling_rate"] == (sampling_rate(expected) or 1.0)
+        possible = {sampling_rate(expected + d) or 1.0 for d in (-0.05, 0.0, 0.05)}
+        assert step["resolved"]["log_sampling_rate"] in possible, (expected, possible)
 
     for step in steps:
         m = step["metrics"]
