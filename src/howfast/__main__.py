@@ -4,6 +4,7 @@ machine) is an interruption, not a traceback."""
 
 import os
 import sys
+from typing import NoReturn
 
 
 def run() -> None:
@@ -13,9 +14,15 @@ def run() -> None:
     try:
         from howfast.cli import main
     except KeyboardInterrupt:  # nothing has started yet
-        sys.stderr.write("howfast: interrupted\n")
-        sys.exit(130)
+        _interrupted()
+    if early_signal.received:  # came where Python could only drop it (early_signal.py)
+        _interrupted()
     sys.exit(main())
+
+
+def _interrupted() -> NoReturn:
+    sys.stderr.write("howfast: interrupted\n")
+    sys.exit(130)
 
 
 def run_kubectl() -> None:
@@ -29,8 +36,9 @@ def run_kubectl() -> None:
         from howfast.cli.kubectl_args import PROG, translate
         from howfast.errors import ExitStatus, UsageError
     except KeyboardInterrupt:
-        sys.stderr.write("howfast: interrupted\n")
-        sys.exit(130)
+        _interrupted()
+    if early_signal.received:
+        _interrupted()
     try:
         translated = translate(sys.argv[1:])
     except UsageError as exc:
