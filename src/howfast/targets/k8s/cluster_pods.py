@@ -5,14 +5,15 @@ readers of a pod's state (pod_ready, pod_problem)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError
-from howfast.targets.k8s import clusterapi
+from howfast.targets.k8s import clusterapi, names
 from howfast.targets.k8s.cluster_reads import ClusterReads
 from howfast.targets.k8s.clusterapi import _events
+from howfast.targets.k8s.missed_binding import MissedBinding, remade_manifest
 
 # Reasons a container waits for that will not go away by waiting longer.
 STUCK_REASONS = {
@@ -84,11 +85,14 @@ class ClusterPods(ClusterReads):
         deadline = time.monotonic() + timeout_s
         selector = f"metadata.name={name}"
         last: dict[str, Any] | None = None
+        missed = self._missed_binding(namespace, claims)
         while True:
             cancel.raise_if_cancelled()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise HowfastError(self.stuck_message(namespace, name, claims, last, timeout_s))
+                stuck = self.stuck_message(namespace, name, claims, last, timeout_s)
+                raise HowfastError("\n".join([stuck, *missed.said()]))
+            missed.check(last)  # each watch chunk (WATCH_CHUNK_S) at most
             # Read before each watch: a watch's first events can be withheld while the API
             # server's watch cache catches up with etcd (etcd 3.4 without frequent progress
             # notifications: a pod that is already Ready and quiet was waited for until the
@@ -121,6 +125,36 @@ class ClusterPods(ClusterReads):
                     if settled:
                         return last
                     break
+
+    def _missed_binding(self, namespace: str, claims: list[str]) -> MissedBinding:
+        def phase(claim: str) -> str | None:
+            pvc = self.read("PersistentVolumeClaim", claim, namespace) or {}
+            return (pvc.get("status") or {}).get("phase")
+
+        return MissedBinding(claims, phase, lambda pod: self.remake_parked_pod(namespace, pod))
+
+    def remake_parked_pod(self, namespace: str, pod: Mapping[str, Any]) -> None:
+        """Delete this pod (by its uid: not one made since) and create it again as it was;
+        only a pod of howfast's (labelled) that is on no node (missed_binding.py)."""
+        metadata = pod.get("metadata") or {}
+        name, uid = str(metadata.get("name")), str(metadata.get("uid"))
+        if (metadata.get("labels") or {}).get(names.MANAGED_BY) != names.MANAGER:
+            return
+        if (pod.get("spec") or {}).get("nodeName"):
+            return
+        try:
+            self.core.delete_namespaced_pod(
+                name, namespace, grace_period_seconds=0,
+                body={"preconditions": {"uid": uid}},
+            )  # fmt: skip
+        except self.k8s.client.exceptions.ApiException as exc:
+            if exc.status in (404, 409):  # gone, or another pod by now
+                return
+            raise self._error(exc, f"deleting pod {name} to make it again") from None
+        if not self.wait_pod_gone(namespace, name, uid, 30):
+            return  # still there: the wait goes on with it
+        self.call(f"making pod {name} again", self.core.create_namespaced_pod, namespace,
+                  remade_manifest(pod))  # fmt: skip
 
     def _read_if_answered(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as the API server has it now; None when the server does not answer it in
