@@ -4,7 +4,9 @@ machine) is an interruption, not a traceback."""
 
 import os
 import sys
-from typing import NoReturn
+
+# Nothing else before early_signal.install(): a Ctrl-C while `typing` loaded (10 ms) was a
+# traceback.
 
 
 def run() -> None:
@@ -14,15 +16,15 @@ def run() -> None:
     try:
         from howfast.cli import main
     except KeyboardInterrupt:  # nothing has started yet
-        _interrupted()
+        raise SystemExit(_interrupted()) from None
     if early_signal.received:  # came where Python could only drop it (early_signal.py)
-        _interrupted()
+        raise SystemExit(_interrupted())
     sys.exit(main())
 
 
-def _interrupted() -> NoReturn:
+def _interrupted() -> int:
     sys.stderr.write("howfast: interrupted\n")
-    sys.exit(130)
+    return 130
 
 
 def run_kubectl() -> None:
@@ -36,9 +38,9 @@ def run_kubectl() -> None:
         from howfast.cli.kubectl_args import PROG, translate
         from howfast.errors import ExitStatus, UsageError
     except KeyboardInterrupt:
-        _interrupted()
+        raise SystemExit(_interrupted()) from None
     if early_signal.received:
-        _interrupted()
+        raise SystemExit(_interrupted())
     try:
         translated = translate(sys.argv[1:])
     except UsageError as exc:
