@@ -55,6 +55,7 @@ workload = "pgbench"
 modes = ["select-only"]
 clients = [1]
 duration = "60s"
+rate = 50  # it only holds the server while the test interrupts the run
 """
 
 
