@@ -30,6 +30,7 @@ from tests.integration.conftest import (
 
 pytestmark = pytest.mark.integration
 
+# `rate`: the step only holds the server while the test kills the run; not flat out.
 LONG_PLAN = """
 [settings]
 shared_buffers = "32MB"
@@ -41,6 +42,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [1]
 duration = "{duration}"
+rate = 50
 """
 EMULATED = ["--storage-latency", "1ms", "--storage-size", "256MiB"]
 

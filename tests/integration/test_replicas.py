@@ -289,6 +289,9 @@ clients = [1]
 duration = "{duration}"
 latency_log = "full"
 """
+# A step that only holds the servers while the test interrupts or kills the run: 50
+# transactions/s, not flat out (what these tests check does not depend on throughput).
+HOLD_PLAN = TINY_PLAN.format(duration="60s") + "rate = 50\n"
 
 
 def _left_behind(*directories: Path) -> list[str]:
@@ -417,7 +420,7 @@ def test_sync_on_waits_for_the_standby_and_off_does_not(howfast: Howfast, target
 
 
 def test_ctrl_c_during_a_step_leaves_nothing(howfast: Howfast, target_dir: Path) -> None:
-    plan = howfast.plan(TINY_PLAN.format(duration="60s"))
+    plan = howfast.plan(HOLD_PLAN)
     proc = howfast.popen("run", str(plan), "--target", f"{target_dir}?replicas=2")
     wait_for(proc, "[2/2]")
     time.sleep(1.5)
@@ -444,7 +447,7 @@ def test_ctrl_c_during_the_base_backup_leaves_nothing(howfast: Howfast, target_d
 def test_a_killed_run_is_cleaned_up(howfast: Howfast, target_dir: Path) -> None:
     """SIGKILL (nothing can be caught): `howfast cleanup --yes` stops the primary and the
     standbys working in the target directory and removes them."""
-    plan = howfast.plan(TINY_PLAN.format(duration="60s"))
+    plan = howfast.plan(HOLD_PLAN)
     proc = howfast.popen("run", str(plan), "--target", f"{target_dir}?replicas=1")
     wait_for(proc, "[2/2]")
     (standby,) = target_dir.glob("howfast-*/standby_1/data")
@@ -599,7 +602,7 @@ def test_a_killed_run_with_a_standby_dir_is_cleaned_up(howfast: Howfast, target_
     other = target_dir.parent / "standbys"
     other.mkdir()
     other.chmod(0o755)
-    plan = howfast.plan(TINY_PLAN.format(duration="60s"))
+    plan = howfast.plan(HOLD_PLAN)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--replicas", "1",
                          "--standby-dir", str(other))  # fmt: skip
     wait_for(proc, "[2/2]")

@@ -48,7 +48,8 @@ modes = ["tpcb-like"]
 clients = [1]
 duration = "10s"
 """
-LONG_PLAN = PLAN.replace('duration = "10s"', 'duration = "120s"')
+# It only holds the pods while the test interrupts or kills the run: 50 transactions/s.
+LONG_PLAN = PLAN.replace('duration = "10s"', 'duration = "120s"\nrate = 50')
 
 
 def test_a_sync_standby_streams_is_recorded_and_costs_tps(

@@ -73,6 +73,7 @@ workload = "pgbench"
 modes = ["select-only"]
 clients = [2]
 duration = "120s"
+rate = 50  # it only holds the pod while the test interrupts the run
 """
 
 
