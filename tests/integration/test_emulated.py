@@ -162,7 +162,8 @@ def test_an_iops_cap_holds_on_the_volume(howfast: Howfast, target_dir: Path):
 
 
 def test_interrupt_during_a_step_takes_every_layer_down(howfast: Howfast, target_dir: Path):
-    plan = howfast.plan(ONE_CLIENT.format(duration="60s"))
+    # rate: the step only holds the run while the test interrupts it; not flat out
+    plan = howfast.plan(ONE_CLIENT.format(duration="60s") + "rate = 50\n")
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--storage-latency",
                          "1ms", "--storage-size", "256MiB")  # fmt: skip
     assert proc.stderr is not None

@@ -33,6 +33,7 @@ workload = "pgbench"
 modes = ["select-only"]
 clients = [1]
 duration = "30s"
+rate = 50  # it only holds the run while the event's command runs; not flat out
 """
 
 

@@ -129,7 +129,8 @@ def test_one_dying_instance_fails_its_step_and_the_others_go_on(howfast: Howfast
 @needs_limits
 def test_interrupt_with_every_instance_running_leaves_nothing(howfast: Howfast, target_dir: Path):
     before = howfast_cgroups()
-    plan = howfast.plan(FLEET.format(duration="60s"))
+    # rate: the step only holds the run while the test interrupts it; not flat out
+    plan = howfast.plan(FLEET.format(duration="60s") + "rate = 50\n")
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(proc, "tpcb-like")
     time.sleep(2)

@@ -21,6 +21,7 @@ workload = "pgbench"
 modes = ["select-only"]
 clients = [1]
 duration = "120s"
+rate = 50  # it only holds the server while the test times out; not flat out
 """
 
 

@@ -120,7 +120,8 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
 def test_ctrl_c_during_a_step_takes_the_standby_volume_down(
     howfast: Howfast, target_dir: Path
 ) -> None:
-    plan = howfast.plan(ONE_CLIENT.format(duration="60s"))
+    # rate: the step only holds the run while the test interrupts it; not flat out
+    plan = howfast.plan(ONE_CLIENT.format(duration="60s") + "rate = 50\n")
     proc = howfast.popen("run", str(plan), "--target",
                          f"{target_dir}?replicas=1&standby_latency=1ms")  # fmt: skip
     wait_for(proc, "[2/2]")
