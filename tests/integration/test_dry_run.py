@@ -11,12 +11,13 @@ import pytest
 
 from howfast.workloads.pgbench.logsampling import CALIBRATION_S, PROBE_TPS_SHARE
 from tests.conftest import PASSWORD, PgServer
-from tests.integration.conftest import TINY_PLAN, Howfast
+from tests.integration.conftest import TINY_PLAN, TINY_PLAN_AT_FULL_SPEED, Howfast
 
 pytestmark = pytest.mark.integration
 
+# at full speed: the calibration run before each mode's first step is among the invocations
 PLAN = (
-    TINY_PLAN
+    TINY_PLAN_AT_FULL_SPEED
     + """
 [[steps]]
 workload = "fio"
