@@ -24,13 +24,19 @@ from tests.unit.test_pod_samplers import PROC_IO, RecordedCounters, server_outpu
 from tests.unit.test_samplers_session import FakeTarget
 
 
-def output(server: str, written: int, usage_ns: int, pm_written: int) -> str:
+def output(
+    server: str | None, written: int, usage_ns: int, pm_written: int, init: str | None = None
+) -> str:
     """One reading of a v1 container: `written` bytes on 254:0, the postmaster (PID 41,
-    `server` its postmaster.pid start time) having written `pm_written`."""
+    `server` its postmaster.pid start time; None: no postmaster.pid) having written
+    `pm_written`; `init` the start time of the container's PID 1 (None: not printed, as by
+    the script of earlier versions)."""
     io_bytes = f"254:0 Read 0\n254:0 Write {written}\nTotal {written}"
     io_ios = f"254:0 Read 0\n254:0 Write {written // 4096}\nTotal {written // 4096}"
     cpu_stat = "nr_periods 10\nnr_throttled 0\nthrottled_time 0"
-    procs = f"\x1d41 {server}\n" + PROC_IO.format(r=0, w=pm_written)
+    procs = f"\x1dinit {init}\n" if init is not None else ""
+    if server is not None:
+        procs += f"\x1d41 {server}\n" + PROC_IO.format(r=0, w=pm_written)
     return server_output(io_bytes, io_ios, str(usage_ns), cpu_stat, procs)
 
 
@@ -60,6 +66,70 @@ def test_the_identity_is_read_from_postmaster_pid(tmp_path: Path) -> None:
     assert reading.server == f"{os.getpid()}@1700000042"
     assert reading.postmaster == os.getpid()
     assert os.getpid() in reading.processes
+    # and the container's: its PID 1's start time (here this machine's init, field 22)
+    init_start = Path("/proc/1/stat").read_text().rsplit(") ", 1)[1].split()[19]
+    assert reading.container == init_start
+    (tmp_path / "postmaster.pid").unlink()  # no server (yet): the container is still read
+    out = subprocess.run(server_argv({}, str(tmp_path)), capture_output=True, text=True)
+    bare = parse_server("v2", {}, out.stdout)
+    assert (bare.server, bare.postmaster, bare.container) == (None, None, init_start)
+
+
+# A CloudNativePG primary deleted mid-step (seen on the lab, its instance's WAL read as 0):
+# the pod made again under its name is read while its server has not started, its data
+# volume still holding the old server's postmaster.pid (the same PID@START). Only the
+# container's PID 1 tells the two apart. 80 KiB written before, 8 KiB after.
+STALE_PID_FILE = [
+    output("1700000000", 4096, 1_000_000_000, 0, init="500"),
+    output("1700000000", 4096 + 81920, 1_500_000_000, 40960, init="500"),
+    output("1700000000", 0, 10_000_000, 0, init="900"),  # new container, old postmaster.pid
+    output("1700000100", 8192, 100_000_000, 0, init="900"),
+    output("1700000100", 8192 + 8192, 300_000_000, 8192, init="900"),
+]
+
+
+def test_another_container_is_another_server_whatever_postmaster_pid_says() -> None:
+    sampler = ContainerServerSampler(RecordedCounters(list(STALE_PID_FILE)), {"data": "vda"})
+    sampler.begin(context())
+    for t in (1.0, 2.0, 3.0, 4.0):
+        sampler.tick(t)
+    pg = sampler.result().sections["io"]["postgres"]
+    assert isinstance(pg, dict)
+    # the old container's 80 KiB, then the new one's (first its own idle counters, then
+    # its server's 8 KiB): before, all of it read as one server, max(0, 16384 - 86016) = 0
+    assert pg["roles"]["data"]["write_bytes"] == 81920 + 8192
+    assert pg["servers"] == 3  # the old container's, the new one's stale file, its server
+
+
+def test_a_new_container_without_its_server_yet_is_a_gap() -> None:
+    outputs = [
+        output("1700000000", 4096, 1_000_000_000, 0, init="500"),
+        output("1700000000", 4096 + 81920, 1_500_000_000, 40960, init="500"),
+        output(None, 0, 10_000_000, 0, init="900"),  # no postmaster.pid yet: not recorded
+        output("1700000100", 8192, 100_000_000, 0, init="900"),
+        output("1700000100", 8192 + 8192, 300_000_000, 8192, init="900"),
+    ]
+    sampler = ContainerServerSampler(RecordedCounters(outputs), {"data": "vda"})
+    sampler.begin(context())
+    for t in (1.0, 2.0, 3.0, 4.0):
+        sampler.tick(t)
+    pg = sampler.result().sections["io"]["postgres"]
+    assert isinstance(pg, dict)
+    assert pg["roles"]["data"]["write_bytes"] == 81920 + 8192 and pg["servers"] == 2
+    assert pg["proc"] == {"read_bytes": 0, "write_bytes": 40960 + 8192}
+
+
+def test_one_server_sampler_stops_at_another_container() -> None:
+    sampler = ContainerServerSampler(
+        RecordedCounters(list(STALE_PID_FILE)), {"data": "vda"}, one_server=True
+    )
+    sampler.begin(context())
+    sampler.tick(1.0)
+    with pytest.raises(ServerReplaced, match=r"in container 500 before, .* in container 900 now"):
+        sampler.tick(2.0)
+    pg = sampler.result().sections["io"]["postgres"]
+    assert isinstance(pg, dict)
+    assert pg["roles"]["data"]["write_bytes"] == 81920
 
 
 def test_a_new_server_continues_the_figures_without_comparing_across_servers() -> None:

@@ -149,7 +149,12 @@ def container_cpu(version: str, texts: dict[str, str]) -> ContainerCpu:
 def processes_script(pgdata: str) -> str:
     # The postmaster's line also carries its start time (postmaster.pid's third line): a
     # server started again, in a pod made again under the same name, is another server.
+    # First an "init START" line, the start time of the container's PID 1 (field 22 of
+    # /proc/1/stat): a pod made again is another container even before its server runs,
+    # while the data volume may still hold the old server's postmaster.pid.
     return (
+        "i=$(cat /proc/1/stat 2>/dev/null) && i=${i##*) } && set -- $i && "
+        "printf '\\035init %s\\n' \"${20}\"; "
         f"f='{pgdata}/postmaster.pid'; p=$(head -n 1 \"$f\" 2>/dev/null) || exit 0; "
         's=$(sed -n 3p "$f" 2>/dev/null); '
         'for q in "$p" $(cat /proc/"$p"/task/"$p"/children 2>/dev/null); do '
@@ -181,6 +186,15 @@ def parse_processes(text: str) -> tuple[str | None, int | None, dict[int, str]]:
     return server, postmaster, out
 
 
+def parse_container(text: str) -> str | None:
+    """processes_script's output -> the start time of the container's PID 1, or None."""
+    for chunk in text.split("\x1d")[1:]:
+        words = chunk.partition("\n")[0].split()
+        if len(words) == 2 and words[0] == "init" and words[1].isdigit():
+            return words[1]
+    return None
+
+
 @dataclass
 class ServerReading:
     """One reading of the server container: cgroup I/O per MAJ:MIN, CPU, its processes' I/O."""
@@ -190,6 +204,7 @@ class ServerReading:
     postmaster: int | None = None
     processes: dict[int, dict[str, int]] = field(default_factory=dict)
     server: str | None = None  # "PID@START": another value is another server (parse_processes)
+    container: str | None = None  # its PID 1's start time: another value, another container
 
 
 def server_argv(files: dict[str, str], pgdata: str) -> list[str]:
@@ -212,11 +227,13 @@ def parse_server(version: str, files: dict[str, str], text: str) -> ServerReadin
         io = parse_io_stat(texts.get("io_stat", ""))
     else:
         io = parse_blkio_v1(texts.get("io_bytes", ""), texts.get("io_ios", ""))
-    server, postmaster, raw = parse_processes("\x1d" + procs if procs else "")
+    processes = "\x1d" + procs if procs else ""
+    server, postmaster, raw = parse_processes(processes)
     return ServerReading(
         io=io,
         cpu=container_cpu(version, texts),
         postmaster=postmaster,
         processes={pid: parse_proc_io(body) for pid, body in raw.items()},
         server=server,
+        container=parse_container(processes),
     )

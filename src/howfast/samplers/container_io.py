@@ -52,6 +52,21 @@ class ContainerReading:
     reading: ServerReading
     proc: dict[str, int]  # /proc/PID/io totals since the first reading
     server: str | None  # the server read (ServerReading.server, or the last one known)
+    container: str | None = None  # ServerReading.container, or the last one known
+
+
+def _named(server: str | None, container: str | None) -> str:
+    return f"{server} in container {container}" if container is not None else str(server)
+
+
+def replaced(last: ContainerReading, reading: ServerReading) -> bool:
+    """Whether `reading` is of another server than `last`: another container (a pod made
+    again under its name, whose volume may still hold the old postmaster.pid) or another
+    postmaster (a restart)."""
+    container = reading.container is not None and last.container is not None
+    if container and reading.container != last.container:
+        return True
+    return reading.server is not None and last.server is not None and reading.server != last.server
 
 
 class ServerReplaced(RuntimeError):
@@ -93,11 +108,17 @@ class ContainerServerSampler(PeriodicSampler):
 
     def _read(self, t: float) -> None:
         reading = self.counters.read()
-        known = self.readings[-1].server if self.readings else None
-        if reading.server is not None and known is not None and reading.server != known:
+        last = self.readings[-1] if self.readings else None
+        if last is not None and replaced(last, reading):
             if self.one_server:
-                raise ServerReplaced(f"another server ({known} before, {reading.server} now)")
-            self.proc_before = self.readings[-1].proc
+                was, now = (
+                    _named(last.server, last.container),
+                    _named(reading.server, reading.container),
+                )
+                raise ServerReplaced(f"another server ({was} before, {now} now)")
+            if reading.postmaster is None:
+                return  # a new container whose server has not started: a gap, read again
+            self.proc_before = last.proc
             self.processes = None
         if self.processes is None:
             if reading.postmaster is None:
@@ -108,7 +129,12 @@ class ContainerServerSampler(PeriodicSampler):
             self.processes.update(reading.processes)
         totals = self.processes.totals()
         proc = {k: self.proc_before.get(k, 0) + v for k, v in totals.items()}
-        self.readings.append(ContainerReading(t, reading, proc, reading.server or known))
+        known = (last.server, last.container) if last is not None else (None, None)
+        self.readings.append(
+            ContainerReading(
+                t, reading, proc, reading.server or known[0], reading.container or known[1]
+            )
+        )
 
     def tick(self, t: float) -> None:
         self._read(t)
@@ -117,7 +143,10 @@ class ContainerServerSampler(PeriodicSampler):
         """The first and last reading of each server read, in order."""
         spans: list[tuple[ContainerReading, ContainerReading]] = []
         for one in self.readings:
-            if spans and spans[-1][1].server == one.server:
+            if spans and (spans[-1][1].server, spans[-1][1].container) == (
+                one.server,
+                one.container,
+            ):
                 spans[-1] = (spans[-1][0], one)
             else:
                 spans.append((one, one))
@@ -157,7 +186,7 @@ class ContainerServerSampler(PeriodicSampler):
         series: dict[str, list[Sample]] = {}
         for a, b in itertools.pairwise(self.readings):
             seconds = b.t - a.t
-            if seconds <= 0 or a.server != b.server:
+            if seconds <= 0 or (a.server, a.container) != (b.server, b.container):
                 continue
             t = round(b.t, 3)
             before = {role: a.reading.io.get(num, {}) for role, num in self.numbers.items()}
