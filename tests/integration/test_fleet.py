@@ -108,7 +108,7 @@ def _wait_for(proc, text: str, timeout: float = 240) -> None:
 @needs_limits
 def test_one_dying_instance_fails_its_step_and_the_others_go_on(howfast: Howfast, target_dir: Path):
     before = howfast_cgroups()
-    plan = howfast.plan(FLEET.format(duration="8s"))
+    plan = howfast.plan(FLEET.format(duration="8s") + "rate = 100\n")  # statuses, not TPS
     proc = howfast.popen("run", str(plan), "--target", str(target_dir), "--json")
     _wait_for(proc, "tpcb-like")
     time.sleep(2)
@@ -181,7 +181,7 @@ def test_live_metrics_of_a_fleet_carry_each_instances_class(howfast: Howfast, ta
     from tests.conftest import free_port
 
     port = free_port()
-    text = FLEET.format(duration="6s").replace(", write_iops = 100", "")
+    text = FLEET.format(duration="6s").replace(", write_iops = 100", "") + "rate = 100\n"
     plan = howfast.plan(f"metrics_port = {port}\n" + text)
     proc = howfast.popen("run", str(plan), "--target", str(target_dir))
     _wait_for(proc, "tpcb-like")

@@ -28,6 +28,7 @@ workload = "pgbench"
 modes = ["select-only"]
 clients = [1]
 duration = "1s"
+rate = 500  # the run file's round trip, not throughput
 """
 
 

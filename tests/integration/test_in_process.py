@@ -60,7 +60,7 @@ def test_run_then_results_in_process(
     tmp_path: Path, target_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plan = tmp_path / "tiny.toml"
-    plan.write_text(PLAN.format(duration="1s"))
+    plan.write_text(PLAN.format(duration="1s") + "rate = 500\n")  # statuses, not throughput
     store = tmp_path / "results.db"
     env = environment(store, clock=FixedClock())
     status = main(["run", str(plan), "--target", str(target_dir), "--json"], env)

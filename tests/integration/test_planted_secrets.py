@@ -41,6 +41,7 @@ workload = "pgbench"
 modes = ["tpcb-like"]
 clients = [1]
 duration = "4s"
+rate = 200  # where the secrets go, not throughput: flat out on pg_server (fsync off)
 """
 
 

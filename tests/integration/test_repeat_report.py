@@ -25,6 +25,9 @@ modes = ["select-only"]
 clients = [2]
 duration = "2s"
 warmup = "1s"
+# 500/s: what is checked is the flow of repetitions and a run compared with itself, not
+# throughput; flat out, the warm-up and both repetitions kept both cores busy
+rate = 500
 """
 
 

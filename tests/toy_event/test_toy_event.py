@@ -83,6 +83,7 @@ def test_an_installed_action_runs_end_to_end(site: Path, tmp_path: Path) -> None
     try:
         out = howfast("run", "quick", "--target", str(target), "--clients", "1",
                       "--modes", "select-only", "--duration", "6s", "--scale", "1",
+                      "--rate", "200",  # the event, not throughput
                       "--event", "2s:toy-analyze", "--json")  # fmt: skip
     finally:
         shutil.rmtree(base, ignore_errors=True)
