@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The test suites of `make test`, three pytest sessions side by side, and beside them the lint
+# The test suites of `make test`, pytest sessions side by side, and beside them the lint
 # and type checks (`make lint typecheck`):
 #
 # 1. The Kubernetes lab tests (tests/k8s, a real two-node cluster on loopback), from the start,
-#    at a higher CPU priority (nice -5): they are the longest session.
+#    at a higher CPU priority (nice -5): they are the longest session. They run in two lanes
+#    on the one lab (tests/k8s/lanes.py): the CloudNativePG and in-cluster tests (~5 of its
+#    ~15 min, mostly waiting for the operator or a Job) in a pytest session of their own
+#    beside the others, which start the lab and take it down once both are done.
 #    The lab is built first, alone: a cold build (~15 min, once per machine, cached outside
 #    the clone) is CPU-heavy.
 # 2. All the others except the emulated-volume tests, from the start, in three pytest-xdist
@@ -13,7 +16,7 @@
 # 3. The emulated-volume tests (marker `emulated`: nbdkit, nbdfuse, loop devices), from the
 #    start too, in two workers of their own, at a higher CPU priority (nice -5).
 #
-# Why all three at once: the lab tests take 9-12 min and the emulated-volume tests ~6 min;
+# Why all at once: the lab tests take 9-12 min and the emulated-volume tests ~6 min;
 # one after the other they alone overran the 15-minute budget. Every read, write and flush of
 # an emulated volume goes through nbdkit's Python plugin, nbdfuse and a loop device, several
 # wake-ups each, so on 2 cores they are the tests most slowed by other work (two of them once
@@ -131,17 +134,28 @@ HOWFAST_K8S_LAB_BUILD_NICE=0 "${EMULATED_NICE[@]}" "$PY" -m tests.k8s.lab build 
 checks
 # The lab tests are the longest session (their pods, servers and cluster all need CPU): at the
 # emulated-volume tests' priority, so that the main session's workers, which have time to
-# spare, take what is left.
-SESSION_PREFIX=(exec "${EMULATED_NICE[@]}")
-start k8s "$logs/k8s.log" --tb=short -m k8s tests/k8s -p no:cacheprovider --durations=20 "$@"
-SESSION_PREFIX=(exec)
+# spare, take what is left. Two lanes (tests/k8s/lanes.py), which meet in $lanes_dir: the
+# guest lane's files, and the others, whose lane owns the lab.
+lanes_dir=$(mktemp -d "$logs/lanes.XXXXXX")
+GUEST_FILES=(tests/k8s/test_cnpg.py tests/k8s/test_cnpg_lab.py tests/k8s/test_in_cluster.py)
+LANE=(env HOWFAST_K8S_LAB_LANES_DIR="$lanes_dir")
+SESSION_PREFIX=(exec "${LANE[@]}" HOWFAST_K8S_LAB_LANE=owner "${EMULATED_NICE[@]}")
+start k8s "$logs/k8s.log" --tb=short -m k8s tests/k8s "${GUEST_FILES[@]/#/--ignore=}" \
+    -p no:cacheprovider --durations=20 "$@"
 k8s_pid=${pids[-1]}
+SESSION_PREFIX=(exec "${LANE[@]}" HOWFAST_K8S_LAB_LANE=guest "${EMULATED_NICE[@]}")
+start guest "$logs/k8s-guest.log" --tb=short -m k8s "${GUEST_FILES[@]}" -p no:cacheprovider \
+    --durations=10 "$@"
+guest_pid=${pids[-1]}
+SESSION_PREFIX=(exec)
 start main - "${MAIN[@]}" "$@"
 main_pid=${pids[-1]}
 emulated "$@"
 
 wait "$k8s_pid"
 k8s_status=$?
+wait "$guest_pid"
+guest_status=$?
 wait "$main_pid"
 main_status=$?
 wait "$emulated_pid"
@@ -149,10 +163,14 @@ emulated_status=$?
 trap - INT TERM HUP
 
 show "Kubernetes lab tests (tests/k8s, run beside the others)" "$logs/k8s.log"
+show "Kubernetes lab tests on CloudNativePG and in-cluster Jobs (a lane of their own)" \
+    "$logs/k8s-guest.log"
 show "emulated-volume tests (beside the others)" "$logs/emulated.log"
 checks_result
 checks_status=$?
 rm -rf "$logs"
 echo "test.sh: lint and type checks exit $checks_status, other tests exit $main_status," \
-    "Kubernetes lab tests exit $k8s_status, emulated-volume tests exit $emulated_status"
-((checks_status == 0 && main_status == 0 && k8s_status == 0 && emulated_status == 0))
+    "Kubernetes lab tests exit $k8s_status and $guest_status (CloudNativePG, in-cluster)," \
+    "emulated-volume tests exit $emulated_status"
+((checks_status == 0 && main_status == 0 && k8s_status == 0 && guest_status == 0 &&
+    emulated_status == 0))

@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.k8s import lanes
 from tests.k8s.lab import build, cluster, cnpg, dockerfile_image
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import NODES_ENV, Paths
@@ -118,18 +120,33 @@ class Kube:
 
 @pytest.fixture(scope="session")
 def k8s_lab() -> Iterator[ClusterFacts]:
-    """The running lab cluster for the whole session; always torn down afterwards."""
+    """The running lab cluster for the whole session; always torn down afterwards (in lanes,
+    tests/k8s/lanes.py: by the lane that started it, once the other has ended)."""
     paths = Paths.default()
+    if lanes.lane() == lanes.GUEST:
+        lanes.hold_while_running()
+        reason = lanes.wait_for_owner()
+        if reason is not None:
+            pytest.skip(reason)
+        yield cluster.facts(paths, nodes=len(cluster.status(paths)["nodes"]))
+        return
     if not build.is_built(paths):
         blocker = build.build_blockers(paths)
         if blocker:
+            lanes.announce(False, f"k8s lab cannot be built here: {blocker}")
             pytest.skip(f"k8s lab cannot be built here: {blocker}")
     with contextlib.ExitStack() as stack:
         try:
             facts = stack.enter_context(cluster.lab(paths))
         except LabUnavailable as exc:
+            lanes.announce(False, f"k8s lab cannot run here: {exc}")
             pytest.skip(f"k8s lab cannot run here: {exc}")
+        except BaseException:
+            lanes.announce(False, "the owner lab lane failed to start the lab")
+            raise
+        lanes.announce(True)
         yield facts
+        lanes.wait_for_peers()
 
 
 @pytest.fixture(scope="session")
@@ -166,11 +183,29 @@ def two_nodes(k8s_lab: ClusterFacts) -> TwoNodes:
 POD_START_TIMEOUT_S = "120"
 
 
+@pytest.fixture(scope="session")
+def lane_kubeconfig(k8s_lab: ClusterFacts, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The kubeconfig howfast runs with: the lab's, or in the guest lane a copy whose context
+    names its namespace, where its howfast runs then make their objects (lanes.py)."""
+    if lanes.lane() != lanes.GUEST:
+        return k8s_lab.kubeconfig
+    Kube(k8s_lab).apply({"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": lanes.GUEST_NAMESPACE}})  # fmt: skip
+    copy = tmp_path_factory.mktemp("lane") / "kubeconfig"
+    shutil.copy(k8s_lab.kubeconfig, copy)
+    subprocess.run(
+        [str(k8s_lab.kubectl), "--kubeconfig", str(copy), "config", "set-context", "--current",
+         f"--namespace={lanes.GUEST_NAMESPACE}"],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    return copy
+
+
 @pytest.fixture
-def howfast_env(k8s_lab: ClusterFacts, tmp_path: Path) -> dict[str, str]:
+def howfast_env(k8s_lab: ClusterFacts, lane_kubeconfig: Path, tmp_path: Path) -> dict[str, str]:
     return {
         **os.environ,
-        "KUBECONFIG": str(k8s_lab.kubeconfig),
+        "KUBECONFIG": str(lane_kubeconfig),
         "HOWFAST_K8S_PULL_POLICY": "Never",
         "HOWFAST_K8S_START_TIMEOUT": POD_START_TIMEOUT_S,
         "HOWFAST_STORE": str(tmp_path / "store.db"),
@@ -204,7 +239,7 @@ def run_howfast(
         # what the aborted run left would fail the tests after this one too; --k8s: never
         # this machine's part, where the other tests' runs live beside the lab's
         subprocess.run(
-            [sys.executable, "-m", "howfast", "cleanup", "--k8s", "--yes"],
+            [sys.executable, "-m", "howfast", "cleanup", "--k8s", "--yes", *lanes.cleanup_scope()],
             env=env,
             capture_output=True,
             timeout=100,
@@ -296,14 +331,20 @@ LABELLED_KINDS = {
 
 
 def leftovers(kube: Kube) -> dict[str, list[str]]:
-    """howfast's labelled objects and every volume but lab/pg's (is_lab_pg_volume), by
-    kubectl's short kind names; in two
+    """howfast's labelled objects and every volume but lab/pg's (is_lab_pg_volume), of this
+    lane's namespaces (lanes.py: all of them in a single session), by kubectl's short kind
+    names; in two
     kubectl calls (the tests poll this: each kubectl costs CPU the other tests need)."""
     found: dict[str, list[str]] = {}
     labelled = kube.get(",".join(LABELLED_KINDS.values()), "-A", "-l", LABEL)["items"]
     for item in labelled:
-        found.setdefault(LABELLED_KINDS[item["kind"]], []).append(item["metadata"]["name"])
-    volumes = [i["metadata"]["name"] for i in kube.get("pv")["items"] if not is_lab_pg_volume(i)]
+        if lanes.sees_namespace(item["metadata"].get("namespace")):
+            found.setdefault(LABELLED_KINDS[item["kind"]], []).append(item["metadata"]["name"])
+    volumes = [
+        i["metadata"]["name"]
+        for i in kube.get("pv")["items"]
+        if not is_lab_pg_volume(i) and lanes.sees_volume(i)
+    ]
     if volumes:
         found["pv"] = volumes
     return found

@@ -23,6 +23,7 @@ import pytest
 
 from howfast.analysis.instance_io import WAL_OWN
 from howfast.report.instance_io_view import TITLE
+from tests.k8s import lanes
 from tests.k8s.conftest import (
     Kube,
     assert_clean,
@@ -235,7 +236,7 @@ def test_cleanup_leaves_the_user_s_cluster_and_removes_only_howfast_s(
 ) -> None:
     before = user_objects(kube, lab_pg_cluster)
     databases = app_databases(kube, lab_pg_cluster)
-    run_howfast(howfast_env, "cleanup", "--k8s", "--yes")
+    run_howfast(howfast_env, "cleanup", "--k8s", "--yes", *lanes.cleanup_scope())
     assert user_objects(kube, lab_pg_cluster) == before
     assert app_databases(kube, lab_pg_cluster) == databases
     wait_healthy(kube, lab_pg_cluster)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.k8s import lanes
 from tests.k8s.conftest import (
     LABEL,
     Kube,
@@ -223,7 +224,9 @@ def test_ctrl_c_while_the_pod_moves_leaves_nothing(
         moving = False
         while not moving and time.monotonic() < deadline:  # the old pod going, or the new one
             assert proc.poll() is None, proc.communicate()
-            for pod in kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=primary")["items"]:
+            for pod in kube.get(
+                "pod", *lanes.namespace_args(), "-l", f"{LABEL},howfast.dev/role=primary"
+            )["items"]:
                 gone = pod["metadata"].get("deletionTimestamp")
                 moving = moving or bool(gone) or pod["spec"].get("nodeName") == two_nodes.second
             time.sleep(0.2)

@@ -21,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.k8s.conftest import Kube, assert_clean, lab_images, reap, run_howfast, write_plan
+from tests.k8s import lanes
+from tests.k8s.conftest import (
+    LABEL,
+    Kube,
+    assert_clean,
+    lab_images,
+    reap,
+    run_howfast,
+    write_plan,
+)
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import SC_DISK
 
@@ -56,7 +65,8 @@ def _tidy(howfast_env: dict[str, str]) -> Iterator[None]:
     in-cluster run alone): --force removes it and its run's objects, for the tests after."""
     yield
     subprocess.run(
-        [sys.executable, "-m", "howfast", "cleanup", "--k8s", "--yes", "--force"],
+        [sys.executable, "-m", "howfast", "cleanup", "--k8s", "--yes", "--force",
+         *lanes.cleanup_scope()],
         env=howfast_env, capture_output=True, timeout=280, check=False,
     )  # fmt: skip
 
@@ -76,7 +86,10 @@ def _args(k8s_lab: ClusterFacts, tmp_path: Path, image: str, duration: str) -> l
 def _assert_none_labelled(kube: Kube) -> None:
     assert_clean(kube)  # pods, claims, config maps, services, policies, secrets, volumes
     for kind in IN_CLUSTER_KINDS:
-        assert kube.get(kind, "-A", "-l", "app.kubernetes.io/managed-by=howfast")["items"] == []
+        labelled = kube.get(
+            kind, *lanes.namespace_args(), "-l", "app.kubernetes.io/managed-by=howfast"
+        )
+        assert labelled["items"] == []
 
 
 def test_in_cluster_run_comes_back_into_the_local_store(
@@ -139,7 +152,9 @@ def test_a_job_left_by_a_killed_howfast_finishes_and_is_fetched(
         proc.wait(timeout=10)
     finally:
         reap(proc)
-    listed = json.loads(run_howfast(env, "cleanup", "--k8s", "--json").stdout)
+    listed = json.loads(
+        run_howfast(env, "cleanup", "--k8s", "--json", *lanes.cleanup_scope()).stdout
+    )
     (found,) = [r for r in listed["runs"] if r["run"] == job.removeprefix("howfast-ic-")]
     assert found["state"] in ("running", "unknown") and not found["removed"]  # left alone
     assert {"kind": "ConfigMap", "name": job} in found["objects"]
@@ -168,7 +183,7 @@ def test_ctrl_c_deletes_the_job_and_what_its_run_made(
         reader = _drain(proc, seen)
         # the run inside has made its own objects (its server's pod beside the Job's)
         deadline = time.monotonic() + 60
-        while len(kube.get("pod", "-l", "app.kubernetes.io/managed-by=howfast")["items"]) < 2:
+        while len(kube.get("pod", *lanes.namespace_args(), "-l", LABEL)["items"]) < 2:
             assert time.monotonic() < deadline, "".join(seen)
             time.sleep(1)
         proc.send_signal(signal.SIGINT)

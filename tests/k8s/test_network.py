@@ -115,11 +115,13 @@ class Capture:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
             sock.bind((name, 0))
             sock.settimeout(0.2)
-            thread = threading.Thread(target=self._read, args=(sock,), daemon=True)
+            thread = threading.Thread(target=self._read, args=(sock, name), daemon=True)
             thread.start()
             self._threads.append(thread)
 
-    def _read(self, sock: socket.socket) -> None:
+    def _read(self, sock: socket.socket, name: str) -> None:
+        """Frames of the interface `name` (named as bound: the name recvfrom gives is looked
+        up again by index, and is not that of an interface deleted meanwhile)."""
         with sock:
             while not self._stop.is_set():
                 try:
@@ -134,7 +136,7 @@ class Capture:
                     self.frames += 1
                     why = _lab_frame(frame, self.marker)
                     if why:
-                        self.leaked.append(f"{addr[0]}: {why}")
+                        self.leaked.append(f"{name}: {why}")
             _received, tp_drops = struct.unpack(
                 "II", sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
             )
@@ -167,9 +169,27 @@ def _is_up(name: str) -> bool:
     return bool(flags & 0x1)  # IFF_UP
 
 
+def _is_veth(name: str) -> bool:
+    """One end of a veth pair (its iflink is its peer's index, not its own): a link between
+    two network namespaces of this machine, which no frame leaves the machine through."""
+    dev = Path("/sys/class/net") / name
+    try:
+        peer, own = (dev / "iflink").read_text().strip(), (dev / "ifindex").read_text().strip()
+    except OSError:
+        return False
+    return name.startswith("veth") and peer != own
+
+
 def _outside_interfaces() -> list[str]:
+    """Every interface but lo and the lab's, and but veths: a pod's host-side veth is made
+    before its bridge takes it, and let go of before it is deleted, so one of another test's
+    pods (in the other lane, tests/k8s/lanes.py) may be on no lab bridge just then."""
     lab = set(podnet.lab_interfaces())
-    return sorted(p.name for p in Path("/sys/class/net").iterdir() if p.name not in {"lo", *lab})
+    return sorted(
+        p.name
+        for p in Path("/sys/class/net").iterdir()
+        if p.name not in {"lo", *lab} and not _is_veth(p.name)
+    )
 
 
 def _tx_packets(interfaces: list[str]) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from howfast.runner.target_session import private_tmp
+from tests.k8s import lanes
 from tests.k8s.conftest import (
     LABEL,
     Kube,
@@ -189,7 +190,9 @@ def test_ctrl_c_while_the_standby_starts_leaves_nothing(
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            pods = kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=standby")["items"]
+            pods = kube.get(
+                "pod", *lanes.namespace_args(), "-l", f"{LABEL},howfast.dev/role=standby"
+            )["items"]
             if pods:
                 break
             assert proc.poll() is None, proc.communicate()
@@ -225,9 +228,15 @@ def test_cleanup_removes_the_standby_a_killed_run_left(
         reap(proc)
         for directory in Path(private_tmp()).glob(f"howfast-work-{proc.pid}-*"):
             shutil.rmtree(directory)  # what the killed howfast would have removed here
-    standby = kube.get("pod", "-A", "-l", f"{LABEL},howfast.dev/role=standby")["items"]
+    standby = kube.get("pod", *lanes.namespace_args(), "-l", f"{LABEL},howfast.dev/role=standby")[
+        "items"
+    ]
     assert [p["metadata"]["name"].endswith("-standby-1") for p in standby] == [True]
-    out = json.loads(run_howfast(howfast_env, "cleanup", "--k8s", "--yes", "--json").stdout)
+    out = json.loads(
+        run_howfast(
+            howfast_env, "cleanup", "--k8s", "--yes", "--json", *lanes.cleanup_scope()
+        ).stdout
+    )
     (run,) = out["runs"]
     assert run["state"] == "gone" and run["removed"]
     standby_objects = {o["kind"] for o in run["objects"] if "-standby-1" in o["name"]}

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from howfast.runner.target_session import private_tmp
+from tests.k8s import lanes
 from tests.k8s.conftest import (
     LABEL,
     Kube,
@@ -265,7 +266,9 @@ def test_cleanup_removes_what_a_killed_run_left(
     )  # fmt: skip
     try:
         wait_for_line(proc, "[2/2]", timeout=150)
-        listed = run_howfast(howfast_env, "cleanup", "--k8s", "--json").stdout
+        listed = run_howfast(
+            howfast_env, "cleanup", "--k8s", "--json", *lanes.cleanup_scope()
+        ).stdout
         (running,) = json.loads(listed)["runs"]
         assert running["state"] == "running" and not running["removed"]
         proc.send_signal(signal.SIGKILL)
@@ -279,10 +282,16 @@ def test_cleanup_removes_what_a_killed_run_left(
             shutil.rmtree(directory)
     assert len(scratch) == 1, scratch
     assert leftovers(kube)  # SIGKILL cannot be caught: the objects stay
-    out = json.loads(run_howfast(howfast_env, "cleanup", "--k8s", "--yes", "--json").stdout)
+    out = json.loads(
+        run_howfast(
+            howfast_env, "cleanup", "--k8s", "--yes", "--json", *lanes.cleanup_scope()
+        ).stdout
+    )
     (run,) = out["runs"]
     assert run["state"] == "gone" and run["removed"]
     assert {o["kind"] for o in run["objects"]} >= {"Pod", "PersistentVolumeClaim", "Secret"}
     assert leftovers(kube) == {}
-    again = json.loads(run_howfast(howfast_env, "cleanup", "--k8s", "--json").stdout)
+    again = json.loads(
+        run_howfast(howfast_env, "cleanup", "--k8s", "--json", *lanes.cleanup_scope()).stdout
+    )
     assert again["runs"] == []

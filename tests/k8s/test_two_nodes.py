@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.k8s import lanes
 from tests.k8s.conftest import Kube, TwoNodes, is_lab_pg_volume
 from tests.k8s.lab import cluster, config, hoststate, loopdisk, podnet
 from tests.k8s.lab.cluster import ClusterFacts
@@ -182,6 +183,7 @@ def test_down_leaves_nothing_of_the_second_node(
     paths = Paths.default()
     if cluster.started_by_hand(paths):
         pytest.skip("the lab was started by hand: this test would take it down")
+    lanes.wait_for_peers()  # the guest lane's tests, when they run beside (lanes.py)
     node2 = paths.node(2)
     ns = f"lab-down-{uuid.uuid4().hex[:6]}"
     kube("create", "namespace", ns)
