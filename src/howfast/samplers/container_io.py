@@ -54,6 +54,11 @@ class ContainerReading:
     server: str | None  # the server read (ServerReading.server, or the last one known)
     container: str | None = None  # ServerReading.container, or the last one known
 
+    @property
+    def identity(self) -> tuple[str | None, str | None]:
+        """Two readings with the same identity are of one server."""
+        return self.server, self.container
+
 
 def _named(server: str | None, container: str | None) -> str:
     return f"{server} in container {container}" if container is not None else str(server)
@@ -129,7 +134,7 @@ class ContainerServerSampler(PeriodicSampler):
             self.processes.update(reading.processes)
         totals = self.processes.totals()
         proc = {k: self.proc_before.get(k, 0) + v for k, v in totals.items()}
-        known = (last.server, last.container) if last is not None else (None, None)
+        known = last.identity if last is not None else (None, None)
         self.readings.append(
             ContainerReading(
                 t, reading, proc, reading.server or known[0], reading.container or known[1]
@@ -143,10 +148,7 @@ class ContainerServerSampler(PeriodicSampler):
         """The first and last reading of each server read, in order."""
         spans: list[tuple[ContainerReading, ContainerReading]] = []
         for one in self.readings:
-            if spans and (spans[-1][1].server, spans[-1][1].container) == (
-                one.server,
-                one.container,
-            ):
+            if spans and spans[-1][1].identity == one.identity:
                 spans[-1] = (spans[-1][0], one)
             else:
                 spans.append((one, one))
@@ -186,7 +188,7 @@ class ContainerServerSampler(PeriodicSampler):
         series: dict[str, list[Sample]] = {}
         for a, b in itertools.pairwise(self.readings):
             seconds = b.t - a.t
-            if seconds <= 0 or (a.server, a.container) != (b.server, b.container):
+            if seconds <= 0 or a.identity != b.identity:
                 continue
             t = round(b.t, 3)
             before = {role: a.reading.io.get(num, {}) for role, num in self.numbers.items()}
