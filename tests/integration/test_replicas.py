@@ -238,8 +238,17 @@ def test_the_replication_sampler_sees_lags_and_wal(streaming_primary: LocalTarge
     assert sampler is not None
     sampler.start(SamplerContext(primary, conn))  # reads where the WAL positions start
     wal_before = wal_lsn()
-    subprocess.run([pgbench, "-n", "-c", "1", "-T", "3", *conn.pgbench_args()], check=True,
-                   capture_output=True)  # fmt: skip
+    # 3 s loads until the sampler (a thread of this process, once a second) has read at least
+    # 3 times during them: on a machine busy enough, one 3 s load saw too few readings for a
+    # lag series (the standby's lags are NULL once it has caught up and gone idle).
+    read_under_load = 0
+    for _ in range(10):
+        before = sampler.readings
+        subprocess.run([pgbench, "-n", "-c", "1", "-T", "3", *conn.pgbench_args()],
+                       check=True, capture_output=True)  # fmt: skip
+        read_under_load += sampler.readings - before
+        if read_under_load >= 3:
+            break
     wal_written = wal_lsn() - wal_before
     # One more reading after the load, however late this machine's sampler thread runs: then
     # every byte of the load's WAL (sent at commit: the standby is synchronous) is counted.
