@@ -191,7 +191,6 @@ class RunService:
         return FinishedRun(result.run_id, result.status, result.failed_steps, run)
 
     def _run(self, prepared: PreparedRun, db: Store, observer: ProgressDisplay) -> RunResult:
-        from howfast.metrics.live import LINGER_S
         from howfast.runner.fanout import FanOut
 
         live = None
@@ -208,8 +207,13 @@ class RunService:
                 slo = _StoresSlo(db, prepared.slo)
                 run_observer = FanOut(run_observer, slo, names=["storing --slo with the run"])
             result = self._runner(prepared, db, run_observer).execute()
-            # Not after Ctrl-C: then the exporter stops at once.
-            linger_s = LINGER_S if result.status != "aborted" else 0.0
+            # Not after Ctrl-C: then the exporter stops at once. Imported here, not above:
+            # metrics.live loads prometheus_client and an HTTP server, which only
+            # --metrics-port needs (about 40 ms of every run's start otherwise).
+            if live and result.status != "aborted":
+                from howfast.metrics.live import LINGER_S
+
+                linger_s = LINGER_S
         finally:
             observer.close()
             if live:  # one last scrape of the final figures, if something is scraping
