@@ -37,7 +37,10 @@ PY=.venv/bin/python
 # not by their number of tests, so that no long file starts when the others are done.
 MAIN_OPTIONS=(--tb=short -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
 MAIN=(-m "not k8s and not emulated" "${MAIN_OPTIONS[@]}")
-EMULATED=(--tb=short -m "emulated and not k8s" -n 2 --dist loadfile --durations=10 tests)
+# tests/integration only: every emulated-volume test is there (tests/conftest.py refuses one
+# elsewhere), and each worker collecting tests/unit's ~2,500 tests too cost it ~10 s of CPU.
+EMULATED=(--tb=short -m "emulated and not k8s" -n 2 --dist loadfile --durations=10
+    tests/integration)
 # The emulated-volume tests' I/O goes through user-space processes (nbdkit, nbdfuse) that must
 # wake up for every request: above the other tests' priority, so that the others' pgbench
 # runs, which take whatever CPU is free, do not delay them. Without root: the same priority.
