@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -40,10 +39,11 @@ BUILDS_CHECKER = pytest.mark.timeout(900)
 
 
 def _checker() -> Path:
-    go = shutil.which("go") or (
-        "/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None
-    )
-    modcache = Paths.default().gomodcache
+    from tests.k8s.lab.build import go_binary  # not at collection: it loads the lab's builder
+
+    go = go_binary()
+    paths = Paths.default()
+    modcache = paths.gomodcache
     if go is None or not (modcache / MODULE).is_dir():
         pytest.skip(f"needs the Go toolchain and {MODULE} in the lab's module cache ({modcache})")
     digest = hashlib.sha256(
@@ -59,33 +59,32 @@ def _checker() -> Path:
     with open(build.with_name(f"{digest}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
-            _build_checker(go, modcache, build)
+            _build_checker(go, paths, build)
     return binary
 
 
-def _build_checker(go: str, modcache: Path, build: Path) -> None:
+def _build_checker(go: Path, paths: Paths, build: Path) -> None:
     """Built in a directory of its own, renamed to `build` once complete; called under the
     lock, so what an interrupted build left can go. (Not where the checkouts that built it
     without a lock did, `psacheck-DIGEST`: they removed that directory at will.)"""
+    from tests.k8s.lab.build import go_env
+
     for leftover in [build, *build.parent.glob(f".{build.name}-*")]:
         shutil.rmtree(leftover, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f".{build.name}-", dir=build.parent))
     try:
         shutil.copytree(SOURCE, work / "src")  # go may write beside its sources: never in the clone
+        # The lab's Go environment (its build cache and build settings): the standard library
+        # and the k8s.io packages the lab compiled are reused. With a cache of its own, at
+        # nice 10, the build took over 6 min beside two busy loops at the end of a fresh run,
+        # the other tests of this file waiting for it. Go's build cache is safe to share
+        # between builds at once. Offline: nothing is downloaded, the module cache is read.
+        lab = go_env(paths)
         env = {
-            **os.environ,
-            "GOMODCACHE": str(modcache),  # read only: GOPROXY=off, nothing is downloaded
+            **lab,
             "GOPROXY": "off",
             "GOSUMDB": "off",
-            # The lab's build cache and build settings (tests/k8s/lab/build.py go_env): the
-            # standard library and the k8s.io packages the lab compiled are reused. With a
-            # cache of its own, at nice 10, the build took 192 s at a load of 15, and over 6
-            # min beside two busy loops at the end of a fresh run, every other test of this
-            # file waiting for it. Go's build cache is safe to share between builds at once.
-            "GOCACHE": str(Paths.default().gocache),
-            "GOFLAGS": "-mod=readonly -trimpath -buildvcs=false",
-            "CGO_ENABLED": "0",
-            "GOTOOLCHAIN": "local",
+            "GOFLAGS": f"{lab['GOFLAGS']} -mod=readonly",
         }
         out = subprocess.run(
             [go, "build", "-o", str(work / "psacheck"), "."],
