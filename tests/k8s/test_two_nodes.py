@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.k8s import lanes
-from tests.k8s.conftest import Kube, TwoNodes, is_lab_pg_volume
+from tests.k8s.conftest import Kube, TwoNodes
 from tests.k8s.lab import cluster, config, hoststate, loopdisk, podnet
 from tests.k8s.lab.cluster import ClusterFacts
 from tests.k8s.lab.config import Paths
@@ -150,13 +150,19 @@ def test_postgres_moves_to_the_second_node_with_its_data(
         assert sql("SELECT token FROM moved") == token
     finally:
         kube("delete", "namespace", ns, "--wait=true", timeout=180)
-    # none but lab/pg's (the shared CloudNativePG Cluster: on the lab's disk class, not here)
+    # This namespace's volume only: the lab's other lane (tests/k8s/lanes.py) makes volumes
+    # at the same time, and lab/pg's live through the session.
     wait_for(
-        "no PersistentVolume left",
-        lambda: not [pv for pv in kube.get("pv")["items"] if not is_lab_pg_volume(pv)],
-        timeout=90,
+        "the shared claim's PersistentVolume deleted",
+        lambda: not [pv for pv in kube.get("pv")["items"] if _claim_namespace(pv) == ns],
+        timeout=120,
     )
     assert list(two_nodes.shared_volume_dir.iterdir()) == []
+
+
+def _claim_namespace(pv: dict[str, Any]) -> str | None:
+    namespace = (pv["spec"].get("claimRef") or {}).get("namespace")
+    return str(namespace) if namespace is not None else None
 
 
 def _mounts_under(path: Path) -> list[Path]:
