@@ -9,7 +9,6 @@ target string's query (`/data/a?replicas=1&sync=remote_write`, `k8s://CLASS?repl
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
@@ -130,6 +129,8 @@ def split_design_query(text: str, allowed: frozenset[str]) -> tuple[str, DesignO
 def unknown_key(key: str, known: Sequence[str]) -> str:
     """'unknown option REPLICAS (keys are lower-case: did you mean replicas?); the options:
     ...' for a target query's key. Keys are matched exactly, as every other option is."""
+    import difflib  # only for a typo's suggestion
+
     close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
     if key.lower() in known:
         hint = f" (keys are lower-case: did you mean {close[0]}?)"

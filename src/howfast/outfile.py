@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -37,6 +36,14 @@ STDOUT = "-"
 WHAT_IS_WRITTEN = "howfast writes only a regular file or a new name (or - for standard output)"
 # A temporary name is the destination's, shortened to stay within NAME_MAX (255 bytes).
 _TEMP_NAME_CHARS = 150
+
+
+def _token() -> str:
+    """A temporary file's random part (secrets imported here: every command imports this
+    module, few write a file)."""
+    import secrets
+
+    return secrets.token_hex(4)
 
 
 @dataclass(frozen=True)
@@ -254,7 +261,7 @@ def _create_temp(directory: Path, name: str, new: bool) -> tuple[int, Path]:
     mode = 0o666 if new else 0o600
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):
-        temp = directory / f".{name[:_TEMP_NAME_CHARS]}.{secrets.token_hex(4)}.tmp"
+        temp = directory / f".{name[:_TEMP_NAME_CHARS]}.{_token()}.tmp"
         try:
             return os.open(temp, flags, mode), temp
         except FileExistsError:
@@ -265,7 +272,7 @@ def _create_temp(directory: Path, name: str, new: bool) -> tuple[int, Path]:
 def create_temp_dir(directory: Path, name: str) -> Path:
     """A new directory `.NAME.XXXXXXXX.tmp` in `directory`, with the umask's default mode."""
     for _ in range(100):
-        temp = directory / f".{name[:_TEMP_NAME_CHARS]}.{secrets.token_hex(4)}.tmp"
+        temp = directory / f".{name[:_TEMP_NAME_CHARS]}.{_token()}.tmp"
         try:
             os.mkdir(temp, 0o777)
             return temp

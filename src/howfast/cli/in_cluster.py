@@ -16,7 +16,7 @@ import click
 
 from howfast import __version__
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.options import json_option, store_option
+from howfast.cli.options import RAW_ARGS, json_option, store_option
 from howfast.cli.output import EXIT_FOR_STATUS
 from howfast.cli.stores import open_results
 from howfast.errors import Aborted, ExitStatus, HowfastError, UsageError
@@ -28,16 +28,7 @@ if TYPE_CHECKING:
     from howfast.targets.k8s.incluster import Finished
     from howfast.targets.k8s.incluster_manifests import InClusterPlan
 
-RAW_ARGS = "howfast.raw_args"  # click context meta: the arguments of `run` as given
 IMAGE_ENV = "HOWFAST_K8S_HOWFAST_IMAGE"
-
-
-class RawArgsCommand(click.Command):
-    """A command that keeps its arguments as given (the Job runs `howfast run` with them)."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        ctx.meta[RAW_ARGS] = list(args)
-        return super().parse_args(ctx, args)
 
 
 def value_options(command: click.Command) -> set[str]:

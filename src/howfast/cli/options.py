@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,6 +23,39 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # SQLite's integers (and PostgreSQL's bigint): a larger id cannot name a stored run.
 MAX_RUN_ID = 2**63 - 1
+
+
+RAW_ARGS = "howfast.raw_args"  # click context meta: the arguments of `run` as given
+
+
+class RawArgsCommand(click.Command):
+    """A command that keeps its arguments as given (`run --in-cluster`: the Job runs
+    `howfast run` with them, cli/in_cluster.py)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[RAW_ARGS] = list(args)
+        return super().parse_args(ctx, args)
+
+
+class LazyHelpOption(click.Option):
+    """An option whose help text is made when it is shown (`lazy_help`), not when the command
+    is declared: `run --event`'s lists every event action, and finding them imports each
+    action's module and all it uses, which a command that shows no help need not pay."""
+
+    def __init__(self, *args: Any, lazy_help: Callable[[], str], **kwargs: Any) -> None:
+        self._lazy_help: Callable[[], str] | None = lazy_help
+        self._help: str | None = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def help(self) -> str | None:
+        if self._lazy_help is not None:
+            self._help, self._lazy_help = inspect.cleandoc(self._lazy_help()), None
+        return self._help
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
 
 
 def path_problem(text: str) -> str | None:

@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 
 from howfast.cli.context import CliEnv, pass_env
-from howfast.cli.in_cluster import RawArgsCommand, run_in_cluster
 from howfast.cli.kind_options import kind_values, target_kind_options
 from howfast.cli.options import (
+    LazyHelpOption,
+    RawArgsCommand,
     check_path_value,
     checked_path,
     gathered,
@@ -249,7 +250,8 @@ class RunOptions:
     "events",
     multiple=True,
     metavar="AT:ACTION",
-    help=event_help(),  # every registered action's form (plugin/events.py)
+    cls=LazyHelpOption,
+    lazy_help=event_help,  # every registered action's form (plugin/events.py)
 )
 @click.option(
     "--sample-interval",
@@ -309,6 +311,8 @@ def run_command(env: CliEnv, options: RunOptions) -> int:
     """
     request = run_request_of(options)
     if options.in_cluster:
+        from howfast.cli.in_cluster import run_in_cluster  # a Job's: k8s:// targets only
+
         return run_in_cluster(
             env,
             request,

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from howfast.design import DesignOptions, merge_design
 from howfast.errors import UsageError
-from howfast.events.step import refusals as event_refusals
 from howfast.machine.memory import cap_floor_problem, memory_basis
 from howfast.machine.pgbin import PgInstall
 from howfast.model import StepRecord, StepSpec
@@ -52,8 +51,19 @@ if TYPE_CHECKING:
     from howfast.runner import Runner, RunResult
     from howfast.runner.fleet import FleetRunner
     from howfast.samplers.session import SamplerFactory
+    from howfast.targets.base import Target
 
 __all__ = ["FinishedRun", "PreparedRun", "ProgressDisplay", "RunService"]
+
+
+def _event_refusals(targets: Sequence[Target], steps: Sequence[StepSpec]) -> list[str]:
+    """events/step.py's refusals; the event actions (and all they use) are imported only for
+    a run whose steps have events."""
+    if not any(isinstance(step.params.get("events"), list) for step in steps):
+        return []
+    from howfast.events.step import refusals
+
+    return refusals(targets, steps)
 
 
 class RunService:
@@ -105,7 +115,7 @@ class RunService:
         targets = target_kinds.make_targets(texts, made)
         for target in targets:  # the same refusals for a run and its --dry-run (issue 35)
             target.check_inputs()
-        refused = event_refusals(targets, steps)  # issue 29: before anything is created
+        refused = _event_refusals(targets, steps)  # issue 29: before anything is created
         refused += trials.refusals(targets, steps)
         if refused:
             raise UsageError("; ".join(refused))

@@ -5,14 +5,30 @@ between trials are refused by name (exit 2)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from howfast.errors import UsageError
-from howfast.events.registry import actions
-from howfast.events.step import step_events
-from howfast.model import StepSpec
+from howfast.model import JSONValue, StepSpec
 from howfast.targets.base import Target
 from howfast.targets.capabilities import Promotable, StorageSlowable
+
+if TYPE_CHECKING:
+    from howfast.events.base import EventAction
+    from howfast.eventspec import EventSpec
+
+
+# The event actions, and all they use, are imported only for a run that asks for trials.
+def _actions() -> Mapping[str, EventAction]:
+    from howfast.events.registry import actions
+
+    return actions()
+
+
+def _step_events(params: Mapping[str, JSONValue]) -> tuple[EventSpec, ...]:
+    from howfast.events.step import step_events
+
+    return step_events(params)
 
 
 def asked_trials(option: int | None, plan_trials: int | None) -> tuple[int, str] | None:
@@ -52,12 +68,12 @@ def refusals(targets: Sequence[Target], steps: Sequence[StepSpec]) -> list[str]:
     an action that leaves the server where howfast does not put it back from (a pod on
     another node), or one that acts only on the primary howfast started beside a failover,
     whose rebuild leaves a promoted standby as the primary of the next trials."""
-    known = actions()
     problems: list[str] = []
     for step in steps:
         if "trials" not in step.params:
             continue
-        specs = step_events(step.params)
+        known = _actions()
+        specs = _step_events(step.params)
         failover = next(
             (s for s in specs if s.action in known and known[s.action].replaces_primary), None
         )
@@ -89,13 +105,14 @@ def uneven_first_trial(
     primary's added latency, 0 ms), is the primary of the next trials."""
     if standby_latency_ms is None:
         return []
-    known = actions()
+    trial_steps = [s for s in steps if "trials" in s.params]
+    if not trial_steps:
+        return []
+    known = _actions()
     failover_trials = any(
-        "trials" in s.params
-        and any(
-            e.action in known and known[e.action].replaces_primary for e in step_events(s.params)
-        )
-        for s in steps
+        e.action in known and known[e.action].replaces_primary
+        for s in trial_steps
+        for e in _step_events(s.params)
     )
     if not failover_trials:
         return []

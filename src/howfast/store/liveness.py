@@ -11,7 +11,6 @@ tell, and leaves the run alone.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +83,8 @@ def pid_namespace(proc: Path = PROC) -> str | None:
 
 
 def this_process() -> Writer:
+    import socket  # here: every command that opens a store imports this module
+
     pid = os.getpid()
     return Writer(socket.gethostname(), boot_id(), pid, process_start_ticks(pid), pid_namespace())
 

@@ -12,7 +12,6 @@ from dataclasses import replace
 from howfast.checks import Check
 from howfast.errors import UsageError
 from howfast.targets.base import Target
-from howfast.targets.cnpg.made import asks_operator
 from howfast.targets.cnpg.spec import SCHEME as CNPG_SCHEME
 from howfast.targets.fleet_base import FleetPlace
 from howfast.targets.k8s.spec import (
@@ -109,6 +108,7 @@ class K8sKind(TargetKind):
         )
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:
+        from howfast.targets.cnpg.made import asks_operator
         from howfast.targets.k8s.spec import client_design, parse_target, with_run_design
         from howfast.targets.k8s.target import K8sTarget
 
