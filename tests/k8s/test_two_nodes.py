@@ -238,7 +238,9 @@ def test_down_leaves_nothing_of_the_second_node(
     assert all(_port_free(config.NODE2_ADDRESS, port) for port in config.NODE2_PORTS)
     # Of the second node's files only its image store is kept, for the next `up`.
     kept = sorted(str(p.relative_to(node2.dir)) for p in node2.dir.rglob("*") if p.is_file())
-    assert all(k == "containerd/imported.json" or k.startswith("containerd/root/") for k in kept)
+    assert all(k == "containerd/imported.json" or k.startswith("containerd/root/") for k in kept), [
+        k for k in kept if not k.startswith("containerd/root/")
+    ]
     after = cluster.status(paths)
     assert after["running"] is False and after["cgroups"] == [] and after["mounts"] == []
     assert after["loop_devices"] == [] and loopdisk.lab_loop_devices(paths.run) == []

@@ -105,17 +105,21 @@ def count_cgroups() -> list[str]:
     return [str(h / COUNT_CGROUP) for h in hoststate.cgroup_hierarchies()]
 
 
-def detach_all(run_dir: Path, timeout: float = 5.0) -> list[str]:
+def detach_all(run_dir: Path, timeout: float = 30.0) -> list[str]:
     """Detach the lab's loop devices (unmounted first by the caller); return those still
     attached after `timeout` (a device still open is detached by the kernel when released:
-    `losetup -d` sets autoclear)."""
+    `losetup -d` sets autoclear). In CI one stayed attached over 5 s after its `losetup -d`
+    on the busy machine, and `down` then kept all of run/ (test_two_nodes failed on it)."""
     for device in lab_loop_devices(run_dir):
         proc = run(["losetup", "-d", device], check=False)
         if proc.returncode != 0:
             log(f"losetup -d {device}: {proc.stderr.strip()}")
         else:
             log(f"loop device {device} detached")
-    deadline = time.monotonic() + timeout
-    while lab_loop_devices(run_dir) and time.monotonic() < deadline:
+    started = time.monotonic()
+    while lab_loop_devices(run_dir) and time.monotonic() < started + timeout:
         time.sleep(0.1)
-    return lab_loop_devices(run_dir)
+    left = lab_loop_devices(run_dir)
+    if not left and time.monotonic() - started > 1:
+        log(f"loop devices released {time.monotonic() - started:.1f}s after their detach")
+    return left
