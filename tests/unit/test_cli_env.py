@@ -140,6 +140,22 @@ def test_a_password_in_the_environment_store_is_never_printed(tmp_path: Path) ->
     assert err(env) and secret not in err(env) and secret not in out(env)
 
 
+def test_a_label_or_target_is_printed_as_written_never_as_emoji(tmp_path: Path) -> None:
+    """rich turns ":name:" into an emoji by default: "nightly :100:" was listed as
+    "nightly 💯", and a target /mnt/:fire: as /mnt/🔥."""
+    path = tmp_path / "results.db"
+    with open_store(str(path)) as db:
+        target = "/mnt/:fire:"
+        store_run(db, [init(target, 10.0)], targets=[target], label="nightly :100: run")
+    listed = environment(path)
+    assert main(["results", "list"], listed) == 0
+    shown = environment(path)
+    assert main(["results", "show", "1"], shown) == 0
+    for env in (listed, shown):
+        assert "nightly :100: run" in out(env) and "/mnt/:fire:" in out(env), out(env)
+        assert "\N{HUNDRED POINTS SYMBOL}" not in out(env) and "\N{FIRE}" not in out(env)
+
+
 def test_stored_timestamps_come_from_the_environment_clock(two_runs: Path, tmp_path: Path):
     env = environment(two_runs, clock=FixedClock())
     exported = tmp_path / "runs.json"

@@ -49,7 +49,8 @@ class CliEnv:
     @functools.cached_property
     def out(self) -> Console:
         # markup=False: square brackets in a label or a path ("[/x]") are text, never style
-        # (nor a MarkupError); styled parts are rich Text objects.
+        # (nor a MarkupError); styled parts are rich Text objects. emoji=False: nor is a
+        # ":name:" in them an emoji code (a label "nightly :100:" was shown as "nightly 💯").
         from rich.console import Console
 
         out = Console(
@@ -57,6 +58,7 @@ class CliEnv:
             highlight=False,
             soft_wrap=False,
             markup=False,
+            emoji=False,
             force_terminal=self.terminal,
         )
         if not out.is_terminal:
@@ -73,6 +75,7 @@ class CliEnv:
             highlight=False,
             stderr=True,
             markup=False,
+            emoji=False,
             force_terminal=self.terminal,
         )
 
