@@ -214,7 +214,12 @@ def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back
     emulated: tuple[EmulatedTarget, Connection], tmp_path: Path
 ):
     target, conn = emulated
-    outcome, _ = step(target, conn, tmp_path, ["3s:slow-storage=5ms,for=4s"], 10, clients=1)
+    # +20 ms, not +5: the event is verified by the shortest of nine flushes before and after
+    # (events/slow_storage.py), and on a busy machine every flush before it already took
+    # 7.3 ms while the shortest after +5 ms took 6.4 ms (CI-like run, 2026-11-30): a change of
+    # +5 ms was within what the load adds to a flush, and the event said it could not verify
+    # it. Half of +20 ms stands clear of that.
+    outcome, _ = step(target, conn, tmp_path, ["3s:slow-storage=20ms,for=4s"], 10, clients=1)
     assert outcome.status == "completed", outcome.error
     (mark,) = marks_from_section(outcome.sections["events"])
     assert mark.verified is True, (mark.problem, mark.evidence)
@@ -230,21 +235,22 @@ def test_slower_storage_for_a_while_slows_the_commits_and_the_latency_comes_back
     load = LoadRecord.from_document(outcome.sections["load"])
     (fig,) = figures.figures([mark], load, outcome.histograms)
     assert fig.tps_before and fig.tps_during is not None
-    # One client: each transaction waits at least two more 5 ms delays (a WAL write and its
-    # flush) in the window, so its TPS falls to t / (t + 10) of a t-ms transaction's. Under
+    # One client: each transaction waits at least two more 20 ms delays (a WAL write and its
+    # flush) in the window, so its TPS falls to t / (t + 40) of a t-ms transaction's. Under
     # load t grows (flushes alone took 17 ms in a CI run), and the "during" window also holds
     # the undo's own flush timing after the latency was restored (above), so the fall is
-    # asserted with room for t up to about 40 ms: the per-transaction check below is the sharp
-    # one, on medians that a loaded machine moves less than the TPS of windows 3-4 s long.
+    # asserted with room for t up to about 200 ms: the per-transaction check below is the
+    # sharp one, on medians that a loaded machine moves less than the TPS of windows 3-4 s
+    # long.
     assert fig.tps_during < 0.85 * fig.tps_before, figures.event_line(fig)
     assert fig.p99_during_ms is not None and fig.p99_before_ms is not None
-    # A commit waits a delayed write and flush: every transaction of the one client is 5 ms
+    # A commit waits a delayed write and flush: every transaction of the one client is 20 ms
     # slower or more in the window. Said of the medians: the p99s carry the loaded machine's
     # scheduling stalls (CI-like run: 20.4 ms before the window, 23.2 ms in it).
     before = _median_ms(outcome.histograms[f"latency_us:event{mark.index}:before"])
     during = _median_ms(outcome.histograms[f"latency_us:event{mark.index}:during"])
-    assert during > before + 4, (before, during)
-    assert fig.p99_during_ms > 5
+    assert during > before + 16, (before, during)
+    assert fig.p99_during_ms > 20
 
 
 def _median_ms(histogram: dict[int, int]) -> float:
