@@ -68,11 +68,12 @@ def refusals(targets: Sequence[Target], steps: Sequence[StepSpec]) -> list[str]:
     an action that leaves the server where howfast does not put it back from (a pod on
     another node), or one that acts only on the primary howfast started beside a failover,
     whose rebuild leaves a promoted standby as the primary of the next trials."""
+    trial_steps = [s for s in steps if "trials" in s.params]
+    if not trial_steps:
+        return []
+    known = _actions()
     problems: list[str] = []
-    for step in steps:
-        if "trials" not in step.params:
-            continue
-        known = _actions()
+    for step in trial_steps:
         specs = _step_events(step.params)
         failover = next(
             (s for s in specs if s.action in known and known[s.action].replaces_primary), None
