@@ -7,6 +7,7 @@ themselves are benchmarks/startup's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,47 @@ def test_a_dry_run_imports_no_heavy_library(tmp_path: Path) -> None:
         or m in ("howfast.cli.in_cluster",)
     ]
     assert others == [], f"howfast run --dry-run on a directory imported {others}"
+
+
+# A Cluster asks a closed loopback port for the server's version (it fails: no server), then
+# says which of the client library's generated API and model modules it loaded.
+CLUSTER_PROBE = """
+import json, sys
+from howfast.errors import HowfastError
+from howfast.targets.k8s.cluster import Cluster
+try:
+    Cluster().server_version()
+except HowfastError as exc:
+    said = str(exc)
+else:
+    said = ""
+generated = ("kubernetes.client.api.", "kubernetes.client.models.")
+loaded = [m for m in sys.modules if m.startswith(generated)]
+print(json.dumps({"said": said, "loaded": sorted(loaded)}))
+"""
+
+
+def test_the_kubernetes_api_is_reached_without_the_clients_generated_classes(
+    tmp_path: Path,
+) -> None:
+    """Importing the client's generated API classes builds hundreds of pydantic models
+    (restpaths.py): howfast's Cluster sends JSON to the REST paths without them."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: closed\n"
+        "clusters:\n- name: closed\n  cluster:\n    server: http://127.0.0.1:9\n"
+        "contexts:\n- name: closed\n  context:\n    cluster: closed\n    user: nobody\n"
+        "users:\n- name: nobody\n  user:\n    token: not-a-secret\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", CLUSTER_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert "cannot reach the API server http://127.0.0.1:9" in result["said"]
+    assert result["loaded"] == []

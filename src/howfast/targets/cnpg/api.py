@@ -11,11 +11,15 @@ from typing import Any
 
 from howfast.errors import HowfastError, UsageError
 from howfast.targets.cnpg.discovery import CLUSTER_LABEL, GROUP, VERSION, ClusterLayout, layout
+from howfast.targets.k8s import restpaths as rp
 from howfast.targets.k8s.cluster import Cluster
 
-MERGE_PATCH = "application/merge-patch+json"
 SERVICE_LABEL = "kubernetes.io/service-name"
 DELETE_POD_GRACE_S = 1  # 0 means "force" to the API (the object goes before the container)
+
+
+def _custom(plural: str, namespace: str | None = None, name: str | None = None) -> str:
+    return rp.custom_path(GROUP, VERSION, plural, namespace, name)
 
 
 class CnpgApi:
@@ -23,9 +27,6 @@ class CnpgApi:
 
     def __init__(self, cluster: Cluster) -> None:
         self.kube = cluster
-        client = cluster.k8s.client
-        self.custom = client.CustomObjectsApi(cluster.api_client)
-        self.discovery = client.DiscoveryV1Api(cluster.api_client)
 
     def _not_found(self, exc: Exception) -> bool:
         return getattr(exc, "status", None) == 404
@@ -33,9 +34,7 @@ class CnpgApi:
     def read_cluster(self, namespace: str, name: str) -> dict[str, Any]:
         """The Cluster; UsageError naming what is missing (the Cluster or the CRD)."""
         try:
-            found = self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, "clusters", name
-            )
+            found = self.kube.get(_custom("clusters", namespace, name))
         except self.kube.k8s.client.exceptions.ApiException as exc:
             if self._not_found(exc):
                 raise UsageError(
@@ -55,34 +54,34 @@ class CnpgApi:
         claims = self.instance_claims(namespace, name)
         return obj, layout(obj, pods, claims)
 
-    def _labelled(self, fn: Any, namespace: str, selector: str, doing: str) -> list[dict[str, Any]]:
-        found = self.kube.call(doing, fn, namespace, label_selector=selector)
-        return [self.kube.plain(item) for item in found.items]
+    def _labelled(
+        self, kind: str, namespace: str, selector: str, doing: str
+    ) -> list[dict[str, Any]]:
+        return self.kube.items(doing, rp.path(kind, namespace), labelSelector=selector)
 
     def instance_pods(self, namespace: str, name: str) -> list[dict[str, Any]]:
         return self._labelled(
-            self.kube.core.list_namespaced_pod, namespace, f"{CLUSTER_LABEL}={name}",
-            f"listing the pods of Cluster {name}",
-        )  # fmt: skip
+            "Pod", namespace, f"{CLUSTER_LABEL}={name}", f"listing the pods of Cluster {name}"
+        )
 
     def instance_claims(self, namespace: str, name: str) -> list[dict[str, Any]]:
         return self._labelled(
-            self.kube.core.list_namespaced_persistent_volume_claim, namespace,
-            f"{CLUSTER_LABEL}={name}", f"listing the claims of Cluster {name}",
+            "PersistentVolumeClaim", namespace, f"{CLUSTER_LABEL}={name}",
+            f"listing the claims of Cluster {name}",
         )  # fmt: skip
 
     def read_secret(self, namespace: str, name: str) -> dict[str, Any]:
         """A secret with its data: kept in memory by the caller, never printed."""
-        secret = self.kube.call(
+        secret = self.kube.request(
             f"reading Secret {name} in namespace {namespace}",
-            self.kube.core.read_namespaced_secret, name, namespace,
+            "GET", rp.path("Secret", namespace, name),
         )  # fmt: skip
-        return self.kube.plain(secret)
+        return dict(secret)
 
     def rw_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
         return self._labelled(
-            self.discovery.list_namespaced_endpoint_slice, namespace,
-            f"{SERVICE_LABEL}={service}", f"listing the endpoints of Service {service}",
+            "EndpointSlice", namespace, f"{SERVICE_LABEL}={service}",
+            f"listing the endpoints of Service {service}",
         )  # fmt: skip
 
     def delete_pod(self, namespace: str, name: str) -> None:
@@ -94,81 +93,62 @@ class CnpgApi:
         self.kube.delete("Pod", name, namespace, grace_s=DELETE_POD_GRACE_S)
 
     def cluster_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        found = self.kube.call(
+        return self.kube.items(
             f"listing the events of Cluster {name}",
-            self.kube.core.list_namespaced_event, namespace,
-            field_selector=f"involvedObject.kind=Cluster,involvedObject.name={name}",
-        )  # fmt: skip
-        return [self.kube.plain(item) for item in found.items]
+            rp.path("Event", namespace),
+            fieldSelector=f"involvedObject.kind=Cluster,involvedObject.name={name}",
+        )
 
     def patch_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         """A merge patch of the Cluster's status subresource (with its resourceVersion: the
         API refuses it, 409, when the Cluster changed since it was read)."""
-        self.kube.call(
-            f"patching the status of Cluster {namespace}/{name}",
-            self.custom.patch_namespaced_custom_object_status,
-            GROUP, VERSION, namespace, "clusters", name, patch, _content_type=MERGE_PATCH,
+        self.kube.request(
+            f"patching the status of Cluster {namespace}/{name}", "PATCH",
+            rp.custom_path(GROUP, VERSION, "clusters", namespace, name, "status"),
+            body=patch, content_type=rp.MERGE_PATCH,
         )  # fmt: skip
 
     def create_cluster(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """A Cluster howfast makes (k8s://CLASS?operator=cnpg), never the user's."""
+        return self._create("clusters", "Cluster", manifest)
+
+    def _create(self, plural: str, kind: str, manifest: dict[str, Any]) -> dict[str, Any]:
         meta = manifest["metadata"]
-        created = self.kube.call(
-            f"creating Cluster {meta['name']} in namespace {meta['namespace']}",
-            self.custom.create_namespaced_custom_object,
-            GROUP, VERSION, meta["namespace"], "clusters", manifest,
+        created = self.kube.request(
+            f"creating {kind} {meta['name']} in namespace {meta['namespace']}",
+            "POST", _custom(plural, meta["namespace"]), body=manifest,
         )  # fmt: skip
         return dict(created)
+
+    def _delete(self, plural: str, kind: str, namespace: str, name: str) -> None:
+        try:
+            self.kube.send("DELETE", _custom(plural, namespace, name))
+        except self.kube.k8s.client.exceptions.ApiException as exc:
+            if not self._not_found(exc):
+                raise self.kube._error(exc, f"deleting {kind} {name}") from None
 
     def delete_cluster(self, namespace: str, name: str) -> None:
         """Only a Cluster howfast made (its caller checks the name is the run's)."""
-        try:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "clusters", name)
-        except self.kube.k8s.client.exceptions.ApiException as exc:
-            if not self._not_found(exc):
-                raise self.kube._error(exc, f"deleting Cluster {name}") from None
+        self._delete("clusters", "Cluster", namespace, name)
 
     def create_database(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        meta = manifest["metadata"]
-        created = self.kube.call(
-            f"creating Database {meta['name']} in namespace {meta['namespace']}",
-            self.custom.create_namespaced_custom_object,
-            GROUP, VERSION, meta["namespace"], "databases", manifest,
-        )  # fmt: skip
-        return dict(created)
+        return self._create("databases", "Database", manifest)
 
     def read_database(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return dict(
-                self.custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, "databases", name
-                )
-            )
+            return dict(self.kube.get(_custom("databases", namespace, name)))
         except self.kube.k8s.client.exceptions.ApiException as exc:
             if self._not_found(exc):
                 return None
             raise self.kube._error(exc, f"reading Database {name}") from None
 
     def delete_database(self, namespace: str, name: str) -> None:
-        try:
-            self.custom.delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, "databases", name
-            )
-        except self.kube.k8s.client.exceptions.ApiException as exc:
-            if not self._not_found(exc):
-                raise self.kube._error(exc, f"deleting Database {name}") from None
+        self._delete("databases", "Database", namespace, name)
 
     def labelled_databases(self, namespace: str | None, selector: str) -> list[dict[str, Any]]:
         """howfast's Database resources (by its labels); [] when the CRD is not installed."""
         try:
-            if namespace is None:
-                found = self.custom.list_cluster_custom_object(
-                    GROUP, VERSION, "databases", label_selector=selector
-                )
-            else:
-                found = self.custom.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, "databases", label_selector=selector
-                )
+            found = self.kube.get(_custom("databases", namespace), labelSelector=selector)
         except self.kube.k8s.client.exceptions.ApiException as exc:
             if self._not_found(exc):
                 return []

@@ -5,11 +5,11 @@ eviction and a node's cordon (the drain events)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from howfast.errors import HowfastError
 from howfast.targets.k8s import clusterapi, manifests
+from howfast.targets.k8s import restpaths as rp
 from howfast.targets.k8s.cluster_reads import ClusterReads
 from howfast.targets.k8s.clusterapi import _events
 
@@ -17,51 +17,32 @@ from howfast.targets.k8s.clusterapi import _events
 class ClusterObjects(ClusterReads):
     """Creating, listing by label and deleting howfast's objects."""
 
+    CREATED = ("Secret", "ConfigMap", "PersistentVolumeClaim", "Pod", "Service", "NetworkPolicy")
+
     def create(self, manifest: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         kind = manifest["kind"]
+        if kind not in self.CREATED:
+            raise KeyError(kind)
         namespace = manifest["metadata"]["namespace"]
-        creators: dict[str, Callable[..., Any]] = {
-            "Secret": self.core.create_namespaced_secret,
-            "ConfigMap": self.core.create_namespaced_config_map,
-            "PersistentVolumeClaim": self.core.create_namespaced_persistent_volume_claim,
-            "Pod": self.core.create_namespaced_pod,
-            "Service": self.core.create_namespaced_service,
-            "NetworkPolicy": self.networking.create_namespaced_network_policy,
-        }
-        kwargs = {"dry_run": "All"} if dry_run else {}
-        created = self.call(
+        created = self.request(
             f"creating {kind} {manifest['metadata']['name']} in namespace {namespace}",
-            creators[kind],
-            namespace,
-            manifest,
-            **kwargs,
+            "POST",
+            rp.path(kind, namespace),
+            query={"dryRun": "All"} if dry_run else None,
+            body=manifest,
         )
-        return self.plain(created)
+        return dict(created)
 
     LISTED = ("Pod", "PersistentVolumeClaim", "ConfigMap", "Service", "NetworkPolicy", "Secret")
     OWNED_ONLY = ("Service", "NetworkPolicy")
 
     def list_labelled(self, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
-        """Every object of the kinds howfast creates that carries the labels, pods first."""
+        """Every object of the kinds howfast creates that carries the labels, pods first
+        (across all namespaces when `namespace` is None)."""
         out: list[dict[str, Any]] = []
         for kind in self.LISTED:
-            snake = {
-                "Pod": "pod",
-                "PersistentVolumeClaim": "persistent_volume_claim",
-                "ConfigMap": "config_map",
-                "Service": "service",
-                "NetworkPolicy": "network_policy",
-                "Secret": "secret",
-            }[kind]
-            api = self.networking if kind == "NetworkPolicy" else self.core
-            if namespace is None:
-                fn = getattr(api, f"list_{snake}_for_all_namespaces")
-                args: tuple[Any, ...] = ()
-            else:
-                fn = getattr(api, f"list_namespaced_{snake}")
-                args = (namespace,)
             try:
-                found = fn(*args, label_selector=label_selector)
+                found = self.get(rp.path(kind, namespace), labelSelector=label_selector)
             except self.k8s.client.exceptions.ApiException as exc:
                 # Services and NetworkPolicies (pod-mode standbys and client pods) are owned
                 # by the run's Secret: a Role older than them may not list them, and the
@@ -73,8 +54,7 @@ class ClusterObjects(ClusterReads):
                 raise HowfastError(
                     f"listing {kind}s: cannot reach the API server {self.host}: {exc}"
                 ) from None
-            for item in found.items:
-                obj = self.plain(item)
+            for obj in found.get("items") or []:
                 obj["kind"] = kind
                 obj.pop("data", None)  # never keep a Secret's content around
                 obj.pop("stringData", None)
@@ -82,19 +62,11 @@ class ClusterObjects(ClusterReads):
         return out
 
     def delete(self, kind: str, name: str, namespace: str, grace_s: int | None = None) -> None:
-        deleters: dict[str, Callable[..., Any]] = {
-            "Secret": self.core.delete_namespaced_secret,
-            "ConfigMap": self.core.delete_namespaced_config_map,
-            "PersistentVolumeClaim": self.core.delete_namespaced_persistent_volume_claim,
-            "Pod": self.core.delete_namespaced_pod,
-            "Service": self.core.delete_namespaced_service,
-            "NetworkPolicy": self.networking.delete_namespaced_network_policy,
-        }
-        kwargs: dict[str, Any] = {"propagation_policy": "Background"}
-        if grace_s is not None:
-            kwargs["grace_period_seconds"] = grace_s
+        if kind not in (*self.CREATED, "ServiceAccount", "Role", "RoleBinding", "Job"):
+            raise KeyError(kind)
+        options = {"propagationPolicy": "Background", "gracePeriodSeconds": grace_s}
         try:
-            deleters[kind](name, namespace, **kwargs)
+            self.send("DELETE", rp.path(kind, namespace, name), query=options)
         except self.k8s.client.exceptions.ApiException as exc:
             if exc.status != 404:
                 raise self._error(exc, f"deleting {kind} {name}") from None
@@ -108,20 +80,22 @@ class ClusterObjects(ClusterReads):
             "metadata": {"name": name, "namespace": namespace},
             "deleteOptions": {"gracePeriodSeconds": grace_s},
         }
-        self.call(
-            f"evicting pod {name}", self.core.create_namespaced_pod_eviction, name, namespace, body
+        self.request(
+            f"evicting pod {name}", "POST", rp.path("Pod", namespace, name, "eviction"), body=body
         )
 
     def set_cordon(self, node: str, cordoned: bool, annotation: tuple[str, str]) -> None:
         """Mark a node unschedulable (or schedulable again), with the annotation that says
-        who did (removed when uncordoning)."""
+        who did (removed when uncordoning: null deletes a key in a merge patch)."""
         key, value = annotation
         patch = {
             "spec": {"unschedulable": cordoned or None},
             "metadata": {"annotations": {key: value if cordoned else None}},
         }
-        self.call(f"{'cordoning' if cordoned else 'uncordoning'} node {node}",
-                  self.core.patch_node, node, patch)  # fmt: skip
+        self.request(
+            f"{'cordoning' if cordoned else 'uncordoning'} node {node}", "PATCH",
+            rp.path("Node", name=node), body=patch, content_type=rp.MERGE_PATCH,
+        )  # fmt: skip
 
     def delete_run(
         self, namespace: str, token: str, *, timeout_s: float = 180.0, grace_s: int = 10
@@ -173,65 +147,55 @@ class ClusterObjects(ClusterReads):
         if not claims:
             return []
         try:
-            found = self.core.list_persistent_volume()
+            found = self.get(rp.path("PersistentVolume"))
         except Exception:
             return []
         out = []
-        for pv in found.items:
-            ref = pv.spec.claim_ref if pv.spec else None
-            if ref is not None and ref.namespace == namespace and ref.name in claims:
-                out.append(str(pv.metadata.name))
+        for pv in found.get("items") or []:
+            ref = (pv.get("spec") or {}).get("claimRef") or {}
+            if ref.get("namespace") == namespace and ref.get("name") in claims:
+                out.append(str(pv["metadata"]["name"]))
         return out
 
     def _wait_gone(self, namespace: str, kind: str, label: str, deadline: float) -> list[str]:
-        lister = {
-            "Pod": self.core.list_namespaced_pod,
-            "PersistentVolumeClaim": self.core.list_namespaced_persistent_volume_claim,
-        }[kind]
+        if kind not in ("Pod", "PersistentVolumeClaim"):
+            raise KeyError(kind)
+        collection = rp.path(kind, namespace)
         while True:
-            watch = self.k8s.watch.Watch()
-            found = lister(namespace, label_selector=label)
-            left = {item.metadata.name for item in found.items}
+            found = self.get(collection, labelSelector=label)
+            left = {str(item["metadata"]["name"]) for item in found.get("items") or []}
             remaining = deadline - time.monotonic()
             if not left or remaining <= 0:
                 return sorted(left)
-            stream = watch.stream(
-                lister,
-                namespace,
-                label_selector=label,
-                resource_version=found.metadata.resource_version,
-                timeout_seconds=max(1, int(min(remaining, 10))),
-                _request_timeout=(
-                    clusterapi.WATCH_TIMEOUT_S[0],
-                    clusterapi.WATCH_TIMEOUT_S[1] + 10,
-                ),
+            stream = self.watch(
+                collection,
+                min(remaining, 10),
+                (clusterapi.WATCH_TIMEOUT_S[0], clusterapi.WATCH_TIMEOUT_S[1] + 10),
+                labelSelector=label,
+                resourceVersion=found["metadata"].get("resourceVersion"),
             )
             for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
-                    left.discard(event["object"].metadata.name)
+                    left.discard(str(event["object"]["metadata"]["name"]))
                     if not left:
-                        watch.stop()
                         return []
 
     def _wait_pv_gone(self, name: str, deadline: float) -> bool:
+        collection = rp.path("PersistentVolume")
+        selector = f"metadata.name={name}"
         while time.monotonic() < deadline:
-            watch = self.k8s.watch.Watch()
-            found = self.core.list_persistent_volume(field_selector=f"metadata.name={name}")
-            if not found.items:
+            found = self.get(collection, fieldSelector=selector)
+            if not found.get("items"):
                 return True
             remaining = deadline - time.monotonic()
-            stream = watch.stream(
-                self.core.list_persistent_volume,
-                field_selector=f"metadata.name={name}",
-                resource_version=found.metadata.resource_version,
-                timeout_seconds=max(1, int(min(remaining, 10))),
-                _request_timeout=(
-                    clusterapi.WATCH_TIMEOUT_S[0],
-                    clusterapi.WATCH_TIMEOUT_S[1] + 10,
-                ),
+            stream = self.watch(
+                collection,
+                min(remaining, 10),
+                (clusterapi.WATCH_TIMEOUT_S[0], clusterapi.WATCH_TIMEOUT_S[1] + 10),
+                fieldSelector=selector,
+                resourceVersion=found["metadata"].get("resourceVersion"),
             )
             for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
-                    watch.stop()
                     return True
         return False

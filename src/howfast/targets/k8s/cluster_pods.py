@@ -11,6 +11,7 @@ from typing import Any
 from howfast.cancel import NEVER, CancelToken
 from howfast.errors import HowfastError
 from howfast.targets.k8s import clusterapi, names
+from howfast.targets.k8s import restpaths as rp
 from howfast.targets.k8s.cluster_reads import ClusterReads
 from howfast.targets.k8s.clusterapi import _events
 from howfast.targets.k8s.missed_binding import MissedBinding, remade_manifest
@@ -41,31 +42,24 @@ class ClusterPods(ClusterReads):
         while True:
             cancel.raise_if_cancelled()
             found = self.call(
-                f"reading pod {name}",
-                self.core.list_namespaced_pod,
-                namespace,
-                field_selector=selector,
+                f"reading pod {name}", self.get, rp.path("Pod", namespace), fieldSelector=selector
             )
-            if not any(str(p.metadata.uid) == uid for p in found.items):
+            if not any(str(p["metadata"].get("uid")) == uid for p in found.get("items") or []):
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            watch = self.k8s.watch.Watch()
-            stream = watch.stream(
-                self.core.list_namespaced_pod,
-                namespace,
-                field_selector=selector,
-                resource_version=found.metadata.resource_version,
-                timeout_seconds=max(1, int(min(remaining, clusterapi.WATCH_CHUNK_S))),
-                _request_timeout=clusterapi.WATCH_TIMEOUT_S,
+            stream = self.watch(
+                rp.path("Pod", namespace),
+                min(remaining, clusterapi.WATCH_CHUNK_S),
+                clusterapi.WATCH_TIMEOUT_S,
+                fieldSelector=selector,
+                resourceVersion=found["metadata"].get("resourceVersion"),
             )
             for event in _events(stream, self.k8s):
-                if event["type"] == "DELETED" and str(event["object"].metadata.uid) == uid:
-                    watch.stop()
+                if event["type"] == "DELETED" and _uid(event["object"]) == uid:
                     return True
                 if cancel.cancelled:
-                    watch.stop()
                     break
 
     # -- waiting for the pod ---------------------------------------------------------------
@@ -105,25 +99,18 @@ class ClusterPods(ClusterReads):
             # A new watch each time, from the current state (its first events): resuming
             # from a resource version fails on some etcd versions ("Too large resource
             # version").
-            watch = self.k8s.watch.Watch()
-            stream = watch.stream(
-                self.core.list_namespaced_pod,
-                namespace,
-                field_selector=selector,
-                timeout_seconds=max(1, int(min(remaining, clusterapi.WATCH_CHUNK_S))),
-                _request_timeout=clusterapi.WATCH_TIMEOUT_S,
+            stream = self.watch(
+                rp.path("Pod", namespace),
+                min(remaining, clusterapi.WATCH_CHUNK_S),
+                clusterapi.WATCH_TIMEOUT_S,
+                fieldSelector=selector,
             )
             for event in _events(stream, self.k8s):
-                last = self.plain(event["object"])
-                try:
-                    settled = self._settled(namespace, name, last, done)
-                except HowfastError:
-                    watch.stop()
-                    raise
-                if settled or cancel.cancelled:
-                    watch.stop()
-                    if settled:
-                        return last
+                last = dict(event["object"])
+                settled = self._settled(namespace, name, last, done)
+                if settled:
+                    return last
+                if cancel.cancelled:
                     break
 
     def _missed_binding(self, namespace: str, claims: list[str]) -> MissedBinding:
@@ -143,8 +130,8 @@ class ClusterPods(ClusterReads):
         if (pod.get("spec") or {}).get("nodeName"):
             return
         try:
-            self.core.delete_namespaced_pod(
-                name, namespace, grace_period_seconds=0,
+            self.send(
+                "DELETE", rp.path("Pod", namespace, name), query={"gracePeriodSeconds": 0},
                 body={"preconditions": {"uid": uid}},
             )  # fmt: skip
         except self.k8s.client.exceptions.ApiException as exc:
@@ -153,8 +140,8 @@ class ClusterPods(ClusterReads):
             raise self._error(exc, f"deleting pod {name} to make it again") from None
         if not self.wait_pod_gone(namespace, name, uid, 30):
             return  # still there: the wait goes on with it
-        self.call(f"making pod {name} again", self.core.create_namespaced_pod, namespace,
-                  remade_manifest(pod))  # fmt: skip
+        self.request(f"making pod {name} again", "POST", rp.path("Pod", namespace),
+                     body=remade_manifest(pod))  # fmt: skip
 
     def _read_if_answered(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as the API server has it now; None when the server does not answer it in
@@ -195,8 +182,8 @@ class ClusterPods(ClusterReads):
             if "terminated" not in (status.get("state") or {}):
                 continue
             try:
-                text = self.core.read_namespaced_pod_log(
-                    name, namespace, container=status["name"], tail_lines=10
+                text = self.get(
+                    rp.path("Pod", namespace, name, "log"), container=status["name"], tailLines=10
                 )
             except Exception:
                 continue
@@ -241,6 +228,10 @@ class ClusterPods(ClusterReads):
                     )
         lines += [f"  {e}" for e in self.events(namespace, "Pod", name)[-5:]]
         return "\n".join(lines)
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid"))
 
 
 def pod_ready(pod: dict[str, Any]) -> bool:

@@ -3,24 +3,24 @@ StorageClasses, one object, an object's events, and whether this user may do som
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from howfast.targets.k8s import restpaths as rp
 from howfast.targets.k8s.clusterapi import ClusterApi
+
+READABLE = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "Node", "ConfigMap")
 
 
 class ClusterReads(ClusterApi):
     """Reading the cluster's facts (plain dicts)."""
 
     def server_version(self) -> str:
-        version = self.call(
-            "reading the server version", self.k8s.client.VersionApi(self.api_client).get_code
-        )
-        return str(version.git_version)
+        version = self.request("reading the server version", "GET", rp.VERSION)
+        return str(version.get("gitVersion"))
 
     def namespace_exists(self, namespace: str) -> bool:
         try:
-            self.core.read_namespace(namespace)
+            self.get(rp.path("Namespace", name=namespace))
         except self.k8s.client.exceptions.ApiException as exc:
             if exc.status == 404:
                 return False
@@ -32,21 +32,21 @@ class ClusterReads(ClusterApi):
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """The namespace's labels ({} when it cannot be read: admission will tell)."""
         try:
-            found = self.core.read_namespace(namespace)
+            found = self.get(rp.path("Namespace", name=namespace))
         except self.k8s.client.exceptions.ApiException:
             return {}
-        return {str(k): str(v) for k, v in (found.metadata.labels or {}).items()}
+        labels = (found.get("metadata") or {}).get("labels") or {}
+        return {str(k): str(v) for k, v in labels.items()}
 
     def node_names(self) -> list[str]:
         return sorted(str(node["metadata"]["name"]) for node in self.nodes())
 
     def nodes(self) -> list[dict[str, Any]]:
-        found = self.call("listing nodes", self.core.list_node)
-        return [self.plain(node) for node in found.items]
+        return self.items("listing nodes", rp.path("Node"))
 
     def storage_class(self, name: str) -> dict[str, Any] | None:
         try:
-            return self.plain(self.storage.read_storage_class(name))
+            return dict(self.get(rp.path("StorageClass", name=name)))
         except self.k8s.client.exceptions.ApiException as exc:
             if exc.status == 404:
                 return None
@@ -55,20 +55,13 @@ class ClusterReads(ClusterApi):
             raise self._error(exc, f"reading StorageClass {name}") from None
 
     def storage_classes(self) -> list[dict[str, Any]]:
-        found = self.call("listing StorageClasses", self.storage.list_storage_class)
-        return [self.plain(sc) for sc in found.items]
+        return self.items("listing StorageClasses", rp.path("StorageClass"))
 
     def read(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        readers: dict[str, Callable[..., Any]] = {
-            "Pod": self.core.read_namespaced_pod,
-            "PersistentVolumeClaim": self.core.read_namespaced_persistent_volume_claim,
-            "PersistentVolume": self.core.read_persistent_volume,
-            "Node": self.core.read_node,
-            "ConfigMap": self.core.read_namespaced_config_map,
-        }
-        args = (name, namespace) if namespace else (name,)
+        if kind not in READABLE:
+            raise KeyError(kind)
         try:
-            return self.plain(readers[kind](*args))
+            return dict(self.get(rp.path(kind, namespace, name)))
         except self.k8s.client.exceptions.ApiException as exc:
             if exc.status in (403, 404):
                 return None
@@ -76,14 +69,13 @@ class ClusterReads(ClusterApi):
 
     def events(self, namespace: str, kind: str, name: str) -> list[str]:
         """The events about one object, oldest first, as 'Reason: message' lines."""
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         try:
-            found = self.core.list_namespaced_event(
-                namespace, field_selector=f"involvedObject.kind={kind},involvedObject.name={name}"
-            )
+            found = self.get(rp.path("Event", namespace), fieldSelector=selector)
         except Exception:
             return []
         items = sorted(
-            (self.plain(e) for e in found.items),
+            found.get("items") or [],
             key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""),
         )
         lines = []
@@ -91,7 +83,7 @@ class ClusterReads(ClusterApi):
             source = (event.get("source") or {}).get("component") or event.get(
                 "reportingComponent", ""
             )
-            line = f"{event.get('reason')}: {event.get('message', '').strip()}"
+            line = f"{event.get('reason')}: {(event.get('message') or '').strip()}"
             if source:
                 line += f" ({source})"
             if line not in lines:
@@ -101,22 +93,21 @@ class ClusterReads(ClusterApi):
     def access(self, namespace: str, verb: str, resource: str, group: str = "") -> bool | None:
         """Whether this user may do `verb` on `resource` there (SelfSubjectAccessReview);
         None when the question cannot be asked."""
+        attributes = {
+            "namespace": namespace,
+            "verb": verb,
+            "resource": resource.split("/")[0],
+            "group": group,
+        }
+        if "/" in resource:
+            attributes["subresource"] = resource.split("/")[1]
         body = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
-            "spec": {
-                "resourceAttributes": {
-                    "namespace": namespace,
-                    "verb": verb,
-                    "resource": resource.split("/")[0],
-                    "subresource": resource.split("/")[1] if "/" in resource else None,
-                    "group": group,
-                }
-            },
+            "spec": {"resourceAttributes": attributes},
         }
-        api = self.k8s.client.AuthorizationV1Api(self.api_client)
         try:
-            review = api.create_self_subject_access_review(body)
+            review = self.send("POST", rp.ACCESS_REVIEWS, body=body)
         except Exception:
             return None
-        return bool(review.status.allowed)
+        return bool((review.get("status") or {}).get("allowed"))

@@ -14,19 +14,20 @@ from typing import Any
 
 from howfast.errors import HowfastError
 from howfast.hosts.pod import ExecResult
+from howfast.targets.k8s import restpaths as rp
 from howfast.targets.k8s.clusterapi import ClusterApi, _open_within
 from howfast.targets.local_server import free_port
 
 
 class ClusterStreams(ClusterApi):
-    """Exec and port-forward sessions (the client's WSClient and PortForward)."""
+    """Exec and port-forward sessions (the client's WSClient and PortForward), opened on
+    their websocket URLs directly (restpaths.py says why not through the API classes)."""
 
-    def _stream_api(self) -> Any:
-        """A CoreV1Api on an API client of its own: kubernetes.stream swaps its client's
-        request function while a stream connects, so a shared client would send other
-        threads' REST calls through a websocket."""
-        client = self.k8s.client.ApiClient(configuration=self.api_client.configuration)
-        return self.k8s.client.CoreV1Api(client)
+    def _websocket(self, path: str, query: dict[str, Any]) -> tuple[Any, str, dict[str, str]]:
+        """The client's configuration, the URL (its query included) and the headers with
+        this user's credentials, for a websocket to `path`."""
+        url, headers, _ = self.serialize("GET", path, query)
+        return self.api_client.configuration, url, headers
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
         """An exec session (the client's WSClient), not yet read."""
@@ -40,37 +41,38 @@ class ClusterStreams(ClusterApi):
     def _exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, stdin: bool
     ) -> Any:
-        from kubernetes.stream import stream
+        from kubernetes.stream import ws_client
 
-        api = self._stream_api()
+        query = {
+            "container": container, "command": command, "stdin": stdin,
+            "stdout": True, "stderr": True, "tty": False,
+        }  # fmt: skip
+        configuration, url, headers = self._websocket(rp.path("Pod", namespace, pod, "exec"), query)
         doing = f"exec in pod {pod}"
         return _open_within(
             doing,
             lambda: self.call(
                 doing,
-                stream,
-                api.connect_get_namespaced_pod_exec,
-                pod,
-                namespace,
-                container=container,
-                command=command,
-                stdin=stdin,
-                stdout=True,
-                stderr=True,
-                tty=False,
+                ws_client.websocket_call,
+                configuration,
+                "GET",
+                url,
+                headers=headers,
                 _preload_content=False,
             ),
         )
 
     def port_forward(self, namespace: str, pod: str, port: int) -> Any:
         """A port-forward session to one port of the pod (the client's PortForward)."""
-        from kubernetes.stream import portforward
+        from kubernetes.stream import ws_client
 
-        api = self._stream_api()
+        path = rp.path("Pod", namespace, pod, "portforward")
+        configuration, url, headers = self._websocket(path, {"ports": port})
+        doing = f"port-forward to pod {pod}"
         return _open_within(
-            f"port-forward to pod {pod}",
-            lambda: portforward(
-                api.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
+            doing,
+            lambda: self.call(
+                doing, ws_client.portforward_call, configuration, "GET", url, headers=headers
             ),
         )
 

@@ -1,18 +1,20 @@
 """The Kubernetes API client howfast talks through (the base of Cluster, cluster.py):
-kubeconfig resolution, every REST call bounded in time, the API's errors turned into
+kubeconfig resolution, every REST call bounded in time, watches, the API's errors turned into
 messages. The limits are read from this module when used (the silent-server test sets them).
 
-Objects go in and come out as plain dicts (camelCase, as in YAML), so that the pure builders
-and readers (manifests.py, facts.py) never see the client's classes.
+Objects go in and come out as plain dicts (camelCase, as in YAML: the API's own JSON), over
+the paths of restpaths.py, so that the pure builders and readers (manifests.py, facts.py)
+never see the client's classes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from howfast.errors import Aborted, HowfastError, UsageError
@@ -58,7 +60,9 @@ def kubeconfig_namespace(context: str | None) -> str | None:
 
 
 class ClusterApi:
-    """One API client for one kubeconfig context, and how a call is made through it."""
+    """One API client for one kubeconfig context, and how a call is made through it: JSON
+    over the REST paths of restpaths.py, with the client library's configuration, auth and
+    connection pool (not its generated API classes: see restpaths.py)."""
 
     def __init__(self, context: str | None = None) -> None:
         k8s = _kubernetes()
@@ -76,24 +80,123 @@ class ClusterApi:
                     "set KUBECONFIG or write ~/.kube/config; choose a context with --kube-context",
                 ) from None
         self.k8s = k8s
-        _bound_requests(self.api_client)
-        self.core = k8s.client.CoreV1Api(self.api_client)
-        self.storage = k8s.client.StorageV1Api(self.api_client)
-        self.networking = k8s.client.NetworkingV1Api(self.api_client)
         self.context = context
         self.host = str(self.api_client.configuration.host)
 
-    # -- plain dicts in and out ---------------------------------------------------------
-    def plain(self, obj: Any) -> dict[str, Any]:
-        return dict(self.api_client.sanitize_for_serialization(obj))
+    # -- requests -------------------------------------------------------------------------
+    def serialize(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> tuple[str, dict[str, str], Any]:
+        """The URL (its query: a list value repeats its key), the headers with this user's
+        credentials (a token an exec plugin refreshes, too), and the body."""
+        pairs = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        lists = {k: "multi" for k, v in pairs if isinstance(v, list)}
+        _, url, headers, body, _ = self.api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=pairs,
+            header_params=headers or {},
+            body=body,
+            auth_settings=["BearerToken"],
+            collection_formats=lists,
+        )
+        return str(url), dict(headers), body
 
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: tuple[float, float] | None = None,
+    ) -> Any:
+        """One request, its response not read yet (the client's RESTResponse). An HTTP error
+        status raises the client's ApiException (with its status and body); a server that
+        does not answer, urllib3's error. Bounded: REQUEST_TIMEOUT_S unless `timeout`."""
+        headers = {"Accept": "application/json, */*"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        url, headers, body = self.serialize(method, path, query, headers, body)
+        response = self.api_client.call_api(
+            method, url, header_params=headers, body=body,
+            _request_timeout=timeout or REQUEST_TIMEOUT_S,
+        )  # fmt: skip
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise self.k8s.client.exceptions.ApiException(http_resp=response)
+        return response
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One request, its answer: the decoded JSON, or the text when it is not JSON (a
+        container's log)."""
+        response = self.open(method, path, query=query, body=body, content_type=content_type)
+        text = (response.read() or b"").decode("utf-8", errors="replace")
+        if "json" in str(response.headers.get("content-type") or ""):
+            return json.loads(text) if text else {}
+        return text
+
+    def get(self, path: str, **query: Any) -> Any:
+        return self.send("GET", path, query=query)
+
+    def request(self, doing: str, method: str, path: str, **kwargs: Any) -> Any:
+        """send(), its failure a HowfastError that says what was being done."""
+        return self.call(doing, self.send, method, path, **kwargs)
+
+    def items(self, doing: str, path: str, **query: Any) -> list[dict[str, Any]]:
+        """The items of a collection (its path, with selectors as `query`)."""
+        found = self.call(doing, self.get, path, **query)
+        return list(found.get("items") or [])
+
+    def watch(
+        self, path: str, timeout_s: float, request_timeout: tuple[float, float], **query: Any
+    ) -> Iterator[dict[str, Any]]:
+        """A watch of a collection: its events ({"type", "object"}) as they come, for up to
+        `timeout_s` (the server ends it). An ERROR event (an expired resource version)
+        raises ApiException with its code, as the client's own Watch does."""
+        query = {**query, "watch": True, "timeoutSeconds": max(1, int(timeout_s))}
+        response = self.open("GET", path, query=query, timeout=request_timeout).response
+        try:
+            pending = b""
+            for chunk in response.stream(amt=None, decode_content=False):
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield self._event(line)
+            if pending.strip():
+                yield self._event(pending)
+        finally:
+            response.release_conn()
+
+    def _event(self, line: bytes) -> dict[str, Any]:
+        event = json.loads(line)
+        if event.get("type") == "ERROR":
+            status = event.get("object") or {}
+            raise self.k8s.client.exceptions.ApiException(
+                status=status.get("code"), reason=status.get("message")
+            )
+        return dict(event)
+
+    # -- errors ---------------------------------------------------------------------------
     def _error(self, exc: Exception, doing: str) -> HowfastError:
         status = getattr(exc, "status", None)
         body = getattr(exc, "body", None) or ""
         message = str(exc)
         with contextlib.suppress(Exception):
-            import json
-
             message = json.loads(body).get("message") or message
         if status == 403:
             return HowfastError(
@@ -115,18 +218,13 @@ class ClusterApi:
             raise HowfastError(f"{doing}: cannot reach the API server {self.host}: {exc}") from None
 
 
-def _bound_requests(api_client: Any) -> None:
-    """Every REST call of this client gets REQUEST_TIMEOUT_S unless it asks for its own
-    (the client's default is to wait for ever)."""
-    rest = api_client.rest_client
-    unbounded = rest.request
-
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        if not kwargs.get("_request_timeout"):
-            kwargs["_request_timeout"] = REQUEST_TIMEOUT_S
-        return unbounded(*args, **kwargs)
-
-    rest.request = bounded
+def _query_value(value: Any) -> Any:
+    """The API's spelling: true/false for booleans, text for numbers, lists kept."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return str(value)
 
 
 def _open_within(doing: str, connect: Callable[[], Any]) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 from howfast.errors import HowfastError, UsageError
 from howfast.targets.k8s import incluster_manifests as icm
 from howfast.targets.k8s import incluster_result, manifests
+from howfast.targets.k8s import restpaths as rp
 from howfast.targets.k8s.cluster import Cluster, pod_problem
 
 POLL_S = 1.0  # how often the pod's state is read while it starts and after its log ends
@@ -38,31 +39,18 @@ class Finished:
     log_tail: list[str]
 
 
-def _apis(cluster: Cluster) -> tuple[Any, Any]:
-    k8s = cluster.k8s
-    return (
-        k8s.client.RbacAuthorizationV1Api(cluster.api_client),
-        k8s.client.BatchV1Api(cluster.api_client),
-    )
-
-
 def create(cluster: Cluster, plan: icm.InClusterPlan) -> None:
     """The owner first, then its dependents; on a failure, whatever was created is deleted."""
-    rbac, batch = _apis(cluster)
     ns = plan.namespace
     owner = cluster.create(icm.owner_config_map(plan))
     ref = {"name": plan.name, "uid": str(owner["metadata"]["uid"])}
-    creators: dict[str, Callable[..., Any]] = {
-        "ServiceAccount": cluster.core.create_namespaced_service_account,
-        "Role": rbac.create_namespaced_role,
-        "RoleBinding": rbac.create_namespaced_role_binding,
-        "Job": batch.create_namespaced_job,
-    }
     try:
         for manifest in icm.dependents(plan, ref):
             kind = manifest["kind"]
-            cluster.call(f"creating {kind} {plan.name} in namespace {ns}", creators[kind], ns,
-                         manifest)  # fmt: skip
+            if kind not in ("ServiceAccount", "Role", "RoleBinding", "Job"):
+                raise KeyError(kind)
+            cluster.request(f"creating {kind} {plan.name} in namespace {ns}", "POST",
+                            rp.path(kind, ns), body=manifest)  # fmt: skip
     except BaseException:
         delete(cluster, ns, plan.token)
         raise
@@ -73,39 +61,23 @@ def delete(cluster: Cluster, namespace: str, token: str) -> list[str]:
     deletes what its run made within the grace period (with the Role it still has: the RBAC
     objects go only once the pod is gone), then the RBAC objects and every labelled object
     (Cluster.delete_run: the owner). Warnings: what is still there after the waits."""
-    rbac, batch = _apis(cluster)
     name = icm.job_name(token)
-    _delete_named(cluster, "Job", batch.delete_namespaced_job, name, namespace)
+    cluster.delete("Job", name, namespace)
     deadline = time.monotonic() + icm.GRACE_S + 60.0
     for pod in _pods(cluster, namespace, token):
         cluster.delete("Pod", str(pod["metadata"]["name"]), namespace, icm.GRACE_S)
     while (left := _pods(cluster, namespace, token)) and time.monotonic() < deadline:
         time.sleep(POLL_S)
     warnings = [f"the pod of Job {name} is still being deleted"] if left else []
-    for kind, deleter in (
-        ("RoleBinding", rbac.delete_namespaced_role_binding),
-        ("Role", rbac.delete_namespaced_role),
-        ("ServiceAccount", cluster.core.delete_namespaced_service_account),
-    ):
-        _delete_named(cluster, kind, deleter, name, namespace)
+    for kind in ("RoleBinding", "Role", "ServiceAccount"):
+        cluster.delete(kind, name, namespace)
     return warnings + cluster.delete_run(namespace, token, timeout_s=60.0)
-
-
-def _delete_named(
-    cluster: Cluster, kind: str, deleter: Callable[..., Any], name: str, namespace: str
-) -> None:
-    try:
-        deleter(name, namespace, propagation_policy="Background")
-    except cluster.k8s.client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise cluster._error(exc, f"deleting {kind} {name}") from None
 
 
 def exists(cluster: Cluster, namespace: str, token: str) -> bool:
     """Whether the Job is there (`howfast fetch`)."""
-    _, batch = _apis(cluster)
     try:
-        batch.read_namespaced_job(icm.job_name(token), namespace)
+        cluster.get(rp.path("Job", namespace, icm.job_name(token)))
     except cluster.k8s.client.exceptions.ApiException as exc:
         if exc.status == 404:
             return False
@@ -114,13 +86,11 @@ def exists(cluster: Cluster, namespace: str, token: str) -> bool:
 
 
 def _pods(cluster: Cluster, namespace: str, token: str) -> list[dict[str, Any]]:
-    found = cluster.call(
+    return cluster.items(
         f"listing the pods of {icm.job_name(token)}",
-        cluster.core.list_namespaced_pod,
-        namespace,
-        label_selector=manifests.selector(token),
+        rp.path("Pod", namespace),
+        labelSelector=manifests.selector(token),
     )
-    return [cluster.plain(p) for p in found.items]
 
 
 def _terminated(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -164,14 +134,12 @@ def _follow(
     (or the stream breaks); the number of lines seen."""
     stream = cluster.call(
         f"following the log of pod {pod}",
-        cluster.core.read_namespaced_pod_log,
-        pod,
-        namespace,
-        container=icm.CONTAINER,
-        follow=True,
-        _preload_content=False,
-        _request_timeout=LOG_READ_TIMEOUT_S,
-    )
+        cluster.open,
+        "GET",
+        rp.path("Pod", namespace, pod, "log"),
+        query={"container": icm.CONTAINER, "follow": True},
+        timeout=LOG_READ_TIMEOUT_S,
+    ).response
     lines = incluster_result.LogLines()
     seen = 0
     try:
@@ -203,9 +171,8 @@ def follow(cluster: Cluster, namespace: str, token: str, show: Callable[[str], N
         time.sleep(POLL_S)
     text = cluster.call(
         f"reading the log of pod {pod}",
-        cluster.core.read_namespaced_pod_log,
-        pod,
-        namespace,
+        cluster.get,
+        rp.path("Pod", namespace, pod, "log"),
         container=icm.CONTAINER,
     )
     log_lines = str(text).splitlines()
