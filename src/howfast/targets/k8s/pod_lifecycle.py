@@ -45,15 +45,18 @@ class PodLifecycleFacet(PodChecksFacet):
         made = self._take_ahead() or self._create_objects(held=False)
         cluster, plan, listener = made.cluster, made.plan, made.listener
         claims = [c for c in (plan.data_claim, plan.wal_claim) if c]
+        deadline = time.monotonic() + self.options.start_timeout_s
         try:
             if made.held:  # bound already: its client pod starts while its server does
                 self.pod = self._release(made)
-                self._place_client(made)
+            else:  # once bound: its client pod starts while initdb runs
+                self.pod = cluster.wait_pod_ready(
+                    self.namespace, plan.name, claims, self.options.start_timeout_s, until=_bound
+                )
+            self._place_client(made)
             self.pod = cluster.wait_pod_ready(
-                self.namespace, plan.name, claims, self.options.start_timeout_s
+                self.namespace, plan.name, claims, max(1.0, deadline - time.monotonic())
             )
-            if not made.held:
-                self._place_client(made)
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
         except BaseException:
@@ -282,3 +285,8 @@ class PodLifecycleFacet(PodChecksFacet):
             return {}
         wal = m.WAL_DIR if self.spec.wal else f"{m.PGDATA}/pg_wal"
         return {"data": Path(m.PGDATA), "wal": Path(wal)}
+
+
+def _bound(pod: Mapping[str, Any]) -> bool:
+    """Scheduled: the pod has its node (its containers may not run yet)."""
+    return bool((pod.get("spec") or {}).get("nodeName"))
