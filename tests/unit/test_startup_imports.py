@@ -120,14 +120,16 @@ def test_a_dry_run_imports_no_heavy_library(tmp_path: Path) -> None:
     assert heavy_in(modules) == [], f"howfast run --dry-run imported {heavy_in(modules)}"
     # Nor the database driver: a dry run connects to nothing.
     assert "psycopg" not in modules
-    # Nor the event actions (a run without --event) or the CloudNativePG target (a directory
-    # target): `--event`'s help is made only when shown (cli/options.py LazyHelpOption), and
-    # the trials' and events' refusals look at the actions only for steps that have them.
+    # Nor the event actions (a run without --event), the CloudNativePG target or the emulated
+    # volumes (a plain directory target): `--event`'s help is made only when shown
+    # (cli/options.py LazyHelpOption), the trials' and events' refusals look at the actions
+    # only for steps that have them, and the directory kind imports EmulatedTarget only for
+    # --storage-latency/--storage-iops variants.
     others = [
         m
         for m in own(modules)
         if m.startswith(("howfast.events.", "howfast.targets.cnpg.made"))
-        or m in ("howfast.cli.in_cluster",)
+        or m in ("howfast.cli.in_cluster", "howfast.targets.emulated.target")
     ]
     assert others == [], f"howfast run --dry-run on a directory imported {others}"
 

@@ -150,7 +150,6 @@ class DirectoryKind(TargetKind):
         return DirectoryOptions(tuple(found), size_bytes, refused)
 
     def create(self, text: str, options: TargetOptions) -> list[Target]:
-        from howfast.targets.emulated.target import EmulatedTarget
         from howfast.targets.local import LocalOptions, LocalTarget, StandbyPlacement
         from howfast.targets.replicas.spec import replica_spec
 
@@ -200,6 +199,8 @@ class DirectoryKind(TargetKind):
             )
         if options.wal_dir is not None:
             raise UsageError("--wal-dir cannot be combined with an emulated volume (yet)")
+        from howfast.targets.emulated.target import EmulatedTarget  # not for a plain directory
+
         return [
             EmulatedTarget(
                 directory,
