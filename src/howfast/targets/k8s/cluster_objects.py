@@ -117,7 +117,7 @@ class ClusterObjects(ClusterReads):
         warnings = []
         deadline = time.monotonic() + timeout_s
         for kind in ("Pod", "PersistentVolumeClaim"):
-            left = self._wait_gone(namespace, kind, label, deadline)
+            left = self._wait_deleted(rp.path(kind, namespace), deadline, labelSelector=label)
             if left:
                 warnings.append(f"{kind}s still being deleted: {', '.join(left)}")
         # A claim bound while it was being deleted (Ctrl-C while a volume is provisioned:
@@ -132,7 +132,10 @@ class ClusterObjects(ClusterReads):
                 continue
             policy = (pv.get("spec") or {}).get("persistentVolumeReclaimPolicy")
             if policy == "Delete":
-                if not self._wait_pv_gone(volume, deadline):
+                selector = f"metadata.name={volume}"
+                if self._wait_deleted(
+                    rp.path("PersistentVolume"), deadline, fieldSelector=selector
+                ):
                     warnings.append(f"PersistentVolume {volume} is still being deleted")
             else:
                 warnings.append(
@@ -157,12 +160,11 @@ class ClusterObjects(ClusterReads):
                 out.append(str(pv["metadata"]["name"]))
         return out
 
-    def _wait_gone(self, namespace: str, kind: str, label: str, deadline: float) -> list[str]:
-        if kind not in ("Pod", "PersistentVolumeClaim"):
-            raise KeyError(kind)
-        collection = rp.path(kind, namespace)
+    def _wait_deleted(self, collection: str, deadline: float, **selector: str) -> list[str]:
+        """Until nothing in the collection matches the selector (a watch's DELETED events,
+        listed again after each chunk); the names still there at the deadline."""
         while True:
-            found = self.get(collection, labelSelector=label)
+            found = self.get(collection, **selector)
             left = {str(item["metadata"]["name"]) for item in found.get("items") or []}
             remaining = deadline - time.monotonic()
             if not left or remaining <= 0:
@@ -171,31 +173,11 @@ class ClusterObjects(ClusterReads):
                 collection,
                 min(remaining, 10),
                 (clusterapi.WATCH_TIMEOUT_S[0], clusterapi.WATCH_TIMEOUT_S[1] + 10),
-                labelSelector=label,
                 resourceVersion=found["metadata"].get("resourceVersion"),
+                **selector,
             )
             for event in _events(stream, self.k8s):
                 if event["type"] == "DELETED":
                     left.discard(str(event["object"]["metadata"]["name"]))
                     if not left:
                         return []
-
-    def _wait_pv_gone(self, name: str, deadline: float) -> bool:
-        collection = rp.path("PersistentVolume")
-        selector = f"metadata.name={name}"
-        while time.monotonic() < deadline:
-            found = self.get(collection, fieldSelector=selector)
-            if not found.get("items"):
-                return True
-            remaining = deadline - time.monotonic()
-            stream = self.watch(
-                collection,
-                min(remaining, 10),
-                (clusterapi.WATCH_TIMEOUT_S[0], clusterapi.WATCH_TIMEOUT_S[1] + 10),
-                fieldSelector=selector,
-                resourceVersion=found["metadata"].get("resourceVersion"),
-            )
-            for event in _events(stream, self.k8s):
-                if event["type"] == "DELETED":
-                    return True
-        return False
