@@ -105,11 +105,14 @@ def count_cgroups() -> list[str]:
     return [str(h / COUNT_CGROUP) for h in hoststate.cgroup_hierarchies()]
 
 
-def detach_all(run_dir: Path, timeout: float = 30.0) -> list[str]:
+def detach_all(run_dir: Path, timeout: float = 120.0) -> list[str]:
     """Detach the lab's loop devices (unmounted first by the caller); return those still
     attached after `timeout` (a device still open is detached by the kernel when released:
-    `losetup -d` sets autoclear). In CI one stayed attached over 5 s after its `losetup -d`
-    on the busy machine, and `down` then kept all of run/ (test_two_nodes failed on it)."""
+    `losetup -d` sets autoclear). A filesystem unmounted lazily holds its device until its
+    last user is gone and its dirty data is written back through the loop device: on a busy
+    machine, after the pods' PostgreSQL wrote to it, that took over 5 s in CI and over 30 s
+    beside a whole loaded `make test` here; `down` then kept all of run/ (test_two_nodes
+    failed on it). The wait ends as soon as the devices are released."""
     for device in lab_loop_devices(run_dir):
         proc = run(["losetup", "-d", device], check=False)
         if proc.returncode != 0:
