@@ -179,7 +179,8 @@ class ClusterApi:
                         yield self._event(line)
             if pending.strip():
                 yield self._event(pending)
-        finally:
+        finally:  # closed, not just released: a watch left early may still be sending
+            response.close()
             response.release_conn()
 
     def _event(self, line: bytes) -> dict[str, Any]:

@@ -150,7 +150,8 @@ def _follow(
                 show(line)
     except Exception:  # a broken stream: the caller looks at the pod and follows again
         pass
-    finally:
+    finally:  # closed, not just released: the log may still be coming
+        stream.close()
         stream.release_conn()
     return max(seen, shown)
 
