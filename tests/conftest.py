@@ -8,6 +8,7 @@ import contextlib
 import fnmatch
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -44,9 +45,36 @@ def pg_bindir() -> Path | None:
     return Path(initdb).parent if initdb else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+# Test ports come from below the kernel's ephemeral range: a port the kernel handed out
+# (bind to 0) is free only until the next outgoing connection is given it as its local port,
+# and a port chosen long before it is bound (Prometheus scraping howfast's future
+# --metrics-port) was taken that way on a busy CI machine. Ports below the range are never
+# handed out by the kernel; the floor keeps clear of well-known services'.
+TEST_PORT_FLOOR = 20000
+PORT_TRIES = 100
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    """A TCP port free on `address` now and outside the ephemeral range where there is room."""
+    low, _ = ephemeral_ports()
+    if low - TEST_PORT_FLOOR >= 1000:
+        for port in random.sample(range(TEST_PORT_FLOOR, low), PORT_TRIES):
+            with socket.socket() as s:
+                try:
+                    s.bind((address, port))
+                except OSError:
+                    continue
+                return port
+    with socket.socket() as s:  # a range reaching down to the floor: the kernel's choice
+        s.bind((address, 0))
         return int(s.getsockname()[1])
 
 

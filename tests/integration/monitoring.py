@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -15,6 +14,8 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.conftest import free_port
 
 PROMETHEUS = "/usr/bin/prometheus"
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
@@ -26,12 +27,6 @@ def missing() -> str | None:
         if shutil.which(path) is None:
             return f"{path} is not installed (scripts/setup.sh test installs it)"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 10) -> str:
@@ -97,7 +92,7 @@ class Monitoring:
 def monitoring(work: Path, scrape_interval: str = "1s") -> Iterator[Monitoring]:
     """node_exporter (disk, CPU and textfile collectors) and Prometheus scraping it and
     howfast's future --metrics-port every second."""
-    node_port, prom_port, howfast_port = free_port(), free_port(), free_port()
+    node_port, prom_port, howfast_port = (free_port(LOOPBACK) for _ in range(3))
     textfiles = work / "textfile"
     textfiles.mkdir()
     config = work / "prometheus.yml"

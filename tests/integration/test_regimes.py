@@ -116,9 +116,13 @@ def test_regimes_plan_under_a_64mib_cap(howfast: Howfast, target_dir: Path):
     assert in_memory["params"]["dataset"] == "in-memory"
     assert in_memory["params"]["scale"] == init_mem["params"]["scale"] < p["scale"]
     # Four times the cap: PostgreSQL misses its buffers and the misses reach the device.
+    # Counted per transaction and against PostgreSQL's own misses, not in bytes: a 4 s step
+    # reads 74 MiB on a quiet machine and 20 MiB on a busy one, as its TPS goes.
     om = on_disk["metrics"]
     assert om["cache_hit_ratio"] < 0.95
-    assert om["io_data_read_bytes"] > 20 * 1024**2
+    asked_os = on_disk["postgres"]["views"]["pg_stat_database"]["blks_read"] * 8192
+    assert asked_os > 0 and om["io_data_read_bytes"] >= 0.5 * asked_os  # the OS's cache is capped
+    assert om["io_data_read_bytes"] >= 8192 * om["transactions"]  # a page a transaction at least
     assert om["cgroup_memory_peak_bytes"] <= limit * 1.05
     assert not any("read (almost) nothing" in w for w in on_disk["warnings"])
     # The cold read of a table four times the cap reads it from the device.
