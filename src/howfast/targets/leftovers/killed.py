@@ -18,14 +18,17 @@ from pathlib import Path
 
 from howfast.errors import HowfastError
 from howfast.targets.leftovers import registry
-from howfast.targets.leftovers.find import segment_action, segment_name
-from howfast.targets.leftovers.remove import ACTIONS
 
 
 def free_killed_memory(data_dir: Path) -> str | None:
     """Remove what is still there of the shared memory recorded for this process's servers on
     `data_dir`, all of them gone; None when nothing is left, else a warning saying what is
     left and why (`howfast cleanup` removes it later)."""
+    # Imported here: every command that makes a local target imports this module, and only a
+    # crash or a failover needs the finder (a machine snapshot's eleven record types).
+    from howfast.targets.leftovers.find import segment_action, segment_name
+    from howfast.targets.leftovers.remove import ACTIONS
+
     problems = []
     for item in registry.server_memory(data_dir):
         action = segment_action(item)
