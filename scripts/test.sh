@@ -2,28 +2,33 @@
 # The test suites of `make test`, pytest sessions side by side, and beside them the lint
 # and type checks (`make lint typecheck`):
 #
-# 1. The Kubernetes lab tests (tests/k8s, a real two-node cluster on loopback), from the start,
-#    at a higher CPU priority (nice -5): they are the longest session. They run in two lanes
-#    on the one lab (tests/k8s/lanes.py): the CloudNativePG and in-cluster tests (~5 of its
-#    ~15 min, mostly waiting for the operator or a Job) in a pytest session of their own
-#    beside the others, which start the lab and take it down once both are done.
-#    The lab is built first, alone: a cold build (~15 min, once per machine, cached outside
-#    the clone) is CPU-heavy.
+# 1. The Kubernetes lab tests (tests/k8s, a real two-node cluster on loopback), from the start.
+#    They run in two lanes on the one lab (tests/k8s/lanes.py): the CloudNativePG and
+#    in-cluster tests (~5 of its ~15 min, mostly waiting for the operator or a Job) in a
+#    pytest session of their own beside the others, which start the lab and take it down once
+#    both are done. The lab is built first, alone: a cold build (~15 min, once per machine,
+#    cached outside the clone) is CPU-heavy.
 # 2. All the others except the emulated-volume tests, from the start, in three pytest-xdist
 #    workers (a test file stays on one worker). Most tests spend their time waiting (pgbench
 #    for its duration, servers starting, pods and volumes): a whole clean-clone run used
 #    1.1 of the 2 cores on average with two workers.
 # 3. The emulated-volume tests (marker `emulated`: nbdkit, nbdfuse, loop devices), from the
-#    start too, in two workers of their own, at a higher CPU priority (nice -5).
+#    start too, in two workers of their own.
 #
 # Why all at once: the lab tests take 9-12 min and the emulated-volume tests ~6 min;
-# one after the other they alone overran the 15-minute budget. Every read, write and flush of
-# an emulated volume goes through nbdkit's Python plugin, nbdfuse and a loop device, several
-# wake-ups each, so on 2 cores they are the tests most slowed by other work (two of them once
-# ran into their time-outs beside the lab): their higher priority lets their user-space I/O
-# path run before the other tests' pgbench, which takes whatever CPU is free.
-# A test that still runs out of time ends its howfast with SIGINT first, so that howfast
-# takes its volume down (tests/integration/conftest.py).
+# one after the other they alone overran the 15-minute budget.
+#
+# Priorities (as root): the lab and main sessions at nice -5, the emulated-volume session at
+# -10, the lint and type checks at 10. Every test session runs above other work on the
+# machine: CI's machine is busy too. The main session ran at nice 0 under the lab's -5 while
+# the lab was the longest session; once it had become the longest (36-40 of 37-41 min beside
+# two busy loops, the lab 17-19), a test of four refused commands, 2 s of CPU, took 79 s
+# beside the lab's daemons and pods. The emulated-volume tests stay above the others: every
+# read, write and flush of an emulated volume goes through nbdkit's Python plugin, nbdfuse
+# and a loop device, several wake-ups each, so on 2 cores they are the tests most slowed by
+# other work (two of them once ran into their time-outs beside the lab). A test that still
+# runs out of time ends its howfast with SIGINT first, so that howfast takes its volume down
+# (tests/integration/conftest.py).
 #
 #   HOWFAST_K8S_LAB=0 make test     without the lab tests (they are skipped and say so)
 #   extra arguments go to every pytest run (e.g. -x)
@@ -41,11 +46,12 @@ MAIN=(-m "not k8s and not emulated" "${MAIN_OPTIONS[@]}")
 # elsewhere), and each worker collecting tests/unit's ~2,500 tests too cost it ~10 s of CPU.
 EMULATED=(--tb=short -m "emulated and not k8s" -n 2 --dist loadfile --durations=10
     tests/integration)
-# The emulated-volume tests' I/O goes through user-space processes (nbdkit, nbdfuse) that must
-# wake up for every request: above the other tests' priority, so that the others' pgbench
-# runs, which take whatever CPU is free, do not delay them. Without root: the same priority.
-EMULATED_NICE=(nice -n -5)
-nice -n -5 true 2>/dev/null || EMULATED_NICE=()
+# The test sessions above other work, the emulated-volume tests' above the others' (their I/O
+# goes through user-space processes that must wake up for every request: the others' pgbench
+# runs must not delay them). Without root: all at the same priority.
+SESSION_NICE=(nice -n -5)
+EMULATED_NICE=(nice -n -10)
+nice -n -10 true 2>/dev/null || { SESSION_NICE=() && EMULATED_NICE=(); }
 
 logs=$(mktemp -d -t howfast-tests.XXXXXX)
 pids=()
@@ -108,7 +114,9 @@ checks_result() {  # prints the checks' output when they failed; returns their s
 
 if [[ ${HOWFAST_K8S_LAB:-1} == 0 ]]; then  # the lab tests are collected and skipped, with why
     checks
+    SESSION_PREFIX=(exec "${SESSION_NICE[@]}")
     start main - -m "not emulated" "${MAIN_OPTIONS[@]}" "$@"
+    SESSION_PREFIX=(exec)
     main_pid=${pids[-1]}
     emulated "$@"
     wait "$main_pid"
@@ -131,27 +139,26 @@ export HOWFAST_K8S_LAB=1
 # (~19 CPU-minutes) is the critical path of the whole run, so it runs at the lab session's
 # priority, not at the lab's default nice 10: beside two busy loops at nice 0, nice 10 gets
 # about a tenth of the CPU (a cold build took 41 min at nice 19 beside this machine's load).
-HOWFAST_K8S_LAB_BUILD_NICE=0 "${EMULATED_NICE[@]}" "$PY" -m tests.k8s.lab build >/dev/null ||
+HOWFAST_K8S_LAB_BUILD_NICE=0 "${SESSION_NICE[@]}" "$PY" -m tests.k8s.lab build >/dev/null ||
     echo "test.sh: the k8s lab could not be built here; its tests will say why" >&2
 
 checks
-# The lab tests are the longest session (their pods, servers and cluster all need CPU): at the
-# emulated-volume tests' priority, so that the main session's workers, which have time to
-# spare, take what is left. Two lanes (tests/k8s/lanes.py), which meet in $lanes_dir: the
-# guest lane's files, and the others, whose lane owns the lab.
+# The lab tests at the main session's priority, in two lanes (tests/k8s/lanes.py), which meet
+# in $lanes_dir: the guest lane's files, and the others, whose lane owns the lab.
 lanes_dir=$(mktemp -d "$logs/lanes.XXXXXX")
 GUEST_FILES=(tests/k8s/test_cnpg.py tests/k8s/test_cnpg_lab.py tests/k8s/test_in_cluster.py)
 LANE=(env HOWFAST_K8S_LAB_LANES_DIR="$lanes_dir")
-SESSION_PREFIX=(exec "${LANE[@]}" HOWFAST_K8S_LAB_LANE=owner "${EMULATED_NICE[@]}")
+SESSION_PREFIX=(exec "${LANE[@]}" HOWFAST_K8S_LAB_LANE=owner "${SESSION_NICE[@]}")
 start k8s "$logs/k8s.log" --tb=short -m k8s tests/k8s "${GUEST_FILES[@]/#/--ignore=}" \
     -p no:cacheprovider --durations=20 "$@"
 k8s_pid=${pids[-1]}
-SESSION_PREFIX=(exec "${LANE[@]}" HOWFAST_K8S_LAB_LANE=guest "${EMULATED_NICE[@]}")
+SESSION_PREFIX=(exec "${LANE[@]}" HOWFAST_K8S_LAB_LANE=guest "${SESSION_NICE[@]}")
 start guest "$logs/k8s-guest.log" --tb=short -m k8s "${GUEST_FILES[@]}" -p no:cacheprovider \
     --durations=10 "$@"
 guest_pid=${pids[-1]}
-SESSION_PREFIX=(exec)
+SESSION_PREFIX=(exec "${SESSION_NICE[@]}")
 start main - "${MAIN[@]}" "$@"
+SESSION_PREFIX=(exec)
 main_pid=${pids[-1]}
 emulated "$@"
 
