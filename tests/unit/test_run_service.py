@@ -10,13 +10,8 @@ import pytest
 
 from howfast.errors import UsageError
 from howfast.plugin.overrides import Overrides
-from howfast.service.requests import (
-    ProbeRequest,
-    RunRequest,
-    ServiceEnv,
-    TargetRunOptions,
-    UntilOptions,
-)
+from howfast.service.env import ServiceEnv
+from howfast.service.requests import ProbeRequest, RunRequest, TargetRunOptions, UntilOptions
 from howfast.service.run import RunService
 from tests.conftest import pg_bindir
 

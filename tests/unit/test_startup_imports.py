@@ -100,12 +100,19 @@ def test_results_list_imports_no_heavy_library(tmp_path: Path) -> None:
     done, modules = loaded_modules(tmp_path, "results", "list", "--store", str(store))
     assert "first" in done.stdout and "second" in done.stdout, done.stdout
     assert heavy_in(modules) == [], f"howfast results list imported {heavy_in(modules)}"
-    # Nor the plan models, the analysis or the workloads' report parts of `results show`.
+    # Nor the plan models, the analysis or the workloads' report parts of `results show`, nor
+    # the run service's requests or the failure objectives of `results show --slo`.
     unwanted = [
         m
         for m in own(modules)
         if m.startswith(("howfast.plans", "howfast.analysis", "howfast.workloads"))
-        or m in ("howfast.report.terminal", "howfast.plugin.overrides")
+        or m
+        in (
+            "howfast.report.terminal",
+            "howfast.plugin.overrides",
+            "howfast.service.requests",
+            "howfast.slo",
+        )
     ]
     assert unwanted == [], f"howfast results list imported {unwanted}"
     # An up-to-date SQLite store with no run marked running is read with sqlite3 alone.

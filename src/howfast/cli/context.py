@@ -24,7 +24,7 @@ from howfast.printable import printable
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from howfast.service.requests import ServiceEnv
+    from howfast.service.env import ServiceEnv
 
 
 @dataclass
@@ -112,7 +112,7 @@ class CliEnv:
     def service(self, store: str | None = None) -> ServiceEnv:
         """What the services (service/) take of this environment; `store`: --store, else
         the environment's."""
-        from howfast.service.requests import ServiceEnv
+        from howfast.service.env import ServiceEnv
 
         return ServiceEnv(
             store_url=store if store is not None else self.store_url,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from howfast.cli.context import CliEnv, pass_env
@@ -9,8 +11,10 @@ from howfast.cli.options import json_option, parse_run_id, slo_option, store_opt
 from howfast.cli.stores import list_runs, open_results
 from howfast.errors import UsageError
 from howfast.report.run_list import run_list
-from howfast.slo import FailureSlo
 from howfast.store.liveness import still_running
+
+if TYPE_CHECKING:  # `results list` needs no SLO; --slo's parser loads it (cli/options.py)
+    from howfast.slo import FailureSlo
 
 
 @click.group("results")

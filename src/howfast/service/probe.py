@@ -12,9 +12,10 @@ from howfast.errors import MissingToolError, UsageError
 from howfast.hosts.local import LocalHost
 from howfast.machine.pgbin import INSTALL_HINT, PgInstall, find_installs
 from howfast.model import StepSpec
+from howfast.service.env import ServiceEnv
 from howfast.service.installs import NO_INSTALL
 from howfast.service.prepared import PreparedRun
-from howfast.service.requests import ProbeRequest, ServiceEnv
+from howfast.service.requests import ProbeRequest
 from howfast.targets import registry as target_kinds
 from howfast.targets.kind import OptionContext, TargetOptions
 from howfast.targets.path import PathTarget

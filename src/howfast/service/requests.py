@@ -8,14 +8,11 @@ front end) builds them directly.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from howfast.cancel import CancelToken
-from howfast.clock import SYSTEM_CLOCK, Clock
 from howfast.design import DesignOptions
 from howfast.slo import FailureSlo
 
@@ -34,19 +31,6 @@ def _no_overrides() -> Overrides:
     from howfast.plugin.overrides import Overrides
 
     return Overrides()
-
-
-@dataclass(frozen=True)
-class ServiceEnv:
-    """What the services take of the environment they run in (the CLI's: cli/context.py)."""
-
-    store_url: str | None = None  # None: environ's $HOWFAST_STORE, else the default file
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    clock: Clock = SYSTEM_CLOCK  # stored timestamps
-    info: Callable[[str], None] = lambda text: None  # a line for people (stderr)
-    # Cancelled: the run stops as on Ctrl-C (from another thread; signal handlers are only
-    # installed when the run is driven from the main thread). None: the run's own token.
-    cancel: CancelToken | None = None
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,10 @@ from howfast.plans.load import setting_locations
 from howfast.plans.until import Block, UntilRule, make_rule
 from howfast.plugin import registry
 from howfast.service import probe, trials
+from howfast.service.env import ServiceEnv
 from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
-from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, ServiceEnv, UntilOptions
+from howfast.service.requests import LiveMetrics, ProbeRequest, RunRequest, UntilOptions
 from howfast.service.stores import open_results
 from howfast.slo import RUN_KEY
 from howfast.store.base import Store

@@ -12,7 +12,7 @@ from howfast.store.location import plain_sqlite_file
 
 if TYPE_CHECKING:
     from howfast.model import RunSummary
-    from howfast.service.requests import ServiceEnv
+    from howfast.service.env import ServiceEnv
     from howfast.store.sql import SqlStore
 
 
