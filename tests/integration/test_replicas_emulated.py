@@ -74,7 +74,12 @@ def test_a_slower_standby_disk_slows_sync_commits_only(howfast: Howfast, target_
           f"{fast['wait_syncrep_share']}, {slow['wait_syncrep_share']}; SyncRep ms per "
           f"commit {fast.get(wait)}, {slow.get(wait)}; flush lag p99 {fast.get(lag)}, "
           f"{slow.get(lag)}")  # fmt: skip
-    assert slow["tps"] < 0.7 * fast["tps"]
+    # One client: a transaction's time is 1/TPS. The slower disk adds 2 ms to the standby's
+    # WAL write and to its flush, 4 ms a commit; at least half of that is in each transaction.
+    # Not a TPS ratio: the rest of a transaction's time grows with the machine's load, and a
+    # ratio moves with it (0.73 beside two busy loops: 127 and 92 tps, 2.95 ms added).
+    added_ms_per_tx = 1000 / slow["tps"] - 1000 / fast["tps"]
+    assert added_ms_per_tx > 2.0, (fast["tps"], slow["tps"])
     # What the slower disk adds is time waited for the standby: each commit waits for its WAL
     # write and flush on the standby's volume, 2 ms more each, 4 ms in all (measured: 3.9 ->
     # 9.0 ms at a load average of 15 on 2 cores). Compared in milliseconds per commit, not as
