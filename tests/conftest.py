@@ -49,8 +49,9 @@ def pg_bindir() -> Path | None:
 # (bind to 0) is free only until the next outgoing connection is given it as its local port,
 # and a port chosen long before it is bound (Prometheus scraping howfast's future
 # --metrics-port) was taken that way on a busy CI machine. Ports below the range are never
-# handed out by the kernel; the floor keeps clear of well-known services'.
-TEST_PORT_FLOOR = 20000
+# handed out by the kernel. 20000-29999: above well-known services' ports, below Kubernetes'
+# NodePort range (30000-32767; the lab keeps NodePorts off loopback, but not every cluster).
+TEST_PORTS = range(20000, 30000)
 PORT_TRIES = 100
 
 
@@ -63,17 +64,18 @@ def ephemeral_ports() -> tuple[int, int]:
 
 
 def free_port(address: str = "127.0.0.1") -> int:
-    """A TCP port free on `address` now and outside the ephemeral range where there is room."""
+    """A TCP port free on `address` now, outside the ephemeral range where there is room."""
     low, _ = ephemeral_ports()
-    if low - TEST_PORT_FLOOR >= 1000:
-        for port in random.sample(range(TEST_PORT_FLOOR, low), PORT_TRIES):
+    ports = range(TEST_PORTS.start, min(TEST_PORTS.stop, low))
+    if len(ports) >= 1000:
+        for port in random.sample(ports, PORT_TRIES):
             with socket.socket() as s:
                 try:
                     s.bind((address, port))
                 except OSError:
                     continue
                 return port
-    with socket.socket() as s:  # a range reaching down to the floor: the kernel's choice
+    with socket.socket() as s:  # a range reaching down to them: the kernel's choice
         s.bind((address, 0))
         return int(s.getsockname()[1])
 
