@@ -119,9 +119,12 @@ def test_a_restart_and_a_crash_during_the_load_are_verified_and_lose_no_commit(
         < float(str(outcome.metrics["latency_max_ms"]))
     )
     assert outcome.metrics["load_segments"] >= 4  # 5 s segments, two cut short
-    # the load went on after the crash: commits in the step's last seconds
+    # the load went on after the crash: commits once the server was back (not "in the last
+    # two seconds": beside a busy machine's load, recovery and reconnecting left one of them
+    # without a commit)
     tps = {s.t: s.value for s in outcome.series["tps"]}
-    assert tps[max(tps)] > 0 and tps[max(tps) - 1] > 0
+    back_s = marks[1].back_s
+    assert any(v > 0 for t, v in tps.items() if t > back_s), (back_s, tps)
     assert target.alive()
 
 
