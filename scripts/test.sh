@@ -8,11 +8,10 @@
 #    pytest session of their own beside the others, which start the lab and take it down once
 #    both are done. The lab is built first, alone: a cold build (~15 min, once per machine,
 #    cached outside the clone) is CPU-heavy.
-# 2. All the others except the emulated-volume tests, from the start, in four pytest-xdist
+# 2. All the others except the emulated-volume tests, from the start, in three pytest-xdist
 #    workers (a test file stays on one worker). Most tests spend their time waiting (pgbench
 #    for its duration, servers starting, pods and volumes): a whole clean-clone run used
-#    1.1 of the 2 cores on average with two workers. This session is the longest (31 of
-#    33 min beside two busy loops with three workers, the lab's 21).
+#    1.1 of the 2 cores on average with two workers.
 # 3. The emulated-volume tests (marker `emulated`: nbdkit, nbdfuse, loop devices), from the
 #    start too, in two workers of their own.
 #
@@ -41,7 +40,7 @@ PY=.venv/bin/python
 # source above it (a CI log cut in the middle once kept the source and lost the line).
 # --no-loadscope-reorder: files are handed out longest first (tests/conftest.py, LONGEST_FILES),
 # not by their number of tests, so that no long file starts when the others are done.
-MAIN_OPTIONS=(--tb=short -n 4 --dist loadfile --no-loadscope-reorder --durations=15)
+MAIN_OPTIONS=(--tb=short -n 3 --dist loadfile --no-loadscope-reorder --durations=15)
 MAIN=(-m "not k8s and not emulated" "${MAIN_OPTIONS[@]}")
 # tests/integration only: every emulated-volume test is there (tests/conftest.py refuses one
 # elsewhere), and each worker collecting tests/unit's ~2,500 tests too cost it ~10 s of CPU.
