@@ -239,19 +239,21 @@ def test_latency_plan_offers_the_fast_volumes_rate_to_both(howfast: Howfast, tar
     for target in (fast, slow):
         assert steps[(target, "rate")]["params"]["rate"] == pytest.approx(0.7 * fast_max, abs=0.1)
     offered = 0.7 * fast_max
-    # The fast volume achieves the rate (its verdict may still see a short step's scatter);
-    # the slow one cannot: it falls short and its verdict says so.
-    # On a quiet machine the fast one holds it (>= 0.9 of the offer); other work on a shared
-    # one can slow it between its maximum and its rate step (0.7 seen at a load of 8), so the
-    # sharp check is the comparison: it comes closer to the offer than the slow one.
+    # The slow volume cannot achieve the rate: it falls short and its verdict says so; its
+    # ceiling is its disk's (one client, a WAL write and a flush of 30 ms each a commit).
+    # The fast one is held to the offer by pgbench's schedule (never above it, but for the
+    # scatter of 4 s of a Poisson schedule, 4% at 126 TPS) and comes closer to it than the
+    # slow one. How close is the machine's: on a quiet one it holds it (>= 0.9 of the offer),
+    # but other work can slow it between its maximum and its rate step (0.7 seen at a load
+    # of 8; in CI 60 of an offer of 126, after a maximum of 180).
     fast_tps, slow_tps = (steps[(t, "rate")]["metrics"]["tps"] for t in (fast, slow))
     print(
         f"max fast {fast_max:.0f}, slow {steps[(slow, 'max')]['metrics']['tps']:.0f}; "
         f"offered {offered:.0f}: fast {fast_tps:.0f}, slow {slow_tps:.0f}"
     )
-    assert fast_tps >= 0.6 * offered and fast_tps > 1.1 * slow_tps, (fast_tps, slow_tps)
+    assert fast_tps > 1.1 * slow_tps and fast_tps < 1.2 * offered, (fast_tps, slow_tps, offered)
     assert steps[(slow, "rate")]["metrics"]["rate_met"] is False
-    assert slow_tps < 0.9 * offered
+    assert slow_tps < 0.9 * offered and slow_tps < 1.05 * 1000 / 60, (slow_tps, offered)
     assert steps[(slow, "max")]["metrics"]["tps"] < offered
 
 

@@ -13,6 +13,7 @@ user (tests/pgprocess.py), killed with the product's failover.kill_all.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import pwd
@@ -53,7 +54,12 @@ def make_decoy(key: int) -> int:
 
 
 def dsm_files_of(pids: list[int]) -> list[str]:
-    found = set().union(*(shared_memory_of(pid) for pid in pids))
+    """The /dev/shm files these processes map; a backend that has ended since it was listed
+    maps nothing (the postmaster's own files are still found through it)."""
+    found: set[str] = set()
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            found |= shared_memory_of(pid)
     return sorted(f"/dev/shm/{x.removeprefix('file ')}" for x in found if x.startswith("file "))
 
 

@@ -49,6 +49,13 @@ duration = "DURATION"
 """
 
 
+# the events test's step, and how long before its end the server must answer for the load to
+# have reconnected: the client pod's connect timeout (5 s) to the old pod's address, and the
+# next connect's
+STEP_S = 70
+RECONNECT_S = 12
+
+
 def _plan(tmp_path: Path, duration: str) -> str:
     return write_plan(tmp_path, PLAN.replace("DURATION", duration))
 
@@ -86,7 +93,7 @@ def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
     # 34 s after the last: room for an event applied 6 s late and back 16 s after that.
     started = time.monotonic()
     out = run_howfast(
-        howfast_env, "run", _plan(tmp_path, "70s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
+        howfast_env, "run", _plan(tmp_path, f"{STEP_S}s"), "--target", f"k8s://{two_nodes.shared_storage_class}",
         "--node", two_nodes.first, "--event", "4s:delete-pod", "--event", "20s:move",
         "--event", f"36s:drain={two_nodes.second},for=4s", "--yes",
         *lab_images(k8s_lab), "--json", timeout=280,
@@ -95,6 +102,7 @@ def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
     assert doc["status"] == "completed", out.stderr
     deleted, moved, drained = _events(doc)
     assert [e["action"] for e in (deleted, moved, drained)] == ["delete-pod", "move", "drain"]
+    resumed = 0  # events after which the load's return was checked
     for event in (deleted, moved, drained):
         assert event["verified"] is True, json.dumps(event)
         evidence = event["evidence"]
@@ -103,18 +111,30 @@ def test_delete_pod_move_and_drain_during_the_load_lose_no_commit(
         rows = (evidence["pgbench_branches_rows_before"], evidence["pgbench_branches_rows_after"])
         assert rows == (1, 1), evidence
         assert event["downtime_s"] > 0, event
-        # the load came back to the new pod: its commits resumed before the step's end
-        assert event["downtime_until_end"] is False, json.dumps(event)
+        # The load came back to the new pod: its commits resumed before the step's end, when
+        # the server answered early enough for the client to reconnect (RECONNECT_S). When
+        # the machine was so busy that the server answered only after the load's end (CI: a
+        # drain due at 36 s applied at 59.4 s, the move before it still being verified, and
+        # back at 78.2 s of a 70 s step), the outage is said to last until the end.
+        if event["back_s"] <= STEP_S - RECONNECT_S:
+            assert event["downtime_until_end"] is False, json.dumps(event)
+            resumed += 1
+        elif event["back_s"] >= STEP_S:
+            assert event["downtime_until_end"] is True, json.dumps(event)
         assert event["lost_commits"] == 0, event
+    assert resumed, "no event left the load time to come back before the step's end"
     # Back to 90% of the TPS before, or said why not. The TPS after may stay under the
     # 3 s baseline's within the seconds left: on another node after a move or drain (seen:
     # 927 -> 579 TPS on this shared machine), and even on the same node after delete-pod
     # when the other tests' load rose meanwhile (seen in a clean clone: 794 -> 544 TPS for
     # 28 s). A move's or drain's baseline starts where the previous event's recovery ended,
     # which may leave it under the 3 s needed. When not back, the load still ran after the
-    # event (its commits resumed, above) at a rate of its own.
+    # event (its commits resumed, above) at a rate of its own. An outage that lasted until
+    # the end has no recovery.
     for event in (deleted, moved, drained):
         reasons = ("not back to 90%", "not enough seconds before the event")
+        if event["downtime_until_end"]:
+            reasons += ("no service until the step's end",)
         assert event["recovery_s"] is not None or str(event["recovery_note"]).startswith(reasons), (
             json.dumps(event)
         )

@@ -16,6 +16,7 @@ import json
 import secrets
 import socket
 import struct
+import subprocess
 import threading
 import time
 import uuid
@@ -154,14 +155,37 @@ def _lab_frame(frame: bytes, marker: bytes) -> str | None:
         return "the test's marker in the payload"
     ethertype = int.from_bytes(frame[12:14], "big")
     if ethertype == 0x0800 and len(frame) >= 34:
-        for raw in (frame[26:30], frame[30:34]):
-            if ipaddress.ip_address(raw) in LAB:
-                return f"IPv4 {ipaddress.ip_address(raw)}"
+        source, destination = ipaddress.ip_address(frame[26:30]), ipaddress.ip_address(frame[30:34])
+        if source in LAB or destination in LAB:
+            return f"IPv4 {_ipv4_summary(frame)}"
     if ethertype == 0x0806 and len(frame) >= 42:
         for raw in (frame[28:32], frame[38:42]):
             if ipaddress.ip_address(raw) in LAB:
                 return f"ARP for {ipaddress.ip_address(raw)}"
     return None
+
+
+def _ipv4_summary(frame: bytes) -> str:
+    """An IPv4 frame's protocol, addresses and ports, and its first bytes: what a leak was."""
+    header = (frame[14] & 0x0F) * 4
+    protocol = {1: "ICMP", 6: "TCP", 17: "UDP"}.get(frame[23], f"protocol {frame[23]}")
+    source, destination = ipaddress.ip_address(frame[26:30]), ipaddress.ip_address(frame[30:34])
+    ports = frame[14 + header : 14 + header + 4]
+    if protocol in ("TCP", "UDP") and len(ports) == 4:
+        sport, dport = int.from_bytes(ports[:2], "big"), int.from_bytes(ports[2:], "big")
+        where = f"{source}:{sport} -> {destination}:{dport}"
+    else:
+        where = f"{source} -> {destination}"
+    return f"{protocol} {where}, {len(frame)} bytes, from {frame[:64].hex()}"
+
+
+def _packet_filter_and_routes() -> str:
+    """The lab's safety nets as they are now (for a leak's report: were they in place?)."""
+    commands = (["iptables", "-w", "-t", "mangle", "-S"], ["ip", "route", "show", "table", "all"])
+    return "\n".join(
+        subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+        for argv in commands
+    )
 
 
 def _is_up(name: str) -> bool:
@@ -350,7 +374,7 @@ def test_pods_reach_pods_services_dns_and_the_api_server_and_nothing_leaves(
     assert blast["sent"] == 3 * DATAGRAMS
     assert any("marker" in why for why in control.leaked), "the control capture saw nothing"
     assert capture.drops == 0, "the capture missed frames: it proves nothing"
-    assert capture.leaked == [], capture.leaked[:10]
+    assert capture.leaked == [], (capture.leaked[:10], _packet_filter_and_routes())
     # TX counters: the lab sent 3 * DATAGRAMS datagrams (and the probes' traffic); had they
     # left, the counters would grow by that much more than in the quiet window. The host's
     # own traffic (other jobs downloading...) varies between two windows of a few seconds:
