@@ -37,6 +37,9 @@ HERE = Path(__file__).resolve().parent
 LABEL = "app.kubernetes.io/managed-by=howfast"
 # A cold build (~15 min) happens inside the first test's setup: give that test room for it.
 BUILD_TIMEOUT_S = 3600
+# howfast's image of the checkout (lab/howfast_image.py), built and imported beside the first
+# tests: how much longer than its own bound the first test that needs it may take
+IMAGE_WAIT_S = 900
 
 
 # Tests on the Cluster lab/pg (tests/k8s/lab/cnpg.py) carry `lab_pg_cluster(ORDER)`: they
@@ -78,6 +81,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not build.is_built(Paths.default()):
         ours[0].add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
+    # The first test that needs howfast's image waits in its setup for what `_made_early`
+    # has not finished of it (in CI the in-cluster run's first test timed out; here, beside
+    # two busy loops, it waited 255-265 s): room for that wait on top of its own bound.
+    needing_image = [item for item in ours if "howfast_image" in getattr(item, "fixturenames", ())]
+    if needing_image:
+        first = needing_image[0]
+        marker = first.get_closest_marker("timeout")
+        own = float(marker.args[0]) if marker and marker.args else float(config.getini("timeout"))
+        first.add_marker(pytest.mark.timeout(own + IMAGE_WAIT_S))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

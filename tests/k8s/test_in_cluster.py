@@ -97,7 +97,8 @@ def test_in_cluster_run_comes_back_into_the_local_store(
 ) -> None:
     env = _env(howfast_env)
     started = time.monotonic()
-    out = run_howfast(env, *_args(k8s_lab, tmp_path, image, "2s"), "--json", timeout=240)
+    # 68-78 s beside two busy loops here; CI's machine has been three times slower
+    out = run_howfast(env, *_args(k8s_lab, tmp_path, image, "2s"), "--json", timeout=400)
     took = time.monotonic() - started
     doc = json.loads(out.stdout)
     assert doc["status"] == "completed", out.stderr
