@@ -193,6 +193,20 @@ class Howfast:
         path.write_text(text)
         return path
 
+    def fastest_transaction_ms(self, run_id: str) -> dict[str, float]:
+        """Each pgbench step's fastest transaction, by target, from its exact latency
+        histogram (`results show --series`). Other work on the machine only adds to a
+        transaction: the fastest is the one it did not delay."""
+        shown = self("results", "show", run_id, "--json", "--series")
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        fastest = {}
+        for step in json.loads(shown.stdout)["steps"]:
+            if step["workload"] == "pgbench":
+                latencies = step["histograms"]["latency_us"]
+                assert latencies, f"no latency histogram: {step['target']}"
+                fastest[step["target"]] = min(int(us) for us in latencies) / 1000
+        return fastest
+
 
 @pytest.fixture
 def howfast(tmp_path: Path) -> Iterator[Howfast]:

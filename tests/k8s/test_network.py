@@ -35,6 +35,7 @@ from tests.k8s.objects import wait_for
 pytestmark = pytest.mark.k8s
 
 LAB = ipaddress.ip_network("198.18.0.0/15")
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 PORT = 8080
 # datagrams the client sends to each of three destinations: far more than the host's own
 # background traffic in the same few seconds, so a leak would show in the TX counters too
@@ -157,7 +158,7 @@ def _lab_frame(frame: bytes, marker: bytes) -> str | None:
     if ethertype == 0x0800 and len(frame) >= 34:
         source, destination = ipaddress.ip_address(frame[26:30]), ipaddress.ip_address(frame[30:34])
         if source in LAB or destination in LAB:
-            return f"IPv4 {_ipv4_summary(frame)}"
+            return f"IPv4 {_ipv4_summary(frame, source, destination)}"
     if ethertype == 0x0806 and len(frame) >= 42:
         for raw in (frame[28:32], frame[38:42]):
             if ipaddress.ip_address(raw) in LAB:
@@ -165,11 +166,10 @@ def _lab_frame(frame: bytes, marker: bytes) -> str | None:
     return None
 
 
-def _ipv4_summary(frame: bytes) -> str:
+def _ipv4_summary(frame: bytes, source: IPAddress, destination: IPAddress) -> str:
     """An IPv4 frame's protocol, addresses and ports, and its first bytes: what a leak was."""
     header = (frame[14] & 0x0F) * 4
     protocol = {1: "ICMP", 6: "TCP", 17: "UDP"}.get(frame[23], f"protocol {frame[23]}")
-    source, destination = ipaddress.ip_address(frame[26:30]), ipaddress.ip_address(frame[30:34])
     ports = frame[14 + header : 14 + header + 4]
     if protocol in ("TCP", "UDP") and len(ports) == 4:
         sport, dport = int.from_bytes(ports[:2], "big"), int.from_bytes(ports[2:], "big")
