@@ -236,13 +236,16 @@ class ShellsHere:
 
     def __init__(self, opener: Opener) -> None:
         self.shells = PodShells(opener)
+        self.commands = 0  # each one a round trip through the API server on a cluster
 
     def exec(
         self, namespace: str, pod: str, container: str, command: list[str], *, timeout_s: float
     ) -> ExecResult:
+        self.commands += 1
         return self.shells.exec(namespace, pod, container, command, timeout_s=timeout_s)
 
     def exec_stream(self, namespace: str, pod: str, container: str, command: list[str]) -> Any:
+        self.commands += 1
         return self.shells.stream(namespace, pod, container, command)
 
 
@@ -250,7 +253,8 @@ def test_a_pod_host_s_tool_runs_with_its_files_made_and_collected_by_the_shells(
     tmp_path: Path, opener: Opener
 ) -> None:
     planned = K8sTarget(parse_target("k8s://fast"), K8sOptions()).planned_pod()
-    host = PodHost(replace(planned, work_dir=str(tmp_path / "work")), ShellsHere(opener))
+    shells = ShellsHere(opener)
+    host = PodHost(replace(planned, work_dir=str(tmp_path / "work")), shells)
     for n in (1, 2):
         work = tmp_path / "here" / "run" / f"step-{n}"
         work.mkdir(parents=True)
@@ -259,10 +263,15 @@ def test_a_pod_host_s_tool_runs_with_its_files_made_and_collected_by_the_shells(
             inputs={"in.txt": f"it's {n}\n"},
             outputs=("out.txt",),
         )
+        shells.commands = 0
         result = host.run(made, work)
         assert (result.returncode, result.stdout, result.stderr) == (0, "said\n", "note\n")
         assert result.files["out.txt"].read_text() == f"it's {n}\n"
         assert not (tmp_path / "work" / "here" / "run" / f"step-{n}").exists()  # removed after
+        assert shells.commands == 2  # made and run; collected and removed
+    shells.commands = 0
+    assert host.run(Invocation(("true",)), tmp_path / "here" / "run" / "step-1").returncode == 0
+    assert shells.commands == 2  # made and run; removed (nothing to collect)
     assert host.free_bytes(tmp_path) is not None
     assert len(opener.sessions) == 1  # made, run, collected, removed, asked: one shell
 
@@ -320,3 +329,20 @@ def test_only_what_cannot_be_a_marker_is_released() -> None:
     assert releasable("abc\nhow", marker) == 4  # maybe the marker's beginning: held
     assert releasable("abc\nhox", marker) == 7
     assert releasable("abchowfast-end-1 0\n", marker) == 3
+
+
+def test_a_work_directory_that_cannot_be_made_fails_before_the_tool_runs(
+    tmp_path: Path, opener: Opener
+) -> None:
+    blocked = tmp_path / "work"
+    blocked.write_text("a file where the work volume should be")  # mkdir -p fails under it
+    planned = K8sTarget(parse_target("k8s://fast"), K8sOptions()).planned_pod()
+    host = PodHost(replace(planned, work_dir=str(blocked)), ShellsHere(opener))
+    ran = tmp_path / "ran"
+    with pytest.raises(HowfastError, match=r"cannot prepare .* in pod .*: .*Not a directory"):
+        host.run(Invocation(("touch", str(ran)), inputs={"in.txt": "x"}), tmp_path / "step")
+    assert not ran.exists()
+    # a tool that exits with the same status and says something else is the tool's result
+    host = PodHost(replace(planned, work_dir=str(tmp_path / "good")), ShellsHere(opener))
+    said = host.run(Invocation(("sh", "-c", "echo mine >&2; exit 125")), tmp_path / "step-2")
+    assert (said.returncode, said.stderr) == (125, "mine\n")

@@ -61,6 +61,9 @@ EXEC_TIMEOUT_S = 10.0  # a sampler's reading: never long enough to hold a step u
 NODE_PROC = ("diskstats", "stat", "meminfo")
 PROC_SHARE_S = 0.25
 SECRET_NAMES = {"PGPASSWORD"}  # given to the tools by the container, from the Secret
+# What a tool's work directory that could not be made (run_script) says and exits with
+SETUP_FAILED = "howfast: the work directory could not be prepared"
+SETUP_FAILED_STATUS = 125
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,25 @@ def wrapper(path_setup: str) -> str:
     return f'd="$1"; shift; cd "$d" || exit 127; echo $$ > {PID_FILE}; {path_setup}; exec env "$@"'
 
 
+def run_script(directory: PurePosixPath, invocation: Invocation, path_setup: str) -> str:
+    """The work directory made and the inputs written (setup_script), then the tool
+    (wrapper), in one command: each command costs a round trip through the API server. A
+    setup that fails says so on its last line of stderr (SETUP_FAILED) and exits
+    SETUP_FAILED_STATUS, before the tool starts."""
+    return (
+        f"( {setup_script(directory, invocation)}\n) || "
+        f"{{ echo {SETUP_FAILED} >&2; exit {SETUP_FAILED_STATUS}; }}\n{wrapper(path_setup)}"
+    )
+
+
+def setup_failure(result: ToolResult) -> str | None:
+    """What the setup of run_script said when it failed; None when the tool ran."""
+    said = result.stderr.rstrip("\n")
+    if result.returncode != SETUP_FAILED_STATUS or not said.endswith(SETUP_FAILED):
+        return None
+    return said[: -len(SETUP_FAILED)].strip() or f"exit status {SETUP_FAILED_STATUS}"
+
+
 def pod_work_dir(work_dir: Path, work_root: str) -> PurePosixPath:
     """The pod directory of a local work directory: its last parts, under the work volume."""
     return PurePosixPath(work_root, *work_dir.parts[-3:])
@@ -140,6 +162,15 @@ def collect_script(directory: PurePosixPath, patterns: tuple[str, ...]) -> str:
         f"cd {shlex.quote(str(directory))} || exit 0; set --; "
         f'for f in {globs}; do [ -f "$f" ] && set -- "$@" "$f"; done; '
         '[ "$#" -eq 0 ] && exit 0; tar cf - -- "$@" | base64'
+    )
+
+
+def collect_and_remove_script(directory: PurePosixPath, patterns: tuple[str, ...]) -> str:
+    """collect_script, then the work directory removed, in one command; its exit status is
+    the collection's."""
+    return (
+        f"( {collect_script(directory, patterns)} ); rc=$?; "
+        f"rm -rf {shlex.quote(str(directory))}; exit $rc"
     )
 
 
@@ -269,12 +300,10 @@ class PodHost(Host):
         namespace, pod = self.pod.namespace, self.pod.pod
         container = self._container(invocation.program)
         directory = pod_work_dir(work_dir, self.pod.work_dir)
-        setup = self._sh(setup_script(directory, invocation), container=container)
-        if setup.returncode != 0:
-            raise HowfastError(f"cannot prepare {directory} in pod {pod}: {setup.stderr.strip()}")
         env = [f"{k}={v}" for k, v in invocation.env.items()]
-        script = wrapper(self.pod.path_setup)
+        script = run_script(directory, invocation, self.pod.path_setup)
         command = ["/bin/sh", "-c", script, "howfast", str(directory), *env, *invocation.argv]
+        removed = False  # the work directory, by the command that collects the files
         try:
             session = self.api.exec_stream(namespace, pod, container, command)
             out: list[str] = []
@@ -314,25 +343,35 @@ class PodHost(Host):
                 raise
             finally:
                 session.close()
-            files: dict[str, Path] = {}
+            result = ToolResult(int(code if code is not None else -1), "".join(out), "".join(err))
+            failed_setup = setup_failure(result)
+            if failed_setup is not None:
+                raise HowfastError(f"cannot prepare {directory} in pod {pod}: {failed_setup}")
             if invocation.outputs:
-                collected = self._sh(
-                    collect_script(directory, invocation.outputs),
-                    container=container,
-                    timeout_s=300,
-                )
-                if collected.returncode != 0:
-                    raise HowfastError(
-                        f"cannot collect {invocation.program}'s files from pod {pod}: "
-                        f"{collected.stderr.strip()}"
-                    )
-                files = unpack(collected.stdout, work_dir)
-            return ToolResult(
-                int(code if code is not None else -1), "".join(out), "".join(err), files
-            )
+                removed = True  # tried: whatever it answers, not again below
+                result.files = self._collect(invocation, directory, container, work_dir)
+            return result
         finally:
-            with contextlib.suppress(Exception):
-                self._sh(f"rm -rf {shlex.quote(str(directory))}", container=container)
+            if not removed:
+                with contextlib.suppress(Exception):
+                    self._sh(f"rm -rf {shlex.quote(str(directory))}", container=container)
+
+    def _collect(
+        self, invocation: Invocation, directory: PurePosixPath, container: str, work_dir: Path
+    ) -> dict[str, Path]:
+        """The tool's output files, brought back under `work_dir`; its work directory in the
+        pod removed by the same command."""
+        collected = self._sh(
+            collect_and_remove_script(directory, invocation.outputs),
+            container=container,
+            timeout_s=300,
+        )
+        if collected.returncode != 0:
+            raise HowfastError(
+                f"cannot collect {invocation.program}'s files from pod {self.pod.pod}: "
+                f"{collected.stderr.strip()}"
+            )
+        return unpack(collected.stdout, work_dir)
 
     def _stop_tool(self, directory: PurePosixPath, container: str) -> None:
         """SIGINT, then SIGKILL, to the tool's PID in the pod (the pod may be gone already)."""

@@ -204,6 +204,8 @@ class TargetSession:
         # the primary moved: howfast's connection and the devices sampled follow it
         if isinstance(target, HasCurrentPrimary):
             self.connection = target.connection_now()
+        if self.sampling is not None:
+            self.sampling.close()
         self.sampling = TargetSampling(
             target, self.connection, self.sample_interval_s, self.env.host, self.extra_samplers
         )
@@ -257,6 +259,8 @@ class TargetSession:
         """Stop the target and remove the work directory; what to tell the user."""
         target = self.env.target
         messages = []
+        if self.sampling is not None:  # its kept connections, before the server goes
+            self.sampling.close()
         try:
             target.stop()
         except Exception as exc:  # report, and still remove the work directory

@@ -15,9 +15,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from howfast.model import JSONValue, Sample
 from howfast.targets.base import Connection, Target
+
+if TYPE_CHECKING:
+    from howfast.samplers.own_connection import OwnConnections
 
 DEFAULT_INTERVAL_S = 1.0
 STOP_TIMEOUT_S = 5.0  # a sampler stuck longer than this is left behind (daemon thread)
@@ -62,6 +66,9 @@ class SamplerContext:
     # The server howfast's own connections reach now (a failover promotes another); None:
     # always `connection`.
     connection_now: Callable[[], Connection | None] | None = None
+    # The target's sampler connections, kept between its steps (own_connection.py); None:
+    # each sampler opens and closes its own.
+    own_connections: OwnConnections | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -191,6 +198,11 @@ class PeriodicSampler(Sampler):
                 self._failure = f"sampler {self.name} {what}{after}: {describe_failure(exc)}"
             return False
         return True
+
+    @property
+    def finished(self) -> bool:
+        """Whether its thread has ended (or never ran): nothing of it reads any more."""
+        return self._thread is None or not self._thread.is_alive()
 
     def stop(self) -> SamplerResult:
         self._stop.set()

@@ -10,7 +10,6 @@ The choice of views, the query and the deltas are pure functions, tested with re
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import time
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import psycopg
 
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.own_connection import open_own
+from howfast.samplers.own_connection import OwnConnection
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.targets.base import Connection
 
@@ -284,6 +283,7 @@ class PgStatsSampler(PeriodicSampler):
 
     def __init__(self) -> None:
         super().__init__()
+        self.own = OwnConnection("howfast-sampler", "5s")
         self.db: psycopg.Connection[tuple[object, ...]] | None = None
         self.query = ""
         self.version_num = 0
@@ -314,8 +314,8 @@ class PgStatsSampler(PeriodicSampler):
         self.tick(ctx.now())
 
     def _connect(self, ctx: SamplerContext) -> None:
-        self._close()
-        self.db, self.server = open_own(ctx, "howfast-sampler", "5s")
+        self.db = self.own.open(ctx.current_connection(), ctx.own_connections)
+        self.server = self.own.server
 
     def resume(self, ctx: SamplerContext) -> bool:
         """After an event cut the connection: a new one to the current primary. The next
@@ -383,14 +383,9 @@ class PgStatsSampler(PeriodicSampler):
 
     def stop(self) -> SamplerResult:
         out = super().stop()
-        self._close()
+        self.own.release(self.finished)
+        self.db = None
         return out
-
-    def _close(self) -> None:
-        if self.db is not None:
-            with contextlib.suppress(psycopg.Error):
-                self.db.close()
-            self.db = None
 
     def result(self) -> SamplerResult:
         out = SamplerResult()

@@ -17,7 +17,6 @@ Percentiles, the SyncRep share and the verdict are derived when the run is read
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +25,7 @@ import psycopg
 from howfast.model import JSONValue, Sample
 from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.own_connection import open_own
+from howfast.samplers.own_connection import OwnConnection
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.samplers.prepared import prepare, text_rows
 from howfast.targets.capabilities import HasStandbys
@@ -137,6 +136,7 @@ class ReplicationSampler(PeriodicSampler):
 
     def __init__(self) -> None:
         super().__init__()
+        self.own = OwnConnection(APPLICATION, "2s")
         self.db: psycopg.Connection[tuple[object, ...]] | None = None
         self.seen: dict[str, Seen] = {}
         self.readings = 0
@@ -156,8 +156,7 @@ class ReplicationSampler(PeriodicSampler):
         return True
 
     def _connect(self, ctx: SamplerContext) -> None:
-        self._close()
-        self.db, _ = open_own(ctx, APPLICATION, "2s")
+        self.db = self.own.open(ctx.current_connection(), ctx.own_connections)
         prepare(self.db.pgconn, STATEMENT, STATE_QUERY)
 
     def tick(self, t: float) -> None:
@@ -176,14 +175,9 @@ class ReplicationSampler(PeriodicSampler):
 
     def stop(self) -> SamplerResult:
         out = super().stop()
-        self._close()
+        self.own.release(self.finished)
+        self.db = None
         return out
-
-    def _close(self) -> None:
-        if self.db is not None:
-            with contextlib.suppress(psycopg.Error):
-                self.db.close()
-            self.db = None
 
     def result(self) -> SamplerResult:
         out = SamplerResult()

@@ -22,6 +22,7 @@ from howfast.machine.devices import RoleDevice, resolve_roles
 from howfast.model import JSONValue, Sample
 from howfast.samplers.base import Sampler, SamplerContext, SamplerResult, describe_failure
 from howfast.samplers.cpu import first_reading
+from howfast.samplers.own_connection import OwnConnections
 from howfast.samplers.plugin import SamplerSetup
 from howfast.samplers.registry import create_samplers, step_sections
 from howfast.targets.base import Connection, Target
@@ -49,6 +50,8 @@ class TargetSampling:
         self.extra = list(extra)
         self.connection = connection
         self.interval_s = interval_s
+        # the PostgreSQL samplers' connections, kept from one step to the next (close())
+        self.own_connections = OwnConnections()
         self.roles: list[RoleDevice] = []
         # The standbys' roles among them (their data directories, named as the standbys), after
         # the primary's: one on the primary's device says so and is not sampled twice.
@@ -89,7 +92,11 @@ class TargetSampling:
         if not samplers:
             return StepSampling([], None, [])
         ctx = SamplerContext(
-            self.target, self.connection, self.interval_s, connection_now=connection_now
+            self.target,
+            self.connection,
+            self.interval_s,
+            connection_now=connection_now,
+            own_connections=self.own_connections,
         )
         if disturbed is not None:
             ctx.disturbed = disturbed
@@ -98,6 +105,11 @@ class TargetSampling:
             session.notes.append(self.problem)
         session.start()
         return session
+
+    def close(self) -> None:
+        """Close the connections kept between the steps: before the target stops, or when
+        another TargetSampling takes over (a failover's rebuild)."""
+        self.own_connections.close()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ event (`postgres.wait_sampling`). Shares and the verdict are derived when the ru
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -27,7 +26,7 @@ import psycopg
 from howfast.model import JSONValue, Sample
 from howfast.plugin.workload import WorkloadPlugin
 from howfast.samplers.base import PeriodicSampler, SamplerContext, SamplerResult
-from howfast.samplers.own_connection import open_own
+from howfast.samplers.own_connection import OwnConnection
 from howfast.samplers.plugin import SamplerPlugin, SamplerSetup
 from howfast.samplers.prepared import prepare, text_rows
 
@@ -156,6 +155,7 @@ class WaitEventSampler(PeriodicSampler):
     def __init__(self) -> None:
         super().__init__()
         self.interval_s = WAIT_INTERVAL_S
+        self.own = OwnConnection(APPLICATION, "2s")
         self.db: psycopg.Connection[tuple[object, ...]] | None = None
         self.source = "pg_stat_activity"
         self.database: str | None = None
@@ -183,8 +183,7 @@ class WaitEventSampler(PeriodicSampler):
     def _connect(self, ctx: SamplerContext, profile: bool | None = None) -> bool:
         """A connection of its own with the statement prepared; whether the server has the
         pg_wait_sampling profile (`profile`: the source already chosen)."""
-        self._close()
-        self.db, _ = open_own(ctx, APPLICATION, "2s")
+        self.db = self.own.open(ctx.current_connection(), ctx.own_connections)
         row = self.db.execute(
             "SELECT current_database(), pg_backend_pid(), "
             "to_regclass('pg_wait_sampling_profile') IS NOT NULL"
@@ -234,14 +233,9 @@ class WaitEventSampler(PeriodicSampler):
 
     def stop(self) -> SamplerResult:
         out = super().stop()
-        self._close()
+        self.own.release(self.finished)
+        self.db = None
         return out
-
-    def _close(self) -> None:
-        if self.db is not None:
-            with contextlib.suppress(psycopg.Error):
-                self.db.close()
-            self.db = None
 
     def result(self) -> SamplerResult:
         out = SamplerResult()

@@ -24,6 +24,8 @@ from howfast.targets.k8s.pod_checks import PodChecksFacet
 from howfast.targets.k8s.pod_state import ObjectsMade
 from howfast.targets.k8s.standby import PodStandby, wait_streaming
 
+SERVER_POLL_S = 0.1  # how often start() asks the server in its pod whether it accepts
+
 
 class PodLifecycleFacet(PodChecksFacet):
     """Creating the run's objects, and deleting them."""
@@ -54,9 +56,7 @@ class PodLifecycleFacet(PodChecksFacet):
                     self.namespace, plan.name, claims, self.options.start_timeout_s, until=_bound
                 )
             self._place_client(made)
-            self.pod = cluster.wait_pod_ready(
-                self.namespace, plan.name, claims, max(1.0, deadline - time.monotonic())
-            )
+            self.pod = self._wait_server(made, claims, deadline)
             node_name = (self.pod.get("spec") or {}).get("nodeName")
             self.node = cluster.read("Node", str(node_name)) if node_name else None
         except BaseException:
@@ -156,6 +156,43 @@ class PodLifecycleFacet(PodChecksFacet):
                 f"{out.stderr.strip() or f'exit status {out.returncode}'}"
             )
         return pod
+
+    def _wait_server(self, made: ObjectsMade, claims: list[str], deadline: float) -> dict[str, Any]:
+        """The pod once its server accepts connections, polled in the pod (pg_isready every
+        0.1 s) rather than waited for as Ready, which the kubelet's readiness probe reports
+        up to its period (2 s) later (issue 34). Ready is still waited for when something
+        dials the server through its Service (standbys, the client pod), when there is no
+        server (a probe's pod), and when the poll fails: the pod's status then says why."""
+        cluster, name = made.cluster, made.plan.name
+
+        def left() -> float:
+            return max(1.0, deadline - time.monotonic())
+
+        if self.server and not self.spec.replicas and self.client_mode != "pod":
+            pod = cluster.wait_pod_ready(
+                self.namespace, name, claims, left(),
+                until=lambda pod: container_running(pod, m.POSTGRES),
+            )  # fmt: skip
+            if self._server_accepts(cluster, name, made.plan.port, left()):
+                return pod
+        return cluster.wait_pod_ready(self.namespace, name, claims, left())
+
+    def _server_accepts(self, cluster: Cluster, pod: str, port: int | str, wait_s: float) -> bool:
+        """Whether the server in the pod accepted connections within `wait_s` (False too
+        when the exec failed: the container ended, say)."""
+        tries = max(1, int(wait_s / SERVER_POLL_S))
+        script = (
+            f"{m.PATH_SETUP}; n=0; until pg_isready -q -h 127.0.0.1 -p {int(port)} "
+            f"-U {m.SUPERUSER} -t 2; do n=$((n+1)); [ $n -ge {tries} ] && exit 1; "
+            f"sleep {SERVER_POLL_S}; done"
+        )
+        try:
+            out = cluster.exec(
+                self.namespace, pod, m.POSTGRES, ["/bin/sh", "-c", script], timeout_s=wait_s + 30
+            )
+        except HowfastError:
+            return False
+        return out.returncode == 0
 
     def _wait_client(self, cluster: Cluster, plan: m.Plan) -> None:
         """The client pod Ready, and the primary reachable from it (pg_isready, 30 s)."""
