@@ -12,12 +12,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
 from howfast.cancel import NEVER, CancelToken
-from howfast.machine.devices import RoleDevice
-from howfast.machine.memory import MemoryBasis
-from howfast.machine.podread import ServerReading
 from howfast.model import JSONValue
+
+if TYPE_CHECKING:  # annotations only: a dry run reads no machine
+    from howfast.machine.devices import RoleDevice
+    from howfast.machine.memory import MemoryBasis
+    from howfast.machine.podread import ServerReading
 
 
 @dataclass(frozen=True)

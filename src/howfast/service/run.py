@@ -32,7 +32,7 @@ from howfast.plans.fleet import FleetScenario
 from howfast.plans.load import setting_locations
 from howfast.plans.until import Block, UntilRule, make_rule
 from howfast.plugin import registry
-from howfast.service import probe, trials
+from howfast.service import trials
 from howfast.service.env import ServiceEnv
 from howfast.service.installs import local_install
 from howfast.service.prepared import FinishedRun, PreparedFleet, PreparedRun, ProgressDisplay
@@ -175,6 +175,8 @@ class RunService:
 
     def prepare_probe(self, request: ProbeRequest) -> PreparedRun:
         """Everything `howfast probe` decides before it creates anything (service/probe.py)."""
+        from howfast.service import probe  # a run needs none of it: ~25 ms of start-up
+
         return probe.prepare_probe(self.env, request)
 
     # -- execute ----------------------------------------------------------------------------

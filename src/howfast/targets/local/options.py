@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from howfast.targets.replicas.local import StandbyStorage
+if TYPE_CHECKING:  # an annotation: the standbys' code is loaded only by a run that has them
+    from howfast.targets.replicas.local import StandbyStorage
 
 LocalClient = Literal["socket", "tcp"]
 SUPERUSER = "howfast"

@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from howfast.analysis.loadrecord import LoadRecord
 from howfast.errors import HowfastError
 from howfast.event_marks import EventMark, EventTimeline, marks_section
 from howfast.hosts.base import Invocation, ToolResult
@@ -28,6 +27,7 @@ from howfast.workloads.pgbench import survive
 # the events' figures are imported where the load runs: a dry run, which only describes the
 # step, never loads them.
 if TYPE_CHECKING:
+    from howfast.analysis.loadrecord import LoadRecord
     from howfast.workloads.pgbench import stitch
 
 # How long the load waits, at its end, for an event still applying (a slow restart).

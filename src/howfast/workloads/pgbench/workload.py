@@ -29,15 +29,14 @@ from howfast.workloads.pgbench import (
     livelog,
     logsampling,
     plan,
-    rates,
     rtt,
     survive,
     survive_step,
 )
 from howfast.workloads.pgbench.init import plan as init_plan
 
-# parse (pgbench's grammar: many patterns) and txlog (numpy) are imported where a step runs:
-# a dry run, which only describes the steps, never loads them.
+# parse (pgbench's grammar: many patterns), txlog (numpy) and rates (the rate analysis) are
+# imported where a step runs: a dry run, which only describes the steps, never loads them.
 if TYPE_CHECKING:
     from howfast.workloads.pgbench import parse, txlog
 
@@ -128,7 +127,7 @@ class PgbenchWorkload(Workload):
         """Before the samplers start: the round-trip probe (rtt.py), then the log's sampling
         rate, from the offered rate or an earlier step of the same test, else from the probe
         for a select-only step of one client, else from a short calibration run (unmeasured)."""
-        from howfast.workloads.pgbench import parse
+        from howfast.workloads.pgbench import parse, rates
 
         probed = _probe_round_trip(ctx)
         try:
@@ -152,6 +151,8 @@ class PgbenchWorkload(Workload):
         return probed
 
     def execute(self, ctx: StepContext, params: dict[str, JSONValue]) -> StepOutcome:
+        from howfast.workloads.pgbench import rates
+
         try:
             offered = rates.resolve_rate(params, ctx.previous, ctx.first_target)
         except ValueError as exc:
