@@ -253,6 +253,16 @@ LONGEST_FILES = {
     "tests/integration/test_cli.py": 47,
     "tests/integration/test_invariants.py": 47,
     "tests/integration/test_trials.py": 45,
+    # tests/unit's longest (quiet, seconds of wall time): first, so that `make unit` does
+    # not end on one of them
+    "tests/unit/test_exec_event.py": 9,
+    "tests/unit/test_stored_figures.py": 8,
+    "tests/unit/test_pgbench_pastes.py": 7,
+    "tests/unit/test_pod_shells.py": 6,
+    "tests/unit/test_layers.py": 5,
+    "tests/unit/test_fio.py": 5,
+    "tests/unit/test_function_size.py": 4,
+    "tests/unit/test_report_browser.py": 4,
 }
 
 
