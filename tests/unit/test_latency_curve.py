@@ -63,6 +63,20 @@ def test_rate_verdicts():
     assert not rate_verdict(growing).met
 
 
+def test_lag_that_rises_with_slower_transactions_but_stays_tolerated_is_met():
+    """A loaded clean-clone run's 3 s step at a tenth of capacity: the machine slowed during
+    it (12.3 ms a transaction, 3 ms in the full-speed step), so the lag rose, 0.36, 2.7 then
+    9.8 ms, without ever reaching what the average is allowed (2 x 12.3 ms)."""
+    slowed = RatePoint(33.6, 28.4, 12.3, lag_avg_ms=4.3, lag_series_ms=(0.36, 2.7, 9.8),
+                       duration_s=3.0)  # fmt: skip
+    assert rate_verdict(slowed).met, rate_verdict(slowed).reason
+    # The same rise past that level is a backlog.
+    piling = RatePoint(33.6, 28.4, 12.3, lag_avg_ms=12.0, lag_series_ms=(0.36, 8.0, 30.0),
+                       duration_s=3.0)  # fmt: skip
+    verdict = rate_verdict(piling)
+    assert not verdict.met and verdict.reason == "schedule lag kept growing during the step"
+
+
 def test_lag_growing():
     assert lag_growing([0.1, 0.5, 1.0, 2.0, 4.0, 8.0])
     assert not lag_growing([0.2, 0.1, 0.3, 0.2, 0.1, 0.2])  # small wobble
@@ -72,6 +86,8 @@ def test_lag_growing():
     # One stall at the end of a step that kept up: only the last third rises.
     assert not lag_growing([0.05, 0.06, 2.5])
     assert not lag_growing([0.1, 0.2, 0.1, 0.2, 0.1, 9.0])
+    # Under the floor it is given, a rise is not growth.
+    assert lag_growing([0.36, 2.7, 9.8]) and not lag_growing([0.36, 2.7, 9.8], floor_ms=24.6)
 
 
 def test_saturation_is_highest_met_rate():
