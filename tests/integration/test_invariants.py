@@ -119,6 +119,10 @@ def test_per_second_tps_adds_up_to_the_transaction_count(howfast: Howfast, targe
 # the ceiling was once under the load's rate: on a fresh machine, beside the lab's Go build
 # and two busy loops, fio's best of two was 95 flushes a second, and the load a minute later,
 # the build's compiles fewer by then, committed 108 a second.
+# The delay is 5 ms, not less: each I/O also passes through nbdfuse and nbdkit's Python plugin,
+# which on a busy machine add 1-4 ms of waiting for a core. At 2 ms (nominally 250 flushes a
+# second) that moved either tool's best of three by up to 25% (fio 141, pg_test_fsync 178 in
+# one make test); at 5 ms, beside three busy loops, both read 78-82 a second.
 FLUSH_PAIR = """
 [[steps]]
 workload = "fio"
@@ -155,8 +159,8 @@ duration = "4s"
 def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
     howfast: Howfast, target_dir: Path
 ):
-    """On an emulated volume that delays each write and flush by 2 ms (so a flush costs what
-    the volume says, whatever else the machine does):
+    """On an emulated volume that delays each write and flush by 5 ms (so a flush costs about
+    what the volume says, whatever else the machine does):
 
     - source pg_test_fsync: its fdatasync rate and the fio WAL profile's (write + fdatasync,
       one at a time) measure the same thing: within 25%, each at its best of three;
@@ -168,7 +172,7 @@ def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
         pytest.skip(f"no emulated volumes here: {backend.reason}")
     doc = _json(
         howfast("run", str(howfast.plan(DELAYED_FLUSH_PLAN)), "--target", str(target_dir),
-                "--storage-latency", "2ms", "--storage-size", "256MiB", "--json", timeout=600)
+                "--storage-latency", "5ms", "--storage-size", "256MiB", "--json", timeout=600)
     )  # fmt: skip
     assert all(s["status"] == "completed" for s in doc["steps"]), doc["steps"]
     by_workload: dict[str, list[dict[str, Any]]] = {}
@@ -181,6 +185,6 @@ def test_flush_rates_agree_and_one_client_commits_below_the_ceiling(
     tps, ceiling = by_workload["pgbench"][0]["tps"], fio["commit_ceiling_tps"]
     print(f"fio {fio_rate:.0f}/s, pg_test_fsync {pg_test_fsync_rate:.0f}/s; 1-client tpcb-like")
     print(f"{tps:.0f} TPS against a ceiling of {ceiling:.0f}")
-    assert fio_rate < 400, fio  # the delay is there: at most 1000 / (2 x 2 ms) = 250 a second
+    assert fio_rate < 150, fio  # the delay is there: at most 1000 / (2 x 5 ms) = 100 a second
     assert abs(pg_test_fsync_rate - fio_rate) <= 0.25 * fio_rate, (pg_test_fsync_rate, fio)
     assert tps <= 1.10 * ceiling, (tps, ceiling)
