@@ -52,3 +52,32 @@ def test_the_command_ends_as_interrupted_once_loaded(tmp_path):
     )
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip() == "howfast: interrupted"
+
+
+# A Ctrl-C that ends code run from a string (as the methods dataclasses generate while the
+# modules load), caught, then the command's own exit: what a loaded test run saw end by SIGINT.
+_CAUGHT_IN_EXEC = """
+import sys
+from howfast.__main__ import _exit
+try:
+    exec("raise KeyboardInterrupt")
+except KeyboardInterrupt:
+    pass
+if sys.argv[1:] == ["plain"]:
+    sys.exit(130)
+_exit(130)
+"""
+
+
+def test_the_exit_status_is_howfasts_after_a_ctrl_c_caught_in_generated_code(tmp_path):
+    """Under `python -m` (how the tests and the in-cluster Job run howfast), CPython kills
+    the process with SIGINT at exit when a KeyboardInterrupt ended a string's `exec`, caught
+    or not; howfast's exit says 130 all the same."""
+    (tmp_path / "caught_in_exec.py").write_text(_CAUGHT_IN_EXEC)
+
+    def exit_status(*args: str) -> int:
+        argv = [sys.executable, "-m", "caught_in_exec", *args]
+        return subprocess.run(argv, cwd=tmp_path, timeout=60, check=False).returncode
+
+    plain = exit_status("plain")  # Python's own behaviour, for the record: -2 on 3.11
+    assert exit_status() == 130, f"howfast's exit ended as {exit_status()} (plain: {plain})"
