@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from howfast.targets.leftovers import registry
-from tests.scratch import scratch_dir
 
 # The test modules pytest rewrites (for its assertion messages) are cached in __pycache__, even
 # where PYTHONDONTWRITEBYTECODE is set (as on this project's CI machines): without it every
@@ -81,9 +81,10 @@ def free_port(address: str = "127.0.0.1") -> int:
 
 
 def shared_tmpdir(prefix: str) -> Path:
-    """A temp dir on the machine's disk that an unprivileged PostgreSQL user can reach
-    (pytest's tmp_path is 0700 root): tests/scratch.py says where, and why."""
-    return scratch_dir(prefix)
+    """A temp dir an unprivileged PostgreSQL user can reach (pytest's tmp_path is 0700 root)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    d.chmod(0o755)
+    return d
 
 
 def pg_os_user() -> pwd.struct_passwd | None:

@@ -18,11 +18,10 @@ import pwd
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-from tests.scratch import scratch_dir
 
 
 def bindir() -> Path | None:
@@ -62,7 +61,8 @@ class Postmaster:
             raise RuntimeError("no PostgreSQL server binaries (apt-get install postgresql)")
         self.bin = found
         self.user = pwd.getpwnam("postgres")
-        self.base = scratch_dir("howfast-pgprocess-")
+        self.base = Path(tempfile.mkdtemp(prefix="howfast-pgprocess-", dir="/var/tmp"))
+        self.base.chmod(0o755)
         os.chown(self.base, self.user.pw_uid, self.user.pw_gid)
         self.data = self.base / "data"
         self.socket_dir = self.base
