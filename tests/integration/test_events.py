@@ -301,7 +301,12 @@ def test_run_quick_with_a_restart_and_a_crash_lists_both_events_with_their_figur
     assert "not properly shut down" in (crash["evidence"]["log_line"] or "")
     # stored p99s, read back without the histograms: after the restart, before the crash
     assert restart["p99_after_ms"] is not None and crash["p99_before_ms"] is not None
-    assert "3 s: 3s:restart applied" in out.stderr and "verified" in out.stderr
+    # the live line gives the second the restart began (after the schedule's wake-up and
+    # the read of the server's identity: a loaded machine can make that past 3.5 s); it
+    # names the target first, and wraps at the terminal's width
+    assert 3 <= restart["applied_s"] < 5, restart
+    applied = f"{restart['applied_s']:.0f} s: 3s:restart applied (verified)"
+    assert applied in " ".join(out.stderr.split()), out.stderr
     report = target_dir.parent / "r.md"
     shown, made = howfast.together(
         ["results", "show", str(doc["id"])], ["report", str(doc["id"]), "--output", str(report)]
