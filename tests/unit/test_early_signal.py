@@ -70,9 +70,9 @@ _exit(130)
 
 
 def test_the_exit_status_is_howfasts_after_a_ctrl_c_caught_in_generated_code(tmp_path):
-    """Under `python -m` (how the tests and the in-cluster Job run howfast), CPython kills
-    the process with SIGINT at exit when a KeyboardInterrupt ended a string's `exec`, caught
-    or not; howfast's exit says 130 all the same."""
+    """Under `python -m` (how the tests run howfast; the `howfast` script is not affected),
+    CPython kills the process with SIGINT at exit when a KeyboardInterrupt ended a string's
+    `exec`, caught or not; howfast's exit says 130 all the same."""
     (tmp_path / "caught_in_exec.py").write_text(_CAUGHT_IN_EXEC)
 
     def exit_status(*args: str) -> int:
@@ -80,4 +80,5 @@ def test_the_exit_status_is_howfasts_after_a_ctrl_c_caught_in_generated_code(tmp
         return subprocess.run(argv, cwd=tmp_path, timeout=60, check=False).returncode
 
     plain = exit_status("plain")  # Python's own behaviour, for the record: -2 on 3.11
-    assert exit_status() == 130, f"howfast's exit ended as {exit_status()} (plain: {plain})"
+    status = exit_status()
+    assert status == 130, f"howfast's exit ended as {status} (plain: {plain})"
