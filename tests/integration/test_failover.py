@@ -17,10 +17,9 @@ import pytest
 from howfast.analysis import events as figures
 from howfast.analysis.loadrecord import LoadRecord
 from howfast.event_marks import marks_from_section
-from howfast.machine.cgroup import owner_lock_path
 from howfast.store import open_store
 from howfast.targets.emulated.volume import available
-from howfast.targets.leftovers.machine import flock_holders, lock_holder
+from howfast.targets.leftovers.machine import read_cgroups
 from tests.conftest import cgroup_dirs
 from tests.integration.conftest import (
     QUICK_WITHOUT_FIO,
@@ -67,35 +66,29 @@ def _cgroups(token: str) -> list[Path]:
     return cgroup_dirs(f"howfast-*{token}*")
 
 
-def _procs(cgroup: Path) -> str:
-    try:
-        return (cgroup / "cgroup.procs").read_text().strip()
-    except OSError:  # removed meanwhile
-        return "gone"
+def _left_for_good(since: set[Path], wait_s: float = 20) -> list[str]:
+    """The standby cgroups made since `since` that are empty, with no live howfast holding
+    their owner lock (taken before the mkdir, let go after the rmdir), throughout `wait_s`:
+    as `howfast cleanup` reads them. Other workers' runs make standby cgroups that are so
+    for a moment: made before their server is born, or emptied by `howfast cleanup` of a
+    killed run before it removes them, or owned from a private /dev/shm whose lock this
+    test cannot see (CI saw one counted as this run's leftover). Those are filled or
+    removed within seconds; this run's own leftover would stay."""
 
+    def left_now() -> set[str]:
+        return {
+            c.path
+            for c in read_cgroups()
+            if "-standby-" in c.path and Path(c.path) not in since
+            and not c.pids and not c.lock_held
+        }  # fmt: skip
 
-def _left_behind(cgroup: Path) -> bool:
-    """Empty, and no live howfast holds its owner lock (taken before the mkdir, let go after
-    the rmdir), so not a running howfast's."""
-    if _procs(cgroup):
-        return False
-    if lock_holder(owner_lock_path(cgroup.name), flock_holders()) is not None:
-        return False
-    return cgroup.exists()  # its lock goes after the rmdir: gone meanwhile is no leftover
-
-
-def _left_for_good(cgroups: set[Path], wait_s: float = 20) -> list[Path]:
-    """Those of `cgroups` left behind throughout `wait_s`. Other workers' runs make standby
-    cgroups that are empty for a moment with no lock this test can see: made before their
-    server is born, or emptied by `howfast cleanup` of a killed run before it removes them,
-    or owned from a private /dev/shm (CI saw one counted as this run's leftover). Those are
-    filled or removed within seconds; this run's own leftover would stay."""
-    left = [c for c in cgroups if _left_behind(c)]
+    left = left_now()
     deadline = time.monotonic() + wait_s
     while left and time.monotonic() < deadline:
         time.sleep(0.5)
-        left = [c for c in left if _left_behind(c)]
-    return left
+        left &= left_now()
+    return sorted(left)
 
 
 def _base_backups_into(root: Path) -> list[int]:
@@ -362,7 +355,7 @@ def test_the_design_is_rebuilt_after_a_failover_and_the_next_step_measures_it(
     assert _cgroups(cluster.name.removeprefix("howfast-")) == []
     # the standbys' cgroups (the promoted one's, the rebuilt one's) are gone; others' runs on
     # this machine may have theirs meanwhile, owned by their still running howfast
-    assert _left_for_good(set(_cgroups("standby-")) - before) == []
+    assert _left_for_good(before) == []
     assert shm_left == []
 
 
