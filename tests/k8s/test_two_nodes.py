@@ -170,13 +170,13 @@ def _mounts_under(path: Path) -> list[Path]:
 
 
 BUILT_IN_CHAINS = ("INPUT", "FORWARD", "OUTPUT", "PREROUTING", "POSTROUTING")
+BUILT_IN_POLICIES = frozenset(f":{chain} ACCEPT [0:0]" for chain in BUILT_IN_CHAINS)
 
 
 def _empty_table_line(line: str) -> bool:
     """A line iptables-save writes for a table with no rules of its own: its name, a
     built-in chain's ACCEPT policy, COMMIT."""
-    policies = {f":{chain} ACCEPT [0:0]" for chain in BUILT_IN_CHAINS}
-    return line.startswith("*") or line == "COMMIT" or line in policies
+    return line.startswith("*") or line == "COMMIT" or line in BUILT_IN_POLICIES
 
 
 def _port_free(address: str, port: int) -> bool:
